@@ -1,0 +1,94 @@
+//! Command-line arguments (clap derive): raw arguments only, no logic.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ctxguard",
+    version,
+    about = "Makes Claude Code save what matters before context compaction",
+    long_about = "ctxguard is registered as Claude Code hook commands. The status line arms a \
+per-session marker when the context nears auto-compaction; the next tool call then nudges the \
+agent, once per compaction cycle, to store durable memories.\n\nState lives in $CTXGUARD_HOME \
+(default ~/.claude-memory/ctxguard)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Status-line hook: reads Claude Code's status-line JSON, arms the marker, prints a gauge
+    #[command(after_help = "Example, in ~/.claude/settings.json:\n  \
+\"statusLine\": {\"type\": \"command\", \"command\": \"ctxguard statusline\"}\n\n\
+From your own status-line script (same stdin, no output):\n  \
+input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet")]
+    Statusline {
+        /// Print the gauge without colours (also when NO_COLOR is set)
+        #[arg(long)]
+        no_color: bool,
+        /// Update the marker but print nothing
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// PreToolUse hook: nudges the agent to save memories once per compaction cycle
+    #[command(
+        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard pretooluse\"}]}]\n\n\
+It never approves, denies or changes a tool call, and exits 0 on any input."
+    )]
+    Pretooluse,
+    /// Show the state of every known session, or of one
+    #[command(
+        after_help = "Examples:\n  ctxguard status\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
+    )]
+    Status {
+        /// Only this session id
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print {"sessions":[...]} as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a session's marker (or every session's) back to idle
+    #[command(
+        after_help = "Examples:\n  ctxguard reset --session 225d8c26-5cbd-4b52-b720-e8fe94443567\n  ctxguard reset --all"
+    )]
+    Reset {
+        /// The session id to reset
+        #[arg(
+            long,
+            value_name = "ID",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        session: Option<String>,
+        /// Reset every known session
+        #[arg(long)]
+        all: bool,
+    },
+    /// Compute context usage from a transcript file
+    #[command(
+        after_help = "Example:\n  ctxguard usage ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl --json"
+    )]
+    Usage {
+        /// Path of a Claude Code transcript (.jsonl)
+        transcript: PathBuf,
+        /// Context window in tokens (default: window_tokens from the config, else guessed)
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        window: Option<u64>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl Command {
+    /// Hook commands must never fail loudly: see [`crate::exit`].
+    pub fn is_hook(name: &str) -> bool {
+        matches!(name, "statusline" | "pretooluse")
+    }
+}

@@ -1,0 +1,119 @@
+//! `ctxguard usage TRANSCRIPT`: the usage model applied to a transcript file, for checking what
+//! the hooks would see.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::config::{Config, Env};
+use crate::transcript;
+use crate::usage::{self, percent, Level, Limits};
+
+#[derive(Debug, Serialize)]
+pub struct UsageReport {
+    pub transcript: String,
+    pub tokens: Option<u64>,
+    pub window: u64,
+    pub percent: Option<u64>,
+    pub compact_at: u64,
+    pub trigger_at: u64,
+    pub critical_at: Option<u64>,
+    /// `below`, `armed` or `critical`; null when tokens are unknown.
+    pub level: Option<&'static str>,
+    /// The newest event is a compaction: usage is unknown until the next reply.
+    pub just_compacted: bool,
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Below => "below",
+        Level::Armed => "armed",
+        Level::Critical => "critical",
+    }
+}
+
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()> {
+    let env = Env::from_process();
+    let paths = env.paths()?;
+    let loaded = Config::load(&paths, &env)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let config = loaded.config;
+    let scan = transcript::tail_usage(path)?;
+    if scan.gave_up {
+        eprintln!(
+            "warning: no usage found in the last {} MiB of {}; giving up",
+            transcript::MAX_SCAN >> 20,
+            path.display()
+        );
+    }
+    let window = usage::window(window.or(config.window_tokens), None, scan.tokens);
+    let limits = Limits::compute(window, &config.policy());
+    let report = UsageReport {
+        transcript: path.display().to_string(),
+        tokens: scan.tokens,
+        window,
+        percent: scan.tokens.map(|t| percent(t, window)),
+        compact_at: limits.compact_at,
+        trigger_at: limits.trigger_at,
+        critical_at: limits.critical_at,
+        level: scan.tokens.map(|t| level_name(limits.level(t))),
+        just_compacted: scan.boundary_at.is_some(),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    match report.tokens {
+        Some(t) => println!(
+            "tokens       {} ({}% of a {} window, {})",
+            grouped(t),
+            percent(t, window),
+            grouped(window),
+            level_name(limits.level(t))
+        ),
+        None if report.just_compacted => println!(
+            "tokens       unknown: just compacted, no reply since (window {})",
+            grouped(window)
+        ),
+        None => println!(
+            "tokens       unknown: no assistant reply with usage (window {})",
+            grouped(window)
+        ),
+    }
+    let to_go = report
+        .tokens
+        .map(|t| format!(" ({} to go)", grouped(limits.headroom(t))))
+        .unwrap_or_default();
+    println!("compacts at  {}{to_go}", grouped(limits.compact_at));
+    println!("nudge at     {}", grouped(limits.trigger_at));
+    match limits.critical_at {
+        Some(c) => println!("critical at  {}", grouped(c)),
+        None => println!("critical at  off"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn grouping() {
+        assert_eq!(super::grouped(0), "0");
+        assert_eq!(super::grouped(999), "999");
+        assert_eq!(super::grouped(1_000), "1,000");
+        assert_eq!(super::grouped(150_510), "150,510");
+        assert_eq!(super::grouped(1_000_000), "1,000,000");
+    }
+}

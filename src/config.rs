@@ -1,0 +1,430 @@
+//! Resolved settings. Defaults live in `impl Default`; the optional `$CTXGUARD_HOME/config.json`
+//! is applied over them, then `CTXGUARD_<KEY>` environment variables over that. This is also the
+//! one place the environment is read (ctxguard's own variables and Claude Code's auto-compaction
+//! overrides), so tests and hooks see the same resolution.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use serde_json::Value;
+
+use crate::paths::Paths;
+use crate::usage::Policy;
+
+/// What a hook needs from the environment, read once.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub ctxguard_home: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+    pub no_color: bool,
+    /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`].
+    overrides: Vec<(&'static str, String)>,
+    autocompact_pct: Option<String>,
+    autocompact_window: Option<String>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var_os(name)
+        .map(OsString::into_string)
+        .and_then(Result::ok)
+        .filter(|s| !s.trim().is_empty())
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let overrides = KEYS
+            .iter()
+            .filter_map(|k| var(&env_name(k)).map(|v| (*k, v)))
+            .collect();
+        Env {
+            ctxguard_home: std::env::var_os("CTXGUARD_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            home: dirs::home_dir(),
+            no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            overrides,
+            autocompact_pct: var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"),
+            autocompact_window: var("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
+        }
+    }
+
+    /// The state root: `$CTXGUARD_HOME`, else `~/.claude-memory/ctxguard`.
+    pub fn paths(&self) -> Result<Paths> {
+        if let Some(root) = &self.ctxguard_home {
+            return Ok(Paths::new(root.clone()));
+        }
+        let home = self
+            .home
+            .as_ref()
+            .ok_or_else(|| anyhow!("cannot find the home directory: set CTXGUARD_HOME"))?;
+        Ok(Paths::new(home.join(".claude-memory").join("ctxguard")))
+    }
+}
+
+/// Every configuration key, as spelled in config.json; `CTXGUARD_<KEY>` in upper case overrides.
+pub const KEYS: &[&str] = &[
+    "headroom_tokens",
+    "threshold_pct",
+    "critical_headroom_tokens",
+    "window_tokens",
+    "compact_buffer_tokens",
+    "stale_after_secs",
+    "nudge_text",
+    "critical_text",
+];
+
+pub fn env_name(key: &str) -> String {
+    format!("CTXGUARD_{}", key.to_ascii_uppercase())
+}
+
+pub const DEFAULT_NUDGE_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
+{window} tokens); auto-compaction will summarise and drop the history in about {headroom} \
+tokens. Before continuing, save durable knowledge to your memory now (MEMORY.md or your memory \
+tool): decisions and their reasons, user preferences, debugging insights, project facts, open \
+tasks and next steps. Keep it brief, then continue with the task.";
+
+pub const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
+{window} tokens); auto-compaction is imminent (about {headroom} tokens left). If decisions, open \
+tasks and next steps are not yet in your memory (MEMORY.md or your memory tool), save them now, \
+in a few lines, before anything else; then continue.";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub headroom_tokens: u64,
+    pub threshold_pct: Option<f64>,
+    pub critical_headroom_tokens: u64,
+    pub window_tokens: Option<u64>,
+    pub compact_buffer_tokens: u64,
+    pub stale_after_secs: u64,
+    pub nudge_text: String,
+    pub critical_text: String,
+    /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`.
+    pub autocompact_pct: Option<f64>,
+    /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
+    pub autocompact_window: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let p = Policy::default();
+        Config {
+            headroom_tokens: p.headroom_tokens,
+            threshold_pct: None,
+            critical_headroom_tokens: p.critical_headroom_tokens,
+            window_tokens: None,
+            compact_buffer_tokens: p.compact_buffer_tokens,
+            stale_after_secs: 1800,
+            nudge_text: DEFAULT_NUDGE_TEXT.to_string(),
+            critical_text: DEFAULT_CRITICAL_TEXT.to_string(),
+            autocompact_pct: None,
+            autocompact_window: None,
+        }
+    }
+}
+
+/// A configuration value from either source.
+enum Raw<'a> {
+    Json(&'a Value),
+    Env(&'a str),
+}
+
+impl Raw<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Raw::Json(v) => v.to_string(),
+            Raw::Env(s) => format!("{s:?}"),
+        }
+    }
+
+    fn tokens(&self) -> Option<u64> {
+        match self {
+            Raw::Json(v) => v.as_u64(),
+            Raw::Env(s) => s.trim().parse().ok(),
+        }
+    }
+
+    fn number(&self) -> Option<f64> {
+        match self {
+            Raw::Json(v) => v.as_f64(),
+            Raw::Env(s) => s.trim().parse().ok(),
+        }
+    }
+
+    fn text(&self) -> Option<String> {
+        match self {
+            Raw::Json(v) => v.as_str().map(str::to_string),
+            Raw::Env(s) => Some((*s).to_string()),
+        }
+    }
+}
+
+fn percent(raw: &Raw) -> Option<f64> {
+    raw.number().filter(|p| *p > 0.0 && *p <= 100.0)
+}
+
+/// The result of loading: settings plus warnings a caller prints (unknown keys, ignored values).
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Strict load, for manual commands: an unreadable or invalid file, or an invalid override,
+    /// is an error naming the file (or variable) and the problem.
+    pub fn load(paths: &Paths, env: &Env) -> Result<Loaded> {
+        let file = paths.config_file();
+        let mut config = Config::default();
+        let mut warnings = Vec::new();
+        match fs::read(&file) {
+            Ok(bytes) => config.apply_file(&file, &bytes, &mut warnings)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => bail!("reading config {}: {e}", file.display()),
+        }
+        for (key, value) in &env.overrides {
+            config
+                .set(key, &Raw::Env(value))
+                .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key)))?;
+        }
+        config.apply_claude_env(env, &mut warnings);
+        Ok(Loaded { config, warnings })
+    }
+
+    /// Lenient load, for hooks: any error falls back to the defaults (plus whatever valid
+    /// overrides there are) and becomes a warning.
+    pub fn load_or_default(paths: &Paths, env: &Env) -> Loaded {
+        match Config::load(paths, env) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                let mut config = Config::default();
+                let mut warnings = vec![format!("{e:#}; using the defaults")];
+                for (key, value) in &env.overrides {
+                    // Already reported above if invalid; keep the valid ones.
+                    let _ = config.set(key, &Raw::Env(value));
+                }
+                config.apply_claude_env(env, &mut warnings);
+                Loaded { config, warnings }
+            }
+        }
+    }
+
+    fn apply_file(&mut self, file: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> Result<()> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            anyhow!(
+                "config {}: not valid JSON ({e}); fix or remove the file",
+                file.display()
+            )
+        })?;
+        let Value::Object(map) = value else {
+            bail!(
+                "config {}: expected a JSON object like {{\"headroom_tokens\": 40000}}",
+                file.display()
+            );
+        };
+        for (key, value) in &map {
+            if !KEYS.contains(&key.as_str()) {
+                warnings.push(format!(
+                    "config {}: unknown key `{key}` ignored (known keys: {})",
+                    file.display(),
+                    KEYS.join(", ")
+                ));
+                continue;
+            }
+            if value.is_null() {
+                continue;
+            }
+            self.set(key, &Raw::Json(value))
+                .map_err(|problem| anyhow!("config {}: {problem}", file.display()))?;
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, key: &str, raw: &Raw) -> std::result::Result<(), String> {
+        let bad = |what: &str| format!("`{key}` must be {what}, got {}", raw.describe());
+        const TOKENS: &str = "a whole number of tokens (0 or more)";
+        match key {
+            "headroom_tokens" => self.headroom_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?,
+            "critical_headroom_tokens" => {
+                self.critical_headroom_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?
+            }
+            "compact_buffer_tokens" => {
+                self.compact_buffer_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?
+            }
+            "window_tokens" => {
+                self.window_tokens = Some(
+                    raw.tokens()
+                        .filter(|w| *w > 0)
+                        .ok_or_else(|| bad("a whole number of tokens above 0"))?,
+                )
+            }
+            "stale_after_secs" => {
+                self.stale_after_secs = raw
+                    .tokens()
+                    .ok_or_else(|| bad("a whole number of seconds (0 or more)"))?
+            }
+            "threshold_pct" => {
+                self.threshold_pct =
+                    Some(percent(raw).ok_or_else(|| bad("a percent above 0, at most 100"))?)
+            }
+            "nudge_text" => self.nudge_text = raw.text().ok_or_else(|| bad("a string"))?,
+            "critical_text" => self.critical_text = raw.text().ok_or_else(|| bad("a string"))?,
+            _ => return Err(format!("unknown key `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// Claude Code's own variables: not ours to reject, so an unusable value is only a warning.
+    fn apply_claude_env(&mut self, env: &Env, warnings: &mut Vec<String>) {
+        if let Some(v) = &env.autocompact_pct {
+            match percent(&Raw::Env(v)) {
+                Some(p) => self.autocompact_pct = Some(p),
+                None => warnings.push(format!(
+                    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={v:?} is not a percent (1-100); ignored"
+                )),
+            }
+        }
+        if let Some(v) = &env.autocompact_window {
+            match Raw::Env(v).tokens().filter(|w| *w > 0) {
+                Some(w) => self.autocompact_window = Some(w),
+                None => warnings.push(format!(
+                    "CLAUDE_CODE_AUTO_COMPACT_WINDOW={v:?} is not a token count; ignored"
+                )),
+            }
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            headroom_tokens: self.headroom_tokens,
+            threshold_pct: self.threshold_pct,
+            critical_headroom_tokens: self.critical_headroom_tokens,
+            compact_buffer_tokens: self.compact_buffer_tokens,
+            autocompact_pct: self.autocompact_pct,
+            autocompact_window: self.autocompact_window,
+        }
+    }
+}
+
+/// Fills `{tokens}`, `{window}`, `{headroom}` and `{pct}` in a nudge text.
+pub fn render_text(template: &str, tokens: u64, window: u64, headroom: u64) -> String {
+    use crate::usage::{human, percent};
+    template
+        .replace("{tokens}", &human(tokens))
+        .replace("{window}", &human(window))
+        .replace("{headroom}", &human(headroom))
+        .replace("{pct}", &percent(tokens, window).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_with(overrides: &[(&'static str, &str)]) -> Env {
+        Env {
+            overrides: overrides.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            ..Env::default()
+        }
+    }
+
+    fn load_json(json: &str, env: &Env) -> Result<Loaded> {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("config.json"), json).unwrap();
+        Config::load(&Paths::new(dir.path().to_path_buf()), env)
+    }
+
+    #[test]
+    fn missing_file_gives_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = Config::load(&Paths::new(dir.path().into()), &Env::default()).unwrap();
+        assert_eq!(loaded.config, Config::default());
+        assert!(loaded.warnings.is_empty());
+    }
+
+    #[test]
+    fn file_values_apply_and_env_overrides_them() {
+        let json = r#"{"headroom_tokens": 1000, "threshold_pct": 70, "window_tokens": 500000,
+                       "critical_headroom_tokens": 0, "nudge_text": "save {pct}", "stale_after_secs": null}"#;
+        let env = env_with(&[("headroom_tokens", "2000")]);
+        let c = load_json(json, &env).unwrap().config;
+        assert_eq!(c.headroom_tokens, 2000);
+        assert_eq!(c.threshold_pct, Some(70.0));
+        assert_eq!(c.window_tokens, Some(500_000));
+        assert_eq!(c.critical_headroom_tokens, 0);
+        assert_eq!(c.nudge_text, "save {pct}");
+        assert_eq!(c.stale_after_secs, 1800);
+    }
+
+    #[test]
+    fn unknown_keys_warn() {
+        let loaded = load_json(r#"{"headroom": 5}"#, &Env::default()).unwrap();
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(loaded.warnings[0].contains("unknown key `headroom`"));
+    }
+
+    #[test]
+    fn invalid_values_are_errors_naming_file_and_key() {
+        for (json, needle) in [
+            (
+                r#"{"headroom_tokens": "lots"}"#,
+                "`headroom_tokens` must be",
+            ),
+            (r#"{"headroom_tokens": -1}"#, "`headroom_tokens` must be"),
+            (r#"{"threshold_pct": 150}"#, "`threshold_pct` must be"),
+            (r#"{"window_tokens": 0}"#, "`window_tokens` must be"),
+            (r#"{"nudge_text": 3}"#, "`nudge_text` must be a string"),
+            (r#"[1,2]"#, "expected a JSON object"),
+            (r#"{"headroom_tokens": 1"#, "not valid JSON"),
+        ] {
+            let err = format!("{:#}", load_json(json, &Env::default()).unwrap_err());
+            assert!(err.contains("config.json"), "{err}");
+            assert!(err.contains(needle), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn invalid_env_override_names_the_variable() {
+        let env = env_with(&[("stale_after_secs", "soon")]);
+        let err = format!("{:#}", load_json("{}", &env).unwrap_err());
+        assert!(err.contains("CTXGUARD_STALE_AFTER_SECS"), "{err}");
+    }
+
+    #[test]
+    fn lenient_load_falls_back_and_warns() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("config.json"), "{not json").unwrap();
+        let env = env_with(&[("headroom_tokens", "5")]);
+        let loaded = Config::load_or_default(&Paths::new(dir.path().into()), &env);
+        assert_eq!(loaded.config.headroom_tokens, 5);
+        assert_eq!(loaded.config.stale_after_secs, 1800);
+        assert!(loaded.warnings[0].contains("using the defaults"));
+    }
+
+    #[test]
+    fn claude_overrides_are_read_and_bad_ones_ignored() {
+        let env = Env {
+            autocompact_pct: Some("50".into()),
+            autocompact_window: Some("lots".into()),
+            ..Env::default()
+        };
+        let loaded = load_json("{}", &env).unwrap();
+        assert_eq!(loaded.config.autocompact_pct, Some(50.0));
+        assert_eq!(loaded.config.autocompact_window, None);
+        assert_eq!(loaded.warnings.len(), 1);
+    }
+
+    #[test]
+    fn placeholders_render() {
+        assert_eq!(
+            render_text(
+                "{pct}% {tokens}/{window}, {headroom} left",
+                128_000,
+                200_000,
+                39_000
+            ),
+            "64% 128k/200k, 39k left"
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! The hook commands Claude Code runs. Each file has a pure `decide` that the unit tests call with
+//! literals and a thin `run` that does the I/O. This module holds what they share: a guard that
+//! turns every error and panic into one stderr line and exit 0, so a hook can never block or
+//! break the session it serves.
+
+pub mod pretooluse;
+pub mod statusline;
+
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+
+use anyhow::Result;
+
+use crate::exit::Exit;
+
+/// Notes collected while a hook runs and printed as a single stderr line at the end.
+#[derive(Debug, Default)]
+pub struct Diag {
+    notes: Vec<String>,
+}
+
+impl Diag {
+    pub fn note(&mut self, message: impl Into<String>) {
+        self.notes.push(message.into());
+    }
+
+    fn line(&self, hook: &str) -> Option<String> {
+        (!self.notes.is_empty())
+            .then(|| one_line(&format!("ctxguard {hook}: {}", self.notes.join("; "))))
+    }
+}
+
+/// Control characters (newlines included) become spaces, so a message stays one line.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Runs a hook body. `body` returns what to print on stdout (if anything); errors, panics and
+/// notes become one stderr line; the exit code is always 0.
+pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Option<String>>) -> Exit {
+    panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "{}",
+            one_line(&format!("ctxguard {hook}: internal error{at}: {payload}"))
+        );
+    }));
+    let mut diag = Diag::default();
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut diag)));
+    match outcome {
+        Ok(Ok(stdout)) => {
+            if let Some(text) = stdout {
+                // A closed pipe is not our problem to report.
+                let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            }
+        }
+        Ok(Err(e)) => diag.note(format!("{e:#}")),
+        Err(_) => {} // the panic hook has said it
+    }
+    if let Some(line) = diag.line(hook) {
+        eprintln!("{line}");
+    }
+    Exit::Ok
+}

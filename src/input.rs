@@ -1,0 +1,167 @@
+//! Serde structs for the JSON Claude Code pipes into hooks and the status line. Lenient where
+//! the protocol is loose (missing fields and `null` mean "default", unknown fields are skipped
+//! without being materialised) and strict where a wrong type means the payload is not what we
+//! think it is (a number where a string belongs is reported, not guessed at).
+
+use std::io::Read;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Deserializer};
+
+use crate::usage::TokenCounts;
+
+/// Payloads larger than this are refused rather than buffered (a PreToolUse payload carries the
+/// tool input, e.g. a whole file being written, so the bound is generous).
+pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads all of stdin, bounded.
+pub fn read_stdin() -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut buf)
+        .context("reading stdin")?;
+    if buf.len() as u64 > MAX_INPUT_BYTES {
+        bail!("input on stdin is larger than {MAX_INPUT_BYTES} bytes");
+    }
+    Ok(buf)
+}
+
+/// Parses a payload, with an error that says what was expected.
+pub fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        bail!("empty input: expected the {what} JSON on stdin");
+    }
+    serde_json::from_slice(bytes).with_context(|| format!("parsing the {what} JSON on stdin"))
+}
+
+/// `null` is the default, any other wrong type is an error.
+fn null_default<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// The fields every hook event shares (PreToolUse, PreCompact, SessionStart, ...).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HookInput {
+    #[serde(deserialize_with = "null_default")]
+    pub session_id: String,
+    #[serde(deserialize_with = "null_default")]
+    pub transcript_path: String,
+    #[serde(deserialize_with = "null_default")]
+    pub cwd: String,
+    #[serde(deserialize_with = "null_default")]
+    pub hook_event_name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub tool_name: String,
+}
+
+/// The status-line payload, reduced to what ctxguard reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct StatusLineInput {
+    #[serde(deserialize_with = "null_default")]
+    pub session_id: String,
+    #[serde(deserialize_with = "null_default")]
+    pub transcript_path: String,
+    #[serde(deserialize_with = "null_default")]
+    pub context_window: ContextWindow,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ContextWindow {
+    /// May be absent in older clients; `None` then.
+    pub context_window_size: Option<u64>,
+    /// `null` before the first reply and right after compaction: usage unknown.
+    pub current_usage: Option<UsageBlock>,
+}
+
+/// An API `usage` object (status line `current_usage`, transcript `message.usage`).
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(default)]
+pub struct UsageBlock {
+    #[serde(deserialize_with = "null_default")]
+    pub input_tokens: u64,
+    #[serde(deserialize_with = "null_default")]
+    pub cache_creation_input_tokens: u64,
+    #[serde(deserialize_with = "null_default")]
+    pub cache_read_input_tokens: u64,
+}
+
+impl UsageBlock {
+    pub fn counts(&self) -> TokenCounts {
+        TokenCounts {
+            input: self.input_tokens,
+            cache_creation: self.cache_creation_input_tokens,
+            cache_read: self.cache_read_input_tokens,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUSLINE: &str =
+        include_str!("../fixtures/claude-code-2.1.330/statusline-after-turn.json");
+    const FIRST_RENDER: &str =
+        include_str!("../fixtures/claude-code-2.1.330/statusline-first-render.json");
+    const PRE_TOOL_USE: &str = include_str!("../fixtures/claude-code-2.1.330/PreToolUse.json");
+
+    #[test]
+    fn real_statusline_payloads() {
+        let s: StatusLineInput = parse(STATUSLINE.as_bytes(), "status line").unwrap();
+        assert_eq!(s.session_id, "e09e1818-7974-46d3-98ed-eaa268f5d1d0");
+        assert_eq!(s.context_window.context_window_size, Some(1_000_000));
+        let usage = s.context_window.current_usage.unwrap();
+        assert_eq!(usage.counts().context_tokens(), 150_510);
+
+        let s: StatusLineInput = parse(FIRST_RENDER.as_bytes(), "status line").unwrap();
+        assert!(s.context_window.current_usage.is_none());
+    }
+
+    #[test]
+    fn real_pretooluse_payload() {
+        let h: HookInput = parse(PRE_TOOL_USE.as_bytes(), "PreToolUse").unwrap();
+        assert_eq!(h.session_id, "225d8c26-5cbd-4b52-b720-e8fe94443567");
+        assert_eq!(h.tool_name, "Write");
+        assert!(h.transcript_path.ends_with(".jsonl"));
+    }
+
+    #[test]
+    fn nulls_and_missing_fields_are_defaults() {
+        let h: HookInput = parse(br#"{"session_id":null,"extra":{"deep":[1,2]}}"#, "x").unwrap();
+        assert_eq!(h.session_id, "");
+        let s: StatusLineInput =
+            parse(br#"{"context_window":{"current_usage":{"input_tokens":null,"cache_read_input_tokens":5}}}"#, "x")
+                .unwrap();
+        assert_eq!(
+            s.context_window
+                .current_usage
+                .unwrap()
+                .counts()
+                .context_tokens(),
+            5
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_reported() {
+        let err = parse::<HookInput>(br#"{"session_id": 42}"#, "PreToolUse").unwrap_err();
+        assert!(format!("{err:#}").contains("invalid type"), "{err:#}");
+        assert!(parse::<StatusLineInput>(
+            br#"{"context_window":{"context_window_size":"big"}}"#,
+            "x"
+        )
+        .is_err());
+        assert!(parse::<HookInput>(b"[1,2]", "x").is_err());
+        let err = parse::<HookInput>(b"  \n", "PreToolUse").unwrap_err();
+        assert!(format!("{err}").contains("empty input"));
+    }
+}

@@ -1,0 +1,75 @@
+//! ctxguard: Claude Code hooks that make the agent save what matters before context compaction.
+
+mod cli;
+mod commands;
+mod config;
+mod exit;
+mod hooks;
+mod input;
+mod marker;
+mod paths;
+mod transcript;
+mod usage;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Exit;
+
+fn main() -> ExitCode {
+    run().into()
+}
+
+fn run() -> Exit {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return arguments_error(e),
+    };
+    let result = match cli.command {
+        Command::Statusline { no_color, quiet } => {
+            return hooks::guard("statusline", |diag| {
+                hooks::statusline::run(no_color, quiet, diag)
+            })
+        }
+        Command::Pretooluse => return hooks::guard("pretooluse", hooks::pretooluse::run),
+        Command::Status { session, json } => commands::status::run(session, json),
+        Command::Reset { session, all } => commands::reset::run(session, all),
+        Command::Usage {
+            transcript,
+            window,
+            json,
+        } => commands::usage::run(&transcript, window, json),
+    };
+    match result {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            eprintln!("ctxguard: {e:#}");
+            Exit::Failure
+        }
+    }
+}
+
+/// `--help` and `--version` succeed; anything else is an error, which for a hook command is a
+/// single stderr line and exit 0 (a hook must never block), and for the rest exit 1.
+fn arguments_error(e: clap::Error) -> Exit {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return Exit::Ok;
+    }
+    let hook = std::env::args().nth(1).filter(|a| Command::is_hook(a));
+    match hook {
+        Some(name) => {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or("invalid arguments");
+            eprintln!("ctxguard {name}: {}", hooks::one_line(first));
+            Exit::Ok
+        }
+        None => {
+            let _ = e.print();
+            Exit::Failure
+        }
+    }
+}

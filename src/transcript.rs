@@ -1,0 +1,317 @@
+//! Reading Claude Code's JSONL transcripts. The usage scan reads the file backwards in growing
+//! chunks and stops at the first line that answers, so its cost depends on how far back the
+//! newest reply is, not on how long the session has been: a hook can afford it on every call.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::input::UsageBlock;
+
+/// First chunk read from the end of the file.
+pub const FIRST_CHUNK: usize = 64 * 1024;
+/// Chunks double up to this size.
+const MAX_CHUNK: usize = 4 * 1024 * 1024;
+/// Give up (usage unknown) after reading this much without an answer, so a pathological file
+/// cannot make a hook slow.
+pub const MAX_SCAN: u64 = 64 * 1024 * 1024;
+
+/// What the newest part of a transcript says about context usage.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TailUsage {
+    /// Context tokens of the newest main-chain reply after the newest compaction, if any.
+    pub tokens: Option<u64>,
+    /// The model that reply came from.
+    pub model: Option<String>,
+    /// Set when a `compact_boundary` is newer than every usable reply: the session has just
+    /// compacted and the new usage is not known yet.
+    pub boundary_at: Option<DateTime<Utc>>,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+    /// The scan hit [`MAX_SCAN`] without an answer.
+    pub gave_up: bool,
+}
+
+/// One transcript line, reduced to the fields the usage scan needs. Everything else (message
+/// content, tool results) is skipped by the parser without being allocated.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    is_api_error: Option<bool>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Message<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<UsageBlock>,
+}
+
+/// What one line means to the usage scan.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Usage { tokens: u64, model: Option<String> },
+    Boundary(Option<DateTime<Utc>>),
+    Irrelevant,
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn classify(line: &[u8]) -> Verdict {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    // Transcripts are UTF-8; a line that is not cannot be one we want.
+    let Ok(line) = std::str::from_utf8(line) else {
+        return Verdict::Irrelevant;
+    };
+    // Cheap pre-filter: only assistant replies and boundaries matter, and most lines (tool
+    // results, attachments, request blobs) are neither. Parsing is the expensive part.
+    if !line.contains("\"usage\"") && !line.contains("compact_boundary") {
+        return Verdict::Irrelevant;
+    }
+    let Ok(parsed) = serde_json::from_str::<Line>(line) else {
+        // A torn last line, a line from some other tool, a type we do not know: not an answer.
+        return Verdict::Irrelevant;
+    };
+    match parsed.kind.as_deref() {
+        Some("system") if parsed.subtype.as_deref() == Some("compact_boundary") => {
+            Verdict::Boundary(parsed.timestamp.as_deref().and_then(parse_time))
+        }
+        Some("assistant") => {
+            if parsed.is_sidechain == Some(true) || parsed.is_api_error == Some(true) {
+                return Verdict::Irrelevant;
+            }
+            let Some(message) = parsed.message else {
+                return Verdict::Irrelevant;
+            };
+            if message.model.as_deref() == Some("<synthetic>") {
+                return Verdict::Irrelevant;
+            }
+            match message.usage.map(|u| u.counts().context_tokens()) {
+                Some(tokens) if tokens > 0 => Verdict::Usage {
+                    tokens,
+                    model: message.model.map(Cow::into_owned),
+                },
+                _ => Verdict::Irrelevant,
+            }
+        }
+        _ => Verdict::Irrelevant,
+    }
+}
+
+/// Scans the transcript at `path` for the current context usage.
+pub fn tail_usage(path: &Path) -> Result<TailUsage> {
+    let mut file =
+        File::open(path).with_context(|| format!("opening transcript {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("reading transcript {}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!("reading transcript {}: not a regular file", path.display());
+    }
+    tail_usage_from(&mut file, meta.len(), FIRST_CHUNK)
+        .with_context(|| format!("reading transcript {}", path.display()))
+}
+
+/// The scan itself, over any seekable reader of `len` bytes; `first_chunk` is a parameter so
+/// tests can force lines to straddle chunk boundaries.
+pub fn tail_usage_from<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    first_chunk: usize,
+) -> io::Result<TailUsage> {
+    let mut result = TailUsage::default();
+    let mut pos = len;
+    let mut chunk = first_chunk.max(1);
+    // Bytes of a line whose start lies in a chunk not read yet.
+    let mut carry: Vec<u8> = Vec::new();
+    while pos > 0 {
+        if result.bytes_read >= MAX_SCAN {
+            result.gave_up = true;
+            return Ok(result);
+        }
+        let take = (chunk as u64).min(pos);
+        pos -= take;
+        reader.seek(SeekFrom::Start(pos))?;
+        let mut buf = vec![0u8; take as usize];
+        reader.read_exact(&mut buf)?;
+        result.bytes_read += take;
+        buf.extend_from_slice(&carry);
+
+        // Complete lines are those after the first newline (or all of them at the start of
+        // the file); walk them newest first.
+        let first_complete = if pos == 0 {
+            0
+        } else {
+            match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => i + 1,
+                None => {
+                    carry = buf;
+                    chunk = (chunk * 2).min(MAX_CHUNK);
+                    continue;
+                }
+            }
+        };
+        for line in buf[first_complete..].rsplit(|b| *b == b'\n') {
+            if line.is_empty() {
+                continue;
+            }
+            match classify(line) {
+                Verdict::Usage { tokens, model } => {
+                    result.tokens = Some(tokens);
+                    result.model = model;
+                    return Ok(result);
+                }
+                Verdict::Boundary(at) => {
+                    result.boundary_at = at.or(Some(DateTime::<Utc>::MIN_UTC));
+                    return Ok(result);
+                }
+                Verdict::Irrelevant => {}
+            }
+        }
+        buf.truncate(first_complete.saturating_sub(1));
+        carry = buf;
+        chunk = (chunk * 2).min(MAX_CHUNK);
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn assistant(tokens: (u64, u64, u64), extra: &str) -> String {
+        format!(
+            r#"{{"type":"assistant","isSidechain":false,{extra}"timestamp":"2026-11-21T10:00:00.000Z","message":{{"model":"claude-opus-5-5","content":[{{"type":"text","text":"hi"}}],"usage":{{"input_tokens":{},"cache_creation_input_tokens":{},"cache_read_input_tokens":{},"output_tokens":99}}}}}}"#,
+            tokens.0, tokens.1, tokens.2
+        )
+    }
+
+    const BOUNDARY: &str = r#"{"type":"system","subtype":"compact_boundary","timestamp":"2026-11-21T11:00:00.000Z","compactMetadata":{"trigger":"auto","preTokens":150000}}"#;
+    const TOOL_RESULT: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"usage: \"usage\" compact_boundary","is_error":true}]}}"#;
+
+    fn scan_all_chunk_sizes(text: &str) -> TailUsage {
+        let bytes = text.as_bytes();
+        let expected =
+            tail_usage_from(&mut Cursor::new(bytes), bytes.len() as u64, FIRST_CHUNK).unwrap();
+        // Every first-chunk size, so every line straddles a chunk boundary somewhere.
+        for chunk in [1, 2, 3, 7, 16, 50, 100, 333] {
+            let got = tail_usage_from(&mut Cursor::new(bytes), bytes.len() as u64, chunk).unwrap();
+            assert_eq!(
+                (got.tokens, got.boundary_at, &got.model),
+                (expected.tokens, expected.boundary_at, &expected.model),
+                "chunk {chunk}"
+            );
+        }
+        expected
+    }
+
+    #[test]
+    fn newest_main_chain_usage_wins() {
+        let text = [
+            assistant((1, 2, 3), ""),
+            TOOL_RESULT.to_string(),
+            assistant((10, 500, 150_000), ""),
+            r#"{"type":"attachment","foo":1}"#.to_string(),
+        ]
+        .join("\n");
+        let u = scan_all_chunk_sizes(&(text + "\n"));
+        assert_eq!(u.tokens, Some(150_510));
+        assert_eq!(u.model.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(u.boundary_at, None);
+    }
+
+    #[test]
+    fn sidechains_synthetic_api_errors_and_zero_usage_are_skipped() {
+        let synthetic = assistant((0, 0, 0), "").replace("claude-opus-5-5", "<synthetic>");
+        let text = [
+            assistant((7, 0, 0), ""),
+            assistant((99, 0, 0), r#""isSidechain":true,"#).replacen(
+                r#""isSidechain":false,"#,
+                "",
+                1,
+            ),
+            assistant((98, 0, 0), r#""isApiErrorMessage":true,"#),
+            assistant((97, 0, 0), "").replace("claude-opus-5-5", "<synthetic>"),
+            synthetic,
+            assistant((0, 0, 0), ""),
+        ]
+        .join("\n");
+        assert_eq!(scan_all_chunk_sizes(&text).tokens, Some(7));
+    }
+
+    #[test]
+    fn a_newer_boundary_means_unknown_usage() {
+        let text = [assistant((1, 1, 150_000), ""), BOUNDARY.to_string()].join("\n");
+        let u = scan_all_chunk_sizes(&text);
+        assert_eq!(u.tokens, None);
+        assert_eq!(u.boundary_at, parse_time("2026-11-21T11:00:00Z"));
+        // Usage after the boundary counts again.
+        let text = [BOUNDARY.to_string(), assistant((1, 1, 2_000), "")].join("\n");
+        assert_eq!(scan_all_chunk_sizes(&text).tokens, Some(2_002));
+    }
+
+    #[test]
+    fn torn_last_line_crlf_bom_and_blank_lines() {
+        let full = assistant((5, 5, 5), "");
+        let torn = &assistant((9, 9, 9), "")[..60];
+        let text = format!("\u{feff}{full}\r\n\r\n\n{torn}");
+        assert_eq!(scan_all_chunk_sizes(&text).tokens, Some(15));
+        // The BOM on the only line.
+        let text = format!("\u{feff}{full}");
+        assert_eq!(scan_all_chunk_sizes(&text).tokens, Some(15));
+    }
+
+    #[test]
+    fn nothing_known_in_empty_or_usage_free_files() {
+        assert_eq!(scan_all_chunk_sizes("").tokens, None);
+        let u = scan_all_chunk_sizes(&format!("{TOOL_RESULT}\nnot json at all\n{{}}\n"));
+        assert_eq!((u.tokens, u.boundary_at), (None, None));
+    }
+
+    #[test]
+    fn the_scan_reads_only_the_tail() {
+        let filler = format!("{TOOL_RESULT}\n").repeat(20_000);
+        let text = format!("{filler}{}\n{}", assistant((1, 1, 1), ""), "x\n".repeat(10));
+        let u = scan_all_chunk_sizes(&text);
+        assert_eq!(u.tokens, Some(3));
+        assert_eq!(u.bytes_read, FIRST_CHUNK as u64);
+        assert!((text.len() as u64) > 10 * u.bytes_read);
+    }
+
+    #[test]
+    fn the_real_transcript() {
+        let text = include_str!("../fixtures/claude-code-2.1.330/transcript-with-compaction.jsonl");
+        // Its newest real reply (150,510) follows the last boundary; the synthetic API error
+        // after it does not count.
+        let u = scan_all_chunk_sizes(text);
+        assert_eq!(u.tokens, Some(150_510));
+        // Cut right after the last boundary: just compacted, usage unknown.
+        let cut = text.find(r#""cumulativeDroppedTokens":561813"#).unwrap();
+        let end = cut + text[cut..].find('\n').unwrap() + 1;
+        let u = scan_all_chunk_sizes(&text[..end]);
+        assert_eq!(u.tokens, None);
+        assert_eq!(u.boundary_at, parse_time("2026-11-21T19:21:48.917Z"));
+    }
+}
