@@ -1,1 +1,8 @@
+//! Integration tests: the real `ctxguard` binary, run on fixtures recorded from Claude Code
+//! 2.1.330, in a temp HOME and CTXGUARD_HOME so nothing touches the developer's files.
 
+mod util;
+
+mod manual;
+mod pretooluse;
+mod statusline;

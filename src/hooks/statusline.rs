@@ -8,7 +8,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
-use crate::hooks::{one_line, Diag};
+use crate::hooks::Diag;
 use crate::input::{self, StatusLineInput};
 use crate::marker::{self, Event, Marker, Observation, Source, Store, LOCK_WAIT};
 use crate::usage::{self, human, percent, Level, Limits};
@@ -103,7 +103,8 @@ pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Option<String
             NEUTRAL.to_string()
         }
     };
-    Ok((!quiet).then(|| format!("{}\n", one_line(&line))))
+    // The gauge is made of numbers only: nothing from the payload reaches the terminal.
+    Ok((!quiet).then(|| format!("{line}\n")))
 }
 
 fn gauge_and_record(env: &Env, diag: &mut Diag) -> Result<Gauge> {

@@ -1,0 +1,305 @@
+//! `status`, `reset` and `usage`: the commands people run by hand.
+
+use assert_cmd::assert::OutputAssertExt;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::util::*;
+
+/// `status --json` must have exactly these fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // fields are checked by deserialising
+struct Status {
+    sessions: Vec<SessionStatus>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionStatus {
+    session_id: String,
+    state: String,
+    cycle: u64,
+    tokens: Option<u64>,
+    window: Option<u64>,
+    compact_at: Option<u64>,
+    trigger_at: Option<u64>,
+    armed_at: Option<String>,
+    nudged_at: Option<String>,
+    updated_at: Option<String>,
+    source: Option<String>,
+}
+
+fn status(env: &TestEnv, args: &[&str]) -> Status {
+    let out = env
+        .command(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[test]
+fn status_json_lists_sessions_with_exactly_the_documented_fields() {
+    let env = TestEnv::new();
+    assert!(status(&env, &["status", "--json"]).sessions.is_empty());
+    env.statusline(&statusline_payload(SESSION, Some(930_000), Some(1_000_000)));
+    env.statusline(&statusline_payload(
+        "other-session",
+        Some(1_000),
+        Some(200_000),
+    ));
+    let s = status(&env, &["status", "--json"]);
+    assert_eq!(s.sessions.len(), 2);
+    let s = status(&env, &["status", "--session", SESSION, "--json"]);
+    assert_eq!(s.sessions.len(), 1);
+    let one = &s.sessions[0];
+    assert_eq!(one.session_id, SESSION);
+    assert_eq!(one.state, "armed");
+    assert_eq!(one.cycle, 0);
+    assert_eq!(one.tokens, Some(930_000));
+    assert_eq!(one.window, Some(1_000_000));
+    assert_eq!(one.compact_at, Some(967_000));
+    assert_eq!(one.trigger_at, Some(927_000));
+    assert!(one.armed_at.is_some() && one.updated_at.is_some());
+    assert_eq!(one.nudged_at, None);
+    assert_eq!(one.source.as_deref(), Some("statusline"));
+}
+
+#[test]
+fn status_reports_a_stale_marker_as_idle() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(930_000), Some(1_000_000)));
+    env.edit_marker(SESSION, |m| m["updated_at"] = json!(time_from_now(-3600)));
+    assert_eq!(
+        status(&env, &["status", "--json"]).sessions[0].state,
+        "idle"
+    );
+    let out = env
+        .command(&["status", "--session", SESSION])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("state       idle (stale; stored as armed)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_table_and_unknown_session() {
+    let env = TestEnv::new();
+    let empty = env.command(&["status"]).assert().success();
+    assert!(
+        String::from_utf8_lossy(&empty.get_output().stdout).starts_with("no sessions yet under ")
+    );
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    let out = env.command(&["status"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let lines: Vec<_> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("SESSION"));
+    assert!(lines[1].starts_with(SESSION));
+    for cell in ["armed", "130k", "200k", "127k", "167k", "statusline"] {
+        assert!(lines[1].contains(cell), "{cell} in {text}");
+    }
+    let run = env.run(&["status", "--session", "nope"], "");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no state for session \"nope\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn reset_one_and_all() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    env.statusline(&statusline_payload("second", Some(130_000), Some(200_000)));
+    let run = env.run(&["reset", "--session", SESSION], "");
+    assert_eq!(
+        (run.code, run.stdout.trim()),
+        (0, format!("reset session {SESSION} to idle").as_str())
+    );
+    assert_eq!(env.marker(SESSION)["state"], "idle");
+    assert_eq!(env.marker("second")["state"], "armed");
+    let run = env.run(&["reset", "--all"], "");
+    assert_eq!(run.stdout.trim(), "reset 2 session(s) to idle");
+    assert_eq!(env.marker("second")["state"], "idle");
+    // Usage still past the trigger re-arms on the next report.
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    assert_eq!(env.marker(SESSION)["state"], "armed");
+}
+
+#[test]
+fn reset_argument_errors_exit_1_not_2() {
+    let env = TestEnv::new();
+    for args in [
+        &["reset"][..],
+        &["reset", "--all", "--session", "x"],
+        &["bogus"],
+    ] {
+        let run = env.run(args, "");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(!run.stderr.is_empty());
+    }
+    let run = env.run(&["reset", "--session", "unknown"], "");
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("ctxguard status"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_on_the_real_transcript() {
+    let env = TestEnv::new();
+    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let p = path.to_str().unwrap();
+    let run = env.run(&["usage", p], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "tokens       150,510 (75% of a 200,000 window, armed)\n\
+         compacts at  167,000 (16,490 to go)\n\
+         nudge at     127,000\n\
+         critical at  152,000\n"
+    );
+    let run = env.run(&["usage", p, "--window", "1000000", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        v,
+        json!({"transcript": p, "tokens": 150_510, "window": 1_000_000, "percent": 15,
+               "compact_at": 967_000, "trigger_at": 927_000, "critical_at": 952_000,
+               "level": "below", "just_compacted": false})
+    );
+}
+
+#[test]
+fn usage_right_after_a_compaction_is_unknown() {
+    let env = TestEnv::new();
+    let mut text = fixture("transcript-with-compaction.jsonl");
+    text.push_str(&(boundary_line(&time_from_now(0)) + "\n"));
+    let path = env.write("t.jsonl", &text);
+    let run = env.run(&["usage", path.to_str().unwrap(), "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        (&v["tokens"], &v["just_compacted"]),
+        (&json!(null), &json!(true))
+    );
+    let run = env.run(&["usage", path.to_str().unwrap()], "");
+    assert!(
+        run.stdout
+            .starts_with("tokens       unknown: just compacted"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn usage_env_overrides() {
+    let cases: &[(&str, &str, [u64; 3])] = &[
+        // (variable, value, [compact_at, trigger_at, critical_at]) on a forced 200k window
+        (
+            "CTXGUARD_HEADROOM_TOKENS",
+            "10000",
+            [167_000, 157_000, 157_000],
+        ),
+        ("CTXGUARD_THRESHOLD_PCT", "50", [167_000, 100_000, 152_000]),
+        (
+            "CTXGUARD_CRITICAL_HEADROOM_TOKENS",
+            "5000",
+            [167_000, 127_000, 162_000],
+        ),
+        (
+            "CTXGUARD_COMPACT_BUFFER_TOKENS",
+            "20000",
+            [180_000, 140_000, 165_000],
+        ),
+        (
+            "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+            "70",
+            [140_000, 100_000, 125_000],
+        ),
+        (
+            "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+            "100000",
+            [67_000, 27_000, 52_000],
+        ),
+    ];
+    for (var, value, [compact, trigger, critical]) in cases {
+        let mut env = TestEnv::new();
+        env.set("CTXGUARD_WINDOW_TOKENS", "200000").set(var, value);
+        let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+        let run = env.run(&["usage", path.to_str().unwrap(), "--json"], "");
+        assert_eq!(run.code, 0, "{var}: {run:?}");
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(
+            (
+                v["window"].as_u64(),
+                v["compact_at"].as_u64(),
+                v["trigger_at"].as_u64(),
+                v["critical_at"].as_u64()
+            ),
+            (
+                Some(200_000),
+                Some(*compact),
+                Some(*trigger),
+                Some(*critical)
+            ),
+            "{var}={value}"
+        );
+    }
+}
+
+#[test]
+fn manual_commands_fail_clearly_on_bad_config_and_files() {
+    let mut env = TestEnv::new();
+    let missing = env.dir.path().join("missing.jsonl");
+    let run = env.run(&["usage", missing.to_str().unwrap()], "");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("missing.jsonl") && run.stderr.contains("No such file"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::create_dir_all(env.state()).unwrap();
+    std::fs::write(env.state().join("config.json"), "{\"threshold_pct\": 120}").unwrap();
+    let run = env.run(&["status"], "");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("config.json") && run.stderr.contains("`threshold_pct` must be"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::write(env.state().join("config.json"), "{\"headroom\": 1}").unwrap();
+    let run = env.run(&["status"], "");
+    assert_eq!(run.code, 0);
+    assert!(
+        run.stderr.contains("unknown key `headroom`"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::remove_file(env.state().join("config.json")).unwrap();
+    env.set("CTXGUARD_WINDOW_TOKENS", "big");
+    let run = env.run(&["status"], "");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("CTXGUARD_WINDOW_TOKENS"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn help_has_examples_and_succeeds() {
+    let env = TestEnv::new();
+    for sub in ["statusline", "pretooluse", "status", "reset", "usage"] {
+        let run = env.run(&[sub, "--help"], "");
+        assert_eq!(run.code, 0, "{sub}");
+        assert!(run.stdout.contains("Example"), "{sub}: {}", run.stdout);
+    }
+}

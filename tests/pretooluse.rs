@@ -1,0 +1,423 @@
+//! `ctxguard pretooluse`: arming by status line or transcript, exactly-once nudges, staleness,
+//! new cycles, overrides and bad input.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+fn missing_transcript(env: &TestEnv) -> PathBuf {
+    env.dir.path().join("no-such-transcript.jsonl")
+}
+
+/// A transcript whose newest reply has `tokens` of context.
+fn transcript_with(env: &TestEnv, tokens: u64) -> PathBuf {
+    let text = [
+        fixture("transcript-with-compaction.jsonl"),
+        assistant_line(tokens, &time_from_now(-5)),
+    ]
+    .concat();
+    env.write("t.jsonl", &(text + "\n"))
+}
+
+#[test]
+fn armed_by_the_status_line_nudges_exactly_once() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(930_000), Some(1_000_000)));
+    let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
+
+    let first = env.pretooluse(&payload);
+    assert_eq!((first.code, first.stderr.as_str()), (0, ""));
+    let text = decode_nudge(&first.stdout);
+    assert!(
+        text.starts_with("ctxguard: the context is 93% full (930k of 1M tokens)"),
+        "{text}"
+    );
+    assert!(text.contains("in about 37k tokens"), "{text}");
+    assert!(text.contains("MEMORY.md"), "{text}");
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "nudged");
+    assert!(m["nudged_at"].is_string());
+
+    for _ in 0..3 {
+        let again = env.pretooluse(&payload);
+        assert_eq!(
+            (again.code, again.stdout.as_str(), again.stderr.as_str()),
+            (0, "", "")
+        );
+    }
+    assert_eq!(env.marker(SESSION)["state"], "nudged");
+}
+
+#[test]
+fn critical_nudge_follows_once() {
+    let env = TestEnv::new();
+    let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    decode_nudge(&env.pretooluse(&payload).stdout);
+    env.statusline(&statusline_payload(SESSION, Some(153_000), Some(200_000)));
+    let critical = decode_nudge(&env.pretooluse(&payload).stdout);
+    assert!(critical.contains("imminent"), "{critical}");
+    assert!(critical.contains("about 14k tokens left"), "{critical}");
+    assert_eq!(env.marker(SESSION)["state"], "critical_nudged");
+    assert_eq!(env.pretooluse(&payload).stdout, "");
+}
+
+#[test]
+fn the_fast_path_does_not_read_the_transcript() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(50_000), Some(200_000)));
+    let before = env.snapshot();
+    // A transcript that does not exist: reading it would leave a note on stderr.
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &missing_transcript(&env)));
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert_eq!(env.snapshot(), before, "the fast path writes nothing");
+}
+
+#[test]
+fn without_a_status_line_the_transcript_arms_and_nudges() {
+    let env = TestEnv::new();
+    // The real transcript: 150,510 tokens after its last compaction; no status line means no
+    // reported window, so the 200k default applies (trigger 127k, critical 152k).
+    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    let text = decode_nudge(&run.stdout);
+    assert!(text.contains("75% full (151k of 200k tokens)"), "{text}");
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "nudged");
+    assert_eq!(m["source"], "transcript");
+    assert_eq!(m["tokens"], 150_510);
+    assert_eq!(m["statusline_at"], Value::Null);
+    assert_eq!(
+        env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,
+        ""
+    );
+}
+
+#[test]
+fn a_reported_1m_window_applies_to_transcript_readings() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(150_510), Some(1_000_000)));
+    // Age the status-line report so the transcript is read.
+    env.edit_marker(SESSION, |m| m["statusline_at"] = json!(time_from_now(-120)));
+    let path = transcript_with(&env, 300_000);
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert_eq!(run.stdout, "");
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["tokens"].as_u64(), m["window"].as_u64()),
+        (Some(300_000), Some(1_000_000))
+    );
+    assert_eq!(m["source"], "transcript");
+    // Over 200k observed with no report at all: the 1M window is inferred.
+    let env2 = TestEnv::new();
+    let run = env2.pretooluse(&pretooluse_payload(
+        SESSION,
+        &transcript_with(&env2, 300_000),
+    ));
+    assert_eq!(run.stdout, "");
+    assert_eq!(env2.marker(SESSION)["window"], 1_000_000);
+    let run = env2.pretooluse(&pretooluse_payload(
+        SESSION,
+        &transcript_with(&env2, 940_000),
+    ));
+    assert!(decode_nudge(&run.stdout).contains("94% full"));
+}
+
+#[test]
+fn a_stale_marker_expires_and_rearms() {
+    let env = TestEnv::new();
+    let path = transcript_with(&env, 130_000);
+    decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout);
+    assert_eq!(
+        env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,
+        ""
+    );
+    // 31 minutes without a refresh: treated as idle, so the still-high usage re-arms it.
+    env.edit_marker(SESSION, |m| {
+        m["updated_at"] = json!(time_from_now(-31 * 60));
+    });
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    decode_nudge(&run.stdout);
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["cycle"].as_u64()),
+        (Some("nudged"), Some(0))
+    );
+}
+
+#[test]
+fn stale_after_secs_is_configurable() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_STALE_AFTER_SECS", "7200");
+    let path = transcript_with(&env, 130_000);
+    decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout);
+    env.edit_marker(SESSION, |m| {
+        m["updated_at"] = json!(time_from_now(-31 * 60))
+    });
+    assert_eq!(
+        env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,
+        ""
+    );
+}
+
+#[test]
+fn a_compact_boundary_after_arming_starts_a_new_cycle_that_can_rearm() {
+    let env = TestEnv::new();
+    let mut text = fixture("transcript-with-compaction.jsonl");
+    text.push_str(&(assistant_line(130_000, &time_from_now(-60)) + "\n"));
+    let path = env.write("t.jsonl", &text);
+    let payload = pretooluse_payload(SESSION, &path);
+    decode_nudge(&env.pretooluse(&payload).stdout);
+
+    // Compaction: a boundary newer than the arming, no reply yet.
+    text.push_str(&(boundary_line(&time_from_now(5)) + "\n"));
+    std::fs::write(&path, &text).unwrap();
+    let run = env.pretooluse(&payload);
+    assert_eq!(run.stdout, "");
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["cycle"].as_u64()),
+        (Some("idle"), Some(1))
+    );
+    assert_eq!(m["tokens"], Value::Null);
+
+    // The new cycle fills up again and gets its own nudge.
+    text.push_str(&(assistant_line(140_000, &time_from_now(6)) + "\n"));
+    std::fs::write(&path, &text).unwrap();
+    decode_nudge(&env.pretooluse(&payload).stdout);
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["cycle"].as_u64()),
+        (Some("nudged"), Some(1))
+    );
+}
+
+#[test]
+fn parallel_hooks_nudge_exactly_once() {
+    for round in 0..5 {
+        let env = TestEnv::new();
+        env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+        let payload = pretooluse_payload(SESSION, &missing_transcript(&env)).to_string();
+        // Start all 64 first, then feed them, so they race for the lock.
+        let mut children: Vec<_> = (0..64)
+            .map(|_| {
+                env.command(&["pretooluse"])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in &mut children {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(payload.as_bytes())
+                .unwrap();
+        }
+        let outputs: Vec<_> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        assert!(outputs.iter().all(|o| o.status.code() == Some(0)));
+        let nudges: Vec<_> = outputs.iter().filter(|o| !o.stdout.is_empty()).collect();
+        assert_eq!(nudges.len(), 1, "round {round}");
+        decode_nudge(&String::from_utf8_lossy(&nudges[0].stdout));
+        assert_eq!(env.marker(SESSION)["state"], "nudged");
+    }
+}
+
+#[test]
+fn env_and_config_file_change_the_trigger_and_texts() {
+    // threshold_pct from the file: arm at 50% of 200k.
+    let mut env = TestEnv::new();
+    std::fs::create_dir_all(env.state()).unwrap();
+    std::fs::write(
+        env.state().join("config.json"),
+        r#"{"threshold_pct": 50, "nudge_text": "SAVE {pct}% {tokens}/{window} {headroom}"}"#,
+    )
+    .unwrap();
+    let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
+    env.statusline(&statusline_payload(SESSION, Some(100_000), Some(200_000)));
+    assert_eq!(
+        decode_nudge(&env.pretooluse(&payload).stdout),
+        "SAVE 50% 100k/200k 67k"
+    );
+
+    // The environment overrides the file.
+    env.set("CTXGUARD_NUDGE_TEXT", "ENV {pct}");
+    env.set("CTXGUARD_THRESHOLD_PCT", "20");
+    env.run(&["reset", "--all"], "");
+    env.statusline(&statusline_payload(SESSION, Some(40_000), Some(200_000)));
+    assert_eq!(decode_nudge(&env.pretooluse(&payload).stdout), "ENV 20");
+
+    // Critical text, and critical disabled.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_CRITICAL_TEXT", "LAST CALL {headroom}");
+    env.statusline(&statusline_payload(SESSION, Some(160_000), Some(200_000)));
+    assert_eq!(
+        decode_nudge(
+            &env.pretooluse(&pretooluse_payload(SESSION, &missing_transcript(&env)))
+                .stdout
+        ),
+        "LAST CALL 7k"
+    );
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_CRITICAL_HEADROOM_TOKENS", "0");
+    let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    decode_nudge(&env.pretooluse(&payload).stdout);
+    env.statusline(&statusline_payload(SESSION, Some(165_000), Some(200_000)));
+    assert_eq!(env.pretooluse(&payload).stdout, "");
+}
+
+#[test]
+fn claude_autocompact_overrides_move_the_trigger() {
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50");
+    let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
+    // Compaction at 100k of 200k, so the trigger is 60k.
+    env.statusline(&statusline_payload(SESSION, Some(61_000), Some(200_000)));
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["compact_at"].as_u64(), m["trigger_at"].as_u64()),
+        (Some(100_000), Some(60_000))
+    );
+    decode_nudge(&env.pretooluse(&payload).stdout);
+
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "300000");
+    env.statusline(&statusline_payload(SESSION, Some(228_000), Some(1_000_000)));
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["compact_at"].as_u64(), m["trigger_at"].as_u64()),
+        (Some(267_000), Some(227_000))
+    );
+    assert_eq!(m["state"], "armed");
+}
+
+#[test]
+fn bad_input_is_silent_and_changes_nothing() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    let before = env.snapshot();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let huge = json!({"session_id": SESSION, "tool_input": {"content": "x".repeat(10 << 20)}, "transcript_path": 5});
+    let inputs: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b" \n\t".to_vec(),
+        b"hello".to_vec(),
+        br#"{"session_id": "225d8c26-5cbd-4b52-b720-e8fe94443567", "tool_name": "Bash""#.to_vec(),
+        b"\xc3\x28{}".to_vec(),
+        b"[{}]".to_vec(),
+        b"null".to_vec(),
+        deep.into_bytes(),
+        huge.to_string().into_bytes(),
+        json!({"session_id": ["a"]}).to_string().into_bytes(),
+        json!({"session_id": null, "transcript_path": null})
+            .to_string()
+            .into_bytes(),
+        json!({"session_id": "", "tool_name": "Bash"})
+            .to_string()
+            .into_bytes(),
+    ];
+    for input in &inputs {
+        env.run(&["pretooluse"], input).assert_silent_failure();
+    }
+    assert_eq!(env.snapshot(), before, "bad input must not touch state");
+    // The marker was armed all along and still nudges for a good payload.
+    decode_nudge(
+        &env.pretooluse(&pretooluse_payload(SESSION, &missing_transcript(&env)))
+            .stdout,
+    );
+}
+
+#[test]
+fn hostile_session_ids_stay_inside_the_state_root() {
+    let env = TestEnv::new();
+    let path = transcript_with(&env, 130_000);
+    let long = "z".repeat(4096);
+    let ids = [
+        "../../escape",
+        "/abs/path",
+        "a/b",
+        "..",
+        ".",
+        "a\u{0}b",
+        "日本語",
+        "con",
+        &long,
+        "ABC",
+        "abc",
+    ];
+    for id in ids {
+        let run = env.pretooluse(&pretooluse_payload(id, &path));
+        assert_eq!(run.code, 0, "{id:?}: {run:?}");
+        decode_nudge(&run.stdout); // each id is its own session: each gets its nudge
+    }
+    let sessions: Vec<_> = std::fs::read_dir(env.state().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(sessions.len(), ids.len());
+    for dir in &sessions {
+        assert_eq!(dir.parent().unwrap(), env.state().join("sessions"));
+        assert!(dir.join("marker.json").is_file());
+    }
+    // Nothing was written beside the state root.
+    let top: Vec<_> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(top.len(), 3, "{top:?}"); // home, state, t.jsonl, and nothing else
+}
+
+#[test]
+fn wrong_arguments_never_block() {
+    let env = TestEnv::new();
+    let run = env.run(&["pretooluse", "--bogus"], "{}");
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
+
+#[test]
+fn an_invalid_config_file_falls_back_to_defaults_with_a_warning() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.state()).unwrap();
+    std::fs::write(
+        env.state().join("config.json"),
+        "{\"headroom_tokens\": \"lots\"}",
+    )
+    .unwrap();
+    let path = transcript_with(&env, 130_000);
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    decode_nudge(&run.stdout);
+    assert_eq!(run.stderr.lines().count(), 1);
+    assert!(
+        run.stderr.contains("config.json") && run.stderr.contains("headroom_tokens"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_corrupt_marker_is_replaced_not_fatal() {
+    let env = TestEnv::new();
+    let path = transcript_with(&env, 130_000);
+    let dir = env.state().join("sessions").join(SESSION);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("marker.json"), "{\"state\": \"arm").unwrap();
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    decode_nudge(&run.stdout);
+    assert!(run.stderr.contains("corrupt"), "{}", run.stderr);
+    assert_eq!(env.marker(SESSION)["state"], "nudged");
+}

@@ -1,0 +1,175 @@
+//! `ctxguard statusline` on real and edited status-line payloads.
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const SL_SESSION: &str = "e09e1818-7974-46d3-98ed-eaa268f5d1d0";
+
+#[test]
+fn real_payload_draws_the_gauge_and_records_usage() {
+    let mut env = TestEnv::new();
+    env.set("NO_COLOR", "1");
+    let run = env.run(&["statusline"], fixture("statusline-after-turn.json"));
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, "ctx 15% · 151k/1M · compacts in 816k\n");
+    assert_eq!(run.stderr, "");
+    let m = env.marker(SL_SESSION);
+    assert_eq!(m["session_id"], SL_SESSION);
+    assert_eq!(m["state"], "idle");
+    assert_eq!(m["tokens"], 150_510);
+    assert_eq!(m["window"], 1_000_000);
+    assert_eq!(m["compact_at"], 967_000);
+    assert_eq!(m["trigger_at"], 927_000);
+    assert_eq!(m["critical_at"], 952_000);
+    assert_eq!(m["reported_window"], 1_000_000);
+    assert_eq!(m["source"], "statusline");
+    assert!(m["statusline_at"].is_string());
+    assert_eq!(m["armed_at"], Value::Null);
+}
+
+#[test]
+fn first_render_with_null_usage_is_unknown() {
+    let mut env = TestEnv::new();
+    env.set("NO_COLOR", "1");
+    let run = env.run(&["statusline"], fixture("statusline-first-render.json"));
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ctx ?/1M\n"));
+    let m = env.marker(SL_SESSION);
+    assert_eq!(
+        (m["state"].as_str(), &m["tokens"]),
+        (Some("idle"), &Value::Null)
+    );
+    assert_eq!(
+        m["statusline_at"],
+        Value::Null,
+        "an unknown reading is not a report"
+    );
+}
+
+#[test]
+fn arms_past_the_trigger_on_a_1m_window() {
+    let env = TestEnv::new();
+    let below = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(926_999), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(below.stdout, "ctx 92% · 927k/1M · compacts in 40k\n");
+    assert_eq!(env.marker(SESSION)["state"], "idle");
+
+    let above = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(927_000), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(above.stdout, "ctx 92% · 927k/1M · compacts in 40k\n");
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "armed");
+    assert!(m["armed_at"].is_string());
+    assert_eq!(m["tokens"], 927_000);
+}
+
+#[test]
+fn a_payload_without_window_size_uses_200k() {
+    let env = TestEnv::new();
+    let run = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(130_000), None).to_string(),
+    );
+    assert_eq!(run.stdout, "ctx 65% · 130k/200k · compacts in 37k\n");
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["trigger_at"].as_u64()),
+        (Some("armed"), Some(127_000))
+    );
+    assert_eq!(m["reported_window"], Value::Null);
+}
+
+#[test]
+fn colours_follow_the_level_unless_disabled() {
+    let env = TestEnv::new();
+    let colour = |tokens: u64| {
+        env.statusline(&statusline_payload(SESSION, Some(tokens), Some(200_000)))
+            .stdout
+    };
+    assert!(colour(100_000).starts_with("\x1b[32mctx 50%"), "green");
+    assert!(colour(130_000).starts_with("\x1b[33m"), "yellow");
+    assert!(colour(155_000).starts_with("\x1b[31m"), "red");
+    assert!(colour(170_000).starts_with("\x1b[31mctx 85% · 170k/200k · compaction due"));
+    assert!(colour(170_000).ends_with("\x1b[0m\n"));
+
+    let mut env = TestEnv::new();
+    env.set("NO_COLOR", "1");
+    let plain = env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    assert!(!plain.stdout.contains('\x1b'));
+}
+
+#[test]
+fn quiet_records_but_prints_nothing() {
+    let env = TestEnv::new();
+    let run = env.run(
+        &["statusline", "--quiet"],
+        statusline_payload(SESSION, Some(930_000), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert_eq!(env.marker(SESSION)["state"], "armed");
+}
+
+#[test]
+fn forced_window_overrides_the_report() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_WINDOW_TOKENS", "200000")
+        .set("NO_COLOR", "1");
+    let run = env.statusline(&statusline_payload(SESSION, Some(150_000), Some(1_000_000)));
+    assert_eq!(run.stdout, "ctx 75% · 150k/200k · compacts in 17k\n");
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["window"].as_u64()),
+        (Some("armed"), Some(200_000))
+    );
+    assert_eq!(m["reported_window"], 1_000_000);
+}
+
+#[test]
+fn bad_input_renders_a_neutral_segment_and_writes_nothing() {
+    let env = TestEnv::new();
+    let inputs: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"   \n".to_vec(),
+        b"not json".to_vec(),
+        b"{\"session_id\": \"x\", \"context_window\": ".to_vec(),
+        b"[1,2,3]".to_vec(),
+        b"\xff\xfe{}".to_vec(),
+        json!({"session_id": 7}).to_string().into_bytes(),
+        json!({"session_id": "s", "context_window": {"current_usage": {"input_tokens": "many"}}})
+            .to_string()
+            .into_bytes(),
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+    ];
+    for input in inputs {
+        let run = env.run(&["statusline"], &input);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stdout, "ctx ?\n", "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+        assert!(run.stderr.starts_with("ctxguard statusline: "), "{run:?}");
+    }
+    assert!(env.snapshot().is_empty(), "bad input must not create state");
+}
+
+#[test]
+fn a_usage_drop_after_arming_starts_a_new_cycle() {
+    let env = TestEnv::new();
+    env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
+    assert_eq!(env.marker(SESSION)["state"], "armed");
+    // After a compaction the client first reports null, then the small post-compaction usage.
+    env.statusline(&statusline_payload(SESSION, None, Some(200_000)));
+    assert_eq!(env.marker(SESSION)["state"], "armed");
+    env.statusline(&statusline_payload(SESSION, Some(3_000), Some(200_000)));
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["cycle"].as_u64()),
+        (Some("idle"), Some(1))
+    );
+    assert_eq!(m["armed_at"], Value::Null);
+}

@@ -1,0 +1,239 @@
+//! The test environment: a temp home and state root, fixture payloads, and a runner.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+pub const SESSION: &str = "225d8c26-5cbd-4b52-b720-e8fe94443567";
+
+pub fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/claude-code-2.1.330")
+        .join(name);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn fixture_json(name: &str) -> Value {
+    serde_json::from_str(&fixture(name)).unwrap()
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The contract of every hook on bad input: exit 0, nothing on stdout, one stderr line.
+    #[track_caller]
+    pub fn assert_silent_failure(&self) {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert_eq!(self.stdout, "", "{self:?}");
+        assert_eq!(self.stderr.lines().count(), 1, "{self:?}");
+    }
+}
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("home")).unwrap();
+        TestEnv {
+            dir,
+            env: Vec::new(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn set(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxguard"));
+        cmd.args(args);
+        // Nothing from the developer's environment leaks in.
+        for (key, _) in std::env::vars() {
+            if key.starts_with("CTXGUARD_") || key.starts_with("CLAUDE_") || key == "NO_COLOR" {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HOME", self.home())
+            .env("CTXGUARD_HOME", self.state())
+            .env("RUST_BACKTRACE", "0");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hook may exit before reading everything; a broken pipe is fine.
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+        Run::from(child.wait_with_output().unwrap())
+    }
+
+    pub fn statusline(&self, payload: &Value) -> Run {
+        self.run(&["statusline"], payload.to_string())
+    }
+
+    pub fn pretooluse(&self, payload: &Value) -> Run {
+        self.run(&["pretooluse"], payload.to_string())
+    }
+
+    pub fn marker_path(&self, session: &str) -> PathBuf {
+        self.state()
+            .join("sessions")
+            .join(session)
+            .join("marker.json")
+    }
+
+    pub fn marker(&self, session: &str) -> Value {
+        let path = self.marker_path(session);
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Edits the stored marker (to age it, for instance).
+    pub fn edit_marker(&self, session: &str, edit: impl FnOnce(&mut Value)) {
+        let mut m = self.marker(session);
+        edit(&mut m);
+        fs::write(self.marker_path(session), m.to_string()).unwrap();
+    }
+
+    /// Every file under the state root, with its contents.
+    pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            let Ok(entries) = fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push((p.clone(), fs::read(&p).unwrap()));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.state(), &mut out);
+        out.sort();
+        out
+    }
+
+    pub fn write(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        fs::write(&path, content).unwrap();
+        path
+    }
+}
+
+/// The real status-line payload with `tokens` of usage (all in cache reads) on `window`.
+pub fn statusline_payload(session: &str, tokens: Option<u64>, window: Option<u64>) -> Value {
+    let mut p = fixture_json("statusline-after-turn.json");
+    p["session_id"] = json!(session);
+    let cw = &mut p["context_window"];
+    match window {
+        Some(w) => cw["context_window_size"] = json!(w),
+        None => {
+            cw.as_object_mut().unwrap().remove("context_window_size");
+        }
+    }
+    cw["current_usage"] = match tokens {
+        Some(t) => json!({"input_tokens": 10, "output_tokens": 20,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": t - 10}),
+        None => Value::Null,
+    };
+    p
+}
+
+/// The real PreToolUse payload for `session`, pointing at `transcript`.
+pub fn pretooluse_payload(session: &str, transcript: &Path) -> Value {
+    let mut p = fixture_json("PreToolUse.json");
+    p["session_id"] = json!(session);
+    p["transcript_path"] = json!(transcript.to_str().unwrap());
+    p
+}
+
+/// One main-chain assistant transcript line with `tokens` of context.
+pub fn assistant_line(tokens: u64, timestamp: &str) -> String {
+    json!({
+        "type": "assistant", "isSidechain": false, "timestamp": timestamp,
+        "message": {"id": "msg_x", "model": "claude-opus-5-5", "role": "assistant",
+                    "content": [{"type": "text", "text": "working"}],
+                    "usage": {"input_tokens": 5, "cache_creation_input_tokens": 5,
+                              "cache_read_input_tokens": tokens - 10, "output_tokens": 300}}
+    })
+    .to_string()
+}
+
+pub fn boundary_line(timestamp: &str) -> String {
+    json!({"type": "system", "subtype": "compact_boundary", "timestamp": timestamp,
+           "compactMetadata": {"trigger": "auto", "preTokens": 160000}})
+    .to_string()
+}
+
+/// An RFC 3339 time `secs` from now.
+pub fn time_from_now(secs: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(secs)).to_rfc3339()
+}
+
+/// The PreToolUse output, decoded strictly: any other field fails the test.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HookOutput {
+    pub hook_specific_output: SpecificOutput,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpecificOutput {
+    pub hook_event_name: String,
+    pub additional_context: String,
+}
+
+/// Decodes a nudge, checking it is one line of exactly the allowed shape.
+#[track_caller]
+pub fn decode_nudge(stdout: &str) -> String {
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "{stdout:?}"
+    );
+    assert!(!stdout.contains("permissionDecision") && !stdout.contains("\"decision\""));
+    let out: HookOutput = serde_json::from_str(stdout).unwrap();
+    assert_eq!(out.hook_specific_output.hook_event_name, "PreToolUse");
+    out.hook_specific_output.additional_context
+}
