@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::{Config, Env};
+use crate::marker::Store;
 use crate::transcript;
 use crate::usage::{self, percent, Level, Limits};
 
@@ -59,7 +60,14 @@ pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()
             path.display()
         );
     }
-    let window = usage::window(window.or(config.window_tokens), None, scan.tokens);
+    // Claude Code names a transcript after its session: if the status line has reported this
+    // session's window, use it, as the hooks do.
+    let reported = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|id| Store::new(&paths, id).peek().ok().flatten())
+        .and_then(|m| m.reported_window);
+    let window = usage::window(window.or(config.window_tokens), reported, scan.tokens);
     let limits = Limits::compute(window, &config.policy());
     let report = UsageReport {
         transcript: path.display().to_string(),
