@@ -178,10 +178,18 @@ fn usage_on_the_real_transcript() {
 #[test]
 fn usage_uses_the_window_the_status_line_reported_for_that_session() {
     let env = TestEnv::new();
-    let path = env.write(&format!("{SESSION}.jsonl"), &fixture("transcript-with-compaction.jsonl"));
+    let path = env.write(
+        &format!("{SESSION}.jsonl"),
+        &fixture("transcript-with-compaction.jsonl"),
+    );
     env.statusline(&statusline_payload(SESSION, Some(150_510), Some(1_000_000)));
     let run = env.run(&["usage", path.to_str().unwrap()], "");
-    assert!(run.stdout.starts_with("tokens       150,510 (15% of a 1,000,000 window, below)"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .starts_with("tokens       150,510 (15% of a 1,000,000 window, below)"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
