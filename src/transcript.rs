@@ -40,7 +40,7 @@ pub struct TailUsage {
 /// One transcript line, reduced to the fields the usage scan needs. Everything else (message
 /// content, tool results) is skipped by the parser without being allocated.
 #[derive(Deserialize)]
-struct Line<'a> {
+struct UsageLine<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -89,7 +89,7 @@ fn classify(line: &[u8]) -> Verdict {
     if !line.contains("\"usage\"") && !line.contains("compact_boundary") {
         return Verdict::Irrelevant;
     }
-    let Ok(parsed) = serde_json::from_str::<Line>(line) else {
+    let Ok(parsed) = serde_json::from_str::<UsageLine>(line) else {
         // A torn last line, a line from some other tool, a type we do not know: not an answer.
         return Verdict::Irrelevant;
     };
@@ -141,22 +141,66 @@ pub fn tail_usage_from<R: Read + Seek>(
     first_chunk: usize,
 ) -> io::Result<TailUsage> {
     let mut result = TailUsage::default();
+    let scan = scan_backwards(
+        reader,
+        len,
+        first_chunk,
+        MAX_SCAN,
+        |line, _| match classify(line) {
+            Verdict::Usage { tokens, model } => {
+                result.tokens = Some(tokens);
+                result.model = model;
+                true
+            }
+            Verdict::Boundary(at) => {
+                result.boundary_at = at.or(Some(DateTime::<Utc>::MIN_UTC));
+                true
+            }
+            Verdict::Irrelevant => false,
+        },
+    )?;
+    result.bytes_read = scan.bytes_read;
+    result.gave_up = scan.gave_up;
+    Ok(result)
+}
+
+/// How a backward scan ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Scan {
+    /// Offset of the line `visit` stopped at, if it stopped.
+    pub found_at: Option<u64>,
+    pub bytes_read: u64,
+    pub gave_up: bool,
+}
+
+/// Visits the complete lines of a file newest first, reading backwards in chunks that double
+/// from `first_chunk` up to 4 MiB, until `visit(line, offset)` returns true or `max_read` bytes
+/// were read. A line is handed over whole however many chunks it spans.
+pub fn scan_backwards<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    first_chunk: usize,
+    max_read: u64,
+    mut visit: impl FnMut(&[u8], u64) -> bool,
+) -> io::Result<Scan> {
+    let mut scan = Scan::default();
     let mut pos = len;
     let mut chunk = first_chunk.max(1);
     // Bytes of a line whose start lies in a chunk not read yet.
     let mut carry: Vec<u8> = Vec::new();
     while pos > 0 {
-        if result.bytes_read >= MAX_SCAN {
-            result.gave_up = true;
-            return Ok(result);
+        if scan.bytes_read >= max_read {
+            scan.gave_up = true;
+            return Ok(scan);
         }
         let take = (chunk as u64).min(pos);
         pos -= take;
         reader.seek(SeekFrom::Start(pos))?;
         let mut buf = vec![0u8; take as usize];
         reader.read_exact(&mut buf)?;
-        result.bytes_read += take;
+        scan.bytes_read += take;
         buf.extend_from_slice(&carry);
+        chunk = (chunk * 2).min(MAX_CHUNK);
 
         // Complete lines are those after the first newline (or all of them at the start of
         // the file); walk them newest first.
@@ -167,33 +211,110 @@ pub fn tail_usage_from<R: Read + Seek>(
                 Some(i) => i + 1,
                 None => {
                     carry = buf;
-                    chunk = (chunk * 2).min(MAX_CHUNK);
                     continue;
                 }
             }
         };
-        for line in buf[first_complete..].rsplit(|b| *b == b'\n') {
-            if line.is_empty() {
-                continue;
+        let mut end = buf.len();
+        while end > first_complete {
+            let start = buf[first_complete..end]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(first_complete, |i| first_complete + i + 1);
+            let line = &buf[start..end];
+            if !line.is_empty() && visit(line, pos + start as u64) {
+                scan.found_at = Some(pos + start as u64);
+                return Ok(scan);
             }
-            match classify(line) {
-                Verdict::Usage { tokens, model } => {
-                    result.tokens = Some(tokens);
-                    result.model = model;
-                    return Ok(result);
-                }
-                Verdict::Boundary(at) => {
-                    result.boundary_at = at.or(Some(DateTime::<Utc>::MIN_UTC));
-                    return Ok(result);
-                }
-                Verdict::Irrelevant => {}
-            }
+            end = start.saturating_sub(1);
         }
         buf.truncate(first_complete.saturating_sub(1));
         carry = buf;
-        chunk = (chunk * 2).min(MAX_CHUNK);
     }
-    Ok(result)
+    Ok(scan)
+}
+
+/// Is this line a `compact_boundary`?
+pub fn is_boundary(line: &[u8]) -> bool {
+    matches!(classify(line), Verdict::Boundary(_))
+}
+
+/// The offset where the part of the transcript after its newest `compact_boundary` starts (0
+/// when it has none). Reads backwards, so its cost is the size of that part.
+pub fn since_newest_boundary<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {
+    let mut after = 0;
+    scan_backwards(reader, len, FIRST_CHUNK, u64::MAX, |line, offset| {
+        if is_boundary(line) {
+            after = offset + line.len() as u64 + 1;
+            true
+        } else {
+            false
+        }
+    })?;
+    Ok(after.min(len))
+}
+
+/// Reads lines forward with a bounded buffer: a line longer than `max_line` is skipped (reported
+/// as `Line::TooLong`), so one huge line cannot make memory grow with it.
+pub struct LineReader<R> {
+    reader: io::BufReader<R>,
+    buf: Vec<u8>,
+    max_line: usize,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Line<'a> {
+    Text(&'a [u8]),
+    TooLong,
+}
+
+impl<R: Read> LineReader<R> {
+    pub fn new(reader: R, max_line: usize) -> LineReader<R> {
+        LineReader {
+            reader: io::BufReader::with_capacity(64 * 1024, reader),
+            buf: Vec::new(),
+            max_line,
+        }
+    }
+
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        use std::io::BufRead;
+        self.buf.clear();
+        let mut too_long = false;
+        let mut saw_any = false;
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                break;
+            }
+            saw_any = true;
+            let (part, done) = match available.iter().position(|b| *b == b'\n') {
+                Some(i) => (&available[..i], Some(i + 1)),
+                None => (available, None),
+            };
+            if !too_long {
+                if self.buf.len() + part.len() > self.max_line {
+                    too_long = true;
+                    self.buf = Vec::new(); // give the memory back
+                } else {
+                    self.buf.extend_from_slice(part);
+                }
+            }
+            let used = done.unwrap_or(available.len());
+            self.reader.consume(used);
+            if done.is_some() {
+                break;
+            }
+        }
+        if !saw_any {
+            return Ok(None);
+        }
+        if too_long {
+            return Ok(Some(Line::TooLong));
+        }
+        let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
+        Ok(Some(Line::Text(line)))
+    }
 }
 
 #[cfg(test)]
@@ -298,6 +419,62 @@ mod tests {
         assert_eq!(u.tokens, Some(3));
         assert_eq!(u.bytes_read, FIRST_CHUNK as u64);
         assert!((text.len() as u64) > 10 * u.bytes_read);
+    }
+
+    #[test]
+    fn boundary_offset_and_forward_lines() {
+        let text = format!(
+            "{}\n{BOUNDARY}\n{}\r\nlast",
+            assistant((1, 1, 1), ""),
+            assistant((2, 2, 2), "")
+        );
+        let len = text.len() as u64;
+        for chunk in [1usize, 5, 64] {
+            let mut after = 0;
+            scan_backwards(
+                &mut Cursor::new(text.as_bytes()),
+                len,
+                chunk,
+                u64::MAX,
+                |l, off| {
+                    if is_boundary(l) {
+                        after = off + l.len() as u64 + 1;
+                        true
+                    } else {
+                        false
+                    }
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                &text[after as usize..after as usize + 10],
+                &assistant((2, 2, 2), "")[..10]
+            );
+        }
+        let after = since_newest_boundary(&mut Cursor::new(text.as_bytes()), len).unwrap();
+        let mut lines = LineReader::new(&text.as_bytes()[after as usize..], 1 << 20);
+        assert_eq!(
+            lines.next_line().unwrap(),
+            Some(Line::Text(assistant((2, 2, 2), "").as_bytes()))
+        );
+        assert_eq!(lines.next_line().unwrap(), Some(Line::Text(b"last")));
+        assert_eq!(lines.next_line().unwrap(), None);
+        // No boundary at all: everything.
+        assert_eq!(
+            since_newest_boundary(&mut Cursor::new(b"a\nb"), 3).unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn over_long_lines_are_skipped_with_bounded_memory() {
+        let text = format!("short\n{}\nafter\n", "x".repeat(10_000));
+        let mut lines = LineReader::new(text.as_bytes(), 100);
+        assert_eq!(lines.next_line().unwrap(), Some(Line::Text(b"short")));
+        assert_eq!(lines.next_line().unwrap(), Some(Line::TooLong));
+        assert!(lines.buf.capacity() <= 100);
+        assert_eq!(lines.next_line().unwrap(), Some(Line::Text(b"after")));
+        assert_eq!(lines.next_line().unwrap(), None);
     }
 
     #[test]
