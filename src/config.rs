@@ -74,7 +74,14 @@ pub const KEYS: &[&str] = &[
     "stale_after_secs",
     "nudge_text",
     "critical_text",
+    "recover_on",
+    "memory_files",
+    "recovery_budget_chars",
+    "total_budget_chars",
 ];
+
+/// SessionStart sources a recovery can be injected on.
+pub const SOURCES: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
 
 pub fn env_name(key: &str) -> String {
     format!("CTXGUARD_{}", key.to_ascii_uppercase())
@@ -101,6 +108,15 @@ pub struct Config {
     pub stale_after_secs: u64,
     pub nudge_text: String,
     pub critical_text: String,
+    /// SessionStart sources that inject a recovery.
+    pub recover_on: Vec<String>,
+    /// Memory files appended to a recovery block; `None` means the defaults
+    /// (`~/.claude-memory/MEMORY.md` and the project's `.claude/memory/MEMORY.md`).
+    pub memory_files: Option<Vec<String>>,
+    /// Size limit of the checkpoint part of a recovery block, in characters.
+    pub recovery_budget_chars: usize,
+    /// Size limit of the whole recovery block, in characters.
+    pub total_budget_chars: usize,
     /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`.
     pub autocompact_pct: Option<f64>,
     /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
@@ -119,6 +135,10 @@ impl Default for Config {
             stale_after_secs: 1800,
             nudge_text: DEFAULT_NUDGE_TEXT.to_string(),
             critical_text: DEFAULT_CRITICAL_TEXT.to_string(),
+            recover_on: ["compact", "resume", "clear"].map(String::from).to_vec(),
+            memory_files: None,
+            recovery_budget_chars: 3200,
+            total_budget_chars: 12000,
             autocompact_pct: None,
             autocompact_window: None,
         }
@@ -157,6 +177,24 @@ impl Raw<'_> {
         match self {
             Raw::Json(v) => v.as_str().map(str::to_string),
             Raw::Env(s) => Some((*s).to_string()),
+        }
+    }
+
+    /// A JSON array of strings, or a comma-separated variable.
+    fn list(&self) -> Option<Vec<String>> {
+        match self {
+            Raw::Json(v) => v
+                .as_array()?
+                .iter()
+                .map(|x| x.as_str().map(str::to_string))
+                .collect(),
+            Raw::Env(s) => Some(
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            ),
         }
     }
 }
@@ -271,6 +309,29 @@ impl Config {
             }
             "nudge_text" => self.nudge_text = raw.text().ok_or_else(|| bad("a string"))?,
             "critical_text" => self.critical_text = raw.text().ok_or_else(|| bad("a string"))?,
+            "recover_on" => {
+                let what = format!("a list of SessionStart sources ({})", SOURCES.join(", "));
+                let list = raw.list().ok_or_else(|| bad(&what))?;
+                if list.iter().any(|s| !SOURCES.contains(&s.as_str())) {
+                    return Err(bad(&what));
+                }
+                self.recover_on = list;
+            }
+            "memory_files" => {
+                self.memory_files = Some(raw.list().ok_or_else(|| bad("a list of file paths"))?)
+            }
+            "recovery_budget_chars" | "total_budget_chars" => {
+                let chars = raw
+                    .tokens()
+                    .filter(|n| (200..=1_000_000).contains(n))
+                    .ok_or_else(|| bad("a number of characters from 200 to 1000000"))?
+                    as usize;
+                if key == "recovery_budget_chars" {
+                    self.recovery_budget_chars = chars;
+                } else {
+                    self.total_budget_chars = chars;
+                }
+            }
             _ => return Err(format!("unknown key `{key}`")),
         }
         Ok(())
@@ -358,6 +419,24 @@ mod tests {
     }
 
     #[test]
+    fn recovery_keys_from_file_and_env() {
+        let json = r#"{"recover_on": ["compact"], "memory_files": ["~/a.md", "/b.md"],
+                       "recovery_budget_chars": 1000}"#;
+        let env = env_with(&[
+            ("total_budget_chars", "5000"),
+            ("recover_on", "compact, startup"),
+        ]);
+        let c = load_json(json, &env).unwrap().config;
+        assert_eq!(c.recover_on, ["compact", "startup"]);
+        assert_eq!(c.memory_files.unwrap(), ["~/a.md", "/b.md"]);
+        assert_eq!(
+            (c.recovery_budget_chars, c.total_budget_chars),
+            (1000, 5000)
+        );
+        assert_eq!(Config::default().recover_on, ["compact", "resume", "clear"]);
+    }
+
+    #[test]
     fn unknown_keys_warn() {
         let loaded = load_json(r#"{"headroom": 5}"#, &Env::default()).unwrap();
         assert_eq!(loaded.warnings.len(), 1);
@@ -375,6 +454,18 @@ mod tests {
             (r#"{"threshold_pct": 150}"#, "`threshold_pct` must be"),
             (r#"{"window_tokens": 0}"#, "`window_tokens` must be"),
             (r#"{"nudge_text": 3}"#, "`nudge_text` must be a string"),
+            (
+                r#"{"recover_on": ["compact", "reboot"]}"#,
+                "`recover_on` must be a list",
+            ),
+            (
+                r#"{"memory_files": "a.md"}"#,
+                "`memory_files` must be a list",
+            ),
+            (
+                r#"{"total_budget_chars": 10}"#,
+                "`total_budget_chars` must be",
+            ),
             (r#"[1,2]"#, "expected a JSON object"),
             (r#"{"headroom_tokens": 1"#, "not valid JSON"),
         ] {

@@ -1,5 +1,6 @@
 //! ctxguard: Claude Code hooks that make the agent save what matters before context compaction.
 
+mod checkpoint;
 mod cli;
 mod commands;
 mod config;
@@ -8,6 +9,7 @@ mod hooks;
 mod input;
 mod marker;
 mod paths;
+mod text;
 mod transcript;
 mod usage;
 

@@ -90,6 +90,12 @@ pub struct Marker {
     pub statusline_at: Option<DateTime<Utc>>,
     /// The window size the status line last reported for this session.
     pub reported_window: Option<u64>,
+    /// Compactions PreCompact has checkpointed for this session.
+    pub compactions: u64,
+    /// Path of the newest checkpoint.
+    pub last_checkpoint: Option<String>,
+    /// The newest checkpoint has not been injected by SessionStart yet.
+    pub recovery_pending: bool,
 }
 
 /// A usage reading, from the status line or the transcript.
@@ -110,9 +116,12 @@ pub enum Event {
     Observe(Observation),
     /// A nudge of this level was emitted.
     Nudged(Nudge),
-    /// A new compaction cycle starts (PreCompact ran).
-    #[allow(dead_code)] // sent by the PreCompact hook, which lands next
-    NewCycle,
+    /// PreCompact wrote this checkpoint: a new cycle starts and a recovery is pending.
+    Compacted {
+        checkpoint: String,
+    },
+    /// SessionStart injected the pending recovery.
+    Recovered,
     /// Back to idle by hand.
     Reset,
 }
@@ -221,11 +230,15 @@ pub fn transition(
             };
             m.nudged_at = Some(now);
         }
-        Event::NewCycle => {
+        Event::Compacted { checkpoint } => {
             m.clear_cycle();
             m.cycle += 1;
             m.tokens = None;
+            m.compactions += 1;
+            m.last_checkpoint = Some(checkpoint.clone());
+            m.recovery_pending = true;
         }
+        Event::Recovered => m.recovery_pending = false,
         Event::Reset => m.clear_cycle(),
     }
     m.updated_at = Some(now);
@@ -463,10 +476,18 @@ mod tests {
         assert_eq!(m.state, State::CriticalNudged);
         assert_eq!(m.pending_nudge(), None);
 
-        // PreCompact: next cycle, usage unknown.
-        let m = transition(&m, &Event::NewCycle, t(5), STALE);
+        // PreCompact: next cycle, usage unknown, a recovery pending.
+        let compacted = Event::Compacted {
+            checkpoint: "/cp_001.json".into(),
+        };
+        let m = transition(&m, &compacted, t(5), STALE);
         assert_eq!((m.state, m.cycle, m.tokens), (State::Idle, 1, None));
         assert_eq!((m.armed_at, m.nudged_at), (None, None));
+        assert_eq!((m.compactions, m.recovery_pending), (1, true));
+        assert_eq!(m.last_checkpoint.as_deref(), Some("/cp_001.json"));
+        let recovered = transition(&m, &Event::Recovered, t(5), STALE);
+        assert!(!recovered.recovery_pending);
+        assert_eq!(recovered.state, State::Idle);
 
         // ... and the next cycle can arm again.
         let m = transition(&m, &observe(Some(128_000)), t(6), STALE);
@@ -557,7 +578,12 @@ mod tests {
     fn reset_goes_idle_but_keeps_the_cycle() {
         let m = run(&[
             (0, observe(Some(130_000))),
-            (1, Event::NewCycle),
+            (
+                1,
+                Event::Compacted {
+                    checkpoint: "x".into(),
+                },
+            ),
             (2, observe(Some(130_000))),
             (3, Event::Reset),
         ]);

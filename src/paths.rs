@@ -20,6 +20,10 @@ impl Paths {
         Paths { root }
     }
 
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.json")
     }
