@@ -561,8 +561,6 @@ pub struct Reading {
     pub tokens: Option<u64>,
     pub cwd: Option<String>,
     pub git_branch: Option<String>,
-    pub bytes: u64,
-    pub lines: u64,
 }
 
 /// Reads the part of the transcript after its newest `compact_boundary`, forward, in bounded
@@ -596,19 +594,16 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
             Line::TooLong => builder.skipped_lines += 1,
         }
     }
-    let (tokens, cwd, git_branch, n) = (
+    let (tokens, cwd, git_branch) = (
         builder.tokens,
         builder.cwd.clone(),
         builder.git_branch.clone(),
-        builder.lines,
     );
     Ok(Reading {
         body: builder.finish(),
         tokens,
         cwd,
         git_branch,
-        bytes: len - start,
-        lines: n,
     })
 }
 
@@ -638,6 +633,7 @@ impl CheckpointStore {
         }
     }
 
+    #[cfg(test)]
     pub fn in_dir(dir: PathBuf) -> CheckpointStore {
         CheckpointStore { dir }
     }
@@ -752,10 +748,12 @@ mod tests {
             b.feed(l);
         }
         let tokens = b.tokens;
-        let mut rest = Builder::default();
-        rest.tokens = tokens;
-        rest.cwd = b.cwd.clone();
-        rest.git_branch = b.git_branch.clone();
+        let rest = Builder {
+            tokens,
+            cwd: b.cwd.clone(),
+            git_branch: b.git_branch.clone(),
+            ..Builder::default()
+        };
         (b.finish(), rest)
     }
 

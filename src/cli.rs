@@ -41,6 +41,19 @@ input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet")]
 It never approves, denies or changes a tool call, and exits 0 on any input."
     )]
     Pretooluse,
+    /// PreCompact hook: writes a mechanical checkpoint and starts a new cycle
+    #[command(
+        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PreCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard precompact\"}]}]\n\n\
+Prints nothing and exits 0 on any input; never blocks the compaction."
+    )]
+    Precompact,
+    /// SessionStart hook: after a compaction, injects the recovery block once
+    #[command(
+        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionstart\"}]}]"
+    )]
+    Sessionstart,
     /// Show the state of every known session, or of one
     #[command(
         after_help = "Examples:\n  ctxguard status\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
@@ -70,6 +83,9 @@ It never approves, denies or changes a tool call, and exits 0 on any input."
         #[arg(long)]
         all: bool,
     },
+    /// Inspect checkpoints written by the PreCompact hook
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
     /// Compute context usage from a transcript file
     #[command(
         after_help = "Example:\n  ctxguard usage ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl --json"
@@ -86,9 +102,28 @@ It never approves, denies or changes a tool call, and exits 0 on any input."
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum CheckpointCommand {
+    /// Print the latest checkpoint of a session (default: the newest of any session)
+    #[command(
+        after_help = "Examples:\n  ctxguard checkpoint show\n  ctxguard checkpoint show --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
+    )]
+    Show {
+        /// The session id
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print the checkpoint file's JSON instead of the recovery block
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 impl Command {
     /// Hook commands must never fail loudly: see [`crate::exit`].
     pub fn is_hook(name: &str) -> bool {
-        matches!(name, "statusline" | "pretooluse")
+        matches!(
+            name,
+            "statusline" | "pretooluse" | "precompact" | "sessionstart"
+        )
     }
 }

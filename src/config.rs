@@ -20,6 +20,8 @@ pub struct Env {
     pub ctxguard_home: Option<PathBuf>,
     pub home: Option<PathBuf>,
     pub no_color: bool,
+    /// `CLAUDE_PROJECT_DIR`, set by Claude Code for hook commands.
+    pub project_dir: Option<PathBuf>,
     /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`].
     overrides: Vec<(&'static str, String)>,
     autocompact_pct: Option<String>,
@@ -45,6 +47,7 @@ impl Env {
                 .map(PathBuf::from),
             home: dirs::home_dir(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             overrides,
             autocompact_pct: var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"),
             autocompact_window: var("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),

@@ -59,6 +59,15 @@ pub struct HookInput {
     pub hook_event_name: String,
     #[serde(deserialize_with = "null_default")]
     pub tool_name: String,
+    /// PreCompact: `auto` or `manual`.
+    #[serde(deserialize_with = "null_default")]
+    pub trigger: String,
+    /// PreCompact: the arguments of `/compact`; empty or null when none.
+    #[serde(deserialize_with = "null_default")]
+    pub custom_instructions: String,
+    /// SessionStart: `startup`, `resume`, `clear`, `compact` or `fork`.
+    #[serde(deserialize_with = "null_default")]
+    pub source: String,
 }
 
 /// The status-line payload, reduced to what ctxguard reads.
@@ -132,6 +141,37 @@ mod tests {
         assert_eq!(h.session_id, "225d8c26-5cbd-4b52-b720-e8fe94443567");
         assert_eq!(h.tool_name, "Write");
         assert!(h.transcript_path.ends_with(".jsonl"));
+    }
+
+    #[test]
+    fn real_precompact_and_sessionstart_payloads() {
+        let manual: HookInput = parse(
+            include_bytes!("../fixtures/claude-code-2.1.330/PreCompact-manual.json"),
+            "PreCompact",
+        )
+        .unwrap();
+        assert_eq!(
+            (manual.trigger.as_str(), manual.custom_instructions.as_str()),
+            ("manual", "keep the open items")
+        );
+        let auto: HookInput = parse(
+            include_bytes!("../fixtures/claude-code-2.1.330/PreCompact-auto.json"),
+            "PreCompact",
+        )
+        .unwrap();
+        assert_eq!(
+            (auto.trigger.as_str(), auto.custom_instructions.as_str()),
+            ("auto", "")
+        );
+        let start: HookInput = parse(
+            include_bytes!("../fixtures/claude-code-2.1.330/SessionStart-compact.json"),
+            "SessionStart",
+        )
+        .unwrap();
+        assert_eq!(
+            (start.source.as_str(), start.cwd.as_str()),
+            ("compact", "/home/user/proj")
+        );
     }
 
     #[test]

@@ -4,11 +4,13 @@ mod checkpoint;
 mod cli;
 mod commands;
 mod config;
+mod daily_log;
 mod exit;
 mod hooks;
 mod input;
 mod marker;
 mod paths;
+mod recovery;
 mod text;
 mod transcript;
 mod usage;
@@ -17,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{CheckpointCommand, Cli, Command};
 use crate::exit::Exit;
 
 fn main() -> ExitCode {
@@ -36,6 +38,11 @@ fn run() -> Exit {
             })
         }
         Command::Pretooluse => return hooks::guard("pretooluse", hooks::pretooluse::run),
+        Command::Precompact => return hooks::guard("precompact", hooks::precompact::run),
+        Command::Sessionstart => return hooks::guard("sessionstart", hooks::sessionstart::run),
+        Command::Checkpoint(CheckpointCommand::Show { session, json }) => {
+            commands::checkpoint::show(session, json)
+        }
         Command::Status { session, json } => commands::status::run(session, json),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {

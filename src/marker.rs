@@ -199,7 +199,7 @@ pub fn transition(
             if m.state != State::Idle {
                 let boundary_after_arming = obs
                     .boundary_at
-                    .is_some_and(|b| m.armed_at.map_or(true, |armed| b > armed));
+                    .is_some_and(|b| m.armed_at.is_none_or(|armed| b > armed));
                 let dropped = obs.tokens.is_some_and(|t| limits.dropped_below(t));
                 if boundary_after_arming || dropped {
                     m.clear_cycle();
@@ -341,6 +341,35 @@ impl Store {
             }
         }
     }
+}
+
+/// Every session directory under the state root, with its marker (or why it could not be read),
+/// most recently updated first.
+pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
+    let dir = paths.sessions_dir();
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let store = Store::in_dir(entry.path());
+        match store.peek() {
+            Ok(Some(marker)) => found.push((store, Ok(marker))),
+            Ok(None) => {}
+            Err(e) => found.push((store, Err(e))),
+        }
+    }
+    found.sort_by(|a, b| {
+        let key = |m: &Result<Marker>| m.as_ref().ok().and_then(|m| m.updated_at);
+        key(&b.1).cmp(&key(&a.1))
+    });
+    Ok(found)
 }
 
 fn read_marker(path: &Path) -> Result<Option<Marker>> {

@@ -28,6 +28,9 @@ struct SessionStatus {
     nudged_at: Option<String>,
     updated_at: Option<String>,
     source: Option<String>,
+    compactions: u64,
+    last_checkpoint: Option<String>,
+    recovery_pending: bool,
 }
 
 fn status(env: &TestEnv, args: &[&str]) -> Status {
@@ -66,6 +69,14 @@ fn status_json_lists_sessions_with_exactly_the_documented_fields() {
     assert!(one.armed_at.is_some() && one.updated_at.is_some());
     assert_eq!(one.nudged_at, None);
     assert_eq!(one.source.as_deref(), Some("statusline"));
+    assert_eq!(
+        (
+            one.compactions,
+            one.last_checkpoint.as_deref(),
+            one.recovery_pending
+        ),
+        (0, None, false)
+    );
 }
 
 #[test]

@@ -24,6 +24,9 @@ pub struct SessionStatus {
     pub nudged_at: Option<DateTime<Utc>>,
     pub updated_at: Option<DateTime<Utc>>,
     pub source: Option<&'static str>,
+    pub compactions: u64,
+    pub last_checkpoint: Option<String>,
+    pub recovery_pending: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,6 +49,9 @@ impl SessionStatus {
             nudged_at: m.nudged_at,
             updated_at: m.updated_at,
             source: m.source.map(Source::as_str),
+            compactions: m.compactions,
+            last_checkpoint: m.last_checkpoint.clone(),
+            recovery_pending: m.recovery_pending,
         }
     }
 }
@@ -129,6 +135,16 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
         println!("nudged_at   {}", opt_time(s.nudged_at, now));
         println!("updated_at  {}", opt_time(s.updated_at, now));
         println!("source      {}", s.source.unwrap_or("-"));
+        println!("compactions {}", s.compactions);
+        println!(
+            "checkpoint  {}{}",
+            s.last_checkpoint.as_deref().unwrap_or("-"),
+            if s.recovery_pending {
+                " (recovery pending)"
+            } else {
+                ""
+            }
+        );
         return Ok(());
     }
     println!(

@@ -3,13 +3,16 @@
 //! turns every error and panic into one stderr line and exit 0, so a hook can never block or
 //! break the session it serves.
 
+pub mod precompact;
 pub mod pretooluse;
+pub mod sessionstart;
 pub mod statusline;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 
 use anyhow::Result;
+use serde::Serialize;
 
 use crate::exit::Exit;
 
@@ -28,6 +31,33 @@ impl Diag {
         (!self.notes.is_empty())
             .then(|| one_line(&format!("ctxguard {hook}: {}", self.notes.join("; "))))
     }
+}
+
+/// The only JSON a hook ever prints: context for the model, nothing that approves, denies,
+/// blocks or changes anything.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub hook_specific_output: SpecificOutput,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecificOutput {
+    pub hook_event_name: &'static str,
+    pub additional_context: String,
+}
+
+/// `{"hookSpecificOutput":{"hookEventName":EVENT,"additionalContext":TEXT}}` and a newline.
+pub fn additional_context(event: &'static str, text: String) -> String {
+    let out = Output {
+        hook_specific_output: SpecificOutput {
+            hook_event_name: event,
+            additional_context: text,
+        },
+    };
+    // Serialising a struct of strings cannot fail.
+    serde_json::to_string(&out).unwrap_or_default() + "\n"
 }
 
 /// Control characters (newlines included) become spaces, so a message stays one line.

@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::config::{render_text, Config, Env};
-use crate::hooks::Diag;
+use crate::hooks::{additional_context, Diag};
 use crate::input::{self, HookInput};
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, LOCK_WAIT};
 use crate::transcript::{self, TailUsage};
@@ -24,20 +23,6 @@ use crate::usage::{self, Limits};
 
 /// How recent a status-line report must be for the marker alone to be trusted.
 pub const STATUSLINE_FRESH: Duration = Duration::from_secs(60);
-
-/// The only shape this hook ever prints.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Output {
-    pub hook_specific_output: SpecificOutput,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SpecificOutput {
-    pub hook_event_name: &'static str,
-    pub additional_context: String,
-}
 
 /// Does the marker, as it is on disk, already answer without more work?
 pub fn fast_path(marker: &Marker, now: DateTime<Utc>) -> bool {
@@ -96,17 +81,6 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
     render_text(template, tokens, window, headroom)
 }
 
-pub fn render(text: String) -> String {
-    let out = Output {
-        hook_specific_output: SpecificOutput {
-            hook_event_name: "PreToolUse",
-            additional_context: text,
-        },
-    };
-    // Serialising a struct of strings cannot fail.
-    serde_json::to_string(&out).unwrap_or_default()
-}
-
 pub fn run(diag: &mut Diag) -> Result<Option<String>> {
     let bytes = input::read_stdin()?;
     let input: HookInput = input::parse(&bytes, "PreToolUse")?;
@@ -161,7 +135,7 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         lock.save(&next)?;
     }
     drop(lock);
-    Ok(nudge.map(|level| render(nudge_text(level, &next, &config)) + "\n"))
+    Ok(nudge.map(|level| additional_context("PreToolUse", nudge_text(level, &next, &config))))
 }
 
 #[cfg(test)]
@@ -266,10 +240,10 @@ mod tests {
 
     #[test]
     fn output_is_exactly_additional_context() {
-        let out = render("save \"now\"".into());
+        let out = additional_context("PreToolUse", "save \"now\"".into());
         assert_eq!(
             out,
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"save \"now\""}}"#
+            "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"additionalContext\":\"save \\\"now\\\"\"}}\n"
         );
     }
 

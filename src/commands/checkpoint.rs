@@ -1,0 +1,88 @@
+//! `ctxguard checkpoint show`: the latest checkpoint, as SessionStart would inject it (without
+//! consuming it), or as raw JSON.
+
+use std::fs;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use chrono::Utc;
+
+use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
+use crate::config::{Config, Env};
+use crate::hooks::sessionstart::memory_files;
+use crate::paths::Paths;
+use crate::recovery::{self, Kind};
+
+/// The newest `_latest.json` of any session.
+fn newest(paths: &Paths) -> Result<Option<(Checkpoint, PathBuf)>> {
+    let Ok(entries) = fs::read_dir(checkpoints_dir(paths)) else {
+        return Ok(None);
+    };
+    let mut best: Option<(Checkpoint, PathBuf)> = None;
+    for entry in entries.flatten() {
+        let path = entry.path().join("_latest.json");
+        match checkpoint::load(&path) {
+            Ok(Some(cp)) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| cp.meta.created_at > b.meta.created_at)
+                {
+                    best = Some((cp, path));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: {e:#}"),
+        }
+    }
+    Ok(best)
+}
+
+pub fn show(session: Option<String>, json: bool) -> Result<()> {
+    let env = Env::from_process();
+    let paths = env.paths()?;
+    let loaded = Config::load(&paths, &env)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let found = match &session {
+        Some(id) => {
+            let store = CheckpointStore::new(&paths, id);
+            store.latest()?.map(|cp| (cp, store.latest_path()))
+        }
+        None => newest(&paths)?,
+    };
+    let Some((cp, latest_path)) = found else {
+        match session {
+            Some(id) => bail!(
+                "no checkpoint for session {id:?} under {} (one is written when the session compacts; `ctxguard status` lists sessions)",
+                checkpoints_dir(&paths).display()
+            ),
+            None => bail!(
+                "no checkpoints yet under {} (one is written when a session compacts)",
+                checkpoints_dir(&paths).display()
+            ),
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&cp)?);
+        return Ok(());
+    }
+    // Name the immutable file, not `_latest.json`, when it is still there.
+    let file = latest_path.with_file_name(format!("{}.json", cp.id));
+    let file = if file.exists() { file } else { latest_path };
+    let config = loaded.config;
+    let memory = memory_files(&config, &env, &paths, &cp.meta.cwd);
+    print!(
+        "{}",
+        recovery::render(
+            &cp,
+            &file,
+            Kind::Compact,
+            &memory,
+            config.recovery_budget_chars,
+            config.total_budget_chars,
+            Utc::now(),
+        )
+    );
+    Ok(())
+}
