@@ -12,6 +12,7 @@ use chrono::{DateTime, Local, NaiveDate};
 use crate::checkpoint::Checkpoint;
 use crate::paths::{create_private_dir, Paths};
 use crate::text::{cut, sanitize};
+use crate::usage::human;
 
 pub fn path_for(paths: &Paths, date: NaiveDate) -> PathBuf {
     paths
@@ -44,8 +45,11 @@ pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
         cut(&sanitize(&m.cwd, true), 200)
     ));
     if let Some(tokens) = m.tokens_before {
-        let window = m.window.map(|w| format!(" of {w}")).unwrap_or_default();
-        out.push_str(&format!("- context: {tokens}{window} tokens\n"));
+        let window = m
+            .window
+            .map(|w| format!(" of {}", human(w)))
+            .unwrap_or_default();
+        out.push_str(&format!("- context: {}{window} tokens\n", human(tokens)));
     }
     if let Some(ask) = cp.asks.last() {
         out.push_str(&format!("- last request: {}\n", cut(ask, 120)));

@@ -5,4 +5,5 @@ mod util;
 
 mod manual;
 mod pretooluse;
+mod recovery;
 mod statusline;
