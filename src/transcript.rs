@@ -15,8 +15,9 @@ use crate::input::UsageBlock;
 
 /// First chunk read from the end of the file.
 pub const FIRST_CHUNK: usize = 64 * 1024;
-/// Chunks double up to this size.
-const MAX_CHUNK: usize = 4 * 1024 * 1024;
+/// Chunks double up to this size (larger buys nothing: the syscalls are already few, and memory
+/// is paid for every hook run).
+const MAX_CHUNK: usize = 1024 * 1024;
 /// Give up (usage unknown) after reading this much without an answer, so a pathological file
 /// cannot make a hook slow.
 pub const MAX_SCAN: u64 = 64 * 1024 * 1024;
@@ -174,7 +175,7 @@ pub struct Scan {
 }
 
 /// Visits the complete lines of a file newest first, reading backwards in chunks that double
-/// from `first_chunk` up to 4 MiB, until `visit(line, offset)` returns true or `max_read` bytes
+/// from `first_chunk` up to 1 MiB, until `visit(line, offset)` returns true or `max_read` bytes
 /// were read. A line is handed over whole however many chunks it spans.
 pub fn scan_backwards<R: Read + Seek>(
     reader: &mut R,
@@ -196,10 +197,13 @@ pub fn scan_backwards<R: Read + Seek>(
         let take = (chunk as u64).min(pos);
         pos -= take;
         reader.seek(SeekFrom::Start(pos))?;
-        let mut buf = vec![0u8; take as usize];
+        // One allocation per chunk, sized for the carried partial line too.
+        let mut buf = Vec::with_capacity(take as usize + carry.len());
+        buf.resize(take as usize, 0);
         reader.read_exact(&mut buf)?;
         scan.bytes_read += take;
         buf.extend_from_slice(&carry);
+        drop(std::mem::take(&mut carry));
         chunk = (chunk * 2).min(MAX_CHUNK);
 
         // Complete lines are those after the first newline (or all of them at the start of

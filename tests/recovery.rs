@@ -646,3 +646,28 @@ fn checkpoint_show_and_status() {
         .unwrap()
         .ends_with("cp_001.json"));
 }
+
+#[test]
+fn an_oversized_line_is_skipped_and_the_rest_still_read() {
+    let env = TestEnv::new();
+    let huge = json!({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "x", "content": "z".repeat(9 << 20)}]}});
+    let text = format!(
+        "{}\n{huge}\n{}\n",
+        json!({"type": "user", "message": {"role": "user", "content": "before the big line"}}),
+        json!({"type": "user", "message": {"role": "user", "content": "after the big line"}}),
+    );
+    let path = env.write("huge.jsonl", &text);
+    let run = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert_eq!(
+        latest(&env, SESSION)["asks"],
+        json!(["before the big line", "after the big line"])
+    );
+}
