@@ -6,7 +6,8 @@ TodoWrite) whose results are long (file contents, build logs), a compact_boundar
 of the way in, and the newest usage line several hundred KB from the end (a long tool result
 follows it), which is what makes naive tail readers slow.
 
-usage: gen_transcript.py SIZE_MB OUT.jsonl
+usage: gen_transcript.py SIZE_MB OUT.jsonl [--no-boundary]
+With --no-boundary the file has no compact_boundary, so a checkpoint must read all of it.
 """
 import json
 import random
@@ -29,7 +30,7 @@ def main():
     written = 0
     turn = 0
     boundary_at = size // 3
-    boundary_done = False
+    boundary_done = "--no-boundary" in sys.argv[3:]
     with open(out, "w") as f:
         def put(obj):
             nonlocal written
