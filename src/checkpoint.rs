@@ -18,10 +18,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::input::UsageBlock;
 use crate::paths::{create_private_dir, safe_session_id, Paths};
 use crate::text::{cut, sanitize};
-use crate::transcript::{self, Line, LineReader};
+use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 
 pub const MAX_ASKS: usize = 3;
 pub const ASK_CHARS: usize = 200;
@@ -102,38 +101,6 @@ pub struct Failure {
 }
 
 // ---- reading the transcript -------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct Entry<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(rename = "isSidechain", default)]
-    is_sidechain: Option<bool>,
-    #[serde(rename = "isMeta", default)]
-    is_meta: Option<bool>,
-    #[serde(rename = "isCompactSummary", default)]
-    is_compact_summary: Option<bool>,
-    #[serde(rename = "isVisibleInTranscriptOnly", default)]
-    transcript_only: Option<bool>,
-    #[serde(rename = "isApiErrorMessage", default)]
-    is_api_error: Option<bool>,
-    #[serde(rename = "gitBranch", borrow, default)]
-    git_branch: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    cwd: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    message: Option<EntryMessage<'a>>,
-}
-
-#[derive(Deserialize)]
-struct EntryMessage<'a> {
-    #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(default)]
-    usage: Option<UsageBlock>,
-}
 
 #[derive(Deserialize)]
 struct Block<'a> {
@@ -289,25 +256,17 @@ impl Builder {
         if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
             self.git_branch = Some(branch.to_string());
         }
+        let is_reply = entry.is_main_reply();
         let Some(message) = entry.message else {
             return;
         };
-        match entry.kind.as_deref() {
-            Some("user") => {
-                let is_prompt = entry.is_meta != Some(true)
-                    && entry.is_compact_summary != Some(true)
-                    && entry.transcript_only != Some(true);
-                self.user(message, is_prompt);
-            }
-            Some("assistant") => {
-                if entry.is_api_error == Some(true)
-                    || message.model.as_deref() == Some("<synthetic>")
-                {
-                    return;
-                }
-                self.assistant(message);
-            }
-            _ => {}
+        if entry.kind.as_deref() == Some("user") {
+            let is_prompt = entry.is_meta != Some(true)
+                && entry.is_compact_summary != Some(true)
+                && entry.transcript_only != Some(true);
+            self.user(message, is_prompt);
+        } else if is_reply {
+            self.assistant(message);
         }
     }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::input::UsageBlock;
 
@@ -38,30 +39,62 @@ pub struct TailUsage {
     pub gave_up: bool,
 }
 
-/// One transcript line, reduced to the fields the usage scan needs. Everything else (message
-/// content, tool results) is skipped by the parser without being allocated.
+/// One transcript line, reduced to the fields ctxguard reads. Message content is kept as borrowed
+/// raw JSON (looked into only by the checkpoint builder) and everything else is skipped by the
+/// parser without being allocated.
 #[derive(Deserialize)]
-struct UsageLine<'a> {
+pub struct Entry<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    pub kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    subtype: Option<Cow<'a, str>>,
+    pub subtype: Option<Cow<'a, str>>,
     #[serde(rename = "isSidechain", default)]
-    is_sidechain: Option<bool>,
+    pub is_sidechain: Option<bool>,
+    #[serde(rename = "isMeta", default)]
+    pub is_meta: Option<bool>,
+    #[serde(rename = "isCompactSummary", default)]
+    pub is_compact_summary: Option<bool>,
+    #[serde(rename = "isVisibleInTranscriptOnly", default)]
+    pub transcript_only: Option<bool>,
     #[serde(rename = "isApiErrorMessage", default)]
-    is_api_error: Option<bool>,
+    pub is_api_error: Option<bool>,
     #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
+    pub timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "gitBranch", borrow, default)]
+    pub git_branch: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    message: Option<Message<'a>>,
+    pub cwd: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub message: Option<EntryMessage<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Message<'a> {
+pub struct EntryMessage<'a> {
     #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
+    pub model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
     #[serde(default)]
-    usage: Option<UsageBlock>,
+    pub usage: Option<UsageBlock>,
+}
+
+impl Entry<'_> {
+    pub fn is_boundary(&self) -> bool {
+        self.kind.as_deref() == Some("system")
+            && self.subtype.as_deref() == Some("compact_boundary")
+    }
+
+    /// An assistant reply of the main chain from the model (not a subagent's, not a synthetic
+    /// or API-error message).
+    pub fn is_main_reply(&self) -> bool {
+        self.kind.as_deref() == Some("assistant")
+            && self.is_sidechain != Some(true)
+            && self.is_api_error != Some(true)
+            && self
+                .message
+                .as_ref()
+                .is_some_and(|m| m.model.as_deref() != Some("<synthetic>"))
+    }
 }
 
 /// What one line means to the usage scan.
@@ -90,32 +123,24 @@ fn classify(line: &[u8]) -> Verdict {
     if !line.contains("\"usage\"") && !line.contains("compact_boundary") {
         return Verdict::Irrelevant;
     }
-    let Ok(parsed) = serde_json::from_str::<UsageLine>(line) else {
+    let Ok(entry) = serde_json::from_str::<Entry>(line) else {
         // A torn last line, a line from some other tool, a type we do not know: not an answer.
         return Verdict::Irrelevant;
     };
-    match parsed.kind.as_deref() {
-        Some("system") if parsed.subtype.as_deref() == Some("compact_boundary") => {
-            Verdict::Boundary(parsed.timestamp.as_deref().and_then(parse_time))
-        }
-        Some("assistant") => {
-            if parsed.is_sidechain == Some(true) || parsed.is_api_error == Some(true) {
-                return Verdict::Irrelevant;
-            }
-            let Some(message) = parsed.message else {
-                return Verdict::Irrelevant;
-            };
-            if message.model.as_deref() == Some("<synthetic>") {
-                return Verdict::Irrelevant;
-            }
-            match message.usage.map(|u| u.counts().context_tokens()) {
-                Some(tokens) if tokens > 0 => Verdict::Usage {
-                    tokens,
-                    model: message.model.map(Cow::into_owned),
-                },
-                _ => Verdict::Irrelevant,
-            }
-        }
+    if entry.is_boundary() {
+        return Verdict::Boundary(entry.timestamp.as_deref().and_then(parse_time));
+    }
+    if !entry.is_main_reply() {
+        return Verdict::Irrelevant;
+    }
+    let Some(message) = entry.message else {
+        return Verdict::Irrelevant;
+    };
+    match message.usage.map(|u| u.counts().context_tokens()) {
+        Some(tokens) if tokens > 0 => Verdict::Usage {
+            tokens,
+            model: message.model.map(Cow::into_owned),
+        },
         _ => Verdict::Irrelevant,
     }
 }
