@@ -11,10 +11,13 @@ pub mod statusline;
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::config::{Config, Env};
 use crate::exit::Exit;
+use crate::input::{self, HookInput};
+use crate::paths::Paths;
 
 /// Notes collected while a hook runs and printed as a single stderr line at the end.
 #[derive(Debug, Default)]
@@ -58,6 +61,24 @@ pub fn additional_context(event: &'static str, text: String) -> String {
     };
     // Serialising a struct of strings cannot fail.
     serde_json::to_string(&out).unwrap_or_default() + "\n"
+}
+
+/// Reads the event's JSON from stdin. Every hook acts on one session, so an event without a
+/// session id is refused.
+pub fn read_event(event: &str) -> Result<HookInput> {
+    let bytes = input::read_stdin()?;
+    let input: HookInput = input::parse(&bytes, event)?;
+    if input.session_id.is_empty() {
+        bail!("no session_id in the {event} input; nothing to do");
+    }
+    Ok(input)
+}
+
+/// A hook's settings: a bad config file means the defaults, and a note.
+pub fn config(paths: &Paths, env: &Env, diag: &mut Diag) -> Config {
+    let loaded = Config::load_or_default(paths, env);
+    loaded.warnings.into_iter().for_each(|w| diag.note(w));
+    loaded.config
 }
 
 /// Control characters (newlines included) become spaces, so a message stays one line.

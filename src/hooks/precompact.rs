@@ -6,14 +6,14 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading};
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::hooks::Diag;
-use crate::input::{self, HookInput};
+use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store, LOCK_WAIT};
 use crate::text::{cut, sanitize};
 use crate::usage;
@@ -70,16 +70,10 @@ pub fn decide(
 }
 
 pub fn run(diag: &mut Diag) -> Result<Option<String>> {
-    let bytes = input::read_stdin()?;
-    let input: HookInput = input::parse(&bytes, "PreCompact")?;
-    if input.session_id.is_empty() {
-        bail!("no session_id in the PreCompact input; no checkpoint written");
-    }
+    let input = super::read_event("PreCompact")?;
     let env = Env::from_process();
     let paths = env.paths()?;
-    let loaded = Config::load_or_default(&paths, &env);
-    loaded.warnings.into_iter().for_each(|w| diag.note(w));
-    let config = loaded.config;
+    let config = super::config(&paths, &env, diag);
 
     // The transcript is read before the lock: it is the slow part.
     let reading = if input.transcript_path.is_empty() {

@@ -11,12 +11,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
 use crate::hooks::{additional_context, Diag};
-use crate::input::{self, HookInput};
+use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, LOCK_WAIT};
 use crate::transcript::{self, TailUsage};
 use crate::usage::{self, Limits};
@@ -82,11 +82,7 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
 }
 
 pub fn run(diag: &mut Diag) -> Result<Option<String>> {
-    let bytes = input::read_stdin()?;
-    let input: HookInput = input::parse(&bytes, "PreToolUse")?;
-    if input.session_id.is_empty() {
-        bail!("no session_id in the PreToolUse input; nothing to do");
-    }
+    let input = super::read_event("PreToolUse")?;
     let env = Env::from_process();
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
@@ -98,9 +94,7 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
             return Ok(None);
         }
     }
-    let loaded = Config::load_or_default(&paths, &env);
-    loaded.warnings.into_iter().for_each(|w| diag.note(w));
-    let config = loaded.config;
+    let config = super::config(&paths, &env, diag);
 
     // The transcript is read before the lock is taken, so parallel hooks do not queue behind
     // each other's I/O; the reading is applied to whatever the marker is once locked.

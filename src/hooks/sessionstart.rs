@@ -12,7 +12,7 @@ use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::hooks::{additional_context, Diag};
-use crate::input::{self, HookInput};
+use crate::input::HookInput;
 use crate::marker::{self, all_sessions, Event, Store, LOCK_WAIT};
 use crate::paths::Paths;
 use crate::recovery::{self, Kind, Memory};
@@ -139,16 +139,10 @@ fn previous(
 }
 
 pub fn run(diag: &mut Diag) -> Result<Option<String>> {
-    let bytes = input::read_stdin()?;
-    let input: HookInput = input::parse(&bytes, "SessionStart")?;
-    if input.session_id.is_empty() {
-        bail!("no session_id in the SessionStart input");
-    }
+    let input = super::read_event("SessionStart")?;
     let env = Env::from_process();
     let paths = env.paths()?;
-    let loaded = Config::load_or_default(&paths, &env);
-    loaded.warnings.into_iter().for_each(|w| diag.note(w));
-    let config = loaded.config;
+    let config = super::config(&paths, &env, diag);
     if !config.recover_on.contains(&input.source) {
         return Ok(None);
     }

@@ -111,9 +111,7 @@ fn gauge_and_record(env: &Env, diag: &mut Diag) -> Result<Gauge> {
     let bytes = input::read_stdin()?;
     let input: StatusLineInput = input::parse(&bytes, "status line")?;
     let paths = env.paths()?;
-    let loaded = Config::load_or_default(&paths, env);
-    loaded.warnings.into_iter().for_each(|w| diag.note(w));
-    let config = loaded.config;
+    let config = super::config(&paths, env, diag);
     let observation = observe(&input, &config);
     if input.session_id.is_empty() {
         diag.note("no session_id in the status-line input; the marker is not updated");
