@@ -16,7 +16,6 @@ use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
 use crate::hooks::{additional_context, Diag};
-use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, LOCK_WAIT};
 use crate::transcript::{self, TailUsage};
 use crate::usage::{self, Limits};
