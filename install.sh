@@ -8,10 +8,10 @@ cd "$(dirname "$0")"
 prefix="${PREFIX:-$HOME/.local}"
 bin_dir="$prefix/bin"
 
-cargo build --release --locked
+built=$(scripts/build-release.sh)
 mkdir -p "$bin_dir"
 # Copy then rename, so a hook running right now never sees a half-written binary.
-install -m 0755 target/release/ctxguard "$bin_dir/.ctxguard.new"
+install -m 0755 "$built" "$bin_dir/.ctxguard.new"
 mv -f "$bin_dir/.ctxguard.new" "$bin_dir/ctxguard"
 
 echo "installed $bin_dir/ctxguard ($("$bin_dir/ctxguard" --version))"

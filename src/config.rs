@@ -22,8 +22,9 @@ pub struct Env {
     pub no_color: bool,
     /// `CLAUDE_PROJECT_DIR`, set by Claude Code for hook commands.
     pub project_dir: Option<PathBuf>,
-    /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`].
-    overrides: Vec<(&'static str, String)>,
+    /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`]; read on first use, so the
+    /// PreToolUse fast path (which needs no configuration) never pays for the lookups.
+    overrides: std::cell::OnceCell<Vec<(&'static str, String)>>,
     autocompact_pct: Option<String>,
     autocompact_window: Option<String>,
 }
@@ -37,10 +38,6 @@ fn var(name: &str) -> Option<String> {
 
 impl Env {
     pub fn from_process() -> Env {
-        let overrides = KEYS
-            .iter()
-            .filter_map(|k| var(&env_name(k)).map(|v| (*k, v)))
-            .collect();
         Env {
             ctxguard_home: std::env::var_os("CTXGUARD_HOME")
                 .filter(|v| !v.is_empty())
@@ -48,10 +45,18 @@ impl Env {
             home: dirs::home_dir(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
-            overrides,
+            overrides: std::cell::OnceCell::new(),
             autocompact_pct: var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"),
             autocompact_window: var("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
         }
+    }
+
+    fn overrides(&self) -> &[(&'static str, String)] {
+        self.overrides.get_or_init(|| {
+            KEYS.iter()
+                .filter_map(|k| var(&env_name(k)).map(|v| (*k, v)))
+                .collect()
+        })
     }
 
     /// The state root: `$CTXGUARD_HOME`, else `~/.claude-memory/ctxguard`.
@@ -225,7 +230,7 @@ impl Config {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => bail!("reading config {}: {e}", file.display()),
         }
-        for (key, value) in &env.overrides {
+        for (key, value) in env.overrides() {
             config
                 .set(key, &Raw::Env(value))
                 .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key)))?;
@@ -242,7 +247,7 @@ impl Config {
             Err(e) => {
                 let mut config = Config::default();
                 let mut warnings = vec![format!("{e:#}; using the defaults")];
-                for (key, value) in &env.overrides {
+                for (key, value) in env.overrides() {
                     // Already reported above if invalid; keep the valid ones.
                     let _ = config.set(key, &Raw::Env(value));
                 }
@@ -388,7 +393,11 @@ mod tests {
 
     fn env_with(overrides: &[(&'static str, &str)]) -> Env {
         Env {
-            overrides: overrides.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            overrides: overrides
+                .iter()
+                .map(|(k, v)| (*k, v.to_string()))
+                .collect::<Vec<_>>()
+                .into(),
             ..Env::default()
         }
     }

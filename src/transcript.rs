@@ -222,10 +222,16 @@ pub fn scan_backwards<R: Read + Seek>(
         let take = (chunk as u64).min(pos);
         pos -= take;
         reader.seek(SeekFrom::Start(pos))?;
-        // One allocation per chunk, sized for the carried partial line too.
+        // One allocation per chunk, sized for the carried partial line too, and filled by the
+        // read itself (no zeroing first).
         let mut buf = Vec::with_capacity(take as usize + carry.len());
-        buf.resize(take as usize, 0);
-        reader.read_exact(&mut buf)?;
+        reader.by_ref().take(take).read_to_end(&mut buf)?;
+        if buf.len() as u64 != take {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file shrank while it was read",
+            ));
+        }
         scan.bytes_read += take;
         buf.extend_from_slice(&carry);
         drop(std::mem::take(&mut carry));
@@ -233,10 +239,11 @@ pub fn scan_backwards<R: Read + Seek>(
 
         // Complete lines are those after the first newline (or all of them at the start of
         // the file); walk them newest first.
+        // The carried bytes hold no newline, so only the fresh chunk is searched.
         let first_complete = if pos == 0 {
             0
         } else {
-            match buf.iter().position(|b| *b == b'\n') {
+            match memchr::memchr(b'\n', &buf[..take as usize]) {
                 Some(i) => i + 1,
                 None => {
                     carry = buf;
@@ -246,9 +253,7 @@ pub fn scan_backwards<R: Read + Seek>(
         };
         let mut end = buf.len();
         while end > first_complete {
-            let start = buf[first_complete..end]
-                .iter()
-                .rposition(|b| *b == b'\n')
+            let start = memchr::memrchr(b'\n', &buf[first_complete..end])
                 .map_or(first_complete, |i| first_complete + i + 1);
             let line = &buf[start..end];
             if !line.is_empty() && visit(line, pos + start as u64) {
@@ -317,7 +322,7 @@ impl<R: Read> LineReader<R> {
                 break;
             }
             saw_any = true;
-            let (part, done) = match available.iter().position(|b| *b == b'\n') {
+            let (part, done) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], Some(i + 1)),
                 None => (available, None),
             };
