@@ -207,3 +207,22 @@ print("|---|---|---|")
 for label, value, ok in checks:
     print("| %s | %s | %s |" % (label, value, "✅" if ok else "❌"))
 print()
+
+print("## Notes")
+print()
+print("- **The bun budget (fast path ≤ 0.1× bun) is below the floor of this machine.** Starting "
+      "any process costs about 0.7-0.8 ms here, most of it counted as user time even for a "
+      "statically linked C `return 0`, so `/bin/true` itself measures above 0.1× bun (see the "
+      "ratio table). ctxguard's fast path is within a few tenths of a millisecond of that floor; "
+      "what is left above it is the process start that every hook pays.")
+print("- What the changes bought (fast path, callgrind instructions): dynamic build 437k; "
+      "statically linked 227k (no dynamic loader: ~25 fewer syscalls, no symbol relocation); "
+      "configuration variables read only when needed 209k. Transcript usage scan with SIMD "
+      "newline search (memchr) and no zero-filled buffers: 10.5M to 2.2M instructions for a "
+      "reply 700 KB from the end. Backward-scan chunks capped at 1 MiB and allocated once each: "
+      "precompact peak RSS on 50 MB from 15 MB to 6 MB.")
+print("- Measured and not taken: skipping Rust's runtime start-up (`#![no_main]`, which avoids "
+      "glibc reading /proc/self/maps for the main thread's stack guard) saves about 40k more "
+      "instructions and ~0.05-0.09 ms, at the price of changing how stdout is flushed at exit, "
+      "SIGPIPE and panics at the top level; not worth it while every budget but bun's (which "
+      "no process can meet here) holds.")
