@@ -9,16 +9,17 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::paths::{create_private_dir, safe_session_id, Paths};
+use crate::files;
+use crate::paths::{safe_session_id, Paths};
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 
@@ -525,18 +526,7 @@ pub struct Reading {
 /// Reads the part of the transcript after its newest `compact_boundary`, forward, in bounded
 /// memory.
 pub fn read_transcript(path: &Path) -> Result<Reading> {
-    let mut file =
-        File::open(path).with_context(|| format!("opening transcript {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("reading transcript {}", path.display()))?;
-    if !meta.is_file() {
-        return Err(anyhow!(
-            "reading transcript {}: not a regular file",
-            path.display()
-        ));
-    }
-    let len = meta.len();
+    let (mut file, len) = files::open_regular(path, "transcript")?;
     let start = transcript::since_newest_boundary(&mut file, len)
         .with_context(|| format!("reading transcript {}", path.display()))?;
     io::Seek::seek(&mut file, io::SeekFrom::Start(start))
@@ -571,6 +561,7 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
 /// `checkpoints/<safe-session-id>/`: `cp_NNN.json` files, never rewritten, and `_latest.json`.
 #[derive(Debug, Clone)]
 pub struct CheckpointStore {
+    root: PathBuf,
     dir: PathBuf,
 }
 
@@ -588,13 +579,18 @@ fn number_of(name: &str) -> Option<u64> {
 impl CheckpointStore {
     pub fn new(paths: &Paths, session_id: &str) -> CheckpointStore {
         CheckpointStore {
+            root: paths.root().to_path_buf(),
             dir: checkpoints_dir(paths).join(safe_session_id(session_id)),
         }
     }
 
     #[cfg(test)]
-    pub fn in_dir(dir: PathBuf) -> CheckpointStore {
-        CheckpointStore { dir }
+    pub fn in_dir(root: PathBuf, dir: PathBuf) -> CheckpointStore {
+        CheckpointStore { root, dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn latest_path(&self) -> PathBuf {
@@ -624,26 +620,12 @@ impl CheckpointStore {
     /// Writes `cp` as `<id>.json` (refusing to replace an existing one), then `_latest.json`,
     /// then removes all but the newest [`KEEP`]. Returns the path of the new file.
     pub fn save(&self, cp: &Checkpoint) -> Result<PathBuf> {
-        create_private_dir(&self.dir)?;
+        files::ensure_state_dir(&self.root, &self.dir)?;
         let path = self.dir.join(format!("{}.json", cp.id));
         let mut bytes = serde_json::to_vec_pretty(cp).context("encoding checkpoint")?;
         bytes.push(b'\n');
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .tempfile_in(&self.dir)
-            .with_context(|| format!("creating a temp file in {}", self.dir.display()))?;
-        tmp.write_all(&bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .with_context(|| format!("writing {}", tmp.path().display()))?;
-        tmp.persist_noclobber(&path)
-            .map_err(|e| e.error)
-            .with_context(|| {
-                format!(
-                    "creating {} (checkpoints are never rewritten)",
-                    path.display()
-                )
-            })?;
-        crate::marker::write_atomic(&self.latest_path(), &bytes)?;
+        files::write_atomic(&path, &bytes, true)?;
+        files::write_atomic(&self.latest_path(), &bytes, false)?;
         let numbers = self.numbers()?;
         for n in numbers.iter().take(numbers.len().saturating_sub(KEEP)) {
             let old = self.dir.join(format!("cp_{n:03}.json"));
@@ -659,12 +641,11 @@ impl CheckpointStore {
 
 /// Reads a checkpoint file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
-    match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match files::read_state_file(path, "checkpoint")? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .with_context(|| format!("checkpoint {} is corrupt", path.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading checkpoint {}", path.display())),
+        None => Ok(None),
     }
 }
 
@@ -941,7 +922,7 @@ mod tests {
     #[test]
     fn store_numbers_keeps_five_and_never_rewrites() {
         let dir = tempfile::tempdir().unwrap();
-        let store = CheckpointStore::in_dir(dir.path().join("s"));
+        let store = CheckpointStore::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
         assert!(store.latest().unwrap().is_none());
         for i in 1..=7 {
             let id = store.next_id().unwrap();

@@ -1,16 +1,15 @@
 //! The daily log, `$CTXGUARD_HOME/logs/YYYY-MM-DD.md` (local date): one short markdown entry per
 //! compaction, for people skimming what happened and as a tail appended to recovery blocks.
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Local, NaiveDate};
 
 use crate::checkpoint::Checkpoint;
-use crate::paths::{create_private_dir, Paths};
+use crate::files;
+use crate::paths::Paths;
 use crate::text::{cut, sanitize};
 use crate::usage::human;
 
@@ -68,14 +67,9 @@ pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
 pub fn append(paths: &Paths, date: NaiveDate, text: &str) -> Result<PathBuf> {
     let path = path_for(paths, date);
     if let Some(dir) = path.parent() {
-        create_private_dir(dir)?;
+        files::ensure_state_dir(paths.root(), dir)?;
     }
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("opening daily log {}", path.display()))?;
+    let mut file = files::open_append(&path)?;
     file.write_all(text.as_bytes())
         .with_context(|| format!("appending to daily log {}", path.display()))?;
     Ok(path)

@@ -6,6 +6,7 @@ mod commands;
 mod config;
 mod daily_log;
 mod exit;
+mod files;
 mod hooks;
 mod input;
 mod marker;

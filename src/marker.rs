@@ -8,9 +8,8 @@
 //! directory, fsync, rename), so a reader without the lock sees the old or the new file, never a
 //! torn one.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,7 +19,8 @@ use chrono::{DateTime, Utc};
 use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 
-use crate::paths::{create_private_dir, Paths};
+use crate::files;
+use crate::paths::Paths;
 use crate::usage::Limits;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,6 +267,8 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
 /// The files of one session: `marker.json` and its `lock`.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// The state root, under which every directory is checked before use.
+    root: PathBuf,
     dir: PathBuf,
 }
 
@@ -276,15 +278,15 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 impl Store {
     pub fn new(paths: &Paths, session_id: &str) -> Store {
         Store {
+            root: paths.root().to_path_buf(),
             dir: paths.session_dir(session_id),
         }
     }
 
-    pub fn in_dir(dir: PathBuf) -> Store {
-        Store { dir }
+    pub fn in_dir(root: PathBuf, dir: PathBuf) -> Store {
+        Store { root, dir }
     }
 
-    #[cfg(test)]
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -306,16 +308,9 @@ impl Store {
     /// Takes the session's exclusive lock, waiting at most `wait`. The lock is advisory and
     /// held by an open file, so a crashed holder never leaves it stuck.
     pub fn lock(&self, wait: Duration) -> Result<Lock> {
-        create_private_dir(&self.dir)?;
+        files::ensure_state_dir(&self.root, &self.dir)?;
         let path = self.lock_path();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("opening lock {}", path.display()))?;
+        let file = files::open_lock(&path)?;
         let deadline = Instant::now() + wait;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -358,7 +353,7 @@ pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        let store = Store::in_dir(entry.path());
+        let store = Store::in_dir(paths.root().to_path_buf(), entry.path());
         match store.peek() {
             Ok(Some(marker)) => found.push((store, Ok(marker))),
             Ok(None) => {}
@@ -373,12 +368,11 @@ pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
 }
 
 fn read_marker(path: &Path) -> Result<Option<Marker>> {
-    match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match files::read_state_file(path, "marker")? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .with_context(|| format!("marker {} is corrupt", path.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading marker {}", path.display())),
+        None => Ok(None),
     }
 }
 
@@ -419,26 +413,8 @@ impl Lock {
     pub fn save(&self, marker: &Marker) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(marker).context("encoding marker")?;
         bytes.push(b'\n');
-        write_atomic(&self.store.marker_path(), &bytes)
+        files::write_atomic(&self.store.marker_path(), &bytes, false)
     }
-}
-
-/// Writes `bytes` to `path` atomically: a 0600 temp file in the same directory, fsync, rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("replacing {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -633,7 +609,7 @@ mod tests {
     #[test]
     fn store_round_trip_and_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().join("s"));
+        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
         assert!(store.peek().unwrap().is_none());
         let lock = store.lock(LOCK_WAIT).unwrap();
         let m = run(&[(0, observe(Some(130_000)))]);
@@ -652,7 +628,7 @@ mod tests {
     fn files_and_dirs_are_private() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().join("a").join("s"));
+        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("a").join("s"));
         let lock = store.lock(LOCK_WAIT).unwrap();
         lock.save(&Marker::new("s")).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -665,7 +641,7 @@ mod tests {
     #[test]
     fn a_held_lock_times_out() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().join("s"));
+        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
         let _held = store.lock(LOCK_WAIT).unwrap();
         let err = store.lock(Duration::from_millis(30)).unwrap_err();
         assert!(format!("{err}").contains("still held"), "{err}");

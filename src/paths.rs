@@ -2,12 +2,7 @@
 //! `~/.claude-memory/ctxguard`), and the session-id sanitiser that keeps every per-session path
 //! inside that root. Session ids come from hook payloads, so they are untrusted input.
 
-use std::fs::DirBuilder;
-use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-
-use anyhow::{Context, Result};
 
 /// The state root and what lives under it.
 #[derive(Debug, Clone)]
@@ -35,15 +30,6 @@ impl Paths {
     /// `sessions/<safe id>/`: the only place per-session state is written.
     pub fn session_dir(&self, session_id: &str) -> PathBuf {
         self.sessions_dir().join(safe_session_id(session_id))
-    }
-}
-
-/// Creates `dir` and any missing parents with mode 0700 (set at creation, not chmod-ed after).
-pub fn create_private_dir(dir: &Path) -> Result<()> {
-    match DirBuilder::new().recursive(true).mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("creating directory {}", dir.display())),
     }
 }
 

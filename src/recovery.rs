@@ -4,7 +4,6 @@
 //! then compaction instructions, the last assistant gist, todos, and asks last. Every piece of
 //! transcript text sits inside a fence it cannot close, under a header that says it is data.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -41,12 +40,7 @@ const MEMORY_READ_LIMIT: u64 = 256 * 1024;
 
 /// Reads a memory file if it exists and is a regular file, bounded and sanitised.
 pub fn read_memory(path: &Path, label: String, keep_tail: bool) -> Option<Memory> {
-    let mut file = File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let len = meta.len();
+    let (mut file, len) = crate::files::open_regular(path, "memory file").ok()?;
     if keep_tail && len > MEMORY_READ_LIMIT {
         use std::io::{Seek, SeekFrom};
         file.seek(SeekFrom::Start(len - MEMORY_READ_LIMIT)).ok()?;

@@ -3,7 +3,6 @@
 //! newest reply is, not on how long the session has been: a hook can afford it on every call.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -147,15 +146,8 @@ fn classify(line: &[u8]) -> Verdict {
 
 /// Scans the transcript at `path` for the current context usage.
 pub fn tail_usage(path: &Path) -> Result<TailUsage> {
-    let mut file =
-        File::open(path).with_context(|| format!("opening transcript {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("reading transcript {}", path.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!("reading transcript {}: not a regular file", path.display());
-    }
-    tail_usage_from(&mut file, meta.len(), FIRST_CHUNK)
+    let (mut file, len) = crate::files::open_regular(path, "transcript")?;
+    tail_usage_from(&mut file, len, FIRST_CHUNK)
         .with_context(|| format!("reading transcript {}", path.display()))
 }
 

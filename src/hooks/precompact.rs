@@ -5,6 +5,7 @@
 //! instructions.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
@@ -12,6 +13,7 @@ use chrono::{DateTime, Local, Utc};
 use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading};
 use crate::config::{Config, Env};
 use crate::daily_log;
+use crate::files;
 use crate::hooks::Diag;
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store, LOCK_WAIT};
@@ -110,11 +112,15 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         now,
     );
     let cp_path = checkpoints.save(&cp)?;
-    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let stale = Duration::from_secs(config.stale_after_secs);
     let event = Event::Compacted {
         checkpoint: cp_path.display().to_string(),
     };
     lock.save(&marker::transition(&current.marker, &event, now, stale))?;
+    // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
+    for dir in [store.dir(), checkpoints.dir()] {
+        files::sweep_temp_files(dir, Duration::from_secs(60));
+    }
     drop(lock);
 
     let local = now.with_timezone(&Local);
