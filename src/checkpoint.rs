@@ -33,8 +33,6 @@ pub const TODO_CHARS: usize = 200;
 pub const PATH_CHARS: usize = 300;
 /// Checkpoints kept per session.
 pub const KEEP: usize = 5;
-/// Transcript lines longer than this are skipped by the checkpoint scan.
-pub const MAX_LINE: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -532,7 +530,7 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
     io::Seek::seek(&mut file, io::SeekFrom::Start(start))
         .with_context(|| format!("reading transcript {}", path.display()))?;
     let mut builder = Builder::default();
-    let mut lines = LineReader::new(io::Read::take(file, len - start), MAX_LINE);
+    let mut lines = LineReader::new(io::Read::take(file, len - start), transcript::MAX_LINE);
     while let Some(line) = lines
         .next_line()
         .with_context(|| format!("reading transcript {}", path.display()))?

@@ -21,6 +21,9 @@ const MAX_CHUNK: usize = 1024 * 1024;
 /// Give up (usage unknown) after reading this much without an answer, so a pathological file
 /// cannot make a hook slow.
 pub const MAX_SCAN: u64 = 64 * 1024 * 1024;
+/// Lines longer than this are skipped by both scans, so one huge line cannot make memory grow
+/// with it.
+pub const MAX_LINE: usize = 8 * 1024 * 1024;
 
 /// What the newest part of a transcript says about context usage.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -164,6 +167,7 @@ pub fn tail_usage_from<R: Read + Seek>(
         len,
         first_chunk,
         MAX_SCAN,
+        MAX_LINE,
         |line, _| match classify(line) {
             Verdict::Usage { tokens, model } => {
                 result.tokens = Some(tokens);
@@ -193,12 +197,14 @@ pub struct Scan {
 
 /// Visits the complete lines of a file newest first, reading backwards in chunks that double
 /// from `first_chunk` up to 1 MiB, until `visit(line, offset)` returns true or `max_read` bytes
-/// were read. A line is handed over whole however many chunks it spans.
+/// were read. A line is handed over whole however many chunks it spans, unless it is longer
+/// than `max_line`: then it is skipped without being kept in memory.
 pub fn scan_backwards<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     first_chunk: usize,
     max_read: u64,
+    max_line: usize,
     mut visit: impl FnMut(&[u8], u64) -> bool,
 ) -> io::Result<Scan> {
     let mut scan = Scan::default();
@@ -206,6 +212,8 @@ pub fn scan_backwards<R: Read + Seek>(
     let mut chunk = first_chunk.max(1);
     // Bytes of a line whose start lies in a chunk not read yet.
     let mut carry: Vec<u8> = Vec::new();
+    // Inside a line longer than `max_line`: its bytes are dropped as they are read.
+    let mut skipping = false;
     while pos > 0 {
         if scan.bytes_read >= max_read {
             scan.gave_up = true;
@@ -237,18 +245,28 @@ pub fn scan_backwards<R: Read + Seek>(
         } else {
             match memchr::memchr(b'\n', &buf[..take as usize]) {
                 Some(i) => i + 1,
+                None if skipping => continue,
                 None => {
                     carry = buf;
+                    if carry.len() > max_line {
+                        skipping = true;
+                        carry = Vec::new();
+                    }
                     continue;
                 }
             }
         };
         let mut end = buf.len();
+        if skipping {
+            // What follows the chunk's last newline is the start of the skipped line.
+            skipping = false;
+            end = memchr::memrchr(b'\n', &buf).unwrap_or(0);
+        }
         while end > first_complete {
             let start = memchr::memrchr(b'\n', &buf[first_complete..end])
                 .map_or(first_complete, |i| first_complete + i + 1);
             let line = &buf[start..end];
-            if !line.is_empty() && visit(line, pos + start as u64) {
+            if !line.is_empty() && line.len() <= max_line && visit(line, pos + start as u64) {
                 scan.found_at = Some(pos + start as u64);
                 return Ok(scan);
             }
@@ -269,14 +287,21 @@ pub fn is_boundary(line: &[u8]) -> bool {
 /// when it has none). Reads backwards, so its cost is the size of that part.
 pub fn since_newest_boundary<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {
     let mut after = 0;
-    scan_backwards(reader, len, FIRST_CHUNK, u64::MAX, |line, offset| {
-        if is_boundary(line) {
-            after = offset + line.len() as u64 + 1;
-            true
-        } else {
-            false
-        }
-    })?;
+    scan_backwards(
+        reader,
+        len,
+        FIRST_CHUNK,
+        u64::MAX,
+        MAX_LINE,
+        |line, offset| {
+            if is_boundary(line) {
+                after = offset + line.len() as u64 + 1;
+                true
+            } else {
+                false
+            }
+        },
+    )?;
     Ok(after.min(len))
 }
 
@@ -462,6 +487,7 @@ mod tests {
                 len,
                 chunk,
                 u64::MAX,
+                MAX_LINE,
                 |l, off| {
                     if is_boundary(l) {
                         after = off + l.len() as u64 + 1;
@@ -490,6 +516,37 @@ mod tests {
             since_newest_boundary(&mut Cursor::new(b"a\nb"), 3).unwrap(),
             0
         );
+    }
+
+    #[test]
+    fn the_backward_scan_skips_over_long_lines() {
+        let long = format!(r#"{{"type":"user","x":"{}"}}"#, "z".repeat(5_000));
+        let text = format!(
+            "{}\n{long}\n{}\n{long}",
+            assistant((1, 1, 1), ""),
+            assistant((2, 2, 2), "")
+        );
+        for chunk in [1usize, 7, 64, 4096] {
+            let mut seen = Vec::new();
+            let len = text.len() as u64;
+            scan_backwards(
+                &mut Cursor::new(text.as_bytes()),
+                len,
+                chunk,
+                u64::MAX,
+                1_000,
+                |l, _| {
+                    seen.push(String::from_utf8_lossy(l).into_owned());
+                    false
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                seen,
+                [assistant((2, 2, 2), ""), assistant((1, 1, 1), "")],
+                "chunk {chunk}"
+            );
+        }
     }
 
     #[test]

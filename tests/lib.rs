@@ -3,6 +3,7 @@
 
 mod util;
 
+mod hostile;
 mod manual;
 mod pretooluse;
 mod recovery;

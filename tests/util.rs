@@ -237,3 +237,43 @@ pub fn decode_nudge(stdout: &str) -> String {
     assert_eq!(out.hook_specific_output.hook_event_name, "PreToolUse");
     out.hook_specific_output.additional_context
 }
+
+impl TestEnv {
+    /// Runs with a deadline: a hook that hangs fails the test instead of stalling the suite.
+    pub fn run_within(
+        &self,
+        args: &[&str],
+        stdin: impl AsRef<[u8]>,
+        limit: std::time::Duration,
+    ) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+        let start = std::time::Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return Run::from(child.wait_with_output().unwrap());
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                panic!("ctxguard {args:?} still running after {limit:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// The largest peak RSS, in KiB, of any child process this test binary has waited for.
+pub fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage writes into the struct we pass and has no other effects.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage.ru_maxrss
+    }
+}

@@ -108,7 +108,16 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         None
     } else {
         match transcript::tail_usage(Path::new(&input.transcript_path)) {
-            Ok(scan) => Some(scan),
+            Ok(scan) => {
+                if scan.gave_up {
+                    diag.note(format!(
+                        "no usage in the last {} MiB of {}; usage unknown",
+                        transcript::MAX_SCAN >> 20,
+                        input.transcript_path
+                    ));
+                }
+                Some(scan)
+            }
             Err(e) => {
                 diag.note(format!("{e:#}; usage unknown"));
                 None

@@ -1,0 +1,148 @@
+//! Hostile files where a transcript should be: nothing may hang, crash, or grow without bound.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// Every kind of bad transcript path, with a name.
+fn hostile_paths(env: &TestEnv) -> Vec<(&'static str, PathBuf)> {
+    let dir = env.dir.path();
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let lp = dir.join("loop");
+    symlink(&lp, &lp).unwrap();
+    // One 200 MB line (sparse: no disk used, but every byte must be read to find no newline).
+    let huge = dir.join("huge.jsonl");
+    fs::File::create(&huge).unwrap().set_len(200 << 20).unwrap();
+    let torn = env.write(
+        "torn.jsonl",
+        &format!(
+            "{}\n{}",
+            assistant_line(130_000, &time_from_now(-5)),
+            &assistant_line(100, "x")[..40]
+        ),
+    );
+    let bom = env.write(
+        "bom.jsonl",
+        &format!("\u{feff}{}\n", assistant_line(130_000, &time_from_now(-5))),
+    );
+    vec![
+        ("missing", dir.join("missing.jsonl")),
+        ("directory", dir.to_path_buf()),
+        ("/dev/zero", PathBuf::from("/dev/zero")),
+        ("fifo", fifo),
+        ("symlink loop", lp),
+        ("200 MB line", huge),
+        ("torn last line", torn),
+        ("BOM", bom),
+    ]
+}
+
+#[test]
+fn pretooluse_survives_every_hostile_transcript() {
+    let env = TestEnv::new();
+    for (name, path) in hostile_paths(&env) {
+        let session = format!(
+            "s-{}",
+            name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        )
+        .to_lowercase();
+        let run = env.run_within(
+            &["pretooluse"],
+            pretooluse_payload(&session, &path).to_string(),
+            LIMIT,
+        );
+        assert_eq!(run.code, 0, "{name}: {run:?}");
+        assert!(run.stderr.lines().count() <= 1, "{name}: {run:?}");
+        match name {
+            // Readable: the usage before the torn line / after the BOM counts (130k of 200k).
+            "torn last line" | "BOM" => {
+                decode_nudge(&run.stdout);
+            }
+            _ => {
+                assert_eq!(run.stdout, "", "{name}");
+                assert_eq!(run.stderr.lines().count(), 1, "{name}: says why");
+            }
+        }
+    }
+    // No child ever held more than a few MB, the 200 MB line included.
+    assert!(
+        children_max_rss_kib() < 48 * 1024,
+        "peak RSS {} KiB",
+        children_max_rss_kib()
+    );
+}
+
+#[test]
+fn precompact_survives_every_hostile_transcript() {
+    let env = TestEnv::new();
+    for (name, path) in hostile_paths(&env) {
+        let session = format!(
+            "p-{}",
+            name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        )
+        .to_lowercase();
+        let mut payload = fixture_json("PreCompact-auto.json");
+        payload["session_id"] = json!(session);
+        payload["transcript_path"] = json!(path.to_str().unwrap());
+        let run = env.run_within(&["precompact"], payload.to_string(), LIMIT);
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{name}: {run:?}");
+        assert!(run.stderr.lines().count() <= 1, "{name}: {run:?}");
+        // A checkpoint exists either way: metadata at least.
+        let latest = env
+            .state()
+            .join("checkpoints")
+            .join(&session)
+            .join("_latest.json");
+        let cp: Value = serde_json::from_str(&fs::read_to_string(&latest).unwrap()).unwrap();
+        assert_eq!(cp["meta"]["session_id"], session.as_str());
+        let readable = matches!(name, "torn last line" | "BOM" | "200 MB line");
+        assert_eq!(
+            cp["meta"]["transcript_error"].is_null(),
+            readable,
+            "{name}: {cp}"
+        );
+    }
+    assert!(
+        children_max_rss_kib() < 48 * 1024,
+        "peak RSS {} KiB",
+        children_max_rss_kib()
+    );
+}
+
+#[test]
+fn usage_reports_hostile_transcripts_clearly() {
+    let env = TestEnv::new();
+    for (name, path) in hostile_paths(&env) {
+        let run = env.run_within(&["usage", path.to_str().unwrap()], "", LIMIT);
+        match name {
+            "torn last line" | "BOM" => assert!(
+                run.stdout.starts_with("tokens       130,000"),
+                "{name}: {run:?}"
+            ),
+            "200 MB line" => {
+                assert_eq!(run.code, 0, "{run:?}");
+                assert!(
+                    run.stdout.contains("unknown") && run.stderr.contains("giving up"),
+                    "{run:?}"
+                );
+            }
+            _ => {
+                assert_eq!(run.code, 1, "{name}: {run:?}");
+                assert!(
+                    run.stderr.starts_with("ctxguard: ") && run.stderr.lines().count() == 1,
+                    "{name}: {run:?}"
+                );
+            }
+        }
+    }
+}
