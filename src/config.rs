@@ -86,6 +86,7 @@ pub const KEYS: &[&str] = &[
     "memory_files",
     "recovery_budget_chars",
     "total_budget_chars",
+    "gate_auto_compaction",
 ];
 
 /// SessionStart sources a recovery can be injected on.
@@ -125,6 +126,8 @@ pub struct Config {
     pub recovery_budget_chars: usize,
     /// Size limit of the whole recovery block, in characters.
     pub total_budget_chars: usize,
+    /// PreCompact may hold one auto-compaction per cycle until the nudge is delivered.
+    pub gate_auto_compaction: bool,
     /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`.
     pub autocompact_pct: Option<f64>,
     /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
@@ -147,6 +150,7 @@ impl Default for Config {
             memory_files: None,
             recovery_budget_chars: 3200,
             total_budget_chars: 12000,
+            gate_auto_compaction: false,
             autocompact_pct: None,
             autocompact_window: None,
         }
@@ -185,6 +189,17 @@ impl Raw<'_> {
         match self {
             Raw::Json(v) => v.as_str().map(str::to_string),
             Raw::Env(s) => Some((*s).to_string()),
+        }
+    }
+
+    fn flag(&self) -> Option<bool> {
+        match self {
+            Raw::Json(v) => v.as_bool(),
+            Raw::Env(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Some(true),
+                "false" | "0" | "no" | "off" => Some(false),
+                _ => None,
+            },
         }
     }
 
@@ -325,6 +340,9 @@ impl Config {
                 }
                 self.recover_on = list;
             }
+            "gate_auto_compaction" => {
+                self.gate_auto_compaction = raw.flag().ok_or_else(|| bad("true or false"))?
+            }
             "memory_files" => {
                 self.memory_files = Some(raw.list().ok_or_else(|| bad("a list of file paths"))?)
             }
@@ -446,6 +464,12 @@ mod tests {
             (1000, 5000)
         );
         assert_eq!(Config::default().recover_on, ["compact", "resume", "clear"]);
+        assert!(!Config::default().gate_auto_compaction);
+        let env = env_with(&[("gate_auto_compaction", "on")]);
+        let c = load_json(r#"{"gate_auto_compaction": false}"#, &env)
+            .unwrap()
+            .config;
+        assert!(c.gate_auto_compaction, "the environment overrides the file");
     }
 
     #[test]
@@ -477,6 +501,10 @@ mod tests {
             (
                 r#"{"total_budget_chars": 10}"#,
                 "`total_budget_chars` must be",
+            ),
+            (
+                r#"{"gate_auto_compaction": "yes"}"#,
+                "`gate_auto_compaction` must be true or false",
             ),
             (r#"[1,2]"#, "expected a JSON object"),
             (r#"{"headroom_tokens": 1"#, "not valid JSON"),

@@ -1,6 +1,7 @@
 //! Exit codes, in one place. A hook exits 0 whatever happens: Claude Code reads exit 2 from a
 //! PreToolUse hook as "block this tool call", so an accidental 2 would stop every session the hook
-//! is registered in. For the same reason even a command-line usage error exits 1, never 2.
+//! is registered in. For the same reason even a command-line usage error exits 1, never 2. The
+//! one exception is the opt-in compaction gate ([`Exit::Block`]), which only PreCompact returns.
 
 use std::process::ExitCode;
 
@@ -10,6 +11,8 @@ pub enum Exit {
     Ok,
     /// A manual command failed, or its arguments were wrong.
     Failure,
+    /// PreCompact holds an auto-compaction once (`gate_auto_compaction`).
+    Block,
 }
 
 impl Exit {
@@ -17,6 +20,7 @@ impl Exit {
         match self {
             Exit::Ok => 0,
             Exit::Failure => 1,
+            Exit::Block => 2,
         }
     }
 }
@@ -32,10 +36,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nothing_exits_with_the_blocking_code() {
+    fn only_the_gate_exits_with_the_blocking_code() {
         for e in [Exit::Ok, Exit::Failure] {
             assert_ne!(e.code(), 2, "{e:?}");
         }
         assert_eq!(Exit::Ok.code(), 0);
+        assert_eq!(Exit::Block.code(), 2);
     }
 }

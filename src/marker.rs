@@ -96,6 +96,9 @@ pub struct Marker {
     pub last_checkpoint: Option<String>,
     /// The newest checkpoint has not been injected by SessionStart yet.
     pub recovery_pending: bool,
+    /// When the compaction gate held an auto-compaction; cleared when a compaction passes.
+    /// While set, the gate never holds again.
+    pub gate_held_at: Option<DateTime<Utc>>,
 }
 
 /// A usage reading, from the status line or the transcript.
@@ -122,6 +125,8 @@ pub enum Event {
     },
     /// SessionStart injected the pending recovery.
     Recovered,
+    /// The compaction gate held an auto-compaction: the nudge is due now.
+    GateHeld,
     /// Back to idle by hand.
     Reset,
 }
@@ -237,6 +242,14 @@ pub fn transition(
             m.compactions += 1;
             m.last_checkpoint = Some(checkpoint.clone());
             m.recovery_pending = true;
+            m.gate_held_at = None;
+        }
+        Event::GateHeld => {
+            m.gate_held_at = Some(now);
+            if m.state == State::Idle {
+                m.state = State::Armed;
+                m.armed_at = Some(now);
+            }
         }
         Event::Recovered => m.recovery_pending = false,
         Event::Reset => m.clear_cycle(),

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod gate;
 mod hostile;
 mod manual;
 mod pretooluse;

@@ -239,13 +239,14 @@ pub fn decode_nudge(stdout: &str) -> String {
 }
 
 impl TestEnv {
-    /// Runs with a deadline: a hook that hangs fails the test instead of stalling the suite.
+    /// Runs with a deadline (a hook that hangs fails the test instead of stalling the suite) and
+    /// returns the child's own peak RSS in KiB, read when it is reaped (`wait4`).
     pub fn run_within(
         &self,
         args: &[&str],
         stdin: impl AsRef<[u8]>,
         limit: std::time::Duration,
-    ) -> Run {
+    ) -> (Run, i64) {
         let mut child = self
             .command(args)
             .stdin(Stdio::piped())
@@ -254,26 +255,44 @@ impl TestEnv {
             .spawn()
             .unwrap();
         let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+        let drain = |mut r: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = r.read_to_end(&mut v);
+                String::from_utf8_lossy(&v).into_owned()
+            })
+        };
+        let out = drain(Box::new(child.stdout.take().unwrap()));
+        let err = drain(Box::new(child.stderr.take().unwrap()));
+        let pid = child.id() as libc::pid_t;
         let start = std::time::Instant::now();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                return Run::from(child.wait_with_output().unwrap());
+        // SAFETY: wait4 and kill on our own child's pid, with valid out-pointers.
+        let (status, usage) = unsafe {
+            let mut status = 0;
+            let mut usage: libc::rusage = std::mem::zeroed();
+            loop {
+                let r = libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage);
+                if r == pid {
+                    break;
+                }
+                if start.elapsed() > limit {
+                    libc::kill(pid, libc::SIGKILL);
+                    panic!("ctxguard {args:?} still running after {limit:?}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            if start.elapsed() > limit {
-                let _ = child.kill();
-                panic!("ctxguard {args:?} still running after {limit:?}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
-}
-
-/// The largest peak RSS, in KiB, of any child process this test binary has waited for.
-pub fn children_max_rss_kib() -> i64 {
-    // SAFETY: getrusage writes into the struct we pass and has no other effects.
-    unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage.ru_maxrss
+            (status, usage)
+        };
+        let code = if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -1
+        };
+        let run = Run {
+            code,
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+        };
+        (run, usage.ru_maxrss)
     }
 }

@@ -88,9 +88,26 @@ pub fn one_line(s: &str) -> String {
         .collect()
 }
 
-/// Runs a hook body. `body` returns what to print on stdout (if anything); errors, panics and
-/// notes become one stderr line; the exit code is always 0.
-pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Option<String>>) -> Exit {
+/// What a hook decided.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Nothing on stdout.
+    Quiet,
+    /// This on stdout.
+    Print(String),
+    /// Exit 2 with this reason on stderr: only PreCompact's opt-in gate.
+    Block(String),
+}
+
+impl From<Option<String>> for Outcome {
+    fn from(stdout: Option<String>) -> Outcome {
+        stdout.map_or(Outcome::Quiet, Outcome::Print)
+    }
+}
+
+/// Runs a hook body. Errors, panics and notes become one stderr line, and the exit code is 0,
+/// unless the body itself decides to block.
+pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>) -> Exit {
     panic::set_hook(Box::new(move |info| {
         let payload = info
             .payload()
@@ -109,12 +126,17 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Option<S
     }));
     let mut diag = Diag::default();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut diag)));
+    let mut exit = Exit::Ok;
     match outcome {
-        Ok(Ok(stdout)) => {
-            if let Some(text) = stdout {
-                // A closed pipe is not our problem to report.
-                let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            }
+        Ok(Ok(Outcome::Quiet)) => {}
+        Ok(Ok(Outcome::Print(text))) => {
+            // A closed pipe is not our problem to report.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+        Ok(Ok(Outcome::Block(reason))) => {
+            // The reason goes first: Claude Code shows a blocking hook's stderr.
+            diag.notes.insert(0, reason);
+            exit = Exit::Block;
         }
         Ok(Err(e)) => diag.note(format!("{e:#}")),
         Err(_) => {} // the panic hook has said it
@@ -122,5 +144,5 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Option<S
     if let Some(line) = diag.line(hook) {
         eprintln!("{line}");
     }
-    Exit::Ok
+    exit
 }

@@ -14,10 +14,11 @@ use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading};
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::files;
-use crate::hooks::Diag;
+use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
-use crate::marker::{self, Event, Marker, Store, LOCK_WAIT};
+use crate::marker::{self, Event, Marker, State, Store, LOCK_WAIT};
 use crate::text::{cut, sanitize};
+use crate::transcript;
 use crate::usage;
 
 /// The checkpoint for this compaction, from the hook input, what the transcript gave (or why it
@@ -71,11 +72,77 @@ pub fn decide(
     }
 }
 
-pub fn run(diag: &mut Diag) -> Result<Option<String>> {
+/// Never hold a compaction when usage is this close to the window: that compaction may be
+/// what recovers the session from an overflow.
+pub const GATE_MARGIN: u64 = 5_000;
+
+/// Whether the opt-in gate holds this compaction: only an auto-compaction, only when enabled,
+/// only while this cycle's nudge has not been delivered, only when usage is known and not within
+/// [`GATE_MARGIN`] of the window, and never twice before a compaction passes.
+pub fn gate(
+    config: &Config,
+    trigger: &str,
+    marker: &Marker,
+    tokens: Option<u64>,
+    window: u64,
+    now: DateTime<Utc>,
+) -> bool {
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let delivered = matches!(
+        marker.effective_state(now, stale),
+        State::Nudged | State::CriticalNudged
+    );
+    config.gate_auto_compaction
+        && trigger == "auto"
+        && !delivered
+        && marker.gate_held_at.is_none()
+        && tokens.is_some_and(|t| t.saturating_add(GATE_MARGIN) < window)
+}
+
+pub const GATE_REASON: &str = "auto-compaction held once so the agent can save its memories first: ctxguard's nudge for this cycle has not been delivered yet (gate_auto_compaction is on). The next auto-compaction will proceed.";
+
+/// Runs the gate under the session lock; true when it held the compaction.
+fn try_gate(
+    input: &HookInput,
+    store: &Store,
+    config: &Config,
+    now: DateTime<Utc>,
+    diag: &mut Diag,
+) -> Result<bool> {
+    let scan = transcript::tail_usage(Path::new(&input.transcript_path)).ok();
+    let lock = store.lock(LOCK_WAIT)?;
+    let current = lock.load(&input.session_id);
+    if let Some(problem) = current.problem {
+        diag.note(problem);
+    }
+    let m = current.marker;
+    let tokens = scan.and_then(|s| s.tokens).or(m.tokens);
+    let window = m
+        .window
+        .unwrap_or_else(|| usage::window(config.window_tokens, m.reported_window, tokens));
+    if !gate(config, &input.trigger, &m, tokens, window, now) {
+        return Ok(false);
+    }
+    let stale = Duration::from_secs(config.stale_after_secs);
+    lock.save(&marker::transition(&m, &Event::GateHeld, now, stale))?;
+    Ok(true)
+}
+
+pub fn run(diag: &mut Diag) -> Result<Outcome> {
     let input = super::read_event("PreCompact")?;
     let env = Env::from_process();
     let paths = env.paths()?;
     let config = super::config(&paths, &env, diag);
+    let store = Store::new(&paths, &input.session_id);
+    let now = Utc::now();
+    if config.gate_auto_compaction && input.trigger == "auto" {
+        match try_gate(&input, &store, &config, now, diag) {
+            Ok(true) => return Ok(Outcome::Block(GATE_REASON.to_string())),
+            Ok(false) => {}
+            // The gate fails open: compaction proceeds and is checkpointed.
+            Err(e) => diag.note(format!("compaction gate: {e:#}")),
+        }
+    }
 
     // The transcript is read before the lock: it is the slow part.
     let reading = if input.transcript_path.is_empty() {
@@ -87,9 +154,7 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         diag.note(format!("{e}; the checkpoint holds only metadata"));
     }
 
-    let store = Store::new(&paths, &input.session_id);
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
-    let now = Utc::now();
     let lock = store.lock(LOCK_WAIT)?;
     let current = lock.load(&input.session_id);
     if let Some(problem) = current.problem {
@@ -131,5 +196,73 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
     ) {
         diag.note(format!("{e:#}"));
     }
-    Ok(None)
+    Ok(Outcome::Quiet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on() -> Config {
+        Config {
+            gate_auto_compaction: true,
+            ..Config::default()
+        }
+    }
+
+    fn marker(state: State) -> Marker {
+        Marker {
+            state,
+            updated_at: Some(Utc::now()),
+            ..Marker::new("s")
+        }
+    }
+
+    #[test]
+    fn gate_branches() {
+        let now = Utc::now();
+        let idle = marker(State::Idle);
+        let t = Some(150_000);
+        // Holds: enabled, auto, not delivered, usage known and clear of the window.
+        assert!(gate(&on(), "auto", &idle, t, 200_000, now));
+        assert!(gate(&on(), "auto", &marker(State::Armed), t, 200_000, now));
+        // Off by default.
+        assert!(!gate(&Config::default(), "auto", &idle, t, 200_000, now));
+        // Never for /compact.
+        assert!(!gate(&on(), "manual", &idle, t, 200_000, now));
+        assert!(!gate(&on(), "", &idle, t, 200_000, now));
+        // Not once the nudge was delivered.
+        assert!(!gate(
+            &on(),
+            "auto",
+            &marker(State::Nudged),
+            t,
+            200_000,
+            now
+        ));
+        assert!(!gate(
+            &on(),
+            "auto",
+            &marker(State::CriticalNudged),
+            t,
+            200_000,
+            now
+        ));
+        // Never near the window (an overflow recovery), never with usage unknown.
+        assert!(!gate(&on(), "auto", &idle, Some(195_000), 200_000, now));
+        assert!(gate(&on(), "auto", &idle, Some(194_999), 200_000, now));
+        assert!(!gate(&on(), "auto", &idle, None, 200_000, now));
+        // Never twice before a compaction passes.
+        let held = Marker {
+            gate_held_at: Some(now),
+            ..marker(State::Armed)
+        };
+        assert!(!gate(&on(), "auto", &held, t, 200_000, now));
+        // A stale nudged marker counts as idle: the nudge belongs to an old cycle.
+        let stale = Marker {
+            updated_at: Some(now - chrono::Duration::hours(2)),
+            ..marker(State::Nudged)
+        };
+        assert!(gate(&on(), "auto", &stale, t, 200_000, now));
+    }
 }

@@ -15,7 +15,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
-use crate::hooks::{additional_context, Diag};
+use crate::hooks::{additional_context, Diag, Outcome};
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, LOCK_WAIT};
 use crate::transcript::{self, TailUsage};
 use crate::usage::{self, Limits};
@@ -80,7 +80,7 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
     render_text(template, tokens, window, headroom)
 }
 
-pub fn run(diag: &mut Diag) -> Result<Option<String>> {
+pub fn run(diag: &mut Diag) -> Result<Outcome> {
     let input = super::read_event("PreToolUse")?;
     let env = Env::from_process();
     let paths = env.paths()?;
@@ -90,7 +90,7 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
     let peeked = store.peek();
     if let Ok(Some(m)) = &peeked {
         if fast_path(m, now) {
-            return Ok(None);
+            return Ok(Outcome::Quiet);
         }
     }
     let config = super::config(&paths, &env, diag);
@@ -137,7 +137,9 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         lock.save(&next)?;
     }
     drop(lock);
-    Ok(nudge.map(|level| additional_context("PreToolUse", nudge_text(level, &next, &config))))
+    Ok(nudge
+        .map(|level| additional_context("PreToolUse", nudge_text(level, &next, &config)))
+        .into())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use chrono::{DateTime, Local, Utc};
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
 use crate::daily_log;
-use crate::hooks::{additional_context, Diag};
+use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, all_sessions, Event, Store, LOCK_WAIT};
 use crate::paths::Paths;
@@ -138,13 +138,13 @@ fn previous(
     }
 }
 
-pub fn run(diag: &mut Diag) -> Result<Option<String>> {
+pub fn run(diag: &mut Diag) -> Result<Outcome> {
     let input = super::read_event("SessionStart")?;
     let env = Env::from_process();
     let paths = env.paths()?;
     let config = super::config(&paths, &env, diag);
     if !config.recover_on.contains(&input.source) {
-        return Ok(None);
+        return Ok(Outcome::Quiet);
     }
     let stale = Duration::from_secs(config.stale_after_secs);
     let now = Utc::now();
@@ -157,7 +157,7 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         other => bail!("unknown SessionStart source {other:?}"),
     };
     let Some((cp, path)) = found else {
-        return Ok(None);
+        return Ok(Outcome::Quiet);
     };
     let memory = memory_files(&config, &env, &paths, &input.cwd);
     let block = recovery::render(
@@ -169,5 +169,5 @@ pub fn run(diag: &mut Diag) -> Result<Option<String>> {
         config.total_budget_chars,
         now,
     );
-    Ok(Some(additional_context("SessionStart", block)))
+    Ok(Outcome::Print(additional_context("SessionStart", block)))
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
-use crate::hooks::Diag;
+use crate::hooks::{Diag, Outcome};
 use crate::input::{self, StatusLineInput};
 use crate::marker::{self, Event, Marker, Observation, Source, Store, LOCK_WAIT};
 use crate::usage::{self, human, percent, Level, Limits};
@@ -93,7 +93,7 @@ pub fn render(gauge: &Gauge, color: bool) -> String {
     format!("{colour}{text}{RESET}")
 }
 
-pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Option<String>> {
+pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Outcome> {
     let env = Env::from_process();
     let color = !no_color && !env.no_color;
     let line = match gauge_and_record(&env, diag) {
@@ -104,7 +104,7 @@ pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Option<String
         }
     };
     // The gauge is made of numbers only: nothing from the payload reaches the terminal.
-    Ok((!quiet).then(|| format!("{line}\n")))
+    Ok((!quiet).then(|| format!("{line}\n")).into())
 }
 
 fn gauge_and_record(env: &Env, diag: &mut Diag) -> Result<Gauge> {

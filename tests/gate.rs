@@ -1,0 +1,145 @@
+//! The opt-in compaction gate: PreCompact exits 2 once per cycle, only for an auto-compaction
+//! whose nudge has not been delivered, and never twice.
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+fn precompact(env: &TestEnv, trigger: &str, transcript: &std::path::Path) -> Run {
+    let mut p = fixture_json("PreCompact-auto.json");
+    p["transcript_path"] = json!(transcript.to_str().unwrap());
+    p["trigger"] = json!(trigger);
+    env.run(&["precompact"], p.to_string())
+}
+
+fn checkpoints(env: &TestEnv) -> usize {
+    std::fs::read_dir(env.state().join("checkpoints").join(SESSION))
+        .map(|d| {
+            d.filter(|e| e.as_ref().unwrap().file_name() != "_latest.json")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A transcript at 150k tokens: below a 200k window's compaction point, so the nudge may be due.
+fn transcript(env: &TestEnv, tokens: u64) -> std::path::PathBuf {
+    env.write(
+        "t.jsonl",
+        &(assistant_line(tokens, &time_from_now(-5)) + "\n"),
+    )
+}
+
+#[test]
+fn off_by_default_never_blocks() {
+    let env = TestEnv::new();
+    let t = transcript(&env, 150_000);
+    let run = precompact(&env, "auto", &t);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert_eq!(checkpoints(&env), 1);
+}
+
+#[test]
+fn holds_once_then_nudges_then_passes() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let t = transcript(&env, 150_000);
+
+    // Manual compactions are never held.
+    let manual = precompact(&env, "manual", &t);
+    assert_eq!(manual.code, 0, "{manual:?}");
+    assert_eq!(checkpoints(&env), 1);
+
+    // Auto, nudge not delivered: held once, with the reason on stderr, nothing written.
+    let held = precompact(&env, "auto", &t);
+    assert_eq!((held.code, held.stdout.as_str()), (2, ""), "{held:?}");
+    assert_eq!(held.stderr.lines().count(), 1);
+    assert!(
+        held.stderr.contains("auto-compaction held once"),
+        "{}",
+        held.stderr
+    );
+    assert_eq!(
+        checkpoints(&env),
+        1,
+        "a held compaction is not checkpointed"
+    );
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "armed");
+    assert!(m["gate_held_at"].is_string());
+
+    // The next tool call delivers the nudge.
+    let nudge = env.pretooluse(&pretooluse_payload(SESSION, &t));
+    decode_nudge(&nudge.stdout);
+
+    // The next auto-compaction passes, and the next cycle starts with the gate re-armed.
+    let passed = precompact(&env, "auto", &t);
+    assert_eq!((passed.code, passed.stdout.as_str()), (0, ""), "{passed:?}");
+    assert_eq!(checkpoints(&env), 2);
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["gate_held_at"].clone(), m["cycle"].as_u64()),
+        (Value::Null, Some(2))
+    );
+    let held_again = precompact(&env, "auto", &t);
+    assert_eq!(
+        held_again.code, 2,
+        "a new cycle may hold once more: {held_again:?}"
+    );
+}
+
+#[test]
+fn a_stuck_gate_never_blocks_twice() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "1");
+    let t = transcript(&env, 150_000);
+    // No tool call ever delivers the nudge: each hold is followed by a compaction that passes
+    // (which starts a new cycle, which may hold once again), never by a second hold.
+    let codes: Vec<i32> = (0..6).map(|_| precompact(&env, "auto", &t).code).collect();
+    assert_eq!(codes, [2, 0, 2, 0, 2, 0]);
+    assert_eq!(checkpoints(&env), 3);
+}
+
+#[test]
+fn delivered_nudge_or_overflow_or_unknown_usage_pass() {
+    // Nudge already delivered this cycle.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let t = transcript(&env, 150_000);
+    decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    assert_eq!(precompact(&env, "auto", &t).code, 0);
+
+    // Within 5,000 tokens of the (200k) window: an overflow recovery must not fail.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let t = transcript(&env, 196_000);
+    assert_eq!(precompact(&env, "auto", &t).code, 0);
+
+    // Usage unknown (no transcript, no marker).
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let run = precompact(&env, "auto", &env.dir.path().join("missing.jsonl"));
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
+fn no_other_hook_ever_exits_2_even_with_the_gate_on() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let t = transcript(&env, 150_000);
+    for (hook, payload) in [
+        ("pretooluse", pretooluse_payload(SESSION, &t)),
+        (
+            "statusline",
+            statusline_payload(SESSION, Some(150_000), Some(200_000)),
+        ),
+        ("sessionstart", fixture_json("SessionStart-compact.json")),
+    ] {
+        for input in [payload.to_string(), "garbage".to_string(), String::new()] {
+            let run = env.run(&[hook], &input);
+            assert_eq!(run.code, 0, "{hook}: {run:?}");
+        }
+    }
+}
