@@ -241,6 +241,7 @@ pub fn decode_nudge(stdout: &str) -> String {
 impl TestEnv {
     /// Runs with a deadline (a hook that hangs fails the test instead of stalling the suite) and
     /// returns the child's own peak RSS in KiB, read when it is reaped (`wait4`).
+    #[allow(clippy::zombie_processes)] // reaped by wait4, which clippy cannot see
     pub fn run_within(
         &self,
         args: &[&str],
