@@ -51,6 +51,17 @@ impl Env {
         }
     }
 
+    /// An environment with only these two locations set (for tests driving hooks in-process).
+    #[cfg(test)]
+    pub fn isolated(ctxguard_home: PathBuf, home: PathBuf) -> Env {
+        Env {
+            ctxguard_home: Some(ctxguard_home),
+            home: Some(home),
+            no_color: true,
+            ..Env::default()
+        }
+    }
+
     fn overrides(&self) -> &[(&'static str, String)] {
         self.overrides.get_or_init(|| {
             KEYS.iter()

@@ -63,11 +63,10 @@ pub fn additional_context(event: &'static str, text: String) -> String {
     serde_json::to_string(&out).unwrap_or_default() + "\n"
 }
 
-/// Reads the event's JSON from stdin. Every hook acts on one session, so an event without a
-/// session id is refused.
-pub fn read_event(event: &str) -> Result<HookInput> {
-    let bytes = input::read_stdin()?;
-    let input: HookInput = input::parse(&bytes, event)?;
+/// Parses an event's JSON. Every hook acts on one session, so an event without a session id is
+/// refused.
+pub fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
+    let input: HookInput = input::parse(bytes, event)?;
     if input.session_id.is_empty() {
         bail!("no session_id in the {event} input; nothing to do");
     }
@@ -146,3 +145,6 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
     }
     exit
 }
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -129,10 +129,14 @@ fn try_gate(
 }
 
 pub fn run(diag: &mut Diag) -> Result<Outcome> {
-    let input = super::read_event("PreCompact")?;
-    let env = Env::from_process();
+    handle(&crate::input::read_stdin()?, &Env::from_process(), diag)
+}
+
+/// The hook, given its input and environment.
+pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
+    let input = super::parse_event(bytes, "PreCompact")?;
     let paths = env.paths()?;
-    let config = super::config(&paths, &env, diag);
+    let config = super::config(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = Utc::now();
     if config.gate_auto_compaction && input.trigger == "auto" {

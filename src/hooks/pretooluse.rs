@@ -81,8 +81,12 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
 }
 
 pub fn run(diag: &mut Diag) -> Result<Outcome> {
-    let input = super::read_event("PreToolUse")?;
-    let env = Env::from_process();
+    handle(&crate::input::read_stdin()?, &Env::from_process(), diag)
+}
+
+/// The hook, given its input and environment.
+pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
+    let input = super::parse_event(bytes, "PreToolUse")?;
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
     let now = Utc::now();
@@ -93,7 +97,7 @@ pub fn run(diag: &mut Diag) -> Result<Outcome> {
             return Ok(Outcome::Quiet);
         }
     }
-    let config = super::config(&paths, &env, diag);
+    let config = super::config(&paths, env, diag);
 
     // The transcript is read before the lock is taken, so parallel hooks do not queue behind
     // each other's I/O; the reading is applied to whatever the marker is once locked.

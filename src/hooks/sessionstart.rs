@@ -139,10 +139,14 @@ fn previous(
 }
 
 pub fn run(diag: &mut Diag) -> Result<Outcome> {
-    let input = super::read_event("SessionStart")?;
-    let env = Env::from_process();
+    handle(&crate::input::read_stdin()?, &Env::from_process(), diag)
+}
+
+/// The hook, given its input and environment.
+pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
+    let input = super::parse_event(bytes, "SessionStart")?;
     let paths = env.paths()?;
-    let config = super::config(&paths, &env, diag);
+    let config = super::config(&paths, env, diag);
     if !config.recover_on.contains(&input.source) {
         return Ok(Outcome::Quiet);
     }
@@ -159,7 +163,7 @@ pub fn run(diag: &mut Diag) -> Result<Outcome> {
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    let memory = memory_files(&config, &env, &paths, &input.cwd);
+    let memory = memory_files(&config, env, &paths, &input.cwd);
     let block = recovery::render(
         &cp,
         &path,

@@ -95,8 +95,24 @@ pub fn render(gauge: &Gauge, color: bool) -> String {
 
 pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Outcome> {
     let env = Env::from_process();
+    // An unreadable stdin is just another bad input: the neutral segment.
+    let bytes = crate::input::read_stdin().unwrap_or_else(|e| {
+        diag.note(format!("{e:#}"));
+        Vec::new()
+    });
+    handle(&bytes, &env, no_color, quiet, diag)
+}
+
+/// The hook, given its input and environment.
+pub fn handle(
+    bytes: &[u8],
+    env: &Env,
+    no_color: bool,
+    quiet: bool,
+    diag: &mut Diag,
+) -> Result<Outcome> {
     let color = !no_color && !env.no_color;
-    let line = match gauge_and_record(&env, diag) {
+    let line = match gauge_and_record(bytes, env, diag) {
         Ok(gauge) => render(&gauge, color),
         Err(e) => {
             diag.note(format!("{e:#}"));
@@ -107,9 +123,8 @@ pub fn run(no_color: bool, quiet: bool, diag: &mut Diag) -> Result<Outcome> {
     Ok((!quiet).then(|| format!("{line}\n")).into())
 }
 
-fn gauge_and_record(env: &Env, diag: &mut Diag) -> Result<Gauge> {
-    let bytes = input::read_stdin()?;
-    let input: StatusLineInput = input::parse(&bytes, "status line")?;
+fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
+    let input: StatusLineInput = input::parse(bytes, "status line")?;
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let observation = observe(&input, &config);
