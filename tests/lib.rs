@@ -3,6 +3,7 @@
 
 mod util;
 
+mod faults;
 mod gate;
 mod hostile;
 mod manual;

@@ -201,7 +201,7 @@ fn a_compact_boundary_after_arming_starts_a_new_cycle_that_can_rearm() {
 
 #[test]
 fn parallel_hooks_nudge_exactly_once() {
-    for round in 0..5 {
+    for round in 0..20 {
         let env = TestEnv::new();
         env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
         let payload = pretooluse_payload(SESSION, &missing_transcript(&env)).to_string();
