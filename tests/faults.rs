@@ -128,8 +128,12 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
         }
         if i % 100 == 99 {
             // The dead writers' locks are gone: a locked command gets through at once.
-            let (run, _) =
-                env.run_within(&["reset", "--session", SESSION], "", Duration::from_secs(5));
+            let run = env.run_within(
+                &["reset", "--session", SESSION],
+                "",
+                Duration::from_secs(5),
+                u64::MAX,
+            );
             assert_eq!(run.code, 0, "{run:?}");
         }
     }

@@ -240,60 +240,45 @@ pub fn decode_nudge(stdout: &str) -> String {
 
 impl TestEnv {
     /// Runs with a deadline (a hook that hangs fails the test instead of stalling the suite) and
-    /// returns the child's own peak RSS in KiB, read when it is reaped (`wait4`).
-    #[allow(clippy::zombie_processes)] // reaped by wait4, which clippy cannot see
+    /// a hard limit on the child's heap (`RLIMIT_DATA`): a hook that tried to hold more would
+    /// fail to allocate and die, failing the test.
     pub fn run_within(
         &self,
         args: &[&str],
         stdin: impl AsRef<[u8]>,
         limit: std::time::Duration,
-    ) -> (Run, i64) {
-        let mut child = self
-            .command(args)
+        max_heap: u64,
+    ) -> Run {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = self.command(args);
+        // SAFETY: setrlimit is async-signal-safe and only touches the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: max_heap,
+                    rlim_max: max_heap,
+                };
+                if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
-        let drain = |mut r: Box<dyn std::io::Read + Send>| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = r.read_to_end(&mut v);
-                String::from_utf8_lossy(&v).into_owned()
-            })
-        };
-        let out = drain(Box::new(child.stdout.take().unwrap()));
-        let err = drain(Box::new(child.stderr.take().unwrap()));
-        let pid = child.id() as libc::pid_t;
         let start = std::time::Instant::now();
-        // SAFETY: wait4 and kill on our own child's pid, with valid out-pointers.
-        let (status, usage) = unsafe {
-            let mut status = 0;
-            let mut usage: libc::rusage = std::mem::zeroed();
-            loop {
-                let r = libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage);
-                if r == pid {
-                    break;
-                }
-                if start.elapsed() > limit {
-                    libc::kill(pid, libc::SIGKILL);
-                    panic!("ctxguard {args:?} still running after {limit:?}");
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                panic!("ctxguard {args:?} still running after {limit:?}");
             }
-            (status, usage)
-        };
-        let code = if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -1
-        };
-        let run = Run {
-            code,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-        };
-        (run, usage.ru_maxrss)
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Run::from(child.wait_with_output().unwrap())
     }
 }
