@@ -28,10 +28,13 @@ pub fn read_stdin() -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Parses a payload, with an error that says what was expected.
+/// Parses a payload, with an error that says what was expected. Only a JSON object is a payload
+/// (serde would otherwise also read a struct from an array, field by field).
 pub fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        bail!("empty input: expected the {what} JSON on stdin");
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => bail!("empty input: expected the {what} JSON on stdin"),
+        Some(b'{') => {}
+        Some(_) => bail!("the {what} input on stdin is not a JSON object"),
     }
     serde_json::from_slice(bytes).with_context(|| format!("parsing the {what} JSON on stdin"))
 }
@@ -43,6 +46,33 @@ where
     T: Default + Deserialize<'de>,
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A nested object: `null` or missing is `None`; anything but an object is an error (not a struct
+/// read field by field from an array).
+pub fn object_or_null<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(v @ serde_json::Value::Object(_)) => {
+            T::deserialize(v).map(Some).map_err(D::Error::custom)
+        }
+        Some(other) => Err(D::Error::custom(format!(
+            "expected an object, found {other}"
+        ))),
+    }
+}
+
+fn object_or_default<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    Ok(object_or_null(d)?.unwrap_or_default())
 }
 
 /// The fields every hook event shares (PreToolUse, PreCompact, SessionStart, ...).
@@ -78,7 +108,7 @@ pub struct StatusLineInput {
     pub session_id: String,
     #[serde(deserialize_with = "null_default")]
     pub transcript_path: String,
-    #[serde(deserialize_with = "null_default")]
+    #[serde(deserialize_with = "object_or_default")]
     pub context_window: ContextWindow,
 }
 
@@ -88,6 +118,7 @@ pub struct ContextWindow {
     /// May be absent in older clients; `None` then.
     pub context_window_size: Option<u64>,
     /// `null` before the first reply and right after compaction: usage unknown.
+    #[serde(deserialize_with = "object_or_null")]
     pub current_usage: Option<UsageBlock>,
 }
 
@@ -201,6 +232,17 @@ mod tests {
         )
         .is_err());
         assert!(parse::<HookInput>(b"[1,2]", "x").is_err());
+        // serde reads a struct from an array field by field; a payload never is one.
+        let err = parse::<HookInput>(br#"["s", "/t"]"#, "x").unwrap_err();
+        assert!(format!("{err:#}").contains("not a JSON object"), "{err:#}");
+        let err = parse::<StatusLineInput>(br#"{"context_window": [42]}"#, "x").unwrap_err();
+        assert!(format!("{err:#}").contains("expected an object"), "{err:#}");
+        assert!(parse::<StatusLineInput>(
+            br#"{"context_window": {"current_usage": [1, 2, 3]}}"#,
+            "x"
+        )
+        .is_err());
+        assert!(parse::<StatusLineInput>(br#"{"context_window": null}"#, "x").is_ok());
         let err = parse::<HookInput>(b"  \n", "PreToolUse").unwrap_err();
         assert!(format!("{err}").contains("empty input"));
     }

@@ -76,7 +76,7 @@ pub struct EntryMessage<'a> {
     pub model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub content: Option<&'a RawValue>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::object_or_null")]
     pub usage: Option<UsageBlock>,
 }
 

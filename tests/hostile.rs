@@ -186,3 +186,118 @@ fn status_line_output_never_echoes_payload_text() {
     let run = env.run(&["statusline", "--no-color"], payload.to_string());
     assert_eq!(run.stdout, "ctx 50% · 100k/200k · compacts in 67k\n");
 }
+
+/// Every class of bad input, for every hook, through the real binary.
+#[test]
+fn every_hook_survives_every_class_of_bad_input() {
+    let hooks = [
+        ("statusline", "statusline-after-turn.json"),
+        ("pretooluse", "PreToolUse.json"),
+        ("precompact", "PreCompact-manual.json"),
+        ("sessionstart", "SessionStart-compact.json"),
+    ];
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let big = json!({"session_id": SESSION, "padding": "x".repeat(10 << 20)}).to_string();
+    for (hook, fixture_name) in hooks {
+        let env = TestEnv::new();
+        let real = fixture_json(fixture_name);
+        let text = real.to_string();
+        // Inputs that must be rejected outright.
+        let mut rejected: Vec<(String, Vec<u8>)> = vec![
+            ("empty".into(), Vec::new()),
+            ("whitespace".into(), b" \n\t\r\n".to_vec()),
+            ("not JSON".into(), b"session_id=abc".to_vec()),
+            (
+                "truncated".into(),
+                text.as_bytes()[..text.len() / 2].to_vec(),
+            ),
+            (
+                "invalid UTF-8".into(),
+                [
+                    &text.as_bytes()[..20],
+                    b"\xff\xfe\xfd",
+                    &text.as_bytes()[20..],
+                ]
+                .concat(),
+            ),
+            ("100,000-deep".into(), deep.clone().into_bytes()),
+            ("array".into(), format!("[{text}]").into_bytes()),
+            ("nulls everywhere".into(), {
+                let mut v = real.clone();
+                for (_, field) in v.as_object_mut().unwrap() {
+                    *field = Value::Null;
+                }
+                v.to_string().into_bytes()
+            }),
+        ];
+        // A wrong type for each field the hook reads.
+        let read: &[&str] = if hook == "statusline" {
+            &["session_id", "transcript_path", "context_window"]
+        } else {
+            &[
+                "session_id",
+                "transcript_path",
+                "cwd",
+                "hook_event_name",
+                "tool_name",
+                "trigger",
+                "custom_instructions",
+                "source",
+            ]
+        };
+        for &field in read {
+            if real.get(field).is_some() {
+                let mut v = real.clone();
+                v[field] = json!([42]);
+                rejected.push((
+                    format!("wrong type for {field}"),
+                    v.to_string().into_bytes(),
+                ));
+            }
+        }
+        let before = env.snapshot();
+        for (name, input) in &rejected {
+            let run = env.run(&[hook], input);
+            assert_eq!(run.code, 0, "{hook} / {name}: {run:?}");
+            let expected_stdout = if hook == "statusline" { "ctx ?\n" } else { "" };
+            assert_eq!(run.stdout, expected_stdout, "{hook} / {name}");
+            assert_eq!(run.stderr.lines().count(), 1, "{hook} / {name}: {run:?}");
+            assert!(!run.stderr.contains("panicked"), "{hook} / {name}: {run:?}");
+        }
+        assert_eq!(
+            env.snapshot(),
+            before,
+            "{hook}: rejected input changed state"
+        );
+
+        // Inputs that are odd but usable: wrong types for fields ctxguard ignores, extra fields,
+        // 10 MB of payload. Exit 0, at most one line of stdout and stderr, state still valid.
+        let mut odd = real.clone();
+        for (key, field) in odd.as_object_mut().unwrap() {
+            if !read.contains(&key.as_str()) {
+                *field = json!({"unexpected": [1, 2, {"x": null}]});
+            }
+        }
+        odd["extra"] = json!({"deeply": {"nested": [true, 1.5, "\u{1b}[31m"]}});
+        for (name, input) in [
+            ("ignored fields with wrong types", odd.to_string()),
+            ("10 MB", big.clone()),
+        ] {
+            let run = env.run(&[hook], &input);
+            assert_eq!(run.code, 0, "{hook} / {name}: {run:?}");
+            assert!(
+                run.stdout.lines().count() <= 1 && run.stderr.lines().count() <= 1,
+                "{hook} / {name}: {run:?}"
+            );
+            for (path, bytes) in env.snapshot() {
+                if path.extension().is_some_and(|e| e == "json") {
+                    assert!(
+                        serde_json::from_slice::<Value>(&bytes).is_ok(),
+                        "{}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}

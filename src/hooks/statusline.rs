@@ -125,16 +125,12 @@ pub fn handle(
 
 fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     let input: StatusLineInput = input::parse(bytes, "status line")?;
+    if input.session_id.is_empty() {
+        anyhow::bail!("no session_id in the status-line input");
+    }
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let observation = observe(&input, &config);
-    if input.session_id.is_empty() {
-        diag.note("no session_id in the status-line input; the marker is not updated");
-        return Ok(Gauge {
-            tokens: observation.tokens,
-            limits: observation.limits,
-        });
-    }
     let store = Store::new(&paths, &input.session_id);
     let now = Utc::now();
     // The gauge is drawn even when the state cannot be recorded.
