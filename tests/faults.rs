@@ -102,6 +102,9 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
         seed ^= seed << 17;
         seed
     };
+    // The session exists before the kills begin (`reset --session` needs it).
+    env.statusline(&statusline_payload(SESSION, Some(1_000), Some(200_000)));
+    assert!(marker.exists());
     let (mut cycle, mut killed) = (0u64, 0usize);
     for i in 0..1_000u64 {
         // Different usage each time, so every status line run writes.
