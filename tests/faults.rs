@@ -140,7 +140,7 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
             assert_eq!(run.code, 0, "{run:?}");
         }
     }
-    assert!(killed > 100, "only {killed} runs were killed mid-flight");
+    assert!(killed > 50, "only {killed} runs were killed mid-flight");
     // Whatever the kills left, hooks still work and state is valid.
     let run = env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
     assert_eq!(run.code, 0);
