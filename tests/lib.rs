@@ -3,6 +3,7 @@
 
 mod util;
 
+mod e2e;
 mod faults;
 mod gate;
 mod hostile;

@@ -1,0 +1,383 @@
+//! End-to-end: the real Claude Code client (npm `@anthropic-ai/claude-code`, pinned 2.1.330, its
+//! native linux-x64 binary) with ctxguard's hooks registered, talking to a scripted stand-in for
+//! the Messages API on 127.0.0.1 (`tests/e2e/fake_api.py`). Each test asserts on the requests the
+//! stand-in received (what the model was sent) and on ctxguard's state. The client is installed
+//! with npm into `target/claude-code-2.1.330` on first use; without npm these tests say so and
+//! pass without checking.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const CLIENT_VERSION: &str = "2.1.330";
+
+/// The client binary, installed once per test run; `None` when npm is absent.
+fn client() -> Option<&'static Path> {
+    static CLIENT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join(format!("claude-code-{CLIENT_VERSION}"));
+            let bin = dir.join("node_modules/.bin/claude");
+            if bin.exists() {
+                return Some(bin);
+            }
+            if Command::new("npm").arg("--version").output().is_err() {
+                eprintln!(
+                    "e2e tests skipped: npm is not installed, so the Claude Code client cannot be"
+                );
+                return None;
+            }
+            fs::create_dir_all(&dir).unwrap();
+            let status = Command::new("npm")
+                .args([
+                    "install",
+                    "--no-save",
+                    "--no-audit",
+                    "--no-fund",
+                    "--prefix",
+                ])
+                .arg(&dir)
+                .arg(format!("@anthropic-ai/claude-code@{CLIENT_VERSION}"))
+                .stdout(Stdio::null())
+                .status()
+                .expect("running npm");
+            assert!(
+                status.success(),
+                "npm install @anthropic-ai/claude-code@{CLIENT_VERSION} failed"
+            );
+            assert!(bin.exists(), "{} missing after npm install", bin.display());
+            Some(bin)
+        })
+        .as_deref()
+}
+
+/// The stand-in API, killed on drop.
+struct FakeApi {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl FakeApi {
+    fn start(dir: &Path, tool_calls: u32, context_tokens: u64) -> FakeApi {
+        let log = dir.join("requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_api.py"))
+            .args(["--log", log.to_str().unwrap()])
+            .args(["--tool-calls", &tool_calls.to_string()])
+            .args(["--context-tokens", &context_tokens.to_string()])
+            .args(["--idle-exit", "120"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the stand-in API");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the stand-in prints its port");
+        FakeApi { child, port, log }
+    }
+
+    /// Every request body received so far, in order.
+    fn requests(&self) -> Vec<Value> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+            .collect()
+    }
+
+    fn clear(&self) {
+        let _ = fs::remove_file(&self.log);
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One client home with ctxguard registered, and a stand-in API.
+struct Rig {
+    env: TestEnv,
+    api: FakeApi,
+    client: PathBuf,
+    settings: PathBuf,
+    hook_log: PathBuf,
+    project: PathBuf,
+}
+
+impl Rig {
+    fn new(tool_calls: u32, context_tokens: u64) -> Option<Rig> {
+        let client = client()?.to_path_buf();
+        let env = TestEnv::new();
+        fs::write(
+            env.home().join(".claude.json"),
+            r#"{"hasCompletedOnboarding": true}"#,
+        )
+        .unwrap();
+        let project = env.dir.path().join("project");
+        fs::create_dir_all(&project).unwrap();
+        let hook_log = env.dir.path().join("hooks.log");
+        let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
+        let hook = |sub: &str| {
+            json!([{"type": "command", "command": format!(
+                "{} {} {} {sub}", wrapper.display(), hook_log.display(), env!("CARGO_BIN_EXE_ctxguard"))}])
+        };
+        let settings = env.dir.path().join("settings.json");
+        let config = json!({"hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": hook("pretooluse")}],
+            "PreCompact": [{"matcher": "auto|manual", "hooks": hook("precompact")}],
+            "SessionStart": [{"hooks": hook("sessionstart")}],
+        }});
+        fs::write(&settings, config.to_string()).unwrap();
+        let api = FakeApi::start(env.dir.path(), tool_calls, context_tokens);
+        Some(Rig {
+            env,
+            api,
+            client,
+            settings,
+            hook_log,
+            project,
+        })
+    }
+
+    /// Runs `claude -p PROMPT` and returns its JSON result.
+    fn claude(&self, prompt: &str, resume: Option<&str>, extra: &[&str]) -> Value {
+        let mut cmd = Command::new(&self.client);
+        cmd.args(["-p", prompt, "--settings", self.settings.to_str().unwrap()])
+            .args(["--allowedTools", "Bash", "--output-format", "json"])
+            .args(extra)
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
+        if let Some(id) = resume {
+            cmd.args(["--resume", id]);
+        }
+        for (key, _) in std::env::vars() {
+            if key.starts_with("CTXGUARD_")
+                || key.starts_with("CLAUDE")
+                || key.starts_with("ANTHROPIC")
+            {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HOME", self.env.home())
+            .env("CTXGUARD_HOME", self.env.state())
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", self.api.port),
+            )
+            .env("ANTHROPIC_API_KEY", "sk-ant-e2e-test")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        let out = cmd.output().expect("running claude");
+        assert!(
+            out.status.success(),
+            "claude failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// Every hook run: (subcommand, exit code, stdout).
+    fn hook_runs(&self) -> Vec<(String, i32, String)> {
+        fs::read_to_string(&self.hook_log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let mut parts = l.splitn(3, '\t');
+                let sub = parts.next().unwrap().to_string();
+                let code = parts.next().unwrap().parse().unwrap();
+                (sub, code, parts.next().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
+
+    /// No hook output ever approved, denied or blocked anything.
+    fn assert_hooks_only_added_context(&self) {
+        let runs = self.hook_runs();
+        assert!(!runs.is_empty());
+        for (sub, code, out) in runs {
+            assert_eq!(code, 0, "{sub} exited {code}");
+            for forbidden in ["permissionDecision", "\"decision\"", "\"continue\""] {
+                assert!(!out.contains(forbidden), "{sub} printed {forbidden}: {out}");
+            }
+            if !out.is_empty() {
+                let v: Value = serde_json::from_str(&out).unwrap();
+                assert_eq!(v.as_object().unwrap().len(), 1, "{out}");
+                assert_eq!(
+                    v["hookSpecificOutput"].as_object().unwrap().len(),
+                    2,
+                    "{out}"
+                );
+            }
+        }
+    }
+}
+
+fn count(body: &Value, needle: &str) -> usize {
+    body.to_string().matches(needle).count()
+}
+
+const NUDGE: &str = "PreToolUse:Bash hook additional context: ctxguard:";
+const RECOVERY: &str = "SessionStart hook additional context: ## ctxguard recovery";
+
+#[test]
+fn below_the_trigger_no_nudge_across_three_tool_calls() {
+    let Some(rig) = Rig::new(3, 10_000) else {
+        return;
+    };
+    let out = rig.claude("run three commands", None, &[]);
+    let session = out["session_id"].as_str().unwrap();
+    let requests = rig.api.requests();
+    assert_eq!(requests.len(), 4, "three tool calls, then the answer");
+    assert!(requests
+        .iter()
+        .all(|r| count(r, "hook additional context") == 0));
+    // The tool calls really ran.
+    let last = requests.last().unwrap().to_string();
+    for n in 1..=3 {
+        assert!(
+            last.contains(&format!("ctxguard-e2e-{n}")),
+            "tool call {n} ran"
+        );
+    }
+    let m = rig.env.marker(session);
+    assert_eq!(
+        (m["state"].as_str(), m["tokens"].as_u64()),
+        (Some("idle"), Some(10_010))
+    );
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn above_the_trigger_the_nudge_is_injected_once_and_the_tools_still_run() {
+    let Some(rig) = Rig::new(3, 150_000) else {
+        return;
+    };
+    let out = rig.claude("run three commands", None, &[]);
+    let session = out["session_id"].as_str().unwrap();
+    let requests = rig.api.requests();
+    assert_eq!(requests.len(), 4);
+    // Injected once, at the first tool call whose PreToolUse can see the reply's usage in the
+    // transcript (the client may not have flushed the first reply yet), then carried in the
+    // history: never twice in one request.
+    let counts: Vec<usize> = requests.iter().map(|r| count(r, NUDGE)).collect();
+    assert_eq!(counts[0], 0, "{counts:?}");
+    let monotonic = counts.windows(2).all(|w| w[0] <= w[1]);
+    assert!(monotonic && counts.iter().all(|c| *c <= 1), "{counts:?}");
+    assert_eq!(*counts.last().unwrap(), 1, "{counts:?}");
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("75% full (150k of 200k tokens)"));
+    let last = requests.last().unwrap().to_string();
+    for n in 1..=3 {
+        assert!(
+            last.contains(&format!("ctxguard-e2e-{n}")),
+            "tool call {n} ran"
+        );
+    }
+    assert_eq!(rig.env.marker(session)["state"], "nudged");
+    let pretooluse: Vec<_> = rig
+        .hook_runs()
+        .into_iter()
+        .filter(|r| r.0 == "pretooluse")
+        .collect();
+    assert_eq!(pretooluse.len(), 3);
+    assert_eq!(
+        pretooluse.iter().filter(|r| !r.2.is_empty()).count(),
+        1,
+        "one nudge printed"
+    );
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn manual_compact_checkpoints_and_the_next_prompt_carries_the_recovery_once() {
+    let Some(rig) = Rig::new(2, 150_000) else {
+        return;
+    };
+    let out = rig.claude("write a notes file", None, &[]);
+    let session = out["session_id"].as_str().unwrap().to_string();
+    rig.claude("/compact keep the open items", Some(&session), &[]);
+    let cp: Value = serde_json::from_str(
+        &fs::read_to_string(
+            rig.env
+                .state()
+                .join("checkpoints")
+                .join(&session)
+                .join("_latest.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cp["meta"]["trigger"], "manual");
+    assert_eq!(cp["meta"]["custom_instructions"], "keep the open items");
+    assert_eq!(cp["asks"], json!(["write a notes file"]));
+    assert_eq!(cp["tools_used"], json!([{"name": "Bash", "count": 2}]));
+    // The client fires SessionStart(compact) right after the compaction, in the same run: the
+    // recovery is consumed there and rides in the history from then on.
+    assert_eq!(rig.env.marker(&session)["recovery_pending"], false);
+
+    rig.api.clear();
+    rig.claude("what next?", Some(&session), &[]);
+    let requests = rig.api.requests();
+    assert!(!requests.is_empty());
+    let counts: Vec<usize> = requests.iter().map(|r| count(r, RECOVERY)).collect();
+    assert!(
+        counts.iter().all(|c| *c == 1),
+        "the recovery block, once, in every request: {counts:?}"
+    );
+    let first = requests[0].to_string();
+    assert!(first.contains("compaction #1 of this session"));
+    assert!(first.contains("write a notes file"));
+    assert!(first.contains("keep the open items"));
+    // Resuming again does not inject it again.
+    rig.api.clear();
+    rig.claude("and now?", Some(&session), &[]);
+    let again = rig.api.requests();
+    assert!(
+        again.iter().all(|r| count(r, RECOVERY) == 1),
+        "still only the one from before"
+    );
+    let sessionstart: Vec<_> = rig
+        .hook_runs()
+        .into_iter()
+        .filter(|r| r.0 == "sessionstart")
+        .collect();
+    assert_eq!(
+        sessionstart.iter().filter(|r| !r.2.is_empty()).count(),
+        1,
+        "printed once"
+    );
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn auto_compaction_runs_precompact_with_trigger_auto() {
+    let Some(rig) = Rig::new(2, 150_000) else {
+        return;
+    };
+    let out = rig.claude("run two commands", None, &["--autocompact", "100000"]);
+    let session = out["session_id"].as_str().unwrap();
+    let latest = rig
+        .env
+        .state()
+        .join("checkpoints")
+        .join(session)
+        .join("_latest.json");
+    let cp: Value = serde_json::from_str(&fs::read_to_string(latest).unwrap()).unwrap();
+    assert_eq!(cp["meta"]["trigger"], "auto");
+    assert_eq!(cp["meta"]["custom_instructions"], Value::Null);
+    assert!(rig.env.marker(session)["compactions"].as_u64().unwrap() >= 1);
+    rig.assert_hooks_only_added_context();
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""A stand-in for the Anthropic Messages API on 127.0.0.1, for driving the real Claude Code client
+in ctxguard's end-to-end tests. No network beyond loopback.
+
+Every POST body is appended to LOG (one JSON object per line: path and body). Replies to
+/v1/messages are streamed as server-sent events. The script:
+  - a request whose last user message holds fewer than TOOL_CALLS tool results since the user's
+    last prompt gets a Bash tool_use (`echo ctxguard-e2e-N`);
+  - otherwise a short text reply with stop_reason end_turn;
+  - a request without tools (a compaction summary) gets a text summary.
+Each reply's usage puts CONTEXT_TOKENS in context (cache_read_input_tokens).
+
+usage: fake_api.py --log FILE [--tool-calls N] [--context-tokens T]
+Prints the port it listens on, then serves until killed (or --idle-exit seconds without requests).
+"""
+import argparse
+import http.server
+import json
+import socketserver
+import sys
+import threading
+import time
+
+ARGS = None
+LOCK = threading.Lock()
+LAST = [time.time()]
+
+
+def tool_results_since_prompt(messages):
+    count = 0
+    for m in reversed(messages):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        texts = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+                 and not str(b.get("text", "")).startswith("<system-reminder>")]
+        count += len(results)
+        if texts and not results:
+            break
+    return count
+
+
+def sse(event, data):
+    return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def send_json(self, obj, status=200):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        LAST[0] = time.time()
+        self.send_json({"data": [], "has_more": False})
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self):
+        LAST[0] = time.time()
+        raw = self.read_body()
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"unparsed": raw.decode("utf-8", "replace")}
+        with LOCK:
+            with open(ARGS.log, "a") as f:
+                f.write(json.dumps({"path": self.path, "body": body}) + "\n")
+        path = self.path.split("?")[0]
+        if path.endswith("/count_tokens"):
+            return self.send_json({"input_tokens": 100})
+        if not path.endswith("/v1/messages"):
+            return self.send_json({})
+        messages = body.get("messages") or []
+        if not body.get("tools"):
+            blocks = [("text", "Summary: the user asked for shell commands; they ran.")]
+            stop = "end_turn"
+        elif tool_results_since_prompt(messages) < ARGS.tool_calls:
+            n = tool_results_since_prompt(messages) + 1
+            blocks = [("tool_use", {"command": "echo ctxguard-e2e-%d" % n, "description": "echo"})]
+            stop = "tool_use"
+        else:
+            blocks = [("text", "Done.")]
+            stop = "end_turn"
+        usage = {"input_tokens": 10, "cache_creation_input_tokens": 0,
+                 "cache_read_input_tokens": ARGS.context_tokens, "output_tokens": 1}
+        if not body.get("stream"):
+            content = [{"type": "text", "text": b[1]} if b[0] == "text" else
+                       {"type": "tool_use", "id": "toolu_%d" % time.time_ns(), "name": "Bash", "input": b[1]}
+                       for b in blocks]
+            return self.send_json({"id": "msg_e2e", "type": "message", "role": "assistant",
+                                   "model": body.get("model", "claude"), "content": content,
+                                   "stop_reason": stop, "stop_sequence": None, "usage": usage})
+        out = [sse("message_start", {"type": "message_start", "message": {
+            "id": "msg_%d" % time.time_ns(), "type": "message", "role": "assistant",
+            "model": body.get("model", "claude"), "content": [], "stop_reason": None,
+            "stop_sequence": None, "usage": usage}})]
+        for i, (kind, value) in enumerate(blocks):
+            if kind == "text":
+                out.append(sse("content_block_start", {"type": "content_block_start", "index": i,
+                                                       "content_block": {"type": "text", "text": ""}}))
+                out.append(sse("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": value}}))
+            else:
+                out.append(sse("content_block_start", {"type": "content_block_start", "index": i,
+                                                       "content_block": {"type": "tool_use",
+                                                                         "id": "toolu_%d" % time.time_ns(),
+                                                                         "name": "Bash", "input": {}}}))
+                out.append(sse("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "input_json_delta",
+                                                                 "partial_json": json.dumps(value)}}))
+            out.append(sse("content_block_stop", {"type": "content_block_stop", "index": i}))
+        out.append(sse("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": stop, "stop_sequence": None},
+                                         "usage": {"output_tokens": 20}}))
+        out.append(sse("message_stop", {"type": "message_stop"}))
+        data = b"".join(out)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--log", required=True)
+    p.add_argument("--tool-calls", type=int, default=1)
+    p.add_argument("--context-tokens", type=int, default=10_000)
+    p.add_argument("--idle-exit", type=float, default=300)
+    ARGS = p.parse_args()
+    server = Server(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    while time.time() - LAST[0] < ARGS.idle_exit:
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()
