@@ -33,6 +33,10 @@ input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet")]
         /// Update the marker but print nothing
         #[arg(long)]
         quiet: bool,
+        /// Also run this status-line command (with the same stdin) and print its output with the
+        /// gauge appended
+        #[arg(long, value_name = "COMMAND")]
+        then: Option<String>,
     },
     /// PreToolUse hook: nudges the agent to save memories once per compaction cycle
     #[command(
@@ -83,6 +87,41 @@ Prints nothing and exits 0 on any input; never blocks the compaction."
         #[arg(long)]
         all: bool,
     },
+    /// Register ctxguard's hooks and status line in Claude Code's settings
+    #[command(
+        after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n\n\
+Idempotent; keeps every other key and hook in its order; backs the file up first. An existing \
+status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
+    )]
+    Install {
+        /// The settings file (default ~/.claude/settings.json)
+        #[arg(long, value_name = "PATH", conflicts_with = "project")]
+        settings: Option<PathBuf>,
+        /// Use ./.claude/settings.json
+        #[arg(long)]
+        project: bool,
+        /// Print the change as a diff and write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// What to do with a status line that is already configured
+        #[arg(long, value_enum, default_value = "wrap")]
+        statusline: StatusLineArg,
+    },
+    /// Remove exactly what install added (restoring a wrapped status line)
+    #[command(
+        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project"
+    )]
+    Uninstall {
+        /// The settings file (default ~/.claude/settings.json)
+        #[arg(long, value_name = "PATH", conflicts_with = "project")]
+        settings: Option<PathBuf>,
+        /// Use ./.claude/settings.json
+        #[arg(long)]
+        project: bool,
+        /// Print the change as a diff and write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Inspect checkpoints written by the PreCompact hook
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
@@ -100,6 +139,16 @@ Prints nothing and exits 0 on any input; never blocks the compaction."
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum StatusLineArg {
+    /// Run the existing command and append the gauge to its output
+    Wrap,
+    /// Show only ctxguard's gauge
+    Replace,
+    /// Leave the status line alone
+    Skip,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ mod input;
 mod marker;
 mod paths;
 mod recovery;
+mod settings;
 mod text;
 mod transcript;
 mod usage;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{CheckpointCommand, Cli, Command};
+use crate::cli::{CheckpointCommand, Cli, Command, StatusLineArg};
 use crate::exit::Exit;
 
 fn main() -> ExitCode {
@@ -33,9 +34,13 @@ fn run() -> Exit {
         Err(e) => return arguments_error(e),
     };
     let result = match cli.command {
-        Command::Statusline { no_color, quiet } => {
+        Command::Statusline {
+            no_color,
+            quiet,
+            then,
+        } => {
             return hooks::guard("statusline", |diag| {
-                hooks::statusline::run(no_color, quiet, diag)
+                hooks::statusline::run(no_color, quiet, then.as_deref(), diag)
             })
         }
         Command::Pretooluse => return hooks::guard("pretooluse", hooks::pretooluse::run),
@@ -44,6 +49,24 @@ fn run() -> Exit {
         Command::Checkpoint(CheckpointCommand::Show { session, json }) => {
             commands::checkpoint::show(session, json)
         }
+        Command::Install {
+            settings,
+            project,
+            dry_run,
+            statusline,
+        } => {
+            let mode = match statusline {
+                StatusLineArg::Wrap => settings::StatusLineMode::Wrap,
+                StatusLineArg::Replace => settings::StatusLineMode::Replace,
+                StatusLineArg::Skip => settings::StatusLineMode::Skip,
+            };
+            commands::install::install(settings, project, dry_run, mode)
+        }
+        Command::Uninstall {
+            settings,
+            project,
+            dry_run,
+        } => commands::install::uninstall(settings, project, dry_run),
         Command::Status { session, json } => commands::status::run(session, json),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {

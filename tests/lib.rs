@@ -7,6 +7,7 @@ mod e2e;
 mod faults;
 mod gate;
 mod hostile;
+mod install;
 mod manual;
 mod pretooluse;
 mod recovery;

@@ -1,0 +1,181 @@
+//! `ctxguard install` and `uninstall`: register ctxguard in Claude Code's settings.json, or take
+//! it out again, without ever damaging the file: an unparsable file is refused and left as it is,
+//! every change is preceded by a timestamped backup, and the new file replaces the old atomically
+//! with the same permissions. The edits themselves are in `crate::settings`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use chrono::Local;
+use serde_json::Value;
+
+use crate::config::Env;
+use crate::settings::{self, StatusLineMode};
+
+/// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's.
+pub fn settings_path(explicit: Option<PathBuf>, project: bool, env: &Env) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p);
+    }
+    if project {
+        return Ok(std::env::current_dir()
+            .context("finding the current directory")?
+            .join(".claude/settings.json"));
+    }
+    let home = env
+        .home
+        .as_ref()
+        .ok_or_else(|| anyhow!("cannot find the home directory: pass --settings PATH"))?;
+    Ok(home.join(".claude/settings.json"))
+}
+
+/// The settings as text and parsed; a missing file is an empty object.
+fn read_settings(path: &Path) -> Result<(Option<String>, Value)> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok((None, Value::Object(Default::default())))
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading settings {}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok((Some(text), Value::Object(Default::default())));
+    }
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "settings {} is not valid JSON ({e}); fix it first (ctxguard left it untouched)",
+            path.display()
+        )
+    })?;
+    if !value.is_object() {
+        bail!(
+            "settings {} is not a JSON object; fix it first (ctxguard left it untouched)",
+            path.display()
+        );
+    }
+    Ok((Some(text), value))
+}
+
+fn render(value: &Value) -> Result<String> {
+    Ok(serde_json::to_string_pretty(value).context("encoding settings")? + "\n")
+}
+
+/// Backs up the current file, then replaces it atomically, keeping its permissions.
+fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<PathBuf>> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mode = fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    let backup = match old {
+        Some(text) => {
+            let name = format!(
+                "{}.ctxguard-backup-{}",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("settings.json"),
+                Local::now().format("%Y%m%d-%H%M%S")
+            );
+            let backup = dir.join(name);
+            fs::write(&backup, text)
+                .with_context(|| format!("writing backup {}", backup.display()))?;
+            fs::set_permissions(&backup, fs::Permissions::from_mode(mode))
+                .with_context(|| format!("setting permissions of {}", backup.display()))?;
+            Some(backup)
+        }
+        None => None,
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".settings-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    tmp.write_all(new.as_bytes())
+        .and_then(|()| {
+            tmp.as_file()
+                .set_permissions(fs::Permissions::from_mode(mode))
+        })
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("replacing {}", path.display()))?;
+    Ok(backup)
+}
+
+/// Applies `edit`, then prints what changed (or the diff with `--dry-run`).
+fn apply(
+    path: &Path,
+    dry_run: bool,
+    nothing: &str,
+    edit: impl FnOnce(&mut Value) -> Result<Vec<String>, String>,
+) -> Result<()> {
+    let (old_text, mut value) = read_settings(path)?;
+    let old_render = render(&value)?;
+    let changes = edit(&mut value)
+        .map_err(|e| anyhow!("settings {}: {e}; left untouched", path.display()))?;
+    if changes.is_empty() {
+        println!("{nothing} {} (nothing changed)", path.display());
+        return Ok(());
+    }
+    let new_text = render(&value)?;
+    if dry_run {
+        println!("would change {}:", path.display());
+        print!(
+            "{}",
+            settings::diff(
+                old_text.as_deref().map_or("", |_| old_render.as_str()),
+                &new_text
+            )
+        );
+        println!("(dry run: nothing written)");
+        return Ok(());
+    }
+    let backup = write_settings(path, old_text.as_deref(), &new_text)?;
+    println!("updated {}:", path.display());
+    for c in &changes {
+        println!("  - {c}");
+    }
+    if let Some(b) = backup {
+        println!("backup: {}", b.display());
+    }
+    Ok(())
+}
+
+pub fn install(
+    settings_file: Option<PathBuf>,
+    project: bool,
+    dry_run: bool,
+    mode: StatusLineMode,
+) -> Result<()> {
+    let env = Env::from_process();
+    let path = settings_path(settings_file, project, &env)?;
+    let exe = std::env::current_exe().context("finding the ctxguard binary")?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let bin = exe
+        .to_str()
+        .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
+        .to_string();
+    apply(&path, dry_run, "ctxguard is already installed in", |v| {
+        settings::install(v, &bin, mode)
+    })
+}
+
+pub fn uninstall(settings_file: Option<PathBuf>, project: bool, dry_run: bool) -> Result<()> {
+    let env = Env::from_process();
+    let path = settings_path(settings_file, project, &env)?;
+    if !path.exists() {
+        println!("no settings at {} (nothing to remove)", path.display());
+        return Ok(());
+    }
+    apply(
+        &path,
+        dry_run,
+        "ctxguard is not registered in",
+        settings::uninstall,
+    )
+}

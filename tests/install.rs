@@ -1,0 +1,229 @@
+//! `install`, `uninstall` and the wrapped status line, on real settings files.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+fn settings(env: &TestEnv) -> PathBuf {
+    env.home().join(".claude/settings.json")
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".ctxguard-backup-"))
+        .collect()
+}
+
+const THEIRS: &str = r#"{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/guard.sh"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  },
+  "statusLine": {"type": "command", "command": "printf 'mine'", "padding": 0},
+  "env": {"FOO": "1"}
+}
+"#;
+
+#[test]
+fn install_into_a_fresh_home_then_again_changes_nothing() {
+    let env = TestEnv::new();
+    let run = env.run(&["install"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with(&format!("updated {}:", settings(&env).display())),
+        "{}",
+        run.stdout
+    );
+    let s = read(&settings(&env));
+    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let bin = bin.to_str().unwrap();
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0],
+        json!({"matcher": "*", "hooks": [{"type": "command", "command": format!("{bin} pretooluse")}]})
+    );
+    assert_eq!(s["hooks"]["PreCompact"][0]["matcher"], "auto|manual");
+    assert_eq!(
+        s["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+        format!("{bin} sessionstart")
+    );
+    assert_eq!(
+        s["statusLine"],
+        json!({"type": "command", "command": format!("{bin} statusline")})
+    );
+    let before = fs::read(settings(&env)).unwrap();
+    let again = env.run(&["install"], "");
+    assert_eq!(again.code, 0);
+    assert!(
+        again.stdout.contains("already installed") && again.stdout.contains("nothing changed"),
+        "{again:?}"
+    );
+    assert_eq!(fs::read(settings(&env)).unwrap(), before);
+    assert!(
+        backups(&env.home().join(".claude")).is_empty(),
+        "nothing to back up the first time"
+    );
+}
+
+#[test]
+fn install_keeps_their_settings_backs_up_and_uninstall_restores() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+    let run = env.run(&["install"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = read(&settings(&env));
+    let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["model", "hooks", "statusLine", "env"], "order kept");
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "~/guard.sh",
+        "theirs first"
+    );
+    assert_eq!(
+        s["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "notify-send done"
+    );
+    assert!(
+        s["statusLine"]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("statusline --then 'printf '\\''mine'\\'''"),
+        "{}",
+        s["statusLine"]
+    );
+    assert_eq!(s["statusLine"]["padding"], 0);
+    assert_eq!(
+        fs::metadata(settings(&env)).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let b = backups(&env.home().join(".claude"));
+    assert_eq!(b.len(), 1);
+    assert_eq!(fs::read_to_string(&b[0]).unwrap(), THEIRS);
+    assert!(run.stdout.contains(&format!("backup: {}", b[0].display())));
+
+    // The wrapped status line runs theirs and appends the gauge.
+    let cmd = s["statusLine"]["command"].as_str().unwrap().to_string();
+    let words: Vec<&str> = vec!["statusline", "--no-color", "--then", "printf 'mine'"];
+    let out = env.run(
+        &words,
+        statusline_payload(SESSION, Some(128_000), Some(200_000)).to_string(),
+    );
+    assert_eq!(
+        out.stdout, "mine · ctx 64% · 128k/200k · compacts in 39k\n",
+        "{cmd}"
+    );
+
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert!(
+        un.stdout.contains("statusLine: restored `printf 'mine'`"),
+        "{}",
+        un.stdout
+    );
+    assert_eq!(
+        read(&settings(&env)),
+        serde_json::from_str::<Value>(THEIRS).unwrap()
+    );
+    let again = env.run(&["uninstall"], "");
+    assert!(again.stdout.contains("not registered"), "{again:?}");
+}
+
+#[test]
+fn an_unparsable_settings_file_is_refused_and_left_untouched() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    let broken = "{\"model\": \"opus\",, }";
+    fs::write(settings(&env), broken).unwrap();
+    for args in [&["install"][..], &["uninstall"], &["install", "--dry-run"]] {
+        let run = env.run(args, "");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains("not valid JSON") && run.stderr.contains("settings.json"),
+            "{run:?}"
+        );
+        assert!(run.stderr.contains("left it untouched"), "{run:?}");
+    }
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), broken);
+    assert!(backups(&env.home().join(".claude")).is_empty());
+    fs::write(settings(&env), "[1, 2]").unwrap();
+    let run = env.run(&["install"], "");
+    assert!(
+        run.code == 1 && run.stderr.contains("not a JSON object"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn dry_run_prints_the_diff_and_writes_nothing() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    let run = env.run(&["install", "--dry-run", "--statusline", "skip"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("would change "), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("+ ") && run.stdout.contains("pretooluse"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("statusline\""),
+        "skip leaves the status line: {}",
+        run.stdout
+    );
+    assert!(run.stdout.ends_with("(dry run: nothing written)\n"));
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), THEIRS);
+}
+
+#[test]
+fn project_settings_and_replace() {
+    let env = TestEnv::new();
+    let project = env.dir.path().join("proj");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    fs::write(project.join(".claude/settings.json"), THEIRS).unwrap();
+    let out = env
+        .command(&["install", "--project", "--statusline", "replace"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = read(&project.join(".claude/settings.json"));
+    assert!(s["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("ctxguard statusline"));
+    assert!(
+        !settings(&env).exists(),
+        "the user's settings were not touched"
+    );
+}
+
+#[test]
+fn a_hanging_wrapped_status_line_is_cut_off() {
+    let env = TestEnv::new();
+    let run = env.run_within(
+        &["statusline", "--no-color", "--then", "sleep 30"],
+        statusline_payload(SESSION, Some(128_000), Some(200_000)).to_string(),
+        std::time::Duration::from_secs(15),
+        u64::MAX,
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, "ctx 64% · 128k/200k · compacts in 39k\n");
+    assert!(run.stderr.contains("killed"), "{run:?}");
+}
