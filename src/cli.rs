@@ -122,6 +122,25 @@ status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
         #[arg(long)]
         dry_run: bool,
     },
+    /// Check the installation and explain the auto-compaction settings
+    #[command(
+        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n\n\
+Exits 1 when something is broken; every finding says how to fix it."
+    )]
+    Doctor {
+        /// Print the findings as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  ctxguard completions bash > ~/.local/share/bash-completion/completions/ctxguard\n  ctxguard completions zsh > ~/.zfunc/_ctxguard\n  ctxguard completions fish > ~/.config/fish/completions/ctxguard.fish"
+    )]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Inspect checkpoints written by the PreCompact hook
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),

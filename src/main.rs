@@ -67,6 +67,21 @@ fn run() -> Exit {
             project,
             dry_run,
         } => commands::install::uninstall(settings, project, dry_run),
+        Command::Doctor { json } => {
+            return match commands::doctor::run(json) {
+                Ok(exit) => exit,
+                Err(e) => {
+                    eprintln!("ctxguard: {e:#}");
+                    Exit::Failure
+                }
+            }
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Status { session, json } => commands::status::run(session, json),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {

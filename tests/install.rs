@@ -227,3 +227,163 @@ fn a_hanging_wrapped_status_line_is_cut_off() {
     assert_eq!(run.stdout, "ctx 64% · 128k/200k · compacts in 39k\n");
     assert!(run.stderr.contains("killed"), "{run:?}");
 }
+
+fn doctor(env: &TestEnv, cwd: &Path) -> (i32, Value) {
+    let out = env
+        .command(&["doctor", "--json"])
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+fn statuses(report: &Value, check: &str) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == check)
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f["status"].as_str().unwrap(),
+                f["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_fails_until_installed_then_passes() {
+    let env = TestEnv::new();
+    let cwd = env.dir.path().to_path_buf();
+    let (code, report) = doctor(&env, &cwd);
+    assert_eq!(code, 1);
+    assert_eq!(report["ok"], false);
+    let hooks = statuses(&report, "hooks");
+    assert_eq!(hooks.len(), 3);
+    assert!(hooks.iter().all(|h| h.starts_with("fail:")), "{hooks:?}");
+    let fixes: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .map(|f| &f["fix"])
+        .collect();
+    assert!(
+        fixes
+            .iter()
+            .all(|f| f.as_str().is_some_and(|s| s.contains("ctxguard install"))),
+        "{fixes:?}"
+    );
+    let human = env.command(&["doctor"]).current_dir(&cwd).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("FAIL hooks") && text.contains("fix: run `ctxguard install`"),
+        "{text}"
+    );
+
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let (code, report) = doctor(&env, &cwd);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(statuses(&report, "hooks")
+        .iter()
+        .all(|h| h.starts_with("ok:")));
+    assert!(statuses(&report, "binary")[0].starts_with("ok:"));
+    assert!(statuses(&report, "statusline")[0].starts_with("ok:"));
+    assert!(statuses(&report, "state")[0].starts_with("ok:"));
+    assert_eq!(
+        report["thresholds"],
+        json!([{"window": 200000, "compact_at": 167000, "trigger_at": 127000, "critical_at": 152000},
+               {"window": 1000000, "compact_at": 967000, "trigger_at": 927000, "critical_at": 952000}])
+    );
+}
+
+#[test]
+fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
+    let env = TestEnv::new();
+    let project = env.dir.path().join("proj");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    // Registered again in the project, with a binary that does not exist, and the plugin too.
+    let gone = |sub: &str| json!([{"hooks": [{"type": "command", "command": format!("/gone/ctxguard {sub}")}]}]);
+    let project_settings = json!({
+        "hooks": {"PreToolUse": gone("pretooluse")},
+        "autoCompactEnabled": false,
+        "env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"},
+        "enabledPlugins": {"ctxguard@tools": true},
+        "statusLine": {"type": "command", "command": "~/mine.sh"}
+    });
+    fs::write(
+        project.join(".claude/settings.json"),
+        project_settings.to_string(),
+    )
+    .unwrap();
+    let (code, report) = doctor(&env, &project);
+    assert_eq!(code, 1, "{report:#}");
+    let hooks = statuses(&report, "hooks");
+    assert!(
+        hooks[0].starts_with("warn: PreToolUse runs `ctxguard pretooluse` 3 times"),
+        "{hooks:?}"
+    );
+    assert!(
+        hooks[1].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"),
+        "{hooks:?}"
+    );
+    let binary = statuses(&report, "binary");
+    assert!(
+        binary
+            .iter()
+            .any(|b| b.starts_with("fail: `/gone/ctxguard`")),
+        "{binary:?}"
+    );
+    assert!(
+        statuses(&report, "statusline")[0].starts_with("warn: the status line runs `~/mine.sh`")
+    );
+    let auto = statuses(&report, "autocompact");
+    assert!(
+        auto.iter()
+            .any(|a| a.starts_with("warn: auto-compaction is off")),
+        "{auto:?}"
+    );
+    assert!(
+        auto.iter()
+            .any(|a| a.starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50")),
+        "{auto:?}"
+    );
+    assert_eq!(report["thresholds"][0]["compact_at"], 100_000);
+    assert_eq!(report["thresholds"][0]["trigger_at"], 60_000);
+}
+
+#[test]
+fn doctor_reports_unparsable_settings_and_config() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), "{oops").unwrap();
+    fs::create_dir_all(env.state()).unwrap();
+    fs::write(
+        env.state().join("config.json"),
+        r#"{"headroom_tokens": "x"}"#,
+    )
+    .unwrap();
+    let (code, report) = doctor(&env, env.dir.path());
+    assert_eq!(code, 1);
+    assert!(statuses(&report, "settings")[0].contains("is not valid JSON"));
+    assert!(statuses(&report, "config")[0].contains("`headroom_tokens` must be"));
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let env = TestEnv::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = env.run(&["completions", shell], "");
+        assert_eq!(run.code, 0, "{shell}");
+        for sub in ["pretooluse", "install", "doctor", "checkpoint"] {
+            assert!(run.stdout.contains(sub), "{shell} completes {sub}");
+        }
+    }
+    assert_eq!(env.run(&["completions", "tcsh"], "").code, 1);
+}

@@ -325,9 +325,23 @@ fn manual_commands_fail_clearly_on_bad_config_and_files() {
 #[test]
 fn help_has_examples_and_succeeds() {
     let env = TestEnv::new();
-    for sub in ["statusline", "pretooluse", "status", "reset", "usage"] {
-        let run = env.run(&[sub, "--help"], "");
-        assert_eq!(run.code, 0, "{sub}");
-        assert!(run.stdout.contains("Example"), "{sub}: {}", run.stdout);
+    let subs: [&[&str]; 12] = [
+        &["statusline"],
+        &["pretooluse"],
+        &["precompact"],
+        &["sessionstart"],
+        &["status"],
+        &["reset"],
+        &["usage"],
+        &["install"],
+        &["uninstall"],
+        &["doctor"],
+        &["completions"],
+        &["checkpoint", "show"],
+    ];
+    for sub in subs {
+        let run = env.run(&[sub, &["--help"]].concat(), "");
+        assert_eq!(run.code, 0, "{sub:?}");
+        assert!(run.stdout.contains("Example"), "{sub:?}: {}", run.stdout);
     }
 }

@@ -2,6 +2,7 @@
 //! exit 1.
 
 pub mod checkpoint;
+pub mod doctor;
 pub mod install;
 pub mod reset;
 pub mod status;
