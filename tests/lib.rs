@@ -9,6 +9,7 @@ mod gate;
 mod hostile;
 mod install;
 mod manual;
+mod plugin;
 mod pretooluse;
 mod recovery;
 mod statusline;
