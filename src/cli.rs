@@ -94,15 +94,8 @@ Idempotent; keeps every other key and hook in its order; backs the file up first
 status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
     )]
     Install {
-        /// The settings file (default ~/.claude/settings.json)
-        #[arg(long, value_name = "PATH", conflicts_with = "project")]
-        settings: Option<PathBuf>,
-        /// Use ./.claude/settings.json
-        #[arg(long)]
-        project: bool,
-        /// Print the change as a diff and write nothing
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        target: SettingsTarget,
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
         statusline: StatusLineArg,
@@ -112,15 +105,8 @@ status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
         after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project"
     )]
     Uninstall {
-        /// The settings file (default ~/.claude/settings.json)
-        #[arg(long, value_name = "PATH", conflicts_with = "project")]
-        settings: Option<PathBuf>,
-        /// Use ./.claude/settings.json
-        #[arg(long)]
-        project: bool,
-        /// Print the change as a diff and write nothing
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        target: SettingsTarget,
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(
@@ -158,6 +144,20 @@ Exits 1 when something is broken; every finding says how to fix it."
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Which settings file `install` and `uninstall` edit, and whether to write it.
+#[derive(Debug, clap::Args)]
+pub struct SettingsTarget {
+    /// The settings file (default ~/.claude/settings.json)
+    #[arg(long, value_name = "PATH", conflicts_with = "project")]
+    pub settings: Option<PathBuf>,
+    /// Use ./.claude/settings.json
+    #[arg(long)]
+    pub project: bool,
+    /// Print the change as a diff and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

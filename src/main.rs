@@ -49,24 +49,15 @@ fn run() -> Exit {
         Command::Checkpoint(CheckpointCommand::Show { session, json }) => {
             commands::checkpoint::show(session, json)
         }
-        Command::Install {
-            settings,
-            project,
-            dry_run,
-            statusline,
-        } => {
+        Command::Install { target, statusline } => {
             let mode = match statusline {
                 StatusLineArg::Wrap => settings::StatusLineMode::Wrap,
                 StatusLineArg::Replace => settings::StatusLineMode::Replace,
                 StatusLineArg::Skip => settings::StatusLineMode::Skip,
             };
-            commands::install::install(settings, project, dry_run, mode)
+            commands::install::install(&target, mode)
         }
-        Command::Uninstall {
-            settings,
-            project,
-            dry_run,
-        } => commands::install::uninstall(settings, project, dry_run),
+        Command::Uninstall { target } => commands::install::uninstall(&target),
         Command::Doctor { json } => {
             return match commands::doctor::run(json) {
                 Ok(exit) => exit,

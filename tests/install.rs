@@ -387,3 +387,38 @@ fn completions_for_each_shell() {
     }
     assert_eq!(env.run(&["completions", "tcsh"], "").code, 1);
 }
+
+#[test]
+fn a_symlinked_settings_file_stays_a_link_and_its_target_is_edited() {
+    let env = TestEnv::new();
+    let dotfiles = env.dir.path().join("dotfiles");
+    fs::create_dir_all(&dotfiles).unwrap();
+    fs::write(dotfiles.join("claude-settings.json"), THEIRS).unwrap();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(dotfiles.join("claude-settings.json"), settings(&env)).unwrap();
+    let run = env.run(&["install"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        fs::symlink_metadata(settings(&env))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "still a link"
+    );
+    let edited = read(&dotfiles.join("claude-settings.json"));
+    assert!(edited["hooks"]["PreCompact"].is_array());
+    assert_eq!(
+        backups(&dotfiles).len(),
+        1,
+        "the backup sits beside the real file"
+    );
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    assert!(fs::symlink_metadata(settings(&env))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        read(&dotfiles.join("claude-settings.json")),
+        serde_json::from_str::<Value>(THEIRS).unwrap()
+    );
+}

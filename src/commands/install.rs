@@ -1,7 +1,9 @@
 //! `ctxguard install` and `uninstall`: register ctxguard in Claude Code's settings.json, or take
 //! it out again, without ever damaging the file: an unparsable file is refused and left as it is,
 //! every change is preceded by a timestamped backup, and the new file replaces the old atomically
-//! with the same permissions. The edits themselves are in `crate::settings`.
+//! with the same permissions. The edits themselves are in `crate::settings`. The file is written
+//! back as 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but
+//! custom whitespace is not; the backup keeps the original byte for byte.
 
 use std::fs;
 use std::io::{self, Write};
@@ -12,15 +14,27 @@ use anyhow::{anyhow, bail, Context, Result};
 use chrono::Local;
 use serde_json::Value;
 
+use crate::cli::SettingsTarget;
 use crate::config::Env;
 use crate::settings::{self, StatusLineMode};
 
-/// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's.
-pub fn settings_path(explicit: Option<PathBuf>, project: bool, env: &Env) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p);
+/// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
+/// file that is a symlink (dotfile managers make them) is followed, so the link survives the
+/// atomic replacement and the file it points to is the one edited.
+pub fn settings_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
+    let path = chosen_path(target, env)?;
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return fs::canonicalize(&path)
+            .with_context(|| format!("following the link {}", path.display()));
     }
-    if project {
+    Ok(path)
+}
+
+fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
+    if let Some(p) = &target.settings {
+        return Ok(p.clone());
+    }
+    if target.project {
         return Ok(std::env::current_dir()
             .context("finding the current directory")?
             .join(".claude/settings.json"));
@@ -146,35 +160,33 @@ fn apply(
     Ok(())
 }
 
-pub fn install(
-    settings_file: Option<PathBuf>,
-    project: bool,
-    dry_run: bool,
-    mode: StatusLineMode,
-) -> Result<()> {
+pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
     let env = Env::from_process();
-    let path = settings_path(settings_file, project, &env)?;
+    let path = settings_path(target, &env)?;
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let bin = exe
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
-    apply(&path, dry_run, "ctxguard is already installed in", |v| {
-        settings::install(v, &bin, mode)
-    })
+    apply(
+        &path,
+        target.dry_run,
+        "ctxguard is already installed in",
+        |v| settings::install(v, &bin, mode),
+    )
 }
 
-pub fn uninstall(settings_file: Option<PathBuf>, project: bool, dry_run: bool) -> Result<()> {
+pub fn uninstall(target: &SettingsTarget) -> Result<()> {
     let env = Env::from_process();
-    let path = settings_path(settings_file, project, &env)?;
+    let path = settings_path(target, &env)?;
     if !path.exists() {
         println!("no settings at {} (nothing to remove)", path.display());
         return Ok(());
     }
     apply(
         &path,
-        dry_run,
+        target.dry_run,
         "ctxguard is not registered in",
         settings::uninstall,
     )
