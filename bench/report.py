@@ -125,13 +125,16 @@ print()
 
 print("## Transcript usage: flat in the file's size")
 print()
-print("| transcript | ctxguard `usage` | node, whole file | python, whole file |")
-print("|---|---:|---:|---:|")
+print("| transcript | ctxguard `usage` | node, whole file | python, whole file | ctxguard / node | ctxguard / python |")
+print("|---|---:|---:|---:|---:|---:|")
 for mb in (1, 10, 100):
     cells = []
     for prefix in ("usage", "alt-node-usage", "alt-python-usage"):
         R[prefix + "-%dmb" % mb] = r = load(prefix + "-%dmb" % mb)
         cells.append(ms(r["median"]) if r else "-")
+    ours, node, py = (R.get(p + "-%dmb" % mb) for p in ("usage", "alt-node-usage", "alt-python-usage"))
+    for alt in (node, py):
+        cells.append("%.3f×" % (ours["median"] / alt["median"]) if ours and alt else "-")
     print("| %d MB | %s |" % (mb, " | ".join(cells)))
 print()
 print("ctxguard reads the file backwards from the end and stops at the newest reply; the "
