@@ -166,6 +166,17 @@ pub fn ensure_state_dir(root: &Path, dir: &Path) -> Result<()> {
 /// (which replaces a symlink at `path` rather than following it). With `no_clobber`, an existing
 /// file at `path` is an error and is left untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], no_clobber: bool) -> Result<()> {
+    atomic(path, bytes, no_clobber, None)
+}
+
+/// [`write_atomic`] for a file that is not ctxguard's own (a user's settings.json): the new file
+/// gets `mode` instead of 0600.
+pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    atomic(path, bytes, false, Some(mode))
+}
+
+fn atomic(path: &Path, bytes: &[u8], no_clobber: bool, mode: Option<u32>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
         .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
@@ -174,6 +185,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8], no_clobber: bool) -> Result<()> {
         .tempfile_in(dir)
         .with_context(|| format!("creating a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)
+        .and_then(|()| match mode {
+            Some(m) => tmp.as_file().set_permissions(fs::Permissions::from_mode(m)),
+            None => Ok(()),
+        })
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("writing {}", tmp.path().display()))?;
     if no_clobber {

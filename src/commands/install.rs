@@ -6,7 +6,7 @@
 //! custom whitespace is not; the backup keeps the original byte for byte.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::cli::SettingsTarget;
 use crate::config::Env;
+use crate::files;
 use crate::settings::{self, StatusLineMode};
 
 /// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
@@ -104,20 +105,7 @@ fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<Pa
         }
         None => None,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".settings-")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-    tmp.write_all(new.as_bytes())
-        .and_then(|()| {
-            tmp.as_file()
-                .set_permissions(fs::Permissions::from_mode(mode))
-        })
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("replacing {}", path.display()))?;
+    files::replace_with_mode(path, new.as_bytes(), mode)?;
     Ok(backup)
 }
 
