@@ -91,13 +91,12 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
         }
         None => super::sessions(&paths)?
             .into_iter()
-            .filter_map(|(store, marker)| match marker {
+            .filter_map(|(_, marker)| match marker {
                 Ok(m) => Some(m),
                 Err(e) => {
                     eprintln!(
                         "warning: {e:#} (the next hook run replaces it; or `ctxguard reset --session` it)"
                     );
-                    let _ = store;
                     None
                 }
             })
