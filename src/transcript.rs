@@ -286,11 +286,20 @@ pub fn is_boundary(line: &[u8]) -> bool {
 /// The offset where the part of the transcript after its newest `compact_boundary` starts (0
 /// when it has none). Reads backwards, so its cost is the size of that part.
 pub fn since_newest_boundary<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {
+    since_newest_boundary_from(reader, len, FIRST_CHUNK)
+}
+
+/// [`since_newest_boundary`] with the first chunk size as a parameter, for tests.
+fn since_newest_boundary_from<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    first_chunk: usize,
+) -> io::Result<u64> {
     let mut after = 0;
     scan_backwards(
         reader,
         len,
-        FIRST_CHUNK,
+        first_chunk,
         u64::MAX,
         MAX_LINE,
         |line, offset| {
@@ -481,23 +490,8 @@ mod tests {
         );
         let len = text.len() as u64;
         for chunk in [1usize, 5, 64] {
-            let mut after = 0;
-            scan_backwards(
-                &mut Cursor::new(text.as_bytes()),
-                len,
-                chunk,
-                u64::MAX,
-                MAX_LINE,
-                |l, off| {
-                    if is_boundary(l) {
-                        after = off + l.len() as u64 + 1;
-                        true
-                    } else {
-                        false
-                    }
-                },
-            )
-            .unwrap();
+            let after =
+                since_newest_boundary_from(&mut Cursor::new(text.as_bytes()), len, chunk).unwrap();
             assert_eq!(
                 &text[after as usize..after as usize + 10],
                 &assistant((2, 2, 2), "")[..10]
