@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::config::{Config, Env};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
+use crate::marker::{Lock, Marker};
 use crate::paths::Paths;
 
 /// Notes collected while a hook runs and printed as a single stderr line at the end.
@@ -71,6 +72,15 @@ pub fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
         bail!("no session_id in the {event} input; nothing to do");
     }
     Ok(input)
+}
+
+/// The session's marker, loaded under `lock`: a corrupt or unreadable file is a note, and idle.
+pub fn load_marker(lock: &Lock, session_id: &str, diag: &mut Diag) -> Marker {
+    let loaded = lock.load(session_id);
+    if let Some(problem) = loaded.problem {
+        diag.note(problem);
+    }
+    loaded.marker
 }
 
 /// A hook's settings: a bad config file means the defaults, and a note.

@@ -111,11 +111,7 @@ fn try_gate(
 ) -> Result<bool> {
     let scan = transcript::tail_usage(Path::new(&input.transcript_path)).ok();
     let lock = store.lock(LOCK_WAIT)?;
-    let current = lock.load(&input.session_id);
-    if let Some(problem) = current.problem {
-        diag.note(problem);
-    }
-    let m = current.marker;
+    let m = super::load_marker(&lock, &input.session_id, diag);
     let tokens = scan.and_then(|s| s.tokens).or(m.tokens);
     let window = m
         .window
@@ -160,10 +156,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
 
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
     let lock = store.lock(LOCK_WAIT)?;
-    let current = lock.load(&input.session_id);
-    if let Some(problem) = current.problem {
-        diag.note(problem);
-    }
+    let current_marker = super::load_marker(&lock, &input.session_id, diag);
     let previous = match checkpoints.latest() {
         Ok(latest) => latest.map(|cp| cp.id),
         Err(e) => {
@@ -174,7 +167,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let cp = decide(
         &input,
         reading,
-        &current.marker,
+        &current_marker,
         checkpoints.next_id()?,
         previous,
         &config,
@@ -185,7 +178,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let event = Event::Compacted {
         checkpoint: cp_path.display().to_string(),
     };
-    lock.save(&marker::transition(&current.marker, &event, now, stale))?;
+    lock.save(&marker::transition(&current_marker, &event, now, stale))?;
     // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
     for dir in [store.dir(), checkpoints.dir()] {
         files::sweep_temp_files(dir, Duration::from_secs(60));

@@ -130,12 +130,9 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     };
 
     let lock = store.lock(LOCK_WAIT)?;
-    let current = lock.load(&input.session_id);
-    if let Some(problem) = current.problem {
-        diag.note(problem);
-    }
-    let (next, nudge) = decide(&current.marker, scan.as_ref(), &config, now);
-    if marker::worth_saving(&current.marker, &next, super::statusline::REFRESH) {
+    let current_marker = super::load_marker(&lock, &input.session_id, diag);
+    let (next, nudge) = decide(&current_marker, scan.as_ref(), &config, now);
+    if marker::worth_saving(&current_marker, &next, super::statusline::REFRESH) {
         // If the nudge cannot be recorded, it is not given: an unrecorded nudge would repeat
         // on every tool call.
         lock.save(&next)?;

@@ -74,11 +74,7 @@ fn consume(
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let lock = store.lock(LOCK_WAIT)?;
-    let current = lock.load(session_id);
-    if let Some(problem) = current.problem {
-        diag.note(problem);
-    }
-    let m = current.marker;
+    let m = super::load_marker(&lock, session_id, diag);
     let Some(path) = m.last_checkpoint.clone().filter(|_| m.recovery_pending) else {
         return Ok(None);
     };

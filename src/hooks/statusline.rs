@@ -215,13 +215,10 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     let mut gauge = None;
     let recorded = (|| -> Result<()> {
         let lock = store.lock(LOCK_WAIT)?;
-        let current = lock.load(&input.session_id);
-        if let Some(problem) = current.problem {
-            diag.note(problem);
-        }
-        let (next, g) = decide(&current.marker, observation.clone(), &config, now);
+        let current_marker = super::load_marker(&lock, &input.session_id, diag);
+        let (next, g) = decide(&current_marker, observation.clone(), &config, now);
         gauge = Some(g);
-        if marker::worth_saving(&current.marker, &next, REFRESH) {
+        if marker::worth_saving(&current_marker, &next, REFRESH) {
             lock.save(&next)?;
         }
         Ok(())
