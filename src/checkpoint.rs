@@ -680,6 +680,13 @@ mod tests {
         )
     }
 
+    fn todo_pairs(cp: &Checkpoint) -> Vec<(&str, &str)> {
+        cp.todos
+            .iter()
+            .map(|t| (t.content.as_str(), t.status.as_str()))
+            .collect()
+    }
+
     fn build(lines: &[Vec<u8>]) -> (Checkpoint, Builder) {
         let mut b = Builder::default();
         for l in lines {
@@ -825,11 +832,7 @@ mod tests {
                 ]}),
             ),
         ]);
-        let list: Vec<_> = cp
-            .todos
-            .iter()
-            .map(|t| (t.content.as_str(), t.status.as_str()))
-            .collect();
+        let list = todo_pairs(&cp);
         assert_eq!(
             list,
             [
@@ -884,11 +887,7 @@ mod tests {
                 json!({"taskId": 9, "status": "in_progress"}),
             ),
         ]);
-        let list: Vec<_> = cp
-            .todos
-            .iter()
-            .map(|t| (t.content.as_str(), t.status.as_str()))
-            .collect();
+        let list = todo_pairs(&cp);
         assert_eq!(
             list,
             [

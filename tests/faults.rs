@@ -15,15 +15,9 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 fn spawn_with(env: &TestEnv, args: &[&str], input: &str) -> std::process::Child {
-    let mut child = env
-        .command(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child
+    let mut cmd = env.command(args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    feed(cmd, input)
 }
 
 /// Reads the marker if there is one; panics if it does not parse.

@@ -93,16 +93,9 @@ impl TestEnv {
     }
 
     pub fn run(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // A hook may exit before reading everything; a broken pipe is fine.
-        let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
-        Run::from(child.wait_with_output().unwrap())
+        let mut cmd = self.command(args);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        Run::from(feed(cmd, stdin).wait_with_output().unwrap())
     }
 
     pub fn statusline(&self, payload: &Value) -> Run {
@@ -159,6 +152,14 @@ impl TestEnv {
         fs::write(&path, content).unwrap();
         path
     }
+}
+
+/// Spawns `cmd` (its stdout and stderr as the caller set them) and writes `stdin` to it. A hook
+/// may exit before reading everything; a broken pipe is fine.
+pub fn feed(mut cmd: Command, stdin: impl AsRef<[u8]>) -> std::process::Child {
+    let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+    child
 }
 
 /// The real status-line payload with `tokens` of usage (all in cache reads) on `window`.
@@ -264,13 +265,8 @@ impl TestEnv {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = feed(cmd, stdin);
         let start = std::time::Instant::now();
         while child.try_wait().unwrap().is_none() {
             if start.elapsed() > limit {
