@@ -37,21 +37,85 @@ fn nofollow_error(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
     }
 }
 
-/// Opens a state file for reading without following a symlink. `Ok(None)` if it does not exist.
+/// No state or config file ctxguard writes comes near this; anything larger is refused rather
+/// than read (a config linked to /dev/zero, a planted giant file).
+pub const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
+
+/// Reads a state or config file without following a symlink. `Ok(None)` if it does not exist.
+/// Only a regular file is read, and at most [`MAX_STATE_FILE`] bytes: O_NONBLOCK makes opening a
+/// FIFO return at once, and the type check then refuses it, devices and directories.
 pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path);
-    let mut file = match file {
+    let file = match file {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(nofollow_error(e, path, &format!("reading {what}"))),
     };
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut file, &mut bytes)
+    let meta = file
+        .metadata()
         .with_context(|| format!("reading {what} {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{what} {} is not a regular file; refusing to read it",
+            path.display()
+        );
+    }
+    if meta.len() > MAX_STATE_FILE {
+        bail!(
+            "{what} {} is {} bytes, more than the {MAX_STATE_FILE} a {what} can be; refusing to \
+             read it",
+            path.display(),
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, MAX_STATE_FILE + 1), &mut bytes)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    if bytes.len() as u64 > MAX_STATE_FILE {
+        bail!(
+            "{what} {} grew past {MAX_STATE_FILE} bytes while read",
+            path.display()
+        );
+    }
     Ok(Some(bytes))
+}
+
+/// Refuses `dir` (at or under `root`) when any directory between `root` and it is a symbolic
+/// link: reads under the state root follow the same rule as writes. Missing directories are
+/// fine (there is nothing to read). `root` itself may be a link the user made.
+pub fn refuse_symlinked_dirs(root: &Path, dir: &Path) -> Result<()> {
+    let Ok(rest) = dir.strip_prefix(root) else {
+        bail!(
+            "{} is outside the state directory {}",
+            dir.display(),
+            root.display()
+        );
+    };
+    let mut current = root.to_path_buf();
+    for part in rest.components() {
+        current.push(part);
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => return Err(symlink_refusal(&current)),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("checking {}", current.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`read_state_file`] for a file under the state root: no directory between the root and the
+/// file may be a symbolic link either.
+pub fn read_state_file_in(root: &Path, path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
+    if let Some(parent) = path.parent() {
+        refuse_symlinked_dirs(root, parent)?;
+    }
+    read_state_file(path, what)
 }
 
 /// Opens (creating, 0600) a lock file without following a symlink.

@@ -75,20 +75,6 @@ pub fn cut(s: &str, max: usize) -> String {
     format!("{}…", keep.trim_end())
 }
 
-/// The last `max` characters (for log tails), starting at a line boundary when one is near.
-pub fn tail(s: &str, max: usize) -> String {
-    let count = s.chars().count();
-    if count <= max {
-        return s.to_string();
-    }
-    let start = s.char_indices().nth(count - max).map_or(0, |(i, _)| i);
-    let rest = &s[start..];
-    match rest.find('\n') {
-        Some(i) if i < rest.len() / 2 => rest[i + 1..].to_string(),
-        _ => rest.to_string(),
-    }
-}
-
 /// `s` inside a markdown code fence that `s` itself cannot close.
 pub fn fence(s: &str, lang: &str) -> String {
     let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
@@ -129,9 +115,6 @@ mod tests {
         assert_eq!(cut("hello world", 6), "hello…");
         assert_eq!(cut("日本語のテキスト", 4), "日本語…");
         assert_eq!(char_len(&cut(&"é".repeat(500), 200)), 200);
-        assert_eq!(tail("line1\nline2\nline3", 100), "line1\nline2\nline3");
-        assert_eq!(tail("aaaa\nbbbb\ncccc", 7), "cccc");
-        assert_eq!(tail("ééééé", 2), "éé");
     }
 
     #[test]

@@ -45,6 +45,9 @@ fn off_by_default_never_blocks() {
 fn holds_once_then_nudges_then_passes() {
     let mut env = TestEnv::new();
     env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    // The gate holds only on a window it can trust: forced here, reported by the status line
+    // in `a_window_in_doubt_never_holds`.
+    env.set("CTXGUARD_WINDOW_TOKENS", "200000");
     let t = transcript(&env, 150_000);
 
     // Manual compactions are never held.
@@ -94,6 +97,7 @@ fn holds_once_then_nudges_then_passes() {
 fn a_stuck_gate_never_blocks_twice() {
     let mut env = TestEnv::new();
     env.set("CTXGUARD_GATE_AUTO_COMPACTION", "1");
+    env.set("CTXGUARD_WINDOW_TOKENS", "200000");
     let t = transcript(&env, 150_000);
     // No tool call ever delivers the nudge: each hold is followed by a compaction that passes
     // (which starts a new cycle, which may hold once again), never by a second hold.
@@ -107,6 +111,7 @@ fn delivered_nudge_or_overflow_or_unknown_usage_pass() {
     // Nudge already delivered this cycle.
     let mut env = TestEnv::new();
     env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    env.set("CTXGUARD_WINDOW_TOKENS", "200000");
     let t = transcript(&env, 150_000);
     decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
     assert_eq!(precompact(&env, "auto", &t).code, 0);
@@ -114,6 +119,7 @@ fn delivered_nudge_or_overflow_or_unknown_usage_pass() {
     // Within 5,000 tokens of the (200k) window: an overflow recovery must not fail.
     let mut env = TestEnv::new();
     env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    env.set("CTXGUARD_WINDOW_TOKENS", "200000");
     let t = transcript(&env, 196_000);
     assert_eq!(precompact(&env, "auto", &t).code, 0);
 
@@ -122,6 +128,45 @@ fn delivered_nudge_or_overflow_or_unknown_usage_pass() {
     env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
     let run = precompact(&env, "auto", &env.dir.path().join("missing.jsonl"));
     assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
+fn a_window_in_doubt_never_holds() {
+    // No status line and no configured window: 150k of a guessed 200k may be 15% of a 1M
+    // window. In doubt, the compaction proceeds.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    let t = transcript(&env, 150_000);
+    assert_eq!(precompact(&env, "auto", &t).code, 0);
+
+    // The status line reported 200k just now: trusted, so the gate may hold.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    env.statusline(&statusline_payload(SESSION, Some(100_000), Some(200_000)));
+    let t = transcript(&env, 150_000);
+    assert_eq!(precompact(&env, "auto", &t).code, 2);
+}
+
+#[test]
+fn an_overflow_after_a_model_switch_never_holds() {
+    // The marker still holds the 1M window of the previous model, reported long ago; the
+    // session now has 300k tokens on a 200k model and is compacting to recover.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    env.statusline(&statusline_payload(SESSION, Some(100_000), Some(1_000_000)));
+    env.edit_marker(SESSION, |m| {
+        m["statusline_at"] = serde_json::json!(time_from_now(-7200));
+        m["updated_at"] = serde_json::json!(time_from_now(-7200));
+    });
+    let t = transcript(&env, 300_000);
+    assert_eq!(precompact(&env, "auto", &t).code, 0);
+
+    // Even a fresh report is not trusted when usage is over it.
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_GATE_AUTO_COMPACTION", "true");
+    env.statusline(&statusline_payload(SESSION, Some(100_000), Some(200_000)));
+    let t = transcript(&env, 300_000);
+    assert_eq!(precompact(&env, "auto", &t).code, 0);
 }
 
 #[test]

@@ -386,6 +386,17 @@ fn resume_injects_a_never_consumed_checkpoint() {
     assert_eq!(again.stdout, "");
 }
 
+/// Moves the newest checkpoint of `session` `secs` into the past.
+fn age_checkpoint(env: &TestEnv, session: &str, secs: i64) {
+    let dir = checkpoint_dir(env, session);
+    for name in ["cp_001.json", "_latest.json"] {
+        let file = dir.join(name);
+        let mut cp: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+        cp["meta"]["created_at"] = json!(time_from_now(-secs));
+        fs::write(&file, cp.to_string()).unwrap();
+    }
+}
+
 #[test]
 fn a_new_session_gets_a_digest_of_the_previous_one_in_the_same_directory() {
     let env = TestEnv::new();
@@ -400,6 +411,11 @@ fn a_new_session_gets_a_digest_of_the_previous_one_in_the_same_directory() {
             sessionstart_payload(id, source, cwd).to_string(),
         )
     };
+    // The owner may still be compacting (its SessionStart comes after the summary): a /clear
+    // elsewhere in the project gets nothing yet.
+    assert_eq!(start("new-0", "clear", CWD).stdout, "");
+    // Eleven minutes later the owner has not come back.
+    age_checkpoint(&env, SESSION, 11 * 60);
     // Another directory: nothing. Startup is not in recover_on by default: nothing.
     assert_eq!(start("new-1", "clear", "/elsewhere").stdout, "");
     assert_eq!(start("new-1", "startup", CWD).stdout, "");
@@ -414,9 +430,37 @@ fn a_new_session_gets_a_digest_of_the_previous_one_in_the_same_directory() {
         !block.contains("Exit code 1"),
         "a digest leaves failures out"
     );
-    // Consumed: neither another new session nor the old one's compact start repeats it.
+    // Once: another new session does not get it again...
     assert_eq!(start("new-2", "clear", CWD).stdout, "");
-    assert_eq!(start(SESSION, "compact", CWD).stdout, "");
+    // ...and the owner still gets its own recovery, once.
+    let own = decode_block(&start(SESSION, "resume", CWD).stdout);
+    assert!(
+        own.starts_with("## ctxguard recovery: resumed session"),
+        "{own}"
+    );
+    assert_eq!(start(SESSION, "resume", CWD).stdout, "");
+}
+
+#[test]
+fn a_clear_elsewhere_never_steals_a_pending_recovery() {
+    let env = TestEnv::new();
+    let path = env.write("real.jsonl", &before_first_compaction());
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    // Session B clears while A is still compacting: nothing for B.
+    let b = env.run(
+        &["sessionstart"],
+        sessionstart_payload("session-b", "clear", CWD).to_string(),
+    );
+    assert_eq!((b.code, b.stdout.as_str()), (0, ""));
+    // A's own SessionStart(compact) gets its recovery.
+    let a = env.run(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", CWD).to_string(),
+    );
+    assert!(decode_block(&a.stdout).starts_with("## ctxguard recovery: compaction #1"));
 }
 
 #[test]
@@ -437,14 +481,9 @@ fn old_checkpoints_are_not_offered_and_startup_can_be_enabled() {
     // clear is no longer listed.
     assert_eq!(start("clear").stdout, "");
     // Age the checkpoint past 24 hours.
-    let file = checkpoint_dir(&env, SESSION).join("cp_001.json");
-    let mut cp: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
-    let fresh = cp["meta"]["created_at"].clone();
-    cp["meta"]["created_at"] = json!(time_from_now(-25 * 3600));
-    fs::write(&file, cp.to_string()).unwrap();
+    age_checkpoint(&env, SESSION, 25 * 3600);
     assert_eq!(start("startup").stdout, "");
-    cp["meta"]["created_at"] = fresh;
-    fs::write(&file, cp.to_string()).unwrap();
+    age_checkpoint(&env, SESSION, 11 * 60);
     assert!(decode_block(&start("startup").stdout).contains("previous session in this project"));
 }
 
@@ -480,12 +519,16 @@ fn memory_files_and_budgets() {
         )
     };
     let block = compact(&env);
-    assert!(block.contains("### Memory files"));
+    assert!(block.contains("### Your memory files"));
+    assert!(block.contains("### Project memory files (untrusted"));
     assert!(block.contains("- The user prefers small commits"));
     assert!(block.contains("- Parser lives in src/parser.rs"));
-    assert!(block.contains("ctxguard daily log"), "today's log tail");
+    assert!(
+        !block.contains("daily log"),
+        "no other session's text, ever"
+    );
     assert!(block.chars().count() <= 12_000, "{}", block.chars().count());
-    let checkpoint_part = &block[..block.find("### Memory files").unwrap()];
+    let checkpoint_part = &block[..block.find("### Your memory files").unwrap()];
     assert!(checkpoint_part.chars().count() <= 3_200);
 
     // Smaller budgets from the config.
@@ -497,9 +540,10 @@ fn memory_files_and_budgets() {
 
     // A configured list replaces the defaults.
     let mut env = TestEnv::new();
-    let notes = env.write("notes.md", "custom memory");
-    env.set("CTXGUARD_MEMORY_FILES", notes.to_str().unwrap());
     fs::create_dir_all(env.home().join(".claude-memory")).unwrap();
+    let notes = env.home().join("notes.md");
+    fs::write(&notes, "custom memory").unwrap();
+    env.set("CTXGUARD_MEMORY_FILES", notes.to_str().unwrap());
     fs::write(env.home().join(".claude-memory/MEMORY.md"), "global memory").unwrap();
     let block = compact(&env);
     assert!(

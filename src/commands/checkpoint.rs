@@ -9,7 +9,7 @@ use chrono::Utc;
 
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
-use crate::hooks::sessionstart::memory_files;
+use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
@@ -71,7 +71,10 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     let file = latest_path.with_file_name(format!("{}.json", cp.id));
     let file = if file.exists() { file } else { latest_path };
     let config = loaded.config;
-    let memory = memory_files(&config, &env, &paths, &cp.meta.cwd);
+    let (memory, notes) = memory::for_session(&config, &env, &cp.meta.cwd);
+    for note in notes {
+        eprintln!("warning: {note}");
+    }
     print!(
         "{}",
         recovery::render(

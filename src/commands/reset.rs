@@ -6,21 +6,23 @@ use anyhow::Result;
 use chrono::Utc;
 
 use crate::config::{Config, Env};
-use crate::marker::{self, Event, Store, LOCK_WAIT};
+use crate::diag::Diag;
+use crate::marker::{self, Event, Store};
 
 fn reset_one(store: &Store, session_id: Option<&str>, stale: Duration) -> Result<String> {
-    let lock = store.lock(LOCK_WAIT)?;
-    let loaded = lock.load(session_id.unwrap_or_default());
-    if let Some(problem) = &loaded.problem {
-        eprintln!("warning: {problem}");
+    let mut diag = Diag::default();
+    let id = store.update(session_id.unwrap_or_default(), &mut diag, |current, _| {
+        let mut next = marker::transition(current, &Event::Reset, Utc::now(), stale);
+        if next.session_id.is_empty() {
+            next.session_id = session_id.unwrap_or_default().to_string();
+        }
+        let id = next.session_id.clone();
+        Ok((next, id))
+    })?;
+    if let Some(line) = diag.line("reset") {
+        eprintln!("warning: {line}");
     }
-    let mut current = loaded.marker;
-    if current.session_id.is_empty() {
-        current.session_id = session_id.unwrap_or_default().to_string();
-    }
-    let next = marker::transition(&current, &Event::Reset, Utc::now(), stale);
-    lock.save(&next)?;
-    Ok(next.session_id)
+    Ok(id)
 }
 
 pub fn run(session: Option<String>, all: bool) -> Result<()> {

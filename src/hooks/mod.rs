@@ -15,27 +15,10 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::config::{Config, Env};
+pub use crate::diag::{one_line, Diag};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
-use crate::marker::{Lock, Marker};
 use crate::paths::Paths;
-
-/// Notes collected while a hook runs and printed as a single stderr line at the end.
-#[derive(Debug, Default)]
-pub struct Diag {
-    notes: Vec<String>,
-}
-
-impl Diag {
-    pub fn note(&mut self, message: impl Into<String>) {
-        self.notes.push(message.into());
-    }
-
-    fn line(&self, hook: &str) -> Option<String> {
-        (!self.notes.is_empty())
-            .then(|| one_line(&format!("ctxguard {hook}: {}", self.notes.join("; "))))
-    }
-}
 
 /// The only JSON a hook ever prints: context for the model, nothing that approves, denies,
 /// blocks or changes anything.
@@ -74,27 +57,11 @@ pub fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
     Ok(input)
 }
 
-/// The session's marker, loaded under `lock`: a corrupt or unreadable file is a note, and idle.
-pub fn load_marker(lock: &Lock, session_id: &str, diag: &mut Diag) -> Marker {
-    let loaded = lock.load(session_id);
-    if let Some(problem) = loaded.problem {
-        diag.note(problem);
-    }
-    loaded.marker
-}
-
 /// A hook's settings: a bad config file means the defaults, and a note.
 pub fn config(paths: &Paths, env: &Env, diag: &mut Diag) -> Config {
     let loaded = Config::load_or_default(paths, env);
     loaded.warnings.into_iter().for_each(|w| diag.note(w));
     loaded.config
-}
-
-/// Control characters (newlines included) become spaces, so a message stays one line.
-pub fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// What a hook decided.
@@ -144,7 +111,7 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
         }
         Ok(Ok(Outcome::Block(reason))) => {
             // The reason goes first: Claude Code shows a blocking hook's stderr.
-            diag.notes.insert(0, reason);
+            diag.note_first(reason);
             exit = Exit::Block;
         }
         Ok(Err(e)) => diag.note(format!("{e:#}")),

@@ -16,7 +16,7 @@ use crate::daily_log;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
-use crate::marker::{self, Event, Marker, State, Store, LOCK_WAIT};
+use crate::marker::{self, Event, Marker, State, Store};
 use crate::text::{cut, sanitize};
 use crate::transcript;
 use crate::usage;
@@ -101,6 +101,24 @@ pub fn gate(
 
 pub const GATE_REASON: &str = "auto-compaction held once so the agent can save its memories first: ctxguard's nudge for this cycle has not been delivered yet (gate_auto_compaction is on). The next auto-compaction will proceed.";
 
+/// The window the gate may rely on: one the config forces, or one the status line reported for
+/// this session within `stale_after`, and only if usage fits in it. Anything else (a guess, a
+/// window kept from before a model switch) is in doubt, and a gate in doubt never holds.
+pub fn trusted_window(
+    config: &Config,
+    marker: &Marker,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> Option<u64> {
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let window = config.window_tokens.or_else(|| {
+        marker
+            .reported_window
+            .filter(|_| marker.statusline_fresh(now, stale))
+    })?;
+    (tokens? < window).then_some(window)
+}
+
 /// Runs the gate under the session lock; true when it held the compaction.
 fn try_gate(
     input: &HookInput,
@@ -110,18 +128,18 @@ fn try_gate(
     diag: &mut Diag,
 ) -> Result<bool> {
     let scan = transcript::tail_usage(Path::new(&input.transcript_path)).ok();
-    let lock = store.lock(LOCK_WAIT)?;
-    let m = super::load_marker(&lock, &input.session_id, diag);
-    let tokens = scan.and_then(|s| s.tokens).or(m.tokens);
-    let window = m
-        .window
-        .unwrap_or_else(|| usage::window(config.window_tokens, m.reported_window, tokens));
-    if !gate(config, &input.trigger, &m, tokens, window, now) {
-        return Ok(false);
-    }
     let stale = Duration::from_secs(config.stale_after_secs);
-    lock.save(&marker::transition(&m, &Event::GateHeld, now, stale))?;
-    Ok(true)
+    store.update(&input.session_id, diag, |m, _| {
+        let tokens = scan.and_then(|s| s.tokens).or(m.tokens);
+        let held = trusted_window(config, m, tokens, now)
+            .is_some_and(|window| gate(config, &input.trigger, m, tokens, window, now));
+        let next = if held {
+            marker::transition(m, &Event::GateHeld, now, stale)
+        } else {
+            m.clone()
+        };
+        Ok((next, held))
+    })
 }
 
 pub fn run(diag: &mut Diag) -> Result<Outcome> {
@@ -155,35 +173,37 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
 
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
-    let lock = store.lock(LOCK_WAIT)?;
-    let current_marker = super::load_marker(&lock, &input.session_id, diag);
-    let previous = match checkpoints.latest() {
-        Ok(latest) => latest.map(|cp| cp.id),
-        Err(e) => {
-            diag.note(format!("{e:#}"));
-            None
-        }
-    };
-    let cp = decide(
-        &input,
-        reading,
-        &current_marker,
-        checkpoints.next_id()?,
-        previous,
-        &config,
-        now,
-    );
-    let cp_path = checkpoints.save(&cp)?;
     let stale = Duration::from_secs(config.stale_after_secs);
-    let event = Event::Compacted {
-        checkpoint: cp_path.display().to_string(),
-    };
-    lock.save(&marker::transition(&current_marker, &event, now, stale))?;
-    // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
-    for dir in [store.dir(), checkpoints.dir()] {
-        files::sweep_temp_files(dir, Duration::from_secs(60));
-    }
-    drop(lock);
+    let (cp, cp_path) = store.update(&input.session_id, diag, |current, diag| {
+        let previous = match checkpoints.latest() {
+            Ok(latest) => latest.map(|cp| cp.id),
+            Err(e) => {
+                diag.note(format!("{e:#}"));
+                None
+            }
+        };
+        let cp = decide(
+            &input,
+            reading,
+            current,
+            checkpoints.next_id()?,
+            previous,
+            &config,
+            now,
+        );
+        let cp_path = checkpoints.save(&cp)?;
+        let event = Event::Compacted {
+            checkpoint: cp_path.display().to_string(),
+        };
+        // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
+        for dir in [store.dir(), checkpoints.dir()] {
+            files::sweep_temp_files(dir, Duration::from_secs(60));
+        }
+        Ok((
+            marker::transition(current, &event, now, stale),
+            (cp, cp_path),
+        ))
+    })?;
 
     let local = now.with_timezone(&Local);
     if let Err(e) = daily_log::append(

@@ -16,12 +16,11 @@ use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, LOCK_WAIT};
+use crate::marker::{
+    self, Event, Marker, Nudge, Observation, Source, State, Store, STATUSLINE_FRESH,
+};
 use crate::transcript::{self, TailUsage};
 use crate::usage::{self, Limits};
-
-/// How recent a status-line report must be for the marker alone to be trusted.
-pub const STATUSLINE_FRESH: Duration = Duration::from_secs(60);
 
 /// Does the marker, as it is on disk, already answer without more work?
 pub fn fast_path(marker: &Marker, now: DateTime<Utc>) -> bool {
@@ -129,15 +128,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
     };
 
-    let lock = store.lock(LOCK_WAIT)?;
-    let current_marker = super::load_marker(&lock, &input.session_id, diag);
-    let (next, nudge) = decide(&current_marker, scan.as_ref(), &config, now);
-    if marker::worth_saving(&current_marker, &next, super::statusline::REFRESH) {
-        // If the nudge cannot be recorded, it is not given: an unrecorded nudge would repeat
-        // on every tool call.
-        lock.save(&next)?;
-    }
-    drop(lock);
+    // If the nudge cannot be recorded, it is not given: an unrecorded nudge would repeat on
+    // every tool call.
+    let (next, nudge) = store.update(&input.session_id, diag, |current, _| {
+        let (next, nudge) = decide(current, scan.as_ref(), &config, now);
+        Ok((next.clone(), (next, nudge)))
+    })?;
     Ok(nudge
         .map(|level| additional_context("PreToolUse", nudge_text(level, &next, &config)))
         .into())

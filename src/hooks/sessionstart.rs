@@ -1,55 +1,114 @@
-//! `ctxguard sessionstart`: after a compaction (and on resume, clear, startup, fork), injects
-//! the pending recovery block once: the checkpoint PreCompact wrote, then the memory files. A
-//! recovery is consumed under the session lock, so a second SessionStart does not repeat it.
+//! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
+//! recovery block once: the checkpoint PreCompact wrote, then the memory files. On clear,
+//! startup and fork, a short digest of the previous session in the same directory, once.
+//!
+//! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
+//! under that session's lock, by that session only. A digest for another session never consumes
+//! it, and is never taken from a session that may still be compacting ([`OWNER_GRACE`]): its
+//! SessionStart(compact) comes tens of seconds after PreCompact, once the summary is written.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use chrono::{DateTime, Local, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
-use crate::daily_log;
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
-use crate::marker::{self, all_sessions, Event, Store, LOCK_WAIT};
+use crate::marker::{self, all_sessions, Event, Marker, Store};
+use crate::memory;
 use crate::paths::Paths;
-use crate::recovery::{self, Kind, Memory};
+use crate::recovery::{self, Kind};
 
 /// A new session only hears about a previous one this recent.
 pub const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
-/// The memory files to append, in order: the configured list (default: the global and the
-/// project MEMORY.md), then the tail of today's daily log.
-pub fn memory_files(config: &Config, env: &Env, paths: &Paths, cwd: &str) -> Vec<Memory> {
-    let project: PathBuf = env
-        .project_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cwd));
-    let listed: Vec<String> = config.memory_files.clone().unwrap_or_else(|| {
-        vec![
-            "~/.claude-memory/MEMORY.md".to_string(),
-            ".claude/memory/MEMORY.md".to_string(),
-        ]
-    });
-    let mut out: Vec<Memory> = listed
-        .iter()
-        .filter_map(|entry| {
-            let path = recovery::resolve(entry, env.home.as_deref(), &project);
-            recovery::read_memory(&path, path.display().to_string(), false)
-        })
-        .collect();
-    let log = daily_log::path_for(paths, Local::now().date_naive());
-    out.extend(recovery::read_memory(
-        &log,
-        format!("{} (ctxguard daily log, newest entries)", log.display()),
-        true,
-    ));
-    out
+/// A pending recovery this young may still be claimed by the session that compacted.
+pub const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
+
+/// What this SessionStart will look for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing: the source is not in `recover_on`.
+    Quiet,
+    /// This session's own pending recovery.
+    Own(Kind),
+    /// A digest of the previous session in the same directory.
+    Previous,
 }
 
-/// This session's pending recovery, consumed.
+/// The plan for a SessionStart `source`.
+pub fn plan(source: &str, config: &Config) -> Result<Plan> {
+    let plan = match source {
+        "compact" => Plan::Own(Kind::Compact),
+        "resume" => Plan::Own(Kind::Resume),
+        "clear" | "startup" | "fork" => Plan::Previous,
+        other => bail!("unknown SessionStart source {other:?}"),
+    };
+    Ok(if config.recover_on.iter().any(|s| s == source) {
+        plan
+    } else {
+        Plan::Quiet
+    })
+}
+
+/// What the digest choice needs to know of another session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub session_id: String,
+    pub cwd: String,
+    pub created_at: Option<DateTime<Utc>>,
+    pub recovery_pending: bool,
+    pub digest_given: bool,
+}
+
+/// Which candidate's checkpoint a new session in `cwd` gets as a digest: the newest checkpoint of
+/// another session in the same directory, less than a day old, whose owner never took it and is
+/// no longer compacting, and that no session has had as a digest yet.
+pub fn pick_previous(
+    candidates: &[Candidate],
+    session_id: &str,
+    cwd: &str,
+    now: DateTime<Utc>,
+) -> Option<usize> {
+    let age = |c: &Candidate| {
+        c.created_at
+            .and_then(|t| now.signed_duration_since(t).to_std().ok())
+    };
+    candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.session_id != session_id
+                && !cwd.is_empty()
+                && c.cwd == cwd
+                && c.recovery_pending
+                && !c.digest_given
+                // An unknown or future time is not old enough to be safe.
+                && age(c).is_some_and(|a| a >= OWNER_GRACE && a <= PREVIOUS_MAX_AGE)
+        })
+        .max_by_key(|(_, c)| c.created_at)
+        .map(|(i, _)| i)
+}
+
+fn load_checkpoint(path: &str, diag: &mut Diag) -> Option<(Checkpoint, PathBuf)> {
+    let path = PathBuf::from(path);
+    match checkpoint::load(&path) {
+        Ok(Some(cp)) => Some((cp, path)),
+        Ok(None) => {
+            diag.note(format!("checkpoint {} is missing", path.display()));
+            None
+        }
+        Err(e) => {
+            diag.note(format!("{e:#}"));
+            None
+        }
+    }
+}
+
+/// This session's pending recovery, consumed under its lock.
 fn own(
     paths: &Paths,
     input: &HookInput,
@@ -62,39 +121,15 @@ fn own(
     if !matches!(store.peek(), Ok(Some(m)) if m.recovery_pending) {
         return Ok(None);
     }
-    consume(&store, &input.session_id, stale, now, diag)
+    let path = store.update(&input.session_id, diag, |m, _| {
+        let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
+        // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
+        Ok((marker::transition(m, &Event::Recovered, now, stale), path))
+    })?;
+    Ok(path.and_then(|p| load_checkpoint(&p, diag)))
 }
 
-/// Takes a pending recovery from `store` under its lock; `None` if another process took it.
-fn consume(
-    store: &Store,
-    session_id: &str,
-    stale: Duration,
-    now: DateTime<Utc>,
-    diag: &mut Diag,
-) -> Result<Option<(Checkpoint, PathBuf)>> {
-    let lock = store.lock(LOCK_WAIT)?;
-    let m = super::load_marker(&lock, session_id, diag);
-    let Some(path) = m.last_checkpoint.clone().filter(|_| m.recovery_pending) else {
-        return Ok(None);
-    };
-    let path = PathBuf::from(path);
-    // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-    lock.save(&marker::transition(&m, &Event::Recovered, now, stale))?;
-    match checkpoint::load(&path) {
-        Ok(Some(cp)) => Ok(Some((cp, path))),
-        Ok(None) => {
-            diag.note(format!("checkpoint {} is missing", path.display()));
-            Ok(None)
-        }
-        Err(e) => {
-            diag.note(format!("{e:#}"));
-            Ok(None)
-        }
-    }
-}
-
-/// The newest unconsumed checkpoint of another session in the same directory, under a day old.
+/// The digest of the previous session in this directory, marked as given on that session.
 fn previous(
     paths: &Paths,
     input: &HookInput,
@@ -105,33 +140,48 @@ fn previous(
     if input.cwd.is_empty() {
         return Ok(None);
     }
-    let mut best: Option<(DateTime<Utc>, Store, String)> = None;
+    let mut stores: Vec<(Store, Marker, Checkpoint, PathBuf)> = Vec::new();
     for (store, marker) in all_sessions(paths)? {
         let Ok(m) = marker else { continue };
-        if !m.recovery_pending || m.session_id == input.session_id {
+        if !m.recovery_pending || m.digest_given || m.session_id == input.session_id {
             continue;
         }
-        let Some(path) = &m.last_checkpoint else {
+        let Some(path) = m.last_checkpoint.clone() else {
             continue;
         };
-        let Ok(Some(cp)) = checkpoint::load(Path::new(path)) else {
-            continue;
-        };
-        let Some(created) = cp.meta.created_at else {
-            continue;
-        };
-        let young = now
-            .signed_duration_since(created)
-            .to_std()
-            .map_or(true, |age| age <= PREVIOUS_MAX_AGE);
-        if cp.meta.cwd == input.cwd && young && best.as_ref().is_none_or(|(t, _, _)| created > *t) {
-            best = Some((created, store, m.session_id.clone()));
+        if let Ok(Some(cp)) = checkpoint::load(Path::new(&path)) {
+            stores.push((store, m, cp, PathBuf::from(path)));
         }
     }
-    match best {
-        Some((_, store, id)) => consume(&store, &id, stale, now, diag),
-        None => Ok(None),
-    }
+    let candidates: Vec<Candidate> = stores
+        .iter()
+        .map(|(_, m, cp, _)| Candidate {
+            session_id: m.session_id.clone(),
+            cwd: cp.meta.cwd.clone(),
+            created_at: cp.meta.created_at,
+            recovery_pending: m.recovery_pending,
+            digest_given: m.digest_given,
+        })
+        .collect();
+    let Some(i) = pick_previous(&candidates, &input.session_id, &input.cwd, now) else {
+        return Ok(None);
+    };
+    let (store, m, cp, path) = stores.swap_remove(i);
+    let checkpoint = path.display().to_string();
+    // Once: under the owner's lock, and only if nothing changed since it was read.
+    let given = store.update(&m.session_id, diag, |current, _| {
+        let same = current.recovery_pending
+            && !current.digest_given
+            && current.last_checkpoint.as_deref() == Some(checkpoint.as_str());
+        if !same {
+            return Ok((current.clone(), false));
+        }
+        Ok((
+            marker::transition(current, &Event::DigestGiven, now, stale),
+            true,
+        ))
+    })?;
+    Ok(given.then_some((cp, path)))
 }
 
 pub fn run(diag: &mut Diag) -> Result<Outcome> {
@@ -143,23 +193,18 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "SessionStart")?;
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
-    if !config.recover_on.contains(&input.source) {
-        return Ok(Outcome::Quiet);
-    }
     let stale = Duration::from_secs(config.stale_after_secs);
     let now = Utc::now();
-    let (found, kind) = match input.source.as_str() {
-        "compact" => (own(&paths, &input, stale, now, diag)?, Kind::Compact),
-        "resume" => (own(&paths, &input, stale, now, diag)?, Kind::Resume),
-        "clear" | "startup" | "fork" => {
-            (previous(&paths, &input, stale, now, diag)?, Kind::Previous)
-        }
-        other => bail!("unknown SessionStart source {other:?}"),
+    let (found, kind) = match plan(&input.source, &config)? {
+        Plan::Quiet => return Ok(Outcome::Quiet),
+        Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
+        Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
     };
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    let memory = memory_files(&config, env, &paths, &input.cwd);
+    let (memory, notes) = memory::for_session(&config, env, &input.cwd);
+    notes.into_iter().for_each(|n| diag.note(n));
     let block = recovery::render(
         &cp,
         &path,
@@ -170,4 +215,81 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         now,
     );
     Ok(Outcome::Print(additional_context("SessionStart", block)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    fn candidate(id: &str, cwd: &str, at: i64) -> Candidate {
+        Candidate {
+            session_id: id.into(),
+            cwd: cwd.into(),
+            created_at: Some(t(at)),
+            recovery_pending: true,
+            digest_given: false,
+        }
+    }
+
+    #[test]
+    fn plans_by_source_and_recover_on() {
+        let config = Config::default();
+        assert_eq!(plan("compact", &config).unwrap(), Plan::Own(Kind::Compact));
+        assert_eq!(plan("resume", &config).unwrap(), Plan::Own(Kind::Resume));
+        assert_eq!(plan("clear", &config).unwrap(), Plan::Previous);
+        assert_eq!(plan("startup", &config).unwrap(), Plan::Quiet);
+        assert!(plan("reboot", &config).is_err());
+        let only_compact = Config {
+            recover_on: vec!["compact".into()],
+            ..Config::default()
+        };
+        assert_eq!(plan("resume", &only_compact).unwrap(), Plan::Quiet);
+    }
+
+    #[test]
+    fn the_newest_abandoned_checkpoint_of_another_session_in_the_same_directory() {
+        let hour = 3600;
+        let now = t(10 * hour);
+        let list = vec![
+            candidate("a", "/p", 5 * hour),
+            candidate("b", "/p", 8 * hour),
+            candidate("c", "/elsewhere", 9 * hour),
+            candidate("me", "/p", 9 * hour),
+        ];
+        assert_eq!(pick_previous(&list, "me", "/p", now), Some(1));
+        assert_eq!(pick_previous(&list, "me", "/q", now), None);
+        assert_eq!(pick_previous(&list, "me", "", now), None);
+    }
+
+    #[test]
+    fn never_a_recovery_its_owner_may_still_claim_or_already_took() {
+        let now = t(10_000);
+        let grace = OWNER_GRACE.as_secs() as i64;
+        // Compacting right now: the owner's SessionStart(compact) is still to come.
+        let young = vec![candidate("a", "/p", 10_000 - grace + 1)];
+        assert_eq!(pick_previous(&young, "me", "/p", now), None);
+        let old_enough = vec![candidate("a", "/p", 10_000 - grace)];
+        assert_eq!(pick_previous(&old_enough, "me", "/p", now), Some(0));
+        // Taken by its owner, given as a digest already, too old, from the future, unknown.
+        let mut taken = candidate("a", "/p", 0);
+        taken.recovery_pending = false;
+        let mut given = candidate("a", "/p", 0);
+        given.digest_given = true;
+        let old = candidate("a", "/p", 10_000 - PREVIOUS_MAX_AGE.as_secs() as i64 - 1);
+        let future = candidate("a", "/p", 20_000);
+        let mut unknown = candidate("a", "/p", 0);
+        unknown.created_at = None;
+        for c in [taken, given, old, future, unknown] {
+            assert_eq!(
+                pick_previous(std::slice::from_ref(&c), "me", "/p", now),
+                None,
+                "{c:?}"
+            );
+        }
+    }
 }

@@ -10,11 +10,8 @@ use chrono::{DateTime, Utc};
 use crate::config::{Config, Env};
 use crate::hooks::{Diag, Outcome};
 use crate::input::{self, StatusLineInput};
-use crate::marker::{self, Event, Marker, Observation, Source, Store, LOCK_WAIT};
+use crate::marker::{self, Event, Marker, Observation, Source, Store};
 use crate::usage::{self, human, percent, Level, Limits};
-
-/// Timestamps alone are written at most this often (each write is an fsync).
-pub const REFRESH: Duration = Duration::from_secs(15);
 
 /// The segment shown when the input cannot be read.
 pub const NEUTRAL: &str = "ctx ?";
@@ -212,20 +209,16 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     let store = Store::new(&paths, &input.session_id);
     let now = Utc::now();
     // The gauge is drawn even when the state cannot be recorded.
-    let mut gauge = None;
-    let recorded = (|| -> Result<()> {
-        let lock = store.lock(LOCK_WAIT)?;
-        let current_marker = super::load_marker(&lock, &input.session_id, diag);
-        let (next, g) = decide(&current_marker, observation.clone(), &config, now);
-        gauge = Some(g);
-        if marker::worth_saving(&current_marker, &next, REFRESH) {
-            lock.save(&next)?;
+    let recorded = store.update(&input.session_id, diag, |current, _| {
+        Ok(decide(current, observation.clone(), &config, now))
+    });
+    let gauge = match recorded {
+        Ok(gauge) => Some(gauge),
+        Err(e) => {
+            diag.note(format!("{e:#}"));
+            None
         }
-        Ok(())
-    })();
-    if let Err(e) = recorded {
-        diag.note(format!("{e:#}"));
-    }
+    };
     Ok(gauge.unwrap_or(Gauge {
         tokens: observation.tokens,
         limits: observation.limits,

@@ -1,27 +1,28 @@
 //! The per-session flush marker: a small state machine (idle → armed → nudged →
-//! critical_nudged → idle in the next cycle) and the file that holds it.
+//! critical_nudged → idle in the next cycle).
 //!
-//! Every change goes through [`transition`], a pure function the unit tests drive with literals,
-//! and is persisted by [`Lock::save`] while an exclusive lock is held: the status line, parallel
-//! PreToolUse hooks and PreCompact all agree on one history, and exactly one of 64 parallel
-//! hooks sees `armed` and moves it to `nudged`. Writes are atomic (temp file in the same
-//! directory, fsync, rename), so a reader without the lock sees the old or the new file, never a
-//! torn one.
+//! Every change goes through [`transition`], a pure function the unit tests drive with literals.
+//! [`store`] persists it: one transaction ([`Store::update`]) locks, loads, decides, saves when
+//! worth it and unlocks, so the status line, parallel PreToolUse hooks and PreCompact all agree
+//! on one history, and exactly one of 64 parallel hooks sees `armed` and moves it to `nudged`.
 
-use std::fs::{self, File};
-use std::io;
-use std::path::{Path, PathBuf};
-use std::thread;
-use std::time::{Duration, Instant};
+mod store;
 
-use anyhow::{anyhow, Context, Result};
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
-use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 
-use crate::files;
-use crate::paths::Paths;
 use crate::usage::Limits;
+
+pub use store::{all_sessions, Store};
+
+/// Timestamps alone are written at most this often (the status line redraws many times a
+/// second; each write is an fsync).
+pub const REFRESH: Duration = Duration::from_secs(15);
+
+/// How recent a status-line report must be for the marker alone to be trusted.
+pub const STATUSLINE_FRESH: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,6 +97,9 @@ pub struct Marker {
     pub last_checkpoint: Option<String>,
     /// The newest checkpoint has not been injected by SessionStart yet.
     pub recovery_pending: bool,
+    /// The newest checkpoint was given to another session as a digest (once, and never instead
+    /// of this session's own recovery).
+    pub digest_given: bool,
     /// When the compaction gate held an auto-compaction; cleared when a compaction passes.
     /// While set, the gate never holds again.
     pub gate_held_at: Option<DateTime<Utc>>,
@@ -125,6 +129,8 @@ pub enum Event {
     },
     /// SessionStart injected the pending recovery.
     Recovered,
+    /// Another session's SessionStart showed the newest checkpoint as a digest.
+    DigestGiven,
     /// The compaction gate held an auto-compaction: the nudge is due now.
     GateHeld,
     /// Back to idle by hand.
@@ -242,6 +248,7 @@ pub fn transition(
             m.compactions += 1;
             m.last_checkpoint = Some(checkpoint.clone());
             m.recovery_pending = true;
+            m.digest_given = false;
             m.gate_held_at = None;
         }
         Event::GateHeld => {
@@ -252,6 +259,7 @@ pub fn transition(
             }
         }
         Event::Recovered => m.recovery_pending = false,
+        Event::DigestGiven => m.digest_given = true,
         Event::Reset => m.clear_cycle(),
     }
     m.updated_at = Some(now);
@@ -275,159 +283,6 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         _ => false,
     };
     aged(old.updated_at, new.updated_at) || aged(old.statusline_at, new.statusline_at)
-}
-
-/// The files of one session: `marker.json` and its `lock`.
-#[derive(Debug, Clone)]
-pub struct Store {
-    /// The state root, under which every directory is checked before use.
-    root: PathBuf,
-    dir: PathBuf,
-}
-
-/// How long a hook waits for another process's lock before giving up (fail open).
-pub const LOCK_WAIT: Duration = Duration::from_secs(2);
-
-impl Store {
-    pub fn new(paths: &Paths, session_id: &str) -> Store {
-        Store {
-            root: paths.root().to_path_buf(),
-            dir: paths.session_dir(session_id),
-        }
-    }
-
-    pub fn in_dir(root: PathBuf, dir: PathBuf) -> Store {
-        Store { root, dir }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    pub fn marker_path(&self) -> PathBuf {
-        self.dir.join("marker.json")
-    }
-
-    fn lock_path(&self) -> PathBuf {
-        self.dir.join("lock")
-    }
-
-    /// Reads the marker without locking (safe: writes are atomic renames). `Ok(None)` when the
-    /// session has no marker yet.
-    pub fn peek(&self) -> Result<Option<Marker>> {
-        read_marker(&self.marker_path())
-    }
-
-    /// Takes the session's exclusive lock, waiting at most `wait`. The lock is advisory and
-    /// held by an open file, so a crashed holder never leaves it stuck.
-    pub fn lock(&self, wait: Duration) -> Result<Lock> {
-        files::ensure_state_dir(&self.root, &self.dir)?;
-        let path = self.lock_path();
-        let file = files::open_lock(&path)?;
-        let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match file.try_lock_exclusive() {
-                Ok(()) => {
-                    return Ok(Lock {
-                        _file: file,
-                        store: self.clone(),
-                    })
-                }
-                Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
-                    if Instant::now() >= deadline {
-                        return Err(anyhow!(
-                            "lock {} still held by another process after {:?}",
-                            path.display(),
-                            wait
-                        ));
-                    }
-                    thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-                Err(e) => return Err(e).with_context(|| format!("locking {}", path.display())),
-            }
-        }
-    }
-}
-
-/// Every session directory under the state root, with its marker (or why it could not be read),
-/// most recently updated first.
-pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
-    let dir = paths.sessions_dir();
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let store = Store::in_dir(paths.root().to_path_buf(), entry.path());
-        match store.peek() {
-            Ok(Some(marker)) => found.push((store, Ok(marker))),
-            Ok(None) => {}
-            Err(e) => found.push((store, Err(e))),
-        }
-    }
-    found.sort_by(|a, b| {
-        let key = |m: &Result<Marker>| m.as_ref().ok().and_then(|m| m.updated_at);
-        key(&b.1).cmp(&key(&a.1))
-    });
-    Ok(found)
-}
-
-fn read_marker(path: &Path) -> Result<Option<Marker>> {
-    match files::read_state_file(path, "marker")? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("marker {} is corrupt", path.display())),
-        None => Ok(None),
-    }
-}
-
-/// An exclusive hold on one session's state; dropping it releases the lock.
-#[derive(Debug)]
-pub struct Lock {
-    _file: File,
-    store: Store,
-}
-
-/// A marker as loaded under the lock, with what went wrong reading it, if anything.
-#[derive(Debug)]
-pub struct Loaded {
-    pub marker: Marker,
-    /// Set when the file was corrupt or unreadable; the marker is then a fresh idle one, and
-    /// the next save replaces the bad file.
-    pub problem: Option<String>,
-}
-
-impl Lock {
-    pub fn load(&self, session_id: &str) -> Loaded {
-        match read_marker(&self.store.marker_path()) {
-            Ok(Some(marker)) => Loaded {
-                marker,
-                problem: None,
-            },
-            Ok(None) => Loaded {
-                marker: Marker::new(session_id),
-                problem: None,
-            },
-            Err(e) => Loaded {
-                marker: Marker::new(session_id),
-                problem: Some(format!("{e:#}; starting from idle")),
-            },
-        }
-    }
-
-    pub fn save(&self, marker: &Marker) -> Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(marker).context("encoding marker")?;
-        bytes.push(b'\n');
-        files::write_atomic(&self.store.marker_path(), &bytes, false)
-    }
 }
 
 #[cfg(test)]
@@ -617,46 +472,5 @@ mod tests {
         assert!(worth_saving(&a, &later, Duration::from_secs(15)));
         let moved = transition(&a, &observe(Some(1_001)), t(1), STALE);
         assert!(worth_saving(&a, &moved, Duration::from_secs(15)));
-    }
-
-    #[test]
-    fn store_round_trip_and_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
-        assert!(store.peek().unwrap().is_none());
-        let lock = store.lock(LOCK_WAIT).unwrap();
-        let m = run(&[(0, observe(Some(130_000)))]);
-        lock.save(&m).unwrap();
-        assert_eq!(store.peek().unwrap(), Some(m.clone()));
-        assert_eq!(lock.load("s").marker, m);
-
-        fs::write(store.marker_path(), b"{\"state\":\"arm").unwrap();
-        assert!(store.peek().is_err());
-        let loaded = lock.load("s");
-        assert_eq!(loaded.marker.state, State::Idle);
-        assert!(loaded.problem.unwrap().contains("corrupt"));
-    }
-
-    #[test]
-    fn files_and_dirs_are_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("a").join("s"));
-        let lock = store.lock(LOCK_WAIT).unwrap();
-        lock.save(&Marker::new("s")).unwrap();
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(store.dir()), 0o700);
-        assert_eq!(mode(&dir.path().join("a")), 0o700);
-        assert_eq!(mode(&store.marker_path()), 0o600);
-        assert_eq!(mode(&store.lock_path()), 0o600);
-    }
-
-    #[test]
-    fn a_held_lock_times_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
-        let _held = store.lock(LOCK_WAIT).unwrap();
-        let err = store.lock(Duration::from_millis(30)).unwrap_err();
-        assert!(format!("{err}").contains("still held"), "{err}");
     }
 }

@@ -1,0 +1,272 @@
+//! Where a session's marker lives (`sessions/<id>/marker.json` and its `lock`) and the one
+//! transaction that changes it: [`Store::update`] takes the session's exclusive lock, loads the
+//! marker, lets the caller decide, saves when the change is worth a write, and unlocks. Writes
+//! are atomic (temp file in the same directory, fsync, rename), so a reader without the lock sees
+//! the old or the new file, never a torn one. Reads refuse symlinks exactly as writes do.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use fs2::FileExt;
+
+use super::{worth_saving, Marker, REFRESH};
+use crate::diag::Diag;
+use crate::files;
+use crate::paths::Paths;
+
+/// The files of one session: `marker.json` and its `lock`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// The state root, under which every directory is checked before use.
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+/// How long a hook waits for another process's lock before giving up (fail open).
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+impl Store {
+    pub fn new(paths: &Paths, session_id: &str) -> Store {
+        Store {
+            root: paths.root().to_path_buf(),
+            dir: paths.session_dir(session_id),
+        }
+    }
+
+    fn in_dir(root: PathBuf, dir: PathBuf) -> Store {
+        Store { root, dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn marker_path(&self) -> PathBuf {
+        self.dir.join("marker.json")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+
+    /// Reads the marker without locking (safe: writes are atomic renames). `Ok(None)` when the
+    /// session has no marker yet.
+    pub fn peek(&self) -> Result<Option<Marker>> {
+        read_marker(&self.root, &self.marker_path())
+    }
+
+    /// One session transaction: lock, load (a corrupt or unreadable marker is a note on `diag`
+    /// and counts as a fresh idle one), `decide`, save when the new marker is worth a write
+    /// ([`worth_saving`]), unlock. An error from `decide` saves nothing. If the save fails the
+    /// error is returned, so a hook never acts on a decision it could not record.
+    pub fn update<T>(
+        &self,
+        session_id: &str,
+        diag: &mut Diag,
+        decide: impl FnOnce(&Marker, &mut Diag) -> Result<(Marker, T)>,
+    ) -> Result<T> {
+        self.update_within(LOCK_WAIT, session_id, diag, decide)
+    }
+
+    fn update_within<T>(
+        &self,
+        wait: Duration,
+        session_id: &str,
+        diag: &mut Diag,
+        decide: impl FnOnce(&Marker, &mut Diag) -> Result<(Marker, T)>,
+    ) -> Result<T> {
+        let lock = self.lock(wait)?;
+        let current = match read_marker(&self.root, &self.marker_path()) {
+            Ok(Some(marker)) => marker,
+            Ok(None) => Marker::new(session_id),
+            Err(e) => {
+                // The next save replaces the bad file.
+                diag.note(format!("{e:#}; starting from idle"));
+                Marker::new(session_id)
+            }
+        };
+        let (next, out) = decide(&current, diag)?;
+        if worth_saving(&current, &next, REFRESH) {
+            let mut bytes = serde_json::to_vec_pretty(&next).context("encoding marker")?;
+            bytes.push(b'\n');
+            files::write_atomic(&self.marker_path(), &bytes, false)?;
+        }
+        drop(lock);
+        Ok(out)
+    }
+
+    /// Takes the session's exclusive lock, waiting at most `wait`. The lock is advisory and
+    /// held by an open file, so a crashed holder never leaves it stuck.
+    fn lock(&self, wait: Duration) -> Result<File> {
+        files::ensure_state_dir(&self.root, &self.dir)?;
+        let path = self.lock_path();
+        let file = files::open_lock(&path)?;
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match file.try_lock_exclusive() {
+                Ok(()) => return Ok(file),
+                Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
+                    if Instant::now() >= deadline {
+                        return Err(anyhow!(
+                            "lock {} still held by another process after {:?}",
+                            path.display(),
+                            wait
+                        ));
+                    }
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e).with_context(|| format!("locking {}", path.display())),
+            }
+        }
+    }
+}
+
+/// Every session directory under the state root, with its marker (or why it could not be read),
+/// most recently updated first. Symlinks and anything but directories are skipped.
+pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
+    let dir = paths.sessions_dir();
+    files::refuse_symlinked_dirs(paths.root(), &dir)?;
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        // DirEntry::file_type does not follow symlinks.
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let store = Store::in_dir(paths.root().to_path_buf(), entry.path());
+        match store.peek() {
+            Ok(Some(marker)) => found.push((store, Ok(marker))),
+            Ok(None) => {}
+            Err(e) => found.push((store, Err(e))),
+        }
+    }
+    found.sort_by(|a, b| {
+        let key = |m: &Result<Marker>| m.as_ref().ok().and_then(|m| m.updated_at);
+        key(&b.1).cmp(&key(&a.1))
+    });
+    Ok(found)
+}
+
+fn read_marker(root: &Path, path: &Path) -> Result<Option<Marker>> {
+    match files::read_state_file_in(root, path, "marker")? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("marker {} is corrupt", path.display())),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::marker::State;
+    use chrono::Utc;
+
+    fn store(root: &Path, rel: &str) -> Store {
+        Store::in_dir(root.to_path_buf(), root.join(rel))
+    }
+
+    fn save(store: &Store, mut marker: Marker) {
+        marker.updated_at = Some(Utc::now());
+        store
+            .update("s", &mut Diag::default(), |_, _| Ok((marker, ())))
+            .unwrap();
+    }
+
+    #[test]
+    fn round_trip_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), "s");
+        assert!(store.peek().unwrap().is_none());
+        let armed = Marker {
+            state: State::Armed,
+            updated_at: Some(Utc::now()),
+            ..Marker::new("s")
+        };
+        save(&store, armed.clone());
+        let armed = store.peek().unwrap().unwrap();
+        assert_eq!(armed.state, State::Armed);
+        let mut diag = Diag::default();
+        let seen = store
+            .update("s", &mut diag, |m, _| Ok((m.clone(), m.clone())))
+            .unwrap();
+        assert_eq!(seen, armed);
+        assert_eq!(diag.line("t"), None);
+
+        fs::write(store.marker_path(), b"{\"state\":\"arm").unwrap();
+        assert!(store.peek().is_err());
+        let seen = store
+            .update("s", &mut diag, |m, _| Ok((m.clone(), m.state)))
+            .unwrap();
+        assert_eq!(seen, State::Idle);
+        assert!(diag.line("t").unwrap().contains("corrupt"));
+    }
+
+    #[test]
+    fn a_failed_decision_saves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), "s");
+        save(&store, Marker::new("s"));
+        let before = fs::read(store.marker_path()).unwrap();
+        let err = store
+            .update("s", &mut Diag::default(), |_, _| -> Result<(Marker, ())> {
+                anyhow::bail!("no")
+            })
+            .unwrap_err();
+        assert_eq!(format!("{err}"), "no");
+        assert_eq!(fs::read(store.marker_path()).unwrap(), before);
+    }
+
+    #[test]
+    fn files_and_dirs_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), "a/s");
+        save(&store, Marker::new("s"));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(store.dir()), 0o700);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&store.marker_path()), 0o600);
+        assert_eq!(mode(&store.lock_path()), 0o600);
+    }
+
+    #[test]
+    fn a_held_lock_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), "s");
+        let _held = store.lock(LOCK_WAIT).unwrap();
+        let err = store
+            .update_within(
+                Duration::from_millis(30),
+                "s",
+                &mut Diag::default(),
+                |m, _| Ok((m.clone(), ())),
+            )
+            .unwrap_err();
+        assert!(format!("{err}").contains("still held"), "{err}");
+    }
+
+    #[test]
+    fn reads_refuse_a_symlinked_session_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("marker.json"), b"{\"state\":\"armed\"}").unwrap();
+        fs::create_dir_all(dir.path().join("sessions")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join("sessions/s")).unwrap();
+        let store = store(dir.path(), "sessions/s");
+        let err = store.peek().unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+    }
+}
