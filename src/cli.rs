@@ -1,8 +1,9 @@
-//! Command-line arguments (clap derive): raw arguments only, no logic.
+//! Command-line arguments (clap derive): raw arguments only, no logic. The manual commands are
+//! declared here; the hook subcommands come from [`crate::registry`].
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,45 +20,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The whole command line: the manual commands, then every hook of the registry.
+pub fn command() -> clap::Command {
+    crate::registry::HOOKS
+        .iter()
+        .fold(Cli::command(), |cmd, hook| cmd.subcommand(hook.command()))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Status-line hook: reads Claude Code's status-line JSON, arms the marker, prints a gauge
-    #[command(after_help = "Example, in ~/.claude/settings.json:\n  \
-\"statusLine\": {\"type\": \"command\", \"command\": \"ctxguard statusline\"}\n\n\
-From your own status-line script (same stdin, no output):\n  \
-input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet")]
-    Statusline {
-        /// Print the gauge without colours (also when NO_COLOR is set)
-        #[arg(long)]
-        no_color: bool,
-        /// Update the marker but print nothing
-        #[arg(long)]
-        quiet: bool,
-        /// Also run this status-line command (with the same stdin) and print its output with the
-        /// gauge appended
-        #[arg(long, value_name = "COMMAND")]
-        then: Option<String>,
-    },
-    /// PreToolUse hook: nudges the agent to save memories once per compaction cycle
-    #[command(
-        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard pretooluse\"}]}]\n\n\
-It never approves, denies or changes a tool call, and exits 0 on any input."
-    )]
-    Pretooluse,
-    /// PreCompact hook: writes a mechanical checkpoint and starts a new cycle
-    #[command(
-        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PreCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard precompact\"}]}]\n\n\
-Prints nothing and exits 0 on any input; never blocks the compaction."
-    )]
-    Precompact,
-    /// SessionStart hook: after a compaction, injects the recovery block once
-    #[command(
-        after_help = "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionstart\"}]}]"
-    )]
-    Sessionstart,
     /// Show the state of every known session, or of one
     #[command(
         after_help = "Examples:\n  ctxguard status\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
@@ -184,14 +155,4 @@ pub enum CheckpointCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-impl Command {
-    /// Hook commands must never fail loudly: see [`crate::exit`].
-    pub fn is_hook(name: &str) -> bool {
-        matches!(
-            name,
-            "statusline" | "pretooluse" | "precompact" | "sessionstart"
-        )
-    }
 }

@@ -14,6 +14,7 @@ mod marker;
 mod memory;
 mod paths;
 mod recovery;
+mod registry;
 mod settings;
 mod text;
 mod transcript;
@@ -21,7 +22,7 @@ mod usage;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::cli::{CheckpointCommand, Cli, Command, StatusLineArg};
 use crate::exit::Exit;
@@ -31,23 +32,22 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Exit {
-    let cli = match Cli::try_parse() {
+    let matches = match cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) => return arguments_error(e),
+    };
+    if let Some(hook) = matches.subcommand_name().and_then(registry::find) {
+        let sub = matches
+            .subcommand()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        return hook.run(&sub);
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => return arguments_error(e),
     };
     let result = match cli.command {
-        Command::Statusline {
-            no_color,
-            quiet,
-            then,
-        } => {
-            return hooks::guard("statusline", |diag| {
-                hooks::statusline::run(no_color, quiet, then.as_deref(), diag)
-            })
-        }
-        Command::Pretooluse => return hooks::guard("pretooluse", hooks::pretooluse::run),
-        Command::Precompact => return hooks::guard("precompact", hooks::precompact::run),
-        Command::Sessionstart => return hooks::guard("sessionstart", hooks::sessionstart::run),
         Command::Checkpoint(CheckpointCommand::Show { session, json }) => {
             commands::checkpoint::show(session, json)
         }
@@ -70,8 +70,7 @@ fn run() -> Exit {
             }
         }
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut cmd = Cli::command();
+            let mut cmd = cli::command();
             clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
             Ok(())
         }
@@ -100,7 +99,9 @@ fn arguments_error(e: clap::Error) -> Exit {
         let _ = e.print();
         return Exit::Ok;
     }
-    let hook = std::env::args().nth(1).filter(|a| Command::is_hook(a));
+    let hook = std::env::args()
+        .nth(1)
+        .filter(|a| registry::find(a).is_some());
     match hook {
         Some(name) => {
             let first = e.to_string();

@@ -5,12 +5,12 @@
 
 use serde_json::{json, Map, Value};
 
-/// Hook events ctxguard registers, with their matcher and subcommand.
-pub const HOOKS: &[(&str, Option<&str>, &str)] = &[
-    ("PreToolUse", Some("*"), "pretooluse"),
-    ("PreCompact", Some("auto|manual"), "precompact"),
-    ("SessionStart", None, "sessionstart"),
-];
+use crate::registry::STATUSLINE;
+
+/// Hook events ctxguard registers, with their matcher and subcommand (from the registry).
+pub fn hook_events() -> impl Iterator<Item = (&'static str, Option<&'static str>, &'static str)> {
+    crate::registry::events().filter_map(|h| Some((h.event?, h.matcher, h.name)))
+}
 
 /// How to treat a status line that is already configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn runs_ctxguard(command: &str, subcommand: &str) -> bool {
 pub fn wrapped_statusline(command: &str) -> Option<String> {
     let rest = ctxguard_call(command)?;
     match rest.as_slice() {
-        [sub, then, theirs] if sub == "statusline" && then == "--then" => Some(theirs.clone()),
+        [sub, then, theirs] if sub == STATUSLINE.name && then == "--then" => Some(theirs.clone()),
         _ => None,
     }
 }
@@ -114,8 +114,13 @@ fn hook_command(bin: &str, sub: &str) -> String {
 /// The status-line command ctxguard sets, wrapping `theirs` if given.
 pub fn statusline_command(bin: &str, theirs: Option<&str>) -> String {
     match theirs {
-        Some(t) => format!("{} statusline --then {}", shell_quote(bin), shell_quote(t)),
-        None => format!("{} statusline", shell_quote(bin)),
+        Some(t) => format!(
+            "{} {} --then {}",
+            shell_quote(bin),
+            STATUSLINE.name,
+            shell_quote(t)
+        ),
+        None => hook_command(bin, STATUSLINE.name),
     }
 }
 
@@ -157,7 +162,7 @@ pub fn install(
         .ok_or("the settings file is not a JSON object")?;
     let mut changes = Vec::new();
     let hooks = object(root, "hooks")?;
-    for (event, matcher, sub) in HOOKS {
+    for (event, matcher, sub) in hook_events() {
         let groups = hooks
             .entry(event.to_string())
             .or_insert_with(|| json!([]))
@@ -197,7 +202,7 @@ pub fn install(
     let target = match (&current, mode) {
         (None, StatusLineMode::Skip) => None,
         (None, _) => Some(statusline_command(bin, None)),
-        (Some(cmd), _) if runs_ctxguard(cmd, "statusline") => {
+        (Some(cmd), _) if runs_ctxguard(cmd, STATUSLINE.name) => {
             // Ours already; keep a wrapped command wrapped, but point it at this binary.
             Some(statusline_command(bin, wrapped_statusline(cmd).as_deref()))
         }
@@ -227,8 +232,8 @@ pub fn uninstall(settings: &mut Value) -> Result<Vec<String>, String> {
         .ok_or("the settings file is not a JSON object")?;
     let mut changes = Vec::new();
     if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
-        for (event, _, sub) in HOOKS {
-            let Some(groups) = hooks.get_mut(*event).and_then(Value::as_array_mut) else {
+        for (event, _, sub) in hook_events() {
+            let Some(groups) = hooks.get_mut(event).and_then(Value::as_array_mut) else {
                 continue;
             };
             for group in groups.iter_mut() {
@@ -250,7 +255,7 @@ pub fn uninstall(settings: &mut Value) -> Result<Vec<String>, String> {
                     .is_none_or(|l| !l.is_empty())
             });
             if groups.is_empty() {
-                hooks.remove(*event);
+                hooks.remove(event);
             }
         }
         if hooks.is_empty() {
@@ -262,7 +267,7 @@ pub fn uninstall(settings: &mut Value) -> Result<Vec<String>, String> {
         .and_then(|s| s.get("command"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    if let Some(cmd) = current.filter(|c| runs_ctxguard(c, "statusline")) {
+    if let Some(cmd) = current.filter(|c| runs_ctxguard(c, STATUSLINE.name)) {
         match wrapped_statusline(&cmd) {
             Some(theirs) => {
                 root["statusLine"]["command"] = json!(theirs);

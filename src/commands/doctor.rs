@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::config::{Config, Env};
 use crate::exit::Exit;
 use crate::files;
-use crate::settings::{self, HOOKS};
+use crate::settings::{self, hook_events};
 use crate::usage::{human, Limits};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -155,13 +155,13 @@ pub fn check(env: &Env) -> Report {
         }
     }
     let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (event, _, sub) in HOOKS {
+    for (event, _, sub) in hook_events() {
         let mut places = Vec::new();
         for f in &files {
             let Some(groups) = f
                 .value
                 .as_ref()
-                .and_then(|v| v.get("hooks")?.get(*event)?.as_array().cloned())
+                .and_then(|v| v.get("hooks")?.get(event)?.as_array().cloned())
             else {
                 continue;
             };
@@ -290,7 +290,7 @@ pub fn check(env: &Env) -> Report {
         ))
     });
     out.push(match line {
-        Some((file, cmd)) if settings::runs_ctxguard(&cmd, "statusline") => {
+        Some((file, cmd)) if settings::runs_ctxguard(&cmd, crate::registry::STATUSLINE.name) => {
             finding("statusline", Status::Ok, format!("the status line runs ctxguard ({file})"), None)
         }
         Some((file, cmd)) => finding(

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::{precompact, pretooluse, sessionstart, statusline, Diag, Outcome};
+use super::{Diag, Outcome};
 use crate::config::Env;
+use crate::registry::HOOKS;
 
 /// Cases per hook and run. The seed is fixed so a failure reproduces; CTXGUARD_FUZZ_SEED picks
 /// another and CTXGUARD_FUZZ_CASES runs more.
@@ -208,15 +209,12 @@ fn thousands_of_hostile_inputs_never_break_a_hook() {
     let mut rng = Rng(seed | 1);
     let mut printed = 0;
     for n in 0..cases {
-        for hook in ["statusline", "pretooluse", "precompact", "sessionstart"] {
+        for spec in HOOKS {
+            let hook = spec.name;
             let input = case(&mut rng, &transcript);
             let mut diag = Diag::default();
-            let result = panic::catch_unwind(AssertUnwindSafe(|| match hook {
-                "statusline" => statusline::handle(&input, &env, true, false, &mut diag),
-                "pretooluse" => pretooluse::handle(&input, &env, &mut diag),
-                "precompact" => precompact::handle(&input, &env, &mut diag),
-                _ => sessionstart::handle(&input, &env, &mut diag),
-            }));
+            let result =
+                panic::catch_unwind(AssertUnwindSafe(|| (spec.handle)(&input, &env, &mut diag)));
             let what = format!(
                 "seed {seed:#x} case {n} {hook}: {}",
                 String::from_utf8_lossy(&input)
@@ -231,14 +229,14 @@ fn thousands_of_hostile_inputs_never_break_a_hook() {
                         text.ends_with('\n') && text.matches('\n').count() == 1,
                         "{what}"
                     );
-                    if hook == "statusline" {
+                    if spec.event.is_none() {
                         assert!(text.starts_with("ctx "), "{what}: {text}");
                         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{what}");
                     } else {
                         let out: Allowed = serde_json::from_str(&text)
                             .unwrap_or_else(|e| panic!("{e}: {what}: {text}"));
                         let event = out.hook_specific_output.hook_event_name;
-                        assert!(event == "PreToolUse" || event == "SessionStart", "{what}");
+                        assert_eq!(Some(event.as_str()), spec.event, "{what}");
                     }
                 }
             }

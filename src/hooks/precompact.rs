@@ -142,10 +142,6 @@ fn try_gate(
     })
 }
 
-pub fn run(diag: &mut Diag) -> Result<Outcome> {
-    handle(&crate::input::read_stdin()?, &Env::from_process(), diag)
-}
-
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "PreCompact")?;

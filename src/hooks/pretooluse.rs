@@ -79,10 +79,6 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
     render_text(template, tokens, window, headroom)
 }
 
-pub fn run(diag: &mut Diag) -> Result<Outcome> {
-    handle(&crate::input::read_stdin()?, &Env::from_process(), diag)
-}
-
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "PreToolUse")?;

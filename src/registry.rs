@@ -1,0 +1,191 @@
+//! The one list of ctxguard's hooks. Each entry names its subcommand, the Claude Code event it
+//! is registered for (and the matcher), its help, and the functions that run it. The CLI, the
+//! argument-error handling, `install`/`uninstall`, `doctor`, the fuzz harness and the plugin's
+//! `hooks/hooks.json` (checked by a test) all read it: adding a hook is one entry here plus its
+//! file under `src/hooks/`.
+
+use anyhow::Result;
+use clap::{ArgMatches, Args, FromArgMatches};
+
+use crate::config::Env;
+use crate::diag::Diag;
+use crate::hooks::{self, precompact, pretooluse, sessionstart, statusline, Outcome};
+
+/// One hook command.
+pub struct Hook {
+    /// The subcommand: `ctxguard <name>`.
+    pub name: &'static str,
+    /// Claude Code's event, or `None` for the status line (registered under `statusLine`).
+    pub event: Option<&'static str>,
+    /// The matcher `install` writes for the event, if it takes one.
+    pub matcher: Option<&'static str>,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// The example and guarantees shown after `ctxguard <name> --help`.
+    pub after_help: &'static str,
+    /// Adds the hook's own flags to its subcommand.
+    args: fn(clap::Command) -> clap::Command,
+    /// Runs the hook from its flags, when it has any; otherwise [`Hook::handle`] runs on stdin
+    /// and the process environment.
+    with_flags: Option<fn(&ArgMatches, &mut Diag) -> Result<Outcome>>,
+    /// The hook on a given input and environment, with default flags.
+    pub handle: fn(&[u8], &Env, &mut Diag) -> Result<Outcome>,
+}
+
+/// Every hook, in the order they are registered and listed.
+pub const HOOKS: &[Hook] = &[
+    Hook {
+        name: "statusline",
+        event: None,
+        matcher: None,
+        about: "Status-line hook: reads Claude Code's status-line JSON, arms the marker, prints a \
+                gauge",
+        after_help: "Example, in ~/.claude/settings.json:\n  \
+\"statusLine\": {\"type\": \"command\", \"command\": \"ctxguard statusline\"}\n\n\
+From your own status-line script (same stdin, no output):\n  \
+input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet",
+        args: StatuslineArgs::augment_args,
+        with_flags: Some(run_statusline),
+        handle: |bytes, env, diag| statusline::handle(bytes, env, true, false, diag),
+    },
+    Hook {
+        name: "pretooluse",
+        event: Some("PreToolUse"),
+        matcher: Some("*"),
+        about: "PreToolUse hook: nudges the agent to save memories, at most once per level \
+                (normal, critical) per compaction cycle",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard pretooluse\"}]}]\n\n\
+It never approves, denies or changes a tool call, and exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: pretooluse::handle,
+    },
+    Hook {
+        name: "precompact",
+        event: Some("PreCompact"),
+        matcher: Some("auto|manual"),
+        about: "PreCompact hook: writes a mechanical checkpoint and starts a new cycle",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PreCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard precompact\"}]}]\n\n\
+Prints nothing and exits 0 on any input. Only with gate_auto_compaction on does it hold an \
+auto-compaction (exit 2), once per cycle, while the nudge has not been delivered.",
+        args: no_args,
+        with_flags: None,
+        handle: precompact::handle,
+    },
+    Hook {
+        name: "sessionstart",
+        event: Some("SessionStart"),
+        matcher: None,
+        about: "SessionStart hook: after a compaction, injects the recovery block once",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionstart\"}]}]",
+        args: no_args,
+        with_flags: None,
+        handle: sessionstart::handle,
+    },
+];
+
+/// The status line, which settings register under `statusLine` rather than `hooks`.
+pub const STATUSLINE: &Hook = &HOOKS[0];
+
+/// The hook a subcommand names.
+pub fn find(name: &str) -> Option<&'static Hook> {
+    HOOKS.iter().find(|h| h.name == name)
+}
+
+/// The hooks registered under `hooks` in settings (every one but the status line).
+pub fn events() -> impl Iterator<Item = &'static Hook> {
+    HOOKS.iter().filter(|h| h.event.is_some())
+}
+
+impl Hook {
+    /// The hook's subcommand, for the CLI.
+    pub fn command(&self) -> clap::Command {
+        (self.args)(
+            clap::Command::new(self.name)
+                .about(self.about)
+                .after_help(self.after_help),
+        )
+    }
+
+    /// Runs the hook behind the guard: exit 0 and one stderr line whatever happens, unless the
+    /// hook itself decides to block.
+    pub fn run(&self, matches: &ArgMatches) -> crate::exit::Exit {
+        hooks::guard(self.name, |diag| match self.with_flags {
+            Some(run) => run(matches, diag),
+            None => (self.handle)(&crate::input::read_stdin()?, &Env::from_process(), diag),
+        })
+    }
+}
+
+fn no_args(cmd: clap::Command) -> clap::Command {
+    cmd
+}
+
+/// The status line's flags.
+#[derive(Debug, clap::Args)]
+struct StatuslineArgs {
+    /// Print the gauge without colours (also when NO_COLOR is set)
+    #[arg(long)]
+    no_color: bool,
+    /// Update the marker but print nothing
+    #[arg(long)]
+    quiet: bool,
+    /// Also run this status-line command (with the same stdin) and print its output with the
+    /// gauge appended
+    #[arg(long, value_name = "COMMAND")]
+    then: Option<String>,
+}
+
+fn run_statusline(matches: &ArgMatches, diag: &mut Diag) -> Result<Outcome> {
+    let args = StatuslineArgs::from_arg_matches(matches)?;
+    statusline::run(args.no_color, args.quiet, args.then.as_deref(), diag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn names_are_unique_and_every_hook_parses_its_flags() {
+        let mut names: Vec<&str> = HOOKS.iter().map(|h| h.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), HOOKS.len());
+        for hook in HOOKS {
+            hook.command().debug_assert();
+            assert_eq!(find(hook.name).map(|h| h.name), Some(hook.name));
+        }
+        assert!(find("install").is_none());
+        assert_eq!(events().count(), HOOKS.len() - 1);
+        assert_eq!((STATUSLINE.name, STATUSLINE.event), ("statusline", None));
+    }
+
+    /// The plugin's hooks.json registers exactly the registry's events, matchers and
+    /// subcommands, through the launcher.
+    #[test]
+    fn the_plugin_hooks_file_matches_the_registry() {
+        let file: Value =
+            serde_json::from_str(include_str!("../hooks/hooks.json")).expect("hooks.json parses");
+        let hooks = file["hooks"].as_object().expect("a hooks object");
+        let listed: Vec<&str> = hooks.keys().map(String::as_str).collect();
+        let expected: Vec<&str> = events().filter_map(|h| h.event).collect();
+        assert_eq!(listed, expected);
+        for hook in events() {
+            let group = &hooks[hook.event.unwrap()][0];
+            assert_eq!(
+                group.get("matcher").and_then(Value::as_str),
+                hook.matcher,
+                "{}",
+                hook.name
+            );
+            assert_eq!(
+                group["hooks"][0]["command"],
+                format!("${{CLAUDE_PLUGIN_ROOT}}/hooks/run.sh {}", hook.name)
+            );
+        }
+    }
+}
