@@ -13,3 +13,4 @@ mod plugin;
 mod pretooluse;
 mod recovery;
 mod statusline;
+mod then;

@@ -127,56 +127,9 @@ pub fn run(no_color: bool, quiet: bool, then: Option<&str>, diag: &mut Diag) -> 
     })
 }
 
-/// Running the user's own status-line command for `--then` (the one shell-out ctxguard makes,
-/// and only because the user's settings ask for it).
-mod wrapped {
-    use std::io::{Read, Write};
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
-
-    use anyhow::{bail, Context, Result};
-
-    /// Claude Code redraws the status line often; a command slower than this is cut off.
-    const LIMIT: Duration = Duration::from_secs(5);
-
-    pub fn start(cmd: &str, input: &[u8]) -> Result<Child> {
-        let mut child = Command::new("sh")
-            .args(["-c", cmd])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting `{cmd}`"))?;
-        let mut stdin = child.stdin.take().context("no stdin")?;
-        let input = input.to_vec();
-        // A command that does not read its input must not block us.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        Ok(child)
-    }
-
-    /// Its output (first 64 KiB), once it exits; killed after [`LIMIT`].
-    pub fn finish(mut child: Child) -> Result<String> {
-        let mut out = child.stdout.take().context("no stdout")?;
-        let reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut out).take(64 * 1024).read_to_end(&mut buf);
-            buf
-        });
-        let start = Instant::now();
-        while child.try_wait()?.is_none() {
-            if start.elapsed() > LIMIT {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("still running after {LIMIT:?}; killed");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let bytes = reader.join().unwrap_or_default();
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
-}
+/// Running the user's own status-line command for `--then`.
+#[path = "then.rs"]
+mod wrapped;
 
 /// The hook, given its input and environment.
 pub fn handle(
