@@ -30,3 +30,12 @@ pub fn one_line(s: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
+
+/// Writes one line to stderr, ignoring failure: a hook whose stderr is closed must still exit 0
+/// (`eprintln!` would panic, and a panic while reporting a panic aborts).
+pub fn to_stderr(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(line.as_bytes());
+    let _ = err.write_all(b"\n");
+}

@@ -43,6 +43,10 @@ fn run() -> Exit {
             .unwrap_or_default();
         return hook.run(&sub);
     }
+    // A manual command whose output is cut short (`ctxguard status | head -1`) ends quietly,
+    // as other command-line tools do, instead of panicking on the failed write. Hooks keep
+    // SIGPIPE ignored: they must exit 0 whatever happens to their pipes.
+    restore_sigpipe();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => return arguments_error(e),
@@ -91,6 +95,14 @@ fn run() -> Exit {
     }
 }
 
+#[cfg(unix)]
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// `--help` and `--version` succeed; anything else is an error, which for a hook command is a
 /// single stderr line and exit 0 (a hook must never block), and for the rest exit 1.
 fn arguments_error(e: clap::Error) -> Exit {
@@ -106,7 +118,7 @@ fn arguments_error(e: clap::Error) -> Exit {
         Some(name) => {
             let first = e.to_string();
             let first = first.lines().next().unwrap_or("invalid arguments");
-            eprintln!("ctxguard {name}: {}", hooks::one_line(first));
+            hooks::to_stderr(&format!("ctxguard {name}: {}", hooks::one_line(first)));
             Exit::Ok
         }
         None => {

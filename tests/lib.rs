@@ -12,5 +12,6 @@ mod manual;
 mod plugin;
 mod pretooluse;
 mod recovery;
+mod security;
 mod statusline;
 mod then;

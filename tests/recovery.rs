@@ -3,42 +3,11 @@
 //! whole cycle from arming to the next cycle.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
 use crate::util::*;
-
-const CWD: &str = "/home/user/proj";
-
-/// The real transcript up to (not including) its first compaction: what PreCompact saw when the
-/// user ran `/compact keep the open items`.
-fn before_first_compaction() -> String {
-    let text = fixture("transcript-with-compaction.jsonl");
-    text.lines().take(54).map(|l| format!("{l}\n")).collect()
-}
-
-fn precompact_payload(
-    session: &str,
-    transcript: &Path,
-    trigger: &str,
-    instructions: Value,
-) -> Value {
-    let mut p = fixture_json("PreCompact-manual.json");
-    p["session_id"] = json!(session);
-    p["transcript_path"] = json!(transcript.to_str().unwrap());
-    p["trigger"] = json!(trigger);
-    p["custom_instructions"] = instructions;
-    p
-}
-
-fn sessionstart_payload(session: &str, source: &str, cwd: &str) -> Value {
-    let mut p = fixture_json("SessionStart-compact.json");
-    p["session_id"] = json!(session);
-    p["source"] = json!(source);
-    p["cwd"] = json!(cwd);
-    p
-}
 
 fn checkpoint_dir(env: &TestEnv, session: &str) -> PathBuf {
     env.state().join("checkpoints").join(session)
@@ -47,18 +16,6 @@ fn checkpoint_dir(env: &TestEnv, session: &str) -> PathBuf {
 fn latest(env: &TestEnv, session: &str) -> Value {
     let text = fs::read_to_string(checkpoint_dir(env, session).join("_latest.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-/// Decodes a SessionStart output strictly and returns the block.
-#[track_caller]
-fn decode_block(stdout: &str) -> String {
-    assert!(
-        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
-        "{stdout:?}"
-    );
-    let out: HookOutput = serde_json::from_str(stdout).unwrap();
-    assert_eq!(out.hook_specific_output.hook_event_name, "SessionStart");
-    out.hook_specific_output.additional_context
 }
 
 #[test]

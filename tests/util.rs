@@ -278,3 +278,46 @@ impl TestEnv {
         Run::from(child.wait_with_output().unwrap())
     }
 }
+
+pub const CWD: &str = "/home/user/proj";
+
+/// The real transcript up to (not including) its first compaction: what PreCompact saw when the
+/// user ran `/compact keep the open items`.
+pub fn before_first_compaction() -> String {
+    let text = fixture("transcript-with-compaction.jsonl");
+    text.lines().take(54).map(|l| format!("{l}\n")).collect()
+}
+
+pub fn precompact_payload(
+    session: &str,
+    transcript: &Path,
+    trigger: &str,
+    instructions: Value,
+) -> Value {
+    let mut p = fixture_json("PreCompact-manual.json");
+    p["session_id"] = json!(session);
+    p["transcript_path"] = json!(transcript.to_str().unwrap());
+    p["trigger"] = json!(trigger);
+    p["custom_instructions"] = instructions;
+    p
+}
+
+pub fn sessionstart_payload(session: &str, source: &str, cwd: &str) -> Value {
+    let mut p = fixture_json("SessionStart-compact.json");
+    p["session_id"] = json!(session);
+    p["source"] = json!(source);
+    p["cwd"] = json!(cwd);
+    p
+}
+
+/// Decodes a SessionStart output strictly and returns the block.
+#[track_caller]
+pub fn decode_block(stdout: &str) -> String {
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "{stdout:?}"
+    );
+    let out: HookOutput = serde_json::from_str(stdout).unwrap();
+    assert_eq!(out.hook_specific_output.hook_event_name, "SessionStart");
+    out.hook_specific_output.additional_context
+}

@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::config::{Config, Env};
-pub use crate::diag::{one_line, Diag};
+pub use crate::diag::{one_line, to_stderr, Diag};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
 use crate::paths::Paths;
@@ -95,10 +95,9 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!(
-            "{}",
-            one_line(&format!("ctxguard {hook}: internal error{at}: {payload}"))
-        );
+        to_stderr(&one_line(&format!(
+            "ctxguard {hook}: internal error{at}: {payload}"
+        )));
     }));
     let mut diag = Diag::default();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut diag)));
@@ -118,7 +117,7 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
         Err(_) => {} // the panic hook has said it
     }
     if let Some(line) = diag.line(hook) {
-        eprintln!("{line}");
+        to_stderr(&line);
     }
     exit
 }

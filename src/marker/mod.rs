@@ -69,6 +69,21 @@ pub enum Nudge {
     Critical,
 }
 
+/// Parallel hooks take `now` before they wait for the lock, so a time written by another one can
+/// be this far ahead of theirs; anything further ahead is a clock that was stepped back.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(5);
+
+/// Is `at` at most `limit` before `now`, and not more than [`CLOCK_SKEW`] after it?
+fn within(at: DateTime<Utc>, now: DateTime<Utc>, limit: Duration) -> bool {
+    match now.signed_duration_since(at).to_std() {
+        Ok(age) => age <= limit,
+        Err(_) => at
+            .signed_duration_since(now)
+            .to_std()
+            .is_ok_and(|ahead| ahead <= CLOCK_SKEW),
+    }
+}
+
 /// The persisted state of one session. Token thresholds (`compact_at`, `trigger_at`,
 /// `critical_at`) are token counts; `*_at` fields holding times are RFC 3339 UTC.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -145,13 +160,14 @@ impl Marker {
         }
     }
 
-    /// Has this marker gone unrefreshed for longer than `stale_after`?
+    /// Has this marker gone unrefreshed for longer than `stale_after`? A time further in the
+    /// future than [`CLOCK_SKEW`] means the clock was stepped back: it is stale too, or the
+    /// marker would be trusted for the whole skew.
     pub fn is_stale(&self, now: DateTime<Utc>, stale_after: Duration) -> bool {
         let Some(updated) = self.updated_at else {
             return self.state != State::Idle;
         };
-        let age = now.signed_duration_since(updated);
-        age.to_std().is_ok_and(|age| age > stale_after)
+        !within(updated, now, stale_after)
     }
 
     /// The state to act on: a stale non-idle marker counts as idle.
@@ -163,13 +179,9 @@ impl Marker {
         }
     }
 
-    /// Did the status line report usage within `within`?
-    pub fn statusline_fresh(&self, now: DateTime<Utc>, within: Duration) -> bool {
-        self.statusline_at.is_some_and(|at| {
-            now.signed_duration_since(at)
-                .to_std()
-                .map_or(true, |age| age <= within) // a time slightly ahead still counts
-        })
+    /// Did the status line report usage within `limit`?
+    pub fn statusline_fresh(&self, now: DateTime<Utc>, limit: Duration) -> bool {
+        self.statusline_at.is_some_and(|at| within(at, now, limit))
     }
 
     /// The nudge this marker is waiting for, if any.
@@ -445,6 +457,21 @@ mod tests {
             (m.state, m.armed_at, m.cycle),
             (State::Armed, Some(t(5000)), 0)
         );
+    }
+
+    #[test]
+    fn a_time_in_the_future_is_stale_beyond_the_skew() {
+        let m = run(&[
+            (100, observe(Some(130_000))),
+            (101, Event::Nudged(Nudge::Normal)),
+        ]);
+        // The clock stepped back an hour: the marker is not trusted for that hour.
+        assert_eq!(m.effective_state(t(101 - 3600), STALE), State::Idle);
+        assert!(!m.statusline_fresh(t(100 - 3600), STALE));
+        // A writer a moment ahead of this process (it took its time after we took ours).
+        assert_eq!(m.effective_state(t(101 - 5), STALE), State::Nudged);
+        assert!(m.statusline_fresh(t(100 - 5), STALE));
+        assert_eq!(m.effective_state(t(101 - 6), STALE), State::Idle);
     }
 
     #[test]
