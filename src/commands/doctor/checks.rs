@@ -1,6 +1,7 @@
-//! The checks `doctor` runs, in order. Each reads the [`Context`] and returns its findings; none
-//! prints, and only [`state`] touches the disk (whether the state root is writable is the
-//! question it answers).
+//! The checks about ctxguard's own setup: Claude Code's settings files can be read, every hook
+//! runs ctxguard once, every registered binary can run, the state root is writable, the
+//! configuration loads, and the status line is ctxguard's. Only [`state`] touches the disk
+//! (whether the state root is writable is the question it answers).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -9,36 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{Context, Finding, Status};
-use crate::client::{AutoCompactWindow, Origin, Problem, Scope, Window};
-use crate::config::Config;
+use super::{finding, Context, Finding, Status};
+use crate::client::{Problem, Scope, SettingsFile};
 use crate::files;
 use crate::settings::{self, HOOKS};
-use crate::usage::Policy;
-
-pub type Check = fn(&Context) -> Vec<Finding>;
-
-/// Every check, in the order of the report.
-pub const ALL: &[Check] = &[
-    settings_files,
-    hooks,
-    binaries,
-    state,
-    config,
-    status_line,
-    auto_compaction,
-    autocompact_pct,
-    autocompact_window,
-];
-
-fn finding(check: &'static str, status: Status, message: String, fix: Option<&str>) -> Finding {
-    Finding {
-        check,
-        status,
-        message,
-        fix: fix.map(str::to_string),
-    }
-}
 
 /// A settings file Claude Code cannot read.
 pub fn settings_files(ctx: &Context) -> Vec<Finding> {
@@ -108,59 +83,152 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-/// Where a program named in a command would be found, if anywhere.
-fn resolve_program(program: &str, ctx: &Context) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.exists().then_some(p);
-    }
-    ctx.search_path
-        .as_ref()
-        .map(|path| {
-            std::env::split_paths(path)
-                .map(|d| d.join(program))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.is_file())
+/// What doctor can tell about the program a registered command runs.
+#[derive(Debug, PartialEq, Eq)]
+enum Program {
+    Executable(PathBuf),
+    NotExecutable(PathBuf),
+    Missing,
+    /// It names a shell variable doctor cannot expand.
+    Unknown,
 }
 
 fn executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The program of every registered hook command exists and is executable.
+/// Finds a command's program as `sh` would: `~/` and `$HOME/` are the home directory, a name
+/// with a slash is a path, and a bare name is looked up in `PATH`.
+fn locate(program: &str, ctx: &Context) -> Program {
+    let home_relative = ["~/", "$HOME/", "${HOME}/"]
+        .iter()
+        .find_map(|prefix| program.strip_prefix(prefix));
+    let path = match (home_relative, &ctx.home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        (Some(_), None) => return Program::Unknown,
+        (None, _) if program.contains(['$', '`']) => return Program::Unknown,
+        (None, _) if program.contains('/') => PathBuf::from(program),
+        (None, _) => {
+            let candidates: Vec<PathBuf> = ctx
+                .search_path
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join(program))
+                .collect();
+            match candidates.iter().find(|p| executable(p)) {
+                Some(p) => p.clone(),
+                None => match candidates.into_iter().find(|p| p.is_file()) {
+                    Some(p) => return Program::NotExecutable(p),
+                    None => return Program::Missing,
+                },
+            }
+        }
+    };
+    if executable(&path) {
+        Program::Executable(path)
+    } else if path.exists() {
+        Program::NotExecutable(path)
+    } else {
+        Program::Missing
+    }
+}
+
+/// The program of a command line that runs ctxguard (any subcommand), as written.
+fn ctxguard_program(line: &str) -> Option<String> {
+    let words = settings::shell_words(line)?;
+    let sub = words.get(1)?;
+    settings::runs_ctxguard(line, sub).then(|| words[0].clone())
+}
+
+/// The program of every registered ctxguard command (each hook, in any event, and the status
+/// line, in every settings file) exists and is executable: a dangling one runs whatever is
+/// created at that path later.
 pub fn binaries(ctx: &Context) -> Vec<Finding> {
-    let mut programs: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for c in ctx.client.hook_commands() {
-        let ours = HOOKS
-            .iter()
-            .any(|(event, _, sub)| c.event == *event && settings::runs_ctxguard(&c.line, sub));
-        if let Some(words) = settings::shell_words(&c.line).filter(|_| ours) {
-            programs.entry(words[0].clone()).or_default().push(c.event);
+    let commands = ctx
+        .client
+        .hook_commands()
+        .into_iter()
+        .chain(ctx.client.status_lines());
+    let mut programs: BTreeMap<String, Vec<(&str, &SettingsFile)>> = BTreeMap::new();
+    for c in commands {
+        if let Some(program) = ctxguard_program(&c.line) {
+            programs.entry(program).or_default().push((c.event, c.file));
         }
     }
     programs
         .iter()
-        .map(|(program, events)| match resolve_program(program, ctx) {
-            Some(p) if executable(&p) => finding(
-                "binary",
-                Status::Ok,
-                format!("{} exists ({})", p.display(), events.join(", ")),
-                None,
-            ),
-            _ => finding(
-                "binary",
-                Status::Fail,
-                format!(
-                    "`{program}` in the {} hook command(s) does not exist or is not executable",
-                    events.join(", ")
+        .map(|(program, uses)| {
+            let place = places(uses);
+            match locate(program, ctx) {
+                Program::Executable(p) => {
+                    let mut events: Vec<&str> = uses.iter().map(|(event, _)| *event).collect();
+                    events.dedup();
+                    finding(
+                        "binary",
+                        Status::Ok,
+                        format!("{} exists ({})", p.display(), events.join(", ")),
+                        None,
+                    )
+                }
+                Program::NotExecutable(_) => finding(
+                    "binary",
+                    Status::Fail,
+                    format!("`{program}` ({place}) is not executable"),
+                    Some(&reinstall(uses)),
                 ),
-                Some("run `ctxguard install` to point the hooks at this binary"),
-            ),
+                Program::Missing => finding(
+                    "binary",
+                    Status::Fail,
+                    format!("`{program}` ({place}) does not exist: Claude Code would run whatever is put there"),
+                    Some(&reinstall(uses)),
+                ),
+                Program::Unknown => finding(
+                    "binary",
+                    Status::Warn,
+                    format!("`{program}` ({place}) depends on a shell variable: cannot check it exists"),
+                    Some("name the binary by its full path, as `ctxguard install` does"),
+                ),
+            }
         })
         .collect()
+}
+
+/// "PreToolUse, statusLine in FILE; PreCompact in FILE2", in order of appearance.
+fn places(uses: &[(&str, &SettingsFile)]) -> String {
+    let mut by_file: Vec<(&Path, Vec<&str>)> = Vec::new();
+    for (event, file) in uses {
+        match by_file.iter_mut().find(|(p, _)| *p == file.path) {
+            Some((_, events)) => events.push(event),
+            None => by_file.push((&file.path, vec![event])),
+        }
+    }
+    by_file
+        .iter()
+        .map(|(path, events)| format!("{} in {}", events.join(", "), path.display()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How to point the commands of these files at the running binary.
+fn reinstall(uses: &[(&str, &SettingsFile)]) -> String {
+    let mut steps: Vec<String> = Vec::new();
+    for (_, file) in uses {
+        let step = match file.scope {
+            Scope::User => "run `ctxguard install`".to_string(),
+            Scope::Managed => format!(
+                "ask whoever manages Claude Code on this machine to fix {}",
+                file.path.display()
+            ),
+            _ => format!("run `ctxguard install --settings {}`", file.path.display()),
+        };
+        if !steps.contains(&step) {
+            steps.push(step);
+        }
+    }
+    format!(
+        "{}, to point them at this binary (or remove them)",
+        steps.join("; ")
+    )
 }
 
 /// The state root can be created and written.
@@ -224,16 +292,31 @@ pub fn config(ctx: &Context) -> Vec<Finding> {
     }
 }
 
-/// The status line that runs (the most specific file that sets one) is ctxguard's.
+/// The status line that runs (the most specific file that sets one) is ctxguard's, and can run.
 pub fn status_line(ctx: &Context) -> Vec<Finding> {
     let late = "usage comes from the transcript, and a nudge can come a tool call late";
+    let cannot_run = |line: &str| {
+        ctxguard_program(line)
+            .filter(|p| matches!(locate(p, ctx), Program::Missing | Program::NotExecutable(_)))
+    };
     vec![match ctx.client.status_lines().pop() {
-        Some(c) if settings::runs_ctxguard(&c.line, "statusline") => finding(
+        Some(c) if settings::runs_ctxguard(&c.line, "statusline") => match cannot_run(&c.line) {
+            Some(program) => finding(
+                "statusline",
+                Status::Warn,
+                format!(
+                    "the status line is ctxguard's ({}), but `{program}` cannot run (see binary): {late}",
+                    c.file.path.display()
+                ),
+                Some(&reinstall(&[(c.event, c.file)])),
+            ),
+            None => finding(
             "statusline",
             Status::Ok,
-            format!("the status line runs ctxguard ({})", c.file.path.display()),
-            None,
-        ),
+                format!("the status line runs ctxguard ({})", c.file.path.display()),
+                None,
+            ),
+        },
         Some(c) => finding(
             "statusline",
             Status::Warn,
@@ -253,142 +336,12 @@ pub fn status_line(ctx: &Context) -> Vec<Finding> {
     }]
 }
 
-/// Whether Claude Code compacts on its own at all.
-pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
-    vec![match ctx.client.auto_compact_off() {
-        Some(origin) => finding(
-            "autocompact",
-            Status::Warn,
-            format!("auto-compaction is off ({origin}): the nudge still comes at the trigger, but nothing compacts until you run /compact, and the context can fill up"),
-            Some("compact by hand when nudged, or turn auto-compaction back on"),
-        ),
-        None => finding(
-            "autocompact",
-            Status::Ok,
-            "auto-compaction is on".into(),
-            None,
-        ),
-    }]
-}
-
-/// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, if set: what it does, or that it is unusable.
-pub fn autocompact_pct(ctx: &Context) -> Vec<Finding> {
-    let Some(pct) = ctx.client.autocompact_pct() else {
-        return Vec::new();
-    };
-    vec![match pct.value {
-        Some(p) => finding(
-            "autocompact",
-            Status::Info,
-            format!("{}={}: compaction comes at {p}% of the window (if earlier than usual); the thresholds below include it", pct.origin, pct.raw),
-            None,
-        ),
-        None => finding(
-            "autocompact",
-            Status::Warn,
-            format!("{}={:?} is not a percent", pct.origin, pct.raw),
-            Some("use a number from 1 to 100"),
-        ),
-    }]
-}
-
-/// The auto-compaction window, if set, in any of its forms.
-pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
-    let Some(reading) = ctx.client.auto_compact_window() else {
-        return Vec::new();
-    };
-    let origin = &reading.origin;
-    let model_window = "the thresholds below use the model's own window";
-    vec![match &reading.value {
-        Some(AutoCompactWindow::Every(Window::Tokens(w))) => finding(
-            "autocompact",
-            Status::Info,
-            format!("the auto-compact window is {w} tokens: compaction comes earlier on larger windows; the thresholds below include it"),
-            None,
-        ),
-        Some(AutoCompactWindow::Every(Window::Auto)) => finding(
-            "autocompact",
-            Status::Info,
-            format!("the auto-compact window is \"auto\" ({origin}): Claude Code picks it; {model_window}"),
-            None,
-        ),
-        Some(AutoCompactWindow::PerModel(models)) => {
-            let list: Vec<String> = models.iter().map(|(m, w)| format!("{m} {w}")).collect();
-            finding(
-                "autocompact",
-                Status::Info,
-                format!(
-                    "the auto-compact window is set per model ({origin}): {}; {model_window}, so on a model listed here compaction can come earlier",
-                    if list.is_empty() { "none listed".to_string() } else { list.join(", ") }
-                ),
-                None,
-            )
-        }
-        None => match origin {
-            Origin::Variable(_) => finding(
-                "autocompact",
-                Status::Warn,
-                format!("the auto-compact window {:?} ({origin}) is not a token count", reading.raw),
-                Some("use a whole number of tokens"),
-            ),
-            Origin::Setting { .. } => finding(
-                "autocompact",
-                Status::Warn,
-                format!("the auto-compact window {} ({origin}) is not a token count, \"auto\", or a map of model ids to those", reading.raw),
-                Some("use a whole number of tokens, \"auto\", or {\"<model id>\": tokens or \"auto\"}"),
-            ),
-        },
-    }]
-}
-
-/// The policy the thresholds are computed with: ctxguard's configuration (the defaults if it
-/// does not load) with Claude Code's overrides as its settings set them.
-pub fn policy(ctx: &Context) -> Policy {
-    let mut policy = match &ctx.config {
-        Some(Ok(loaded)) => loaded.config.policy(),
-        _ => Config::default().policy(),
-    };
-    if let Some(p) = ctx.client.autocompact_pct().and_then(|r| r.value) {
-        policy.autocompact_pct = Some(p);
-    }
-    if let Some(AutoCompactWindow::Every(Window::Tokens(w))) =
-        ctx.client.auto_compact_window().and_then(|r| r.value)
-    {
-        policy.autocompact_window = Some(w);
-    }
-    policy
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Settings, AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW};
-    use crate::config::Loaded;
+    use crate::commands::doctor::tests::{ctx, lines};
+    use crate::config::{Config, Loaded};
     use crate::paths::Paths;
-
-    fn ctx(files: &[(Scope, &str)]) -> Context {
-        ctx_env(files, &[])
-    }
-
-    fn ctx_env(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Context {
-        Context {
-            client: Settings::literal(files, env),
-            search_path: None,
-            paths: Err("cannot find the home directory: set CTXGUARD_HOME".into()),
-            config: None,
-        }
-    }
-
-    /// Each finding as `status: message`.
-    fn lines(findings: &[Finding]) -> Vec<String> {
-        findings
-            .iter()
-            .map(|f| {
-                let status = serde_json::to_value(f.status).unwrap();
-                format!("{}: {}", status.as_str().unwrap(), f.message)
-            })
-            .collect()
-    }
 
     fn hooks_json(commands: &[(&str, &str)]) -> String {
         let mut hooks = serde_json::Map::new();
@@ -475,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn binaries_must_exist_and_be_executable() {
+    fn every_registered_program_must_exist_and_be_executable() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         fs::create_dir(&bin).unwrap();
@@ -488,22 +441,82 @@ mod tests {
             ("PreToolUse", &format!("{} pretooluse", exe.display())),
             ("PreCompact", "ctxguard precompact"),
             ("SessionStart", &format!("{} sessionstart", plain.display())),
+            ("Stop", "notify-send done"),
         ]);
-        let mut c = ctx(&[(Scope::User, &user)]);
+        let project = r#"{"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "/gone/ctxguard", "args": ["pretooluse"]}]}]},
+            "statusLine": {"type": "command", "command": "/gone/ctxguard statusline --then 'x'"}}"#;
+        let local = r#"{"statusLine": {"command": "${TOOLS}/ctxguard statusline"}}"#;
+        let mut c = ctx(&[
+            (Scope::User, &user),
+            (Scope::Project, project),
+            (Scope::Local, local),
+        ]);
         c.search_path = Some(bin.clone().into_os_string());
-        let found = lines(&binaries(&c));
-        assert_eq!(found.len(), 3, "{found:?}");
+        let found = binaries(&c);
+        let text = lines(&found);
         assert_eq!(
-            found[0],
-            format!("ok: {} exists (PreToolUse)", exe.display())
+            text,
+            [
+                "warn: `${TOOLS}/ctxguard` (statusLine in /p/.claude/settings.local.json) depends on a shell variable: cannot check it exists".to_string(),
+                "fail: `/gone/ctxguard` (Stop, statusLine in /p/.claude/settings.json) does not exist: Claude Code would run whatever is put there".to_string(),
+                format!("ok: {} exists (PreToolUse)", exe.display()),
+                format!("fail: `{}` (SessionStart in /home/u/.claude/settings.json) is not executable", plain.display()),
+                format!("ok: {} exists (PreCompact)", exe.display()),
+            ]
         );
-        assert_eq!(found[1], format!("fail: `{}` in the SessionStart hook command(s) does not exist or is not executable", plain.display()));
         assert_eq!(
-            found[2],
-            format!("ok: {} exists (PreCompact)", exe.display())
+            found[1].fix.as_deref(),
+            Some("run `ctxguard install --settings /p/.claude/settings.json`, to point them at this binary (or remove them)")
         );
+        assert!(found[3]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install`,"));
+
+        // Without PATH the bare name is not found.
         c.search_path = None;
-        assert!(lines(&binaries(&c))[2].starts_with("fail: `ctxguard`"));
+        assert!(lines(&binaries(&c))[4].starts_with("fail: `ctxguard` (PreCompact in"));
+    }
+
+    #[test]
+    fn programs_are_located_as_sh_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(home.join("bin")).unwrap();
+        let exe = home.join("bin/ctxguard");
+        fs::write(&exe, "").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = ctx(&[]);
+        c.home = Some(home.clone());
+        for written in [
+            "~/bin/ctxguard",
+            "$HOME/bin/ctxguard",
+            "${HOME}/bin/ctxguard",
+        ] {
+            assert_eq!(
+                locate(written, &c),
+                Program::Executable(exe.clone()),
+                "{written}"
+            );
+        }
+        assert_eq!(locate("~/bin/other", &c), Program::Missing);
+        assert_eq!(locate("`which ctxguard`", &c), Program::Unknown);
+        assert_eq!(
+            locate(&home.join("bin").display().to_string(), &c),
+            Program::NotExecutable(home.join("bin"))
+        );
+        c.search_path = Some(std::env::join_paths([dir.path(), &home.join("bin")]).unwrap());
+        assert_eq!(locate("ctxguard", &c), Program::Executable(exe.clone()));
+        c.home = None;
+        assert_eq!(locate("~/bin/ctxguard", &c), Program::Unknown);
+        assert_eq!(
+            ctxguard_program("'/a b/ctxguard' statusline --then x").as_deref(),
+            Some("/a b/ctxguard")
+        );
+        assert_eq!(ctxguard_program("/a/ctxguard"), None, "no subcommand");
+        assert_eq!(ctxguard_program("/a/ctxguard-old pretooluse"), None);
     }
 
     #[test]
@@ -549,7 +562,14 @@ mod tests {
 
     #[test]
     fn the_status_line_that_runs_is_the_most_specific() {
-        let ours = r#"{"statusLine": {"type": "command", "command": "/bin/ctxguard statusline --then 'x'"}}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("ctxguard");
+        fs::write(&exe, "").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let ours = serde_json::json!({"statusLine": {"type": "command",
+            "command": format!("{} statusline --then 'x'", exe.display())}})
+        .to_string();
+        let ours = ours.as_str();
         let theirs = r#"{"statusLine": {"type": "command", "command": "~/mine.sh"}}"#;
         assert_eq!(
             lines(&status_line(&ctx(&[(Scope::User, ours)]))),
@@ -566,79 +586,18 @@ mod tests {
             "{shadowed:?}"
         );
         assert!(lines(&status_line(&ctx(&[])))[0].starts_with("warn: no status line"));
-    }
-
-    #[test]
-    fn auto_compaction_on_or_off() {
+        let gone = r#"{"statusLine": {"command": "/gone/ctxguard statusline"}}"#;
+        let found = status_line(&ctx(&[(Scope::Project, gone)]));
         assert_eq!(
-            lines(&auto_compaction(&ctx(&[]))),
-            ["ok: auto-compaction is on"]
+            lines(&found),
+            ["warn: the status line is ctxguard's (/p/.claude/settings.json), but `/gone/ctxguard` \
+              cannot run (see binary): usage comes from the transcript, and a nudge can come a \
+              tool call late"]
         );
-        let off = ctx(&[(Scope::Project, r#"{"autoCompactEnabled": false}"#)]);
-        assert!(lines(&auto_compaction(&off))[0].starts_with(
-            "warn: auto-compaction is off (autoCompactEnabled in /p/.claude/settings.json)"
-        ));
-        let off = ctx(&[(Scope::User, r#"{"env": {"DISABLE_AUTO_COMPACT": "1"}}"#)]);
-        assert!(lines(&auto_compaction(&off))[0]
-            .starts_with("warn: auto-compaction is off (DISABLE_AUTO_COMPACT)"));
-    }
-
-    #[test]
-    fn the_percent_override() {
-        assert!(autocompact_pct(&ctx(&[])).is_empty());
-        let set = ctx(&[(
-            Scope::User,
-            r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
-        )]);
-        assert!(lines(&autocompact_pct(&set))[0]
-            .starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50: compaction comes at 50%"));
-        assert_eq!(policy(&set).autocompact_pct, Some(50.0));
-        let bad = ctx_env(&[], &[(AUTOCOMPACT_PCT, "most")]);
-        assert_eq!(
-            lines(&autocompact_pct(&bad)),
-            ["warn: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=\"most\" is not a percent"]
-        );
-        assert_eq!(policy(&bad).autocompact_pct, None);
-    }
-
-    #[test]
-    fn the_window_in_every_form() {
-        let window = |json: &str| {
-            let c = ctx(&[(Scope::User, &format!(r#"{{"autoCompactWindow": {json}}}"#))]);
-            (
-                lines(&autocompact_window(&c)).remove(0),
-                policy(&c).autocompact_window,
-            )
-        };
-        let (line, applied) = window("400000");
-        assert!(line.starts_with("info: the auto-compact window is 400000 tokens"));
-        assert_eq!(applied, Some(400_000));
-        let (line, applied) = window(r#""auto""#);
-        assert!(
-            line.starts_with("info: the auto-compact window is \"auto\" (autoCompactWindow in /home/u/.claude/settings.json)"),
-            "{line}"
-        );
-        assert_eq!(applied, None);
-        let (line, applied) = window(r#"{"claude-opus-5-5": 400000, "claude-haiku-5-5": "auto"}"#);
-        assert!(
-            line.starts_with("info: the auto-compact window is set per model (autoCompactWindow in /home/u/.claude/settings.json): claude-opus-5-5 400000, claude-haiku-5-5 auto;"),
-            "{line}"
-        );
-        assert_eq!(applied, None);
-        let (line, applied) = window(r#""lots""#);
-        assert!(
-            line.starts_with("warn: the auto-compact window \"lots\" (autoCompactWindow in"),
-            "{line}"
-        );
-        assert_eq!(applied, None);
-
-        let var = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "100000")]);
-        assert_eq!(policy(&var).autocompact_window, Some(100_000));
-        let bad = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
-        assert_eq!(
-            lines(&autocompact_window(&bad)),
-            ["warn: the auto-compact window \"auto\" (CLAUDE_CODE_AUTO_COMPACT_WINDOW) is not a token count"]
-        );
-        assert!(autocompact_window(&ctx(&[])).is_empty());
+        assert!(found[0]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install --settings /p/.claude/settings.json`"));
     }
 }

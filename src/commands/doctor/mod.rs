@@ -1,13 +1,14 @@
 //! `ctxguard doctor`: checks that ctxguard is registered and can work, and explains what the
 //! auto-compaction settings mean for the trigger. Everything is read once into a [`Context`];
-//! doctor is then a list of small checks ([`checks::ALL`]), each a function from the context to
+//! doctor is then a list of small checks ([`CHECKS`]), each a function from the context to
 //! findings, unit-tested with literals. Each finding says how to fix it; any failure makes the
 //! exit code 1.
 
 mod checks;
+mod compaction;
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -50,12 +51,38 @@ pub struct Report {
     pub thresholds: Vec<Threshold>,
 }
 
+fn finding(check: &'static str, status: Status, message: String, fix: Option<&str>) -> Finding {
+    Finding {
+        check,
+        status,
+        message,
+        fix: fix.map(str::to_string),
+    }
+}
+
+type Check = fn(&Context) -> Vec<Finding>;
+
+/// Every check, in the order of the report.
+const CHECKS: &[Check] = &[
+    checks::settings_files,
+    checks::hooks,
+    checks::binaries,
+    checks::state,
+    checks::config,
+    checks::status_line,
+    compaction::auto_compaction,
+    compaction::autocompact_pct,
+    compaction::autocompact_window,
+];
+
 /// What the checks look at, read once.
 #[derive(Debug)]
 pub struct Context {
     /// Claude Code's settings files (user, project in the current directory, local, managed)
     /// and its variables.
     pub client: client::Settings,
+    /// For a command whose program starts with `~/`.
+    pub home: Option<PathBuf>,
     /// `PATH`, for a command that names `ctxguard` without a directory.
     pub search_path: Option<OsString>,
     /// The state root, or why there is none.
@@ -79,6 +106,7 @@ impl Context {
             .map(|p| Config::load(p, env).map_err(|e| format!("{e:#}")));
         Context {
             client: client::Settings::read(locations, env.client.clone()),
+            home: env.home.clone(),
             search_path: env.search_path.clone(),
             paths,
             config,
@@ -92,8 +120,8 @@ pub fn check(env: &Env) -> Report {
 
 /// Runs every check, in order, and works out the thresholds.
 fn report(ctx: &Context) -> Report {
-    let findings: Vec<Finding> = checks::ALL.iter().flat_map(|check| check(ctx)).collect();
-    let policy = checks::policy(ctx);
+    let findings: Vec<Finding> = CHECKS.iter().flat_map(|check| check(ctx)).collect();
+    let policy = compaction::policy(ctx);
     let thresholds = [200_000, 1_000_000]
         .into_iter()
         .map(|w| {
@@ -154,9 +182,36 @@ pub fn run(json: bool) -> Result<Exit> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::client::{Scope, Settings};
+
+    /// A context with these settings files (see [`Settings::literal`]), a home of `/home/u` and
+    /// no state root.
+    pub fn ctx(files: &[(Scope, &str)]) -> Context {
+        ctx_env(files, &[])
+    }
+
+    pub fn ctx_env(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Context {
+        Context {
+            client: Settings::literal(files, env),
+            home: Some(PathBuf::from("/home/u")),
+            search_path: None,
+            paths: Err("cannot find the home directory: set CTXGUARD_HOME".into()),
+            config: None,
+        }
+    }
+
+    /// Each finding as `status: message`.
+    pub fn lines(findings: &[Finding]) -> Vec<String> {
+        findings
+            .iter()
+            .map(|f| {
+                let status = serde_json::to_value(f.status).unwrap();
+                format!("{}: {}", status.as_str().unwrap(), f.message)
+            })
+            .collect()
+    }
 
     #[test]
     fn a_report_renders_one_line_per_finding_then_the_thresholds() {
@@ -198,18 +253,10 @@ mod tests {
 
     #[test]
     fn the_report_fails_on_any_failure_and_the_thresholds_follow_the_overrides() {
-        let ctx = Context {
-            client: Settings::literal(
-                &[(
-                    Scope::User,
-                    r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
-                )],
-                &[],
-            ),
-            search_path: None,
-            paths: Err("cannot find the home directory".into()),
-            config: None,
-        };
+        let ctx = ctx(&[(
+            Scope::User,
+            r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
+        )]);
         let r = report(&ctx);
         assert!(!r.ok, "no hooks and no state root");
         assert_eq!(
