@@ -89,7 +89,7 @@ enum Program {
     Executable(PathBuf),
     NotExecutable(PathBuf),
     Missing,
-    /// It names a shell variable doctor cannot expand.
+    /// It depends on the shell (a variable, or `~` without a known home).
     Unknown,
 }
 
@@ -161,8 +161,12 @@ pub fn binaries(ctx: &Context) -> Vec<Finding> {
             let place = places(uses);
             match locate(program, ctx) {
                 Program::Executable(p) => {
-                    let mut events: Vec<&str> = uses.iter().map(|(event, _)| *event).collect();
-                    events.dedup();
+                    let mut events: Vec<&str> = Vec::new();
+                    for (event, _) in uses {
+                        if !events.contains(event) {
+                            events.push(event);
+                        }
+                    }
                     finding(
                         "binary",
                         Status::Ok,
@@ -185,7 +189,7 @@ pub fn binaries(ctx: &Context) -> Vec<Finding> {
                 Program::Unknown => finding(
                     "binary",
                     Status::Warn,
-                    format!("`{program}` ({place}) depends on a shell variable: cannot check it exists"),
+                    format!("`{program}` ({place}) is expanded by the shell: doctor cannot check it exists"),
                     Some("name the binary by its full path, as `ctxguard install` does"),
                 ),
             }
@@ -311,8 +315,8 @@ pub fn status_line(ctx: &Context) -> Vec<Finding> {
                 Some(&reinstall(&[(c.event, c.file)])),
             ),
             None => finding(
-            "statusline",
-            Status::Ok,
+                "statusline",
+                Status::Ok,
                 format!("the status line runs ctxguard ({})", c.file.path.display()),
                 None,
             ),
@@ -458,7 +462,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "warn: `${TOOLS}/ctxguard` (statusLine in /p/.claude/settings.local.json) depends on a shell variable: cannot check it exists".to_string(),
+                "warn: `${TOOLS}/ctxguard` (statusLine in /p/.claude/settings.local.json) is expanded by the shell: doctor cannot check it exists".to_string(),
                 "fail: `/gone/ctxguard` (Stop, statusLine in /p/.claude/settings.json) does not exist: Claude Code would run whatever is put there".to_string(),
                 format!("ok: {} exists (PreToolUse)", exe.display()),
                 format!("fail: `{}` (SessionStart in /home/u/.claude/settings.json) is not executable", plain.display()),
@@ -474,6 +478,20 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("run `ctxguard install`,"));
+
+        // One line per program, each event named once.
+        let line = format!("{} pretooluse", exe.display());
+        let again = ctx(&[
+            (
+                Scope::User,
+                &hooks_json(&[("PreToolUse", &line), ("Stop", &line)]),
+            ),
+            (Scope::Project, &hooks_json(&[("PreToolUse", &line)])),
+        ]);
+        assert_eq!(
+            lines(&binaries(&again)),
+            [format!("ok: {} exists (PreToolUse, Stop)", exe.display())]
+        );
 
         // Without PATH the bare name is not found.
         c.search_path = None;
