@@ -1,16 +1,22 @@
-//! Resolved settings. Defaults live in `impl Default`; the optional `$CTXGUARD_HOME/config.json`
-//! is applied over them, then `CTXGUARD_<KEY>` environment variables over that. This is also the
-//! one place the environment is read (ctxguard's own variables and Claude Code's auto-compaction
-//! overrides), so tests and hooks see the same resolution.
+//! Resolved settings. Defaults live in the key table below; the optional
+//! `$CTXGUARD_HOME/config.json` is applied over them, then `CTXGUARD_<KEY>` environment variables
+//! over that. This is also the one place the environment is read (ctxguard's own variables and,
+//! through [`ClientEnv`], Claude Code's auto-compaction overrides), so tests and hooks see the
+//! same resolution.
+//!
+//! Every key is declared once, in `keys!`: its `Config` field, its default and the rule that
+//! checks a raw value. The generated [`KEYS`] table drives the file parsing, the environment
+//! overlay and the error messages, so adding a key is one line there (and a row in
+//! docs/configuration.md, which a test checks).
 
+use std::cell::OnceCell;
 use std::ffi::OsString;
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
 
+use crate::client::{self, ClientEnv};
 use crate::paths::Paths;
 use crate::usage::Policy;
 
@@ -22,11 +28,13 @@ pub struct Env {
     pub no_color: bool,
     /// `CLAUDE_PROJECT_DIR`, set by Claude Code for hook commands.
     pub project_dir: Option<PathBuf>,
+    /// Claude Code's own variables (auto-compaction overrides).
+    pub client: ClientEnv,
+    /// `PATH`, where a registered command's bare program name is found.
+    pub search_path: Option<OsString>,
     /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`]; read on first use, so the
     /// PreToolUse fast path (which needs no configuration) never pays for the lookups.
-    overrides: std::cell::OnceCell<Vec<(&'static str, String)>>,
-    autocompact_pct: Option<String>,
-    autocompact_window: Option<String>,
+    overrides: OnceCell<Vec<(&'static Key, String)>>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -45,9 +53,9 @@ impl Env {
             home: dirs::home_dir(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
-            overrides: std::cell::OnceCell::new(),
-            autocompact_pct: var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"),
-            autocompact_window: var("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
+            client: ClientEnv::read(var),
+            search_path: std::env::var_os("PATH"),
+            overrides: OnceCell::new(),
         }
     }
 
@@ -62,10 +70,10 @@ impl Env {
         }
     }
 
-    fn overrides(&self) -> &[(&'static str, String)] {
+    fn overrides(&self) -> &[(&'static Key, String)] {
         self.overrides.get_or_init(|| {
             KEYS.iter()
-                .filter_map(|k| var(&env_name(k)).map(|v| (*k, v)))
+                .filter_map(|k| var(&env_name(k.name)).map(|v| (k, v)))
                 .collect()
         })
     }
@@ -82,23 +90,6 @@ impl Env {
         Ok(Paths::new(home.join(".claude-memory").join("ctxguard")))
     }
 }
-
-/// Every configuration key, as spelled in config.json; `CTXGUARD_<KEY>` in upper case overrides.
-pub const KEYS: &[&str] = &[
-    "headroom_tokens",
-    "threshold_pct",
-    "critical_headroom_tokens",
-    "window_tokens",
-    "compact_buffer_tokens",
-    "stale_after_secs",
-    "nudge_text",
-    "critical_text",
-    "recover_on",
-    "memory_files",
-    "recovery_budget_chars",
-    "total_budget_chars",
-    "gate_auto_compaction",
-];
 
 /// SessionStart sources a recovery can be injected on.
 pub const SOURCES: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
@@ -118,55 +109,147 @@ pub const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({
 tasks and next steps are not yet in your memory (MEMORY.md or your memory tool), save them now, \
 in a few lines, before anything else; then continue.";
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub headroom_tokens: u64,
-    pub threshold_pct: Option<f64>,
-    pub critical_headroom_tokens: u64,
-    pub window_tokens: Option<u64>,
-    pub compact_buffer_tokens: u64,
-    pub stale_after_secs: u64,
-    pub nudge_text: String,
-    pub critical_text: String,
-    /// SessionStart sources that inject a recovery.
-    pub recover_on: Vec<String>,
-    /// Memory files appended to a recovery block; `None` means the defaults
-    /// (`~/.claude-memory/MEMORY.md` and the project's `.claude/memory/MEMORY.md`).
-    pub memory_files: Option<Vec<String>>,
-    /// Size limit of the checkpoint part of a recovery block, in characters.
-    pub recovery_budget_chars: usize,
-    /// Size limit of the whole recovery block, in characters.
-    pub total_budget_chars: usize,
-    /// PreCompact may hold one auto-compaction per cycle until the nudge is delivered.
-    pub gate_auto_compaction: bool,
-    /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`.
-    pub autocompact_pct: Option<f64>,
-    /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
-    pub autocompact_window: Option<u64>,
+/// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
+/// environment), what a valid value looks like, and how a raw value is checked and stored.
+pub struct Key {
+    pub name: &'static str,
+    pub expected: &'static str,
+    set: fn(&mut Config, &Raw) -> Option<()>,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        let p = Policy::default();
-        Config {
-            headroom_tokens: p.headroom_tokens,
-            threshold_pct: None,
-            critical_headroom_tokens: p.critical_headroom_tokens,
-            window_tokens: None,
-            compact_buffer_tokens: p.compact_buffer_tokens,
-            stale_after_secs: 1800,
-            nudge_text: DEFAULT_NUDGE_TEXT.to_string(),
-            critical_text: DEFAULT_CRITICAL_TEXT.to_string(),
-            recover_on: ["compact", "resume", "clear"].map(String::from).to_vec(),
-            memory_files: None,
-            recovery_budget_chars: 3200,
-            total_budget_chars: 12000,
-            gate_auto_compaction: false,
-            autocompact_pct: None,
-            autocompact_window: None,
-        }
+impl Key {
+    /// Checks `raw` and stores it; the error names the key, what it must be and what it got.
+    fn apply(&self, config: &mut Config, raw: &Raw) -> std::result::Result<(), String> {
+        (self.set)(config, raw).ok_or_else(|| {
+            format!(
+                "`{}` must be {}, got {}",
+                self.name,
+                self.expected,
+                raw.describe()
+            )
+        })
     }
 }
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// How a raw value becomes a field's value, and what a valid one looks like.
+struct Rule<T> {
+    expected: &'static str,
+    parse: fn(&Raw) -> Option<T>,
+}
+
+/// Declares every key once (rustfmt's `create_config!` does the same): the `Config` field with
+/// its doc, its default and its [`Rule`]. Generates `Config`, its `Default` and [`KEYS`].
+macro_rules! keys {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty = $default:expr, $rule:expr;)*) => {
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Config {
+            $($(#[$attr])* pub $name: $ty,)*
+            /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (Claude Code's, not a key).
+            pub autocompact_pct: Option<f64>,
+            /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (Claude Code's, not a key).
+            pub autocompact_window: Option<u64>,
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config {
+                    $($name: $default,)*
+                    autocompact_pct: None,
+                    autocompact_window: None,
+                }
+            }
+        }
+
+        /// Every configuration key, in declaration order.
+        pub const KEYS: &[Key] = &[$(Key {
+            name: stringify!($name),
+            expected: $rule.expected,
+            set: |config, raw| {
+                config.$name = ($rule.parse)(raw)?;
+                Some(())
+            },
+        },)*];
+    };
+}
+
+keys! {
+    /// Arm the nudge this many tokens before the compaction point.
+    headroom_tokens: u64 = Policy::default().headroom_tokens, TOKENS;
+    /// Arm at this percent of the window instead.
+    threshold_pct: Option<f64> = None, PERCENT;
+    /// The critical nudge fires this close to compaction; 0 turns it off.
+    critical_headroom_tokens: u64 = Policy::default().critical_headroom_tokens, TOKENS;
+    /// Force the window size (beats what the status line reports).
+    window_tokens: Option<u64> = None, WINDOW;
+    /// Claude Code compacts at `window - this`.
+    compact_buffer_tokens: u64 = Policy::default().compact_buffer_tokens, TOKENS;
+    /// A marker not refreshed for this long is treated as idle.
+    stale_after_secs: u64 = 1800, SECONDS;
+    nudge_text: String = DEFAULT_NUDGE_TEXT.to_string(), TEXT;
+    critical_text: String = DEFAULT_CRITICAL_TEXT.to_string(), TEXT;
+    /// SessionStart sources that inject a recovery.
+    recover_on: Vec<String> = ["compact", "resume", "clear"].map(String::from).to_vec(), RECOVER_ON;
+    /// Memory files appended to a recovery block; `None` means the defaults
+    /// (`~/.claude-memory/MEMORY.md` and the project's `.claude/memory/MEMORY.md`).
+    memory_files: Option<Vec<String>> = None, MEMORY_FILES;
+    /// Size limit of the checkpoint part of a recovery block, in characters.
+    recovery_budget_chars: usize = 3200, BUDGET;
+    /// Size limit of the whole recovery block, in characters.
+    total_budget_chars: usize = 12000, BUDGET;
+    /// PreCompact may hold one auto-compaction per cycle until the nudge is delivered.
+    gate_auto_compaction: bool = false, FLAG;
+}
+
+const TOKENS: Rule<u64> = Rule {
+    expected: "a whole number of tokens (0 or more)",
+    parse: |raw| raw.tokens(),
+};
+const WINDOW: Rule<Option<u64>> = Rule {
+    expected: "a whole number of tokens above 0",
+    parse: |raw| raw.tokens().filter(|w| *w > 0).map(Some),
+};
+const SECONDS: Rule<u64> = Rule {
+    expected: "a whole number of seconds (0 or more)",
+    parse: |raw| raw.tokens(),
+};
+const PERCENT: Rule<Option<f64>> = Rule {
+    expected: "a percent above 0, at most 100",
+    parse: |raw| raw.number().filter(|p| *p > 0.0 && *p <= 100.0).map(Some),
+};
+const TEXT: Rule<String> = Rule {
+    expected: "a string",
+    parse: |raw| raw.text(),
+};
+const RECOVER_ON: Rule<Vec<String>> = Rule {
+    // Lists SOURCES; a test keeps the two in step.
+    expected: "a list of SessionStart sources (startup, resume, clear, compact, fork)",
+    parse: |raw| {
+        raw.list()
+            .filter(|list| list.iter().all(|s| SOURCES.contains(&s.as_str())))
+    },
+};
+const MEMORY_FILES: Rule<Option<Vec<String>>> = Rule {
+    expected: "a list of file paths",
+    parse: |raw| raw.list().map(Some),
+};
+const BUDGET: Rule<usize> = Rule {
+    expected: "a number of characters from 200 to 1000000",
+    parse: |raw| {
+        raw.tokens()
+            .filter(|n| (200..=1_000_000).contains(n))
+            .map(|n| n as usize)
+    },
+};
+const FLAG: Rule<bool> = Rule {
+    expected: "true or false",
+    parse: |raw| raw.flag(),
+};
 
 /// A configuration value from either source.
 enum Raw<'a> {
@@ -233,10 +316,6 @@ impl Raw<'_> {
     }
 }
 
-fn percent(raw: &Raw) -> Option<f64> {
-    raw.number().filter(|p| *p > 0.0 && *p <= 100.0)
-}
-
 /// The result of loading: settings plus warnings a caller prints (unknown keys, ignored values).
 #[derive(Debug)]
 pub struct Loaded {
@@ -251,36 +330,30 @@ impl Config {
         let file = paths.config_file();
         let mut config = Config::default();
         let mut warnings = Vec::new();
-        match fs::read(&file) {
-            Ok(bytes) => config.apply_file(&file, &bytes, &mut warnings)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => bail!("reading config {}: {e}", file.display()),
+        if let Some(bytes) = crate::files::read_user_file(&file, "config")? {
+            config.apply_file(&file, &bytes, &mut warnings)?;
         }
         for (key, value) in env.overrides() {
-            config
-                .set(key, &Raw::Env(value))
-                .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key)))?;
+            key.apply(&mut config, &Raw::Env(value))
+                .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key.name)))?;
         }
-        config.apply_claude_env(env, &mut warnings);
+        config.apply_client_env(&env.client, &mut warnings);
         Ok(Loaded { config, warnings })
     }
 
     /// Lenient load, for hooks: any error falls back to the defaults (plus whatever valid
     /// overrides there are) and becomes a warning.
     pub fn load_or_default(paths: &Paths, env: &Env) -> Loaded {
-        match Config::load(paths, env) {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                let mut config = Config::default();
-                let mut warnings = vec![format!("{e:#}; using the defaults")];
-                for (key, value) in env.overrides() {
-                    // Already reported above if invalid; keep the valid ones.
-                    let _ = config.set(key, &Raw::Env(value));
-                }
-                config.apply_claude_env(env, &mut warnings);
-                Loaded { config, warnings }
+        Config::load(paths, env).unwrap_or_else(|e| {
+            let mut config = Config::default();
+            let mut warnings = vec![format!("{e:#}; using the defaults")];
+            for (key, value) in env.overrides() {
+                // An invalid one is in the error above, or was shadowed by it; keep the rest.
+                let _ = key.apply(&mut config, &Raw::Env(value));
             }
-        }
+            config.apply_client_env(&env.client, &mut warnings);
+            Loaded { config, warnings }
+        })
     }
 
     fn apply_file(&mut self, file: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> Result<()> {
@@ -296,99 +369,44 @@ impl Config {
                 file.display()
             );
         };
-        for (key, value) in &map {
-            if !KEYS.contains(&key.as_str()) {
+        for (name, value) in &map {
+            let Some(key) = KEYS.iter().find(|k| k.name == name) else {
+                let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
                 warnings.push(format!(
-                    "config {}: unknown key `{key}` ignored (known keys: {})",
+                    "config {}: unknown key `{name}` ignored (known keys: {})",
                     file.display(),
-                    KEYS.join(", ")
+                    known.join(", ")
                 ));
                 continue;
-            }
+            };
             if value.is_null() {
                 continue;
             }
-            self.set(key, &Raw::Json(value))
+            key.apply(self, &Raw::Json(value))
                 .map_err(|problem| anyhow!("config {}: {problem}", file.display()))?;
         }
         Ok(())
     }
 
-    fn set(&mut self, key: &str, raw: &Raw) -> std::result::Result<(), String> {
-        let bad = |what: &str| format!("`{key}` must be {what}, got {}", raw.describe());
-        const TOKENS: &str = "a whole number of tokens (0 or more)";
-        match key {
-            "headroom_tokens" => self.headroom_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?,
-            "critical_headroom_tokens" => {
-                self.critical_headroom_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?
-            }
-            "compact_buffer_tokens" => {
-                self.compact_buffer_tokens = raw.tokens().ok_or_else(|| bad(TOKENS))?
-            }
-            "window_tokens" => {
-                self.window_tokens = Some(
-                    raw.tokens()
-                        .filter(|w| *w > 0)
-                        .ok_or_else(|| bad("a whole number of tokens above 0"))?,
-                )
-            }
-            "stale_after_secs" => {
-                self.stale_after_secs = raw
-                    .tokens()
-                    .ok_or_else(|| bad("a whole number of seconds (0 or more)"))?
-            }
-            "threshold_pct" => {
-                self.threshold_pct =
-                    Some(percent(raw).ok_or_else(|| bad("a percent above 0, at most 100"))?)
-            }
-            "nudge_text" => self.nudge_text = raw.text().ok_or_else(|| bad("a string"))?,
-            "critical_text" => self.critical_text = raw.text().ok_or_else(|| bad("a string"))?,
-            "recover_on" => {
-                let what = format!("a list of SessionStart sources ({})", SOURCES.join(", "));
-                let list = raw.list().ok_or_else(|| bad(&what))?;
-                if list.iter().any(|s| !SOURCES.contains(&s.as_str())) {
-                    return Err(bad(&what));
-                }
-                self.recover_on = list;
-            }
-            "gate_auto_compaction" => {
-                self.gate_auto_compaction = raw.flag().ok_or_else(|| bad("true or false"))?
-            }
-            "memory_files" => {
-                self.memory_files = Some(raw.list().ok_or_else(|| bad("a list of file paths"))?)
-            }
-            "recovery_budget_chars" | "total_budget_chars" => {
-                let chars = raw
-                    .tokens()
-                    .filter(|n| (200..=1_000_000).contains(n))
-                    .ok_or_else(|| bad("a number of characters from 200 to 1000000"))?
-                    as usize;
-                if key == "recovery_budget_chars" {
-                    self.recovery_budget_chars = chars;
-                } else {
-                    self.total_budget_chars = chars;
-                }
-            }
-            _ => return Err(format!("unknown key `{key}`")),
-        }
-        Ok(())
-    }
-
     /// Claude Code's own variables: not ours to reject, so an unusable value is only a warning.
-    fn apply_claude_env(&mut self, env: &Env, warnings: &mut Vec<String>) {
-        if let Some(v) = &env.autocompact_pct {
-            match percent(&Raw::Env(v)) {
+    fn apply_client_env(&mut self, env: &ClientEnv, warnings: &mut Vec<String>) {
+        if let Some(pct) = env.autocompact_pct() {
+            match pct.value {
                 Some(p) => self.autocompact_pct = Some(p),
                 None => warnings.push(format!(
-                    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={v:?} is not a percent (1-100); ignored"
+                    "{}={:?} is not a percent (1-100); ignored",
+                    client::AUTOCOMPACT_PCT,
+                    pct.raw
                 )),
             }
         }
-        if let Some(v) = &env.autocompact_window {
-            match Raw::Env(v).tokens().filter(|w| *w > 0) {
+        if let Some(window) = env.auto_compact_window() {
+            match window.value {
                 Some(w) => self.autocompact_window = Some(w),
                 None => warnings.push(format!(
-                    "CLAUDE_CODE_AUTO_COMPACT_WINDOW={v:?} is not a token count; ignored"
+                    "{}={:?} is not a token count; ignored",
+                    client::AUTO_COMPACT_WINDOW,
+                    window.raw
                 )),
             }
         }
@@ -419,12 +437,14 @@ pub fn render_text(template: &str, tokens: u64, window: u64, headroom: u64) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
-    fn env_with(overrides: &[(&'static str, &str)]) -> Env {
+    fn env_with(overrides: &[(&str, &str)]) -> Env {
+        let key = |name: &str| KEYS.iter().find(|k| k.name == name).unwrap();
         Env {
             overrides: overrides
                 .iter()
-                .map(|(k, v)| (*k, v.to_string()))
+                .map(|(k, v)| (key(k), v.to_string()))
                 .collect::<Vec<_>>()
                 .into(),
             ..Env::default()
@@ -547,14 +567,74 @@ mod tests {
     #[test]
     fn claude_overrides_are_read_and_bad_ones_ignored() {
         let env = Env {
-            autocompact_pct: Some("50".into()),
-            autocompact_window: Some("lots".into()),
+            client: ClientEnv::read(|name| match name {
+                client::AUTOCOMPACT_PCT => Some("50".into()),
+                client::AUTO_COMPACT_WINDOW => Some("lots".into()),
+                _ => None,
+            }),
             ..Env::default()
         };
         let loaded = load_json("{}", &env).unwrap();
         assert_eq!(loaded.config.autocompact_pct, Some(50.0));
         assert_eq!(loaded.config.autocompact_window, None);
         assert_eq!(loaded.warnings.len(), 1);
+    }
+
+    #[test]
+    fn every_key_is_documented_and_its_rule_matches_its_message() {
+        let docs = include_str!("../docs/configuration.md");
+        for key in KEYS {
+            assert!(
+                docs.contains(&format!("| `{}` |", key.name)),
+                "docs/configuration.md has no row for `{}`",
+                key.name
+            );
+        }
+        for source in SOURCES {
+            assert!(RECOVER_ON.expected.contains(source), "{source}");
+        }
+        let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+        assert_eq!(names.len(), 13);
+        assert_eq!(names[0], "headroom_tokens");
+    }
+
+    #[test]
+    fn every_key_can_be_set_from_the_environment() {
+        let values = [
+            ("headroom_tokens", "1"),
+            ("threshold_pct", "50"),
+            ("critical_headroom_tokens", "2"),
+            ("window_tokens", "300000"),
+            ("compact_buffer_tokens", "3"),
+            ("stale_after_secs", "4"),
+            ("nudge_text", "n"),
+            ("critical_text", "c"),
+            ("recover_on", "fork"),
+            ("memory_files", "a.md,b.md"),
+            ("recovery_budget_chars", "500"),
+            ("total_budget_chars", "600"),
+            ("gate_auto_compaction", "yes"),
+        ];
+        assert_eq!(values.len(), KEYS.len());
+        let c = load_json("{}", &env_with(&values)).unwrap().config;
+        let expected = Config {
+            headroom_tokens: 1,
+            threshold_pct: Some(50.0),
+            critical_headroom_tokens: 2,
+            window_tokens: Some(300_000),
+            compact_buffer_tokens: 3,
+            stale_after_secs: 4,
+            nudge_text: "n".into(),
+            critical_text: "c".into(),
+            recover_on: vec!["fork".into()],
+            memory_files: Some(vec!["a.md".into(), "b.md".into()]),
+            recovery_budget_chars: 500,
+            total_budget_chars: 600,
+            gate_auto_compaction: true,
+            autocompact_pct: None,
+            autocompact_window: None,
+        };
+        assert_eq!(c, expected);
     }
 
     #[test]

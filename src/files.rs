@@ -83,6 +83,31 @@ pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Reads a file the user may keep as a symlink (the config): a regular file or nothing, never
+/// blocking on a FIFO, at most [`MAX_STATE_FILE`] bytes. `Ok(None)` if it does not exist.
+pub fn read_user_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
+    let (file, len) = match open_regular(path, what) {
+        Ok(opened) => opened,
+        Err(e)
+            if e.downcast_ref::<io::Error>().map(io::Error::kind)
+                == Some(io::ErrorKind::NotFound) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    if len > MAX_STATE_FILE {
+        bail!(
+            "{what} {} is {len} bytes, more than the {MAX_STATE_FILE} a {what} can be",
+            path.display()
+        );
+    }
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, MAX_STATE_FILE), &mut bytes)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    Ok(Some(bytes))
+}
+
 /// Refuses `dir` (at or under `root`) when any directory between `root` and it is a symbolic
 /// link: reads under the state root follow the same rule as writes. Missing directories are
 /// fine (there is nothing to read). `root` itself may be a link the user made.

@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod cli;
+mod client;
 mod commands;
 mod config;
 mod daily_log;

@@ -422,3 +422,111 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_is_edited() {
         serde_json::from_str::<Value>(THEIRS).unwrap()
     );
 }
+
+#[test]
+fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
+    let env = TestEnv::new();
+    let project = env.dir.path().join("proj");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    // The status line points at a binary that was moved away, and the project's local settings
+    // register a hook (exec form) with another that is gone.
+    let old = env.dir.path().join("old/ctxguard");
+    let mut s = read(&settings(&env));
+    s["statusLine"]["command"] =
+        json!(format!("{} statusline --then 'printf mine'", old.display()));
+    fs::write(settings(&env), s.to_string()).unwrap();
+    let local = project.join(".claude/settings.local.json");
+    fs::write(
+        &local,
+        json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "/gone/ctxguard", "args": ["pretooluse"]}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+
+    let (code, report) = doctor(&env, &project);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["ok"], false);
+    let failed: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "binary" && f["status"] == "fail")
+        .map(|f| {
+            (
+                f["message"].as_str().unwrap().to_string(),
+                f["fix"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed[0].0.starts_with(&format!(
+            "`/gone/ctxguard` (Stop in {}) does not exist",
+            local.display()
+        )),
+        "{failed:?}"
+    );
+    assert!(
+        failed[0]
+            .1
+            .contains(&format!("ctxguard install --settings {}", local.display())),
+        "{failed:?}"
+    );
+    assert!(
+        failed[1].0.starts_with(&format!(
+            "`{}` (statusLine in {}) does not exist",
+            old.display(),
+            settings(&env).display()
+        )),
+        "{failed:?}"
+    );
+    assert!(
+        failed[1].1.starts_with("run `ctxguard install`"),
+        "{failed:?}"
+    );
+    assert!(
+        statuses(&report, "statusline")[0].starts_with("warn: the status line is ctxguard's"),
+        "not ok: {report:#}"
+    );
+    let human = env
+        .command(&["doctor"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains(&format!("FAIL binary      `{}` (statusLine", old.display())),
+        "{text}"
+    );
+
+    // A file that is there but cannot run is no better.
+    fs::create_dir_all(old.parent().unwrap()).unwrap();
+    fs::write(&old, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&old, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::remove_file(&local).unwrap();
+    let (code, report) = doctor(&env, &project);
+    assert_eq!(code, 1);
+    assert!(
+        statuses(&report, "binary").iter().any(|b| b
+            == &format!(
+                "fail: `{}` (statusLine in {}) is not executable",
+                old.display(),
+                settings(&env).display()
+            )),
+        "{report:#}"
+    );
+
+    // Installing again points the status line back at this binary, and it stays wrapped.
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let (code, report) = doctor(&env, &project);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(statuses(&report, "binary")
+        .iter()
+        .all(|b| b.starts_with("ok:")));
+    assert!(read(&settings(&env))["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("statusline --then 'printf mine'"));
+}

@@ -259,3 +259,41 @@ fn a_marker_from_the_future_is_not_trusted() {
     let nudge = decode_nudge(&run.stdout);
     assert!(nudge.contains("150k"), "{nudge}");
 }
+
+#[test]
+fn a_fifo_or_device_config_never_hangs_or_floods_a_hook() {
+    for target in ["fifo", "/dev/zero"] {
+        let env = TestEnv::new();
+        fs::create_dir_all(env.state()).unwrap();
+        let config = env.state().join("config.json");
+        if target == "fifo" {
+            mkfifo(&config);
+        } else {
+            symlink(target, &config).unwrap();
+        }
+        let t = env.write(
+            "t.jsonl",
+            &(assistant_line(150_000, &time_from_now(-1)) + "\n"),
+        );
+        let payload = pretooluse_payload(SESSION, &t).to_string();
+        let run = env.run_within(
+            &["pretooluse"],
+            &payload,
+            Duration::from_secs(10),
+            256 << 20,
+        );
+        // The defaults apply, so the nudge still comes, and the hook says why.
+        assert!(
+            decode_nudge(&run.stdout).contains("150k"),
+            "{target}: {run:?}"
+        );
+        assert!(
+            run.stderr.contains("not a regular file"),
+            "{target}: {run:?}"
+        );
+        // A manual command names the problem and fails.
+        let status = env.run(&["status"], "");
+        assert_eq!(status.code, 1, "{target}: {status:?}");
+        assert!(status.stderr.contains("config"), "{target}: {status:?}");
+    }
+}

@@ -1,0 +1,716 @@
+//! Claude Code's own settings and environment, read the way the client reads them: which settings
+//! files there are, in the client's precedence order (user, project, local, managed: for a key
+//! set in several, the later file wins), their merged `env` block, and typed accessors for what
+//! moves auto-compaction. `doctor` reports on all of it; `config` takes Claude Code's variables
+//! from [`ClientEnv`], so a hook and `doctor` read a value the same way.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::settings::shell_quote;
+
+/// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`: compaction at this percent of the window, if earlier.
+pub const AUTOCOMPACT_PCT: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
+/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`: the window auto-compaction is computed against.
+pub const AUTO_COMPACT_WINDOW: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
+/// `DISABLE_AUTO_COMPACT`: any value but `0` or `false` turns auto-compaction off.
+pub const DISABLE_AUTO_COMPACT: &str = "DISABLE_AUTO_COMPACT";
+
+/// The client's variables ctxguard reads.
+pub const VARS: [&str; 3] = [AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT];
+
+/// Where Claude Code looks for the organisation's managed settings.
+#[cfg(target_os = "macos")]
+pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/managed-settings.json";
+#[cfg(not(target_os = "macos"))]
+pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+
+/// Claude Code's variables ([`VARS`]) as found in a process environment; blank ones are unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientEnv {
+    vars: Vec<(&'static str, String)>,
+}
+
+impl ClientEnv {
+    /// Looks each of [`VARS`] up with `lookup` (which should treat a blank value as unset).
+    pub fn read(lookup: impl Fn(&str) -> Option<String>) -> ClientEnv {
+        ClientEnv {
+            vars: VARS
+                .iter()
+                .filter_map(|name| lookup(name).map(|v| (*name, v)))
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` from the process alone (what a hook sees: the client
+    /// has already applied its settings' `env` blocks to its own environment).
+    pub fn autocompact_pct(&self) -> Option<Reading<f64>> {
+        self.get(AUTOCOMPACT_PCT).map(read_pct)
+    }
+
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` from the process alone.
+    pub fn auto_compact_window(&self) -> Option<Reading<u64>> {
+        self.get(AUTO_COMPACT_WINDOW).map(|raw| Reading {
+            origin: Origin::Variable(AUTO_COMPACT_WINDOW),
+            raw: raw.to_string(),
+            value: window_tokens(raw),
+        })
+    }
+}
+
+/// A value as written and what it means; `value` is `None` when it is unusable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading<T> {
+    pub origin: Origin,
+    /// The text as written (a JSON value's own text for a setting).
+    pub raw: String,
+    pub value: Option<T>,
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An environment variable (set in the process or in a settings file's `env` block).
+    Variable(&'static str),
+    /// A top-level key of a settings file.
+    Setting { key: &'static str, file: PathBuf },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Variable(name) => f.write_str(name),
+            Origin::Setting { key, file } => write!(f, "{key} in {}", file.display()),
+        }
+    }
+}
+
+/// A percent in (0, 100].
+pub fn percent(text: &str) -> Option<f64> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|p| *p > 0.0 && *p <= 100.0)
+}
+
+/// A whole number of tokens above 0.
+pub fn window_tokens(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok().filter(|w| *w > 0)
+}
+
+fn read_pct(raw: &str) -> Reading<f64> {
+    Reading {
+        origin: Origin::Variable(AUTOCOMPACT_PCT),
+        raw: raw.to_string(),
+        value: percent(raw),
+    }
+}
+
+/// One window size in `autoCompactWindow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// `"auto"`: the client picks (the model's own window).
+    Auto,
+    Tokens(u64),
+}
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Window::Auto => f.write_str("auto"),
+            Window::Tokens(w) => write!(f, "{w}"),
+        }
+    }
+}
+
+/// The auto-compaction window, as `autoCompactWindow` or `CLAUDE_CODE_AUTO_COMPACT_WINDOW` sets
+/// it: one for every model (a number or `"auto"`), or a map of model ids to one (the form
+/// `/autocompact` writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutoCompactWindow {
+    Every(Window),
+    /// In the file's order.
+    PerModel(Vec<(String, Window)>),
+}
+
+impl AutoCompactWindow {
+    /// The setting's JSON value; `None` for any other shape.
+    pub fn from_json(value: &Value) -> Option<AutoCompactWindow> {
+        fn window(value: &Value) -> Option<Window> {
+            match value {
+                Value::String(s) if s == "auto" => Some(Window::Auto),
+                Value::Number(n) => n.as_u64().filter(|w| *w > 0).map(Window::Tokens),
+                _ => None,
+            }
+        }
+        match value {
+            Value::Object(models) => models
+                .iter()
+                .map(|(model, w)| Some((model.clone(), window(w)?)))
+                .collect::<Option<Vec<_>>>()
+                .map(AutoCompactWindow::PerModel),
+            other => window(other).map(AutoCompactWindow::Every),
+        }
+    }
+}
+
+/// Which settings file, in the client's precedence order (a later one wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// `~/.claude/settings.json`
+    User,
+    /// `.claude/settings.json` in the project
+    Project,
+    /// `.claude/settings.local.json` in the project
+    Local,
+    /// The organisation's [`MANAGED_SETTINGS`]
+    Managed,
+}
+
+/// The settings files Claude Code reads for a project, lowest precedence first (present or not).
+pub fn locations(
+    home: Option<&Path>,
+    project: Option<&Path>,
+    managed: &Path,
+) -> Vec<(Scope, PathBuf)> {
+    let mut out = Vec::new();
+    if let Some(home) = home {
+        out.push((Scope::User, home.join(".claude/settings.json")));
+    }
+    if let Some(project) = project {
+        out.push((Scope::Project, project.join(".claude/settings.json")));
+        out.push((Scope::Local, project.join(".claude/settings.local.json")));
+    }
+    out.push((Scope::Managed, managed.to_path_buf()));
+    out
+}
+
+/// Why a settings file that exists cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Unreadable(String),
+    NotJson(String),
+    NotObject,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Unreadable(e) => write!(f, "cannot be read ({e})"),
+            Problem::NotJson(e) => write!(f, "is not valid JSON ({e})"),
+            Problem::NotObject => f.write_str("is not a JSON object"),
+        }
+    }
+}
+
+/// One settings file that exists, parsed (or why not).
+#[derive(Debug, Clone)]
+pub struct SettingsFile {
+    pub scope: Scope,
+    pub path: PathBuf,
+    pub contents: Result<Map<String, Value>, Problem>,
+}
+
+impl SettingsFile {
+    /// `None` when there is no file.
+    pub fn read(scope: Scope, path: PathBuf) -> Option<SettingsFile> {
+        let contents = match fs::read(&path) {
+            Ok(bytes) => parse(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => Err(Problem::Unreadable(e.to_string())),
+        };
+        Some(SettingsFile {
+            scope,
+            path,
+            contents,
+        })
+    }
+
+    /// A file with this text (for tests, which build settings from literals).
+    #[cfg(test)]
+    pub fn literal(scope: Scope, path: &str, text: &str) -> SettingsFile {
+        SettingsFile {
+            scope,
+            path: PathBuf::from(path),
+            contents: parse(text.as_bytes()),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.contents.as_ref().ok()?.get(key)
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Problem::NotObject),
+        Err(e) => Err(Problem::NotJson(e.to_string())),
+    }
+}
+
+/// A command in a settings file, as `sh` would see it.
+#[derive(Debug, Clone)]
+pub struct Command<'a> {
+    pub file: &'a SettingsFile,
+    /// The hook event, or `statusLine`.
+    pub event: &'a str,
+    /// The command line; an exec-form entry (`command` plus an `args` list, run without a shell)
+    /// is quoted into the line `sh` would need to run the same, so one parser reads both.
+    pub line: String,
+}
+
+/// The command line of a hook entry or status line: `command`, plus `args` when present.
+fn command_line(entry: &Value) -> Option<String> {
+    let command = entry.get("command")?.as_str()?;
+    match entry.get("args").and_then(Value::as_array) {
+        None => Some(command.to_string()),
+        Some(args) => {
+            let mut words = vec![shell_quote(command)];
+            for arg in args {
+                words.push(shell_quote(arg.as_str()?));
+            }
+            Some(words.join(" "))
+        }
+    }
+}
+
+/// Claude Code's settings as a project sees them, plus its variables from the process.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The files that exist, lowest precedence first.
+    pub files: Vec<SettingsFile>,
+    pub env: ClientEnv,
+}
+
+impl Settings {
+    /// Settings from literals: one file per scope (at a made-up path) and the process variables.
+    #[cfg(test)]
+    pub fn literal(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Settings {
+        let path = |scope| match scope {
+            Scope::User => "/home/u/.claude/settings.json",
+            Scope::Project => "/p/.claude/settings.json",
+            Scope::Local => "/p/.claude/settings.local.json",
+            Scope::Managed => MANAGED_SETTINGS,
+        };
+        Settings {
+            files: files
+                .iter()
+                .map(|(scope, text)| SettingsFile::literal(*scope, path(*scope), text))
+                .collect(),
+            env: ClientEnv::read(|name| {
+                env.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }),
+        }
+    }
+
+    /// Reads the files of `locations` that exist.
+    pub fn read(locations: Vec<(Scope, PathBuf)>, env: ClientEnv) -> Settings {
+        let files = locations
+            .into_iter()
+            .filter_map(|(scope, path)| SettingsFile::read(scope, path))
+            .collect();
+        Settings { files, env }
+    }
+
+    /// The value of a top-level key, from the file that wins, with that file.
+    pub fn get(&self, key: &str) -> Option<(&SettingsFile, &Value)> {
+        self.files
+            .iter()
+            .rev()
+            .find_map(|f| f.get(key).map(|v| (f, v)))
+    }
+
+    /// The merged `env` blocks (a later file wins per variable); numbers and booleans as text.
+    pub fn env_block(&self) -> BTreeMap<String, String> {
+        let mut merged = BTreeMap::new();
+        for f in &self.files {
+            if let Some(Value::Object(block)) = f.get("env") {
+                for (name, value) in block {
+                    let text = match value {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        _ => continue,
+                    };
+                    merged.insert(name.clone(), text);
+                }
+            }
+        }
+        merged
+    }
+
+    /// A variable as the client's processes see it: the `env` blocks (which the client applies
+    /// over its own environment), else the process environment. Blank counts as unset.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.env_block()
+            .remove(name)
+            .or_else(|| self.env.get(name).map(str::to_string))
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// Every hook command of every event in every file (hooks from all files run).
+    pub fn hook_commands(&self) -> Vec<Command<'_>> {
+        let mut out = Vec::new();
+        for f in &self.files {
+            let Some(Value::Object(events)) = f.get("hooks") else {
+                continue;
+            };
+            for (event, groups) in events {
+                let entries = groups
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| g.get("hooks")?.as_array())
+                    .flatten();
+                for entry in entries {
+                    if let Some(line) = command_line(entry) {
+                        out.push(Command {
+                            file: f,
+                            event,
+                            line,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Each file's status-line command, lowest precedence first; the last one is the one that runs.
+    pub fn status_lines(&self) -> Vec<Command<'_>> {
+        self.files
+            .iter()
+            .filter_map(|f| {
+                Some(Command {
+                    file: f,
+                    event: "statusLine",
+                    line: command_line(f.get("statusLine")?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Plugins turned on in `enabledPlugins` (merged: the file that wins for a plugin decides),
+    /// with that file.
+    pub fn enabled_plugins(&self) -> Vec<(&str, &SettingsFile)> {
+        let mut winner: Vec<(&str, &SettingsFile, bool)> = Vec::new();
+        for f in &self.files {
+            let Some(Value::Object(plugins)) = f.get("enabledPlugins") else {
+                continue;
+            };
+            for (name, on) in plugins {
+                let on = on.as_bool() == Some(true);
+                match winner.iter_mut().find(|(n, _, _)| n == name) {
+                    Some(w) => *w = (name, f, on),
+                    None => winner.push((name, f, on)),
+                }
+            }
+        }
+        winner
+            .into_iter()
+            .filter(|(_, _, on)| *on)
+            .map(|(name, f, _)| (name, f))
+            .collect()
+    }
+
+    /// What turns auto-compaction off, if anything: `autoCompactEnabled: false` in the file that
+    /// wins, or `DISABLE_AUTO_COMPACT` set to anything but `0` or `false`.
+    pub fn auto_compact_off(&self) -> Option<Origin> {
+        if let Some((f, Value::Bool(false))) = self.get("autoCompactEnabled") {
+            return Some(Origin::Setting {
+                key: "autoCompactEnabled",
+                file: f.path.clone(),
+            });
+        }
+        self.var(DISABLE_AUTO_COMPACT)
+            .filter(|v| v.trim() != "0" && !v.trim().eq_ignore_ascii_case("false"))
+            .map(|_| Origin::Variable(DISABLE_AUTO_COMPACT))
+    }
+
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, from an `env` block or the process.
+    pub fn autocompact_pct(&self) -> Option<Reading<f64>> {
+        self.var(AUTOCOMPACT_PCT).as_deref().map(read_pct)
+    }
+
+    /// The auto-compaction window: `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (a token count) beats the
+    /// `autoCompactWindow` setting (a token count, `"auto"`, or per model).
+    pub fn auto_compact_window(&self) -> Option<Reading<AutoCompactWindow>> {
+        if let Some(raw) = self.var(AUTO_COMPACT_WINDOW) {
+            return Some(Reading {
+                origin: Origin::Variable(AUTO_COMPACT_WINDOW),
+                value: window_tokens(&raw).map(|w| AutoCompactWindow::Every(Window::Tokens(w))),
+                raw,
+            });
+        }
+        let (f, value) = self.get("autoCompactWindow")?;
+        Some(Reading {
+            origin: Origin::Setting {
+                key: "autoCompactWindow",
+                file: f.path.clone(),
+            },
+            raw: value.to_string(),
+            value: AutoCompactWindow::from_json(value),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Settings {
+        Settings::literal(files, env)
+    }
+
+    #[test]
+    fn locations_follow_the_clients_precedence() {
+        let l = locations(
+            Some(Path::new("/home/u")),
+            Some(Path::new("/p")),
+            Path::new("/etc/m.json"),
+        );
+        let scopes: Vec<Scope> = l.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            scopes,
+            [Scope::User, Scope::Project, Scope::Local, Scope::Managed]
+        );
+        assert!(scopes.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(l[2].1, Path::new("/p/.claude/settings.local.json"));
+        assert_eq!(locations(None, None, Path::new("/m")).len(), 1);
+    }
+
+    #[test]
+    fn files_are_read_if_present_and_problems_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name);
+        fs::write(p("good.json"), r#"{"model": "opus"}"#).unwrap();
+        fs::write(p("broken.json"), "{oops").unwrap();
+        fs::write(p("list.json"), "[1]").unwrap();
+        fs::create_dir(p("dir.json")).unwrap();
+        let s = Settings::read(
+            ["good", "broken", "list", "dir", "absent"]
+                .iter()
+                .map(|n| (Scope::User, p(&format!("{n}.json"))))
+                .collect(),
+            ClientEnv::default(),
+        );
+        assert_eq!(s.files.len(), 4, "an absent file is not listed");
+        assert_eq!(s.get("model").unwrap().1, "opus");
+        assert!(matches!(s.files[1].contents, Err(Problem::NotJson(_))));
+        assert_eq!(s.files[2].contents, Err(Problem::NotObject));
+        assert!(matches!(s.files[3].contents, Err(Problem::Unreadable(_))));
+        assert!(Problem::NotJson("x".into())
+            .to_string()
+            .starts_with("is not valid JSON"));
+    }
+
+    #[test]
+    fn a_later_file_wins_key_by_key_and_env_blocks_merge() {
+        let s = settings(
+            &[
+                (
+                    Scope::User,
+                    r#"{"autoCompactEnabled": false, "env": {"A": "user", "B": 7}}"#,
+                ),
+                (Scope::Project, r#"{"env": {"A": "project", "C": true}}"#),
+                (
+                    Scope::Local,
+                    r#"{"autoCompactEnabled": true, "env": {"D": " "}}"#,
+                ),
+            ],
+            &[(DISABLE_AUTO_COMPACT, "1")],
+        );
+        assert_eq!(s.get("autoCompactEnabled").unwrap().1, true);
+        assert_eq!(s.get("autoCompactEnabled").unwrap().0.scope, Scope::Local);
+        assert_eq!(s.var("A").as_deref(), Some("project"));
+        assert_eq!(s.var("B").as_deref(), Some("7"));
+        assert_eq!(s.var("C").as_deref(), Some("true"));
+        assert_eq!(s.var("D"), None, "blank is unset");
+        assert_eq!(s.var(DISABLE_AUTO_COMPACT).as_deref(), Some("1"));
+        assert_eq!(
+            s.auto_compact_off(),
+            Some(Origin::Variable(DISABLE_AUTO_COMPACT))
+        );
+    }
+
+    #[test]
+    fn auto_compaction_off_by_setting_or_variable() {
+        let off = settings(&[(Scope::Project, r#"{"autoCompactEnabled": false}"#)], &[]);
+        assert_eq!(
+            off.auto_compact_off().unwrap().to_string(),
+            "autoCompactEnabled in /p/.claude/settings.json"
+        );
+        for (value, is_off) in [
+            ("0", false),
+            ("false", false),
+            ("FALSE", false),
+            ("1", true),
+        ] {
+            let s = settings(
+                &[(
+                    Scope::User,
+                    &format!(r#"{{"env": {{"DISABLE_AUTO_COMPACT": "{value}"}}}}"#),
+                )],
+                &[],
+            );
+            assert_eq!(s.auto_compact_off().is_some(), is_off, "{value}");
+        }
+        assert_eq!(settings(&[], &[]).auto_compact_off(), None);
+    }
+
+    #[test]
+    fn the_env_block_beats_the_process_for_the_percent() {
+        let s = settings(
+            &[(
+                Scope::User,
+                r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
+            )],
+            &[(AUTOCOMPACT_PCT, "80")],
+        );
+        let pct = s.autocompact_pct().unwrap();
+        assert_eq!((pct.raw.as_str(), pct.value), ("50", Some(50.0)));
+        assert_eq!(s.env.autocompact_pct().unwrap().value, Some(80.0));
+        let bad = settings(&[], &[(AUTOCOMPACT_PCT, "150")]);
+        assert_eq!(bad.autocompact_pct().unwrap().value, None);
+        assert_eq!(percent(" 0.5 "), Some(0.5));
+        assert_eq!(percent("0"), None);
+    }
+
+    #[test]
+    fn auto_compact_window_in_every_form() {
+        let window = |json: &str| {
+            settings(
+                &[(Scope::User, &format!(r#"{{"autoCompactWindow": {json}}}"#))],
+                &[],
+            )
+            .auto_compact_window()
+            .unwrap()
+        };
+        assert_eq!(
+            window("500000").value,
+            Some(AutoCompactWindow::Every(Window::Tokens(500_000)))
+        );
+        assert_eq!(
+            window(r#""auto""#).value,
+            Some(AutoCompactWindow::Every(Window::Auto))
+        );
+        assert_eq!(
+            window(r#"{"claude-opus-5-5": 400000, "claude-sonnet-5-5": "auto"}"#).value,
+            Some(AutoCompactWindow::PerModel(vec![
+                ("claude-opus-5-5".into(), Window::Tokens(400_000)),
+                ("claude-sonnet-5-5".into(), Window::Auto),
+            ]))
+        );
+        for bad in [
+            r#""lots""#,
+            "-5",
+            "0",
+            "2.5",
+            r#"{"m": "big"}"#,
+            "[1]",
+            "null",
+        ] {
+            let r = window(bad);
+            assert_eq!(r.value, None, "{bad}");
+            assert_eq!(r.raw, bad.replace(' ', ""));
+        }
+        let r = window(r#""auto""#);
+        assert_eq!(
+            r.origin.to_string(),
+            "autoCompactWindow in /home/u/.claude/settings.json"
+        );
+    }
+
+    #[test]
+    fn the_window_variable_beats_the_setting() {
+        let s = settings(
+            &[(Scope::User, r#"{"autoCompactWindow": "auto"}"#)],
+            &[(AUTO_COMPACT_WINDOW, "300000")],
+        );
+        let r = s.auto_compact_window().unwrap();
+        assert_eq!(r.origin, Origin::Variable(AUTO_COMPACT_WINDOW));
+        assert_eq!(
+            r.value,
+            Some(AutoCompactWindow::Every(Window::Tokens(300_000)))
+        );
+        let bad = settings(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
+        assert_eq!(bad.auto_compact_window().unwrap().value, None);
+        assert_eq!(bad.env.auto_compact_window().unwrap().value, None);
+        assert!(settings(&[], &[]).auto_compact_window().is_none());
+    }
+
+    #[test]
+    fn hook_commands_status_lines_and_plugins() {
+        let s = settings(
+            &[
+                (
+                    Scope::User,
+                    r#"{
+                    "hooks": {
+                        "PreToolUse": [{"matcher": "*", "hooks": [
+                            {"type": "command", "command": "/bin/ctxguard pretooluse"},
+                            {"type": "command", "command": "/my dir/ctxguard", "args": ["precompact", "it's"]}
+                        ]}],
+                        "Stop": [{"hooks": [{"type": "command", "command": "notify"}, {"type": "prompt"}]}],
+                        "Broken": {"hooks": []}
+                    },
+                    "statusLine": {"type": "command", "command": "mine.sh"},
+                    "enabledPlugins": {"ctxguard@tools": true, "other@x": true}
+                }"#,
+                ),
+                (
+                    Scope::Project,
+                    r#"{"hooks": 3, "statusLine": {"command": "ctxguard statusline"}}"#,
+                ),
+                (Scope::Local, r#"{"enabledPlugins": {"other@x": false}}"#),
+            ],
+            &[],
+        );
+        let hooks: Vec<String> = s
+            .hook_commands()
+            .into_iter()
+            .map(|c| format!("{}: {}", c.event, c.line))
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                "PreToolUse: /bin/ctxguard pretooluse",
+                r"PreToolUse: '/my dir/ctxguard' precompact 'it'\''s'",
+                "Stop: notify",
+            ]
+        );
+        let lines: Vec<(Scope, String)> = s
+            .status_lines()
+            .into_iter()
+            .map(|c| (c.file.scope, c.line))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (Scope::User, "mine.sh".to_string()),
+                (Scope::Project, "ctxguard statusline".to_string())
+            ]
+        );
+        let plugins: Vec<(&str, Scope)> = s
+            .enabled_plugins()
+            .into_iter()
+            .map(|(n, f)| (n, f.scope))
+            .collect();
+        assert_eq!(plugins, [("ctxguard@tools", Scope::User)]);
+    }
+}

@@ -1,0 +1,621 @@
+//! The checks about ctxguard's own setup: Claude Code's settings files can be read, every hook
+//! runs ctxguard once, every registered binary can run, the state root is writable, the
+//! configuration loads, and the status line is ctxguard's. Only [`state`] touches the disk
+//! (whether the state root is writable is the question it answers).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{finding, Context, Finding, Status};
+use crate::client::{Problem, Scope, SettingsFile};
+use crate::files;
+use crate::registry::STATUSLINE;
+use crate::settings::{self, hook_events};
+
+/// A settings file Claude Code cannot read.
+pub fn settings_files(ctx: &Context) -> Vec<Finding> {
+    ctx.client
+        .files
+        .iter()
+        .filter_map(|f| {
+            let problem = f.contents.as_ref().err()?;
+            let fix = match (f.scope, problem) {
+                (Scope::Managed, _) => "ask whoever manages Claude Code on this machine to fix it",
+                (_, Problem::Unreadable(_)) => "make it readable (check its owner and permissions)",
+                _ => "fix the JSON (a backup made by `ctxguard install` sits beside it)",
+            };
+            Some(finding(
+                "settings",
+                Status::Fail,
+                format!(
+                    "{} {problem}: Claude Code cannot read it either",
+                    f.path.display()
+                ),
+                Some(fix),
+            ))
+        })
+        .collect()
+}
+
+/// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together).
+pub fn hooks(ctx: &Context) -> Vec<Finding> {
+    let commands = ctx.client.hook_commands();
+    let plugin: Vec<String> = ctx
+        .client
+        .enabled_plugins()
+        .into_iter()
+        .filter(|(name, _)| name.split('@').next() == Some("ctxguard"))
+        .map(|(_, f)| format!("the ctxguard plugin (enabled in {})", f.path.display()))
+        .collect();
+    hook_events()
+        .map(|(event, _, sub)| {
+            let mut places: Vec<String> = commands
+                .iter()
+                .filter(|c| c.event == event && settings::runs_ctxguard(&c.line, sub))
+                .map(|c| c.file.path.display().to_string())
+                .collect();
+            places.extend(plugin.iter().cloned());
+            match places.len() {
+                0 => finding(
+                    "hooks",
+                    Status::Fail,
+                    format!("{event} does not run `ctxguard {sub}`"),
+                    Some("run `ctxguard install` (or install the plugin)"),
+                ),
+                1 => finding(
+                    "hooks",
+                    Status::Ok,
+                    format!("{event} runs `ctxguard {sub}` ({})", places[0]),
+                    None,
+                ),
+                n => finding(
+                    "hooks",
+                    Status::Warn,
+                    format!("{event} runs `ctxguard {sub}` {n} times: {}", places.join("; ")),
+                    Some("keep one: `ctxguard uninstall --settings PATH` for the extra settings file, or disable the plugin"),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// What doctor can tell about the program a registered command runs.
+#[derive(Debug, PartialEq, Eq)]
+enum Program {
+    Executable(PathBuf),
+    NotExecutable(PathBuf),
+    Missing,
+    /// It depends on the shell (a variable, or `~` without a known home).
+    Unknown,
+}
+
+fn executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Finds a command's program as `sh` would: `~/` and `$HOME/` are the home directory, a name
+/// with a slash is a path, and a bare name is looked up in `PATH`.
+fn locate(program: &str, ctx: &Context) -> Program {
+    let home_relative = ["~/", "$HOME/", "${HOME}/"]
+        .iter()
+        .find_map(|prefix| program.strip_prefix(prefix));
+    let path = match (home_relative, &ctx.home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        (Some(_), None) => return Program::Unknown,
+        (None, _) if program.contains(['$', '`']) => return Program::Unknown,
+        (None, _) if program.contains('/') => PathBuf::from(program),
+        (None, _) => {
+            let candidates: Vec<PathBuf> = ctx
+                .search_path
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join(program))
+                .collect();
+            match candidates.iter().find(|p| executable(p)) {
+                Some(p) => p.clone(),
+                None => match candidates.into_iter().find(|p| p.is_file()) {
+                    Some(p) => return Program::NotExecutable(p),
+                    None => return Program::Missing,
+                },
+            }
+        }
+    };
+    if executable(&path) {
+        Program::Executable(path)
+    } else if path.exists() {
+        Program::NotExecutable(path)
+    } else {
+        Program::Missing
+    }
+}
+
+/// The program of a command line that runs ctxguard (any subcommand), as written.
+fn ctxguard_program(line: &str) -> Option<String> {
+    let words = settings::shell_words(line)?;
+    let sub = words.get(1)?;
+    settings::runs_ctxguard(line, sub).then(|| words[0].clone())
+}
+
+/// The program of every registered ctxguard command (each hook, in any event, and the status
+/// line, in every settings file) exists and is executable: a dangling one runs whatever is
+/// created at that path later.
+pub fn binaries(ctx: &Context) -> Vec<Finding> {
+    let commands = ctx
+        .client
+        .hook_commands()
+        .into_iter()
+        .chain(ctx.client.status_lines());
+    let mut programs: BTreeMap<String, Vec<(&str, &SettingsFile)>> = BTreeMap::new();
+    for c in commands {
+        if let Some(program) = ctxguard_program(&c.line) {
+            programs.entry(program).or_default().push((c.event, c.file));
+        }
+    }
+    programs
+        .iter()
+        .map(|(program, uses)| {
+            let place = places(uses);
+            match locate(program, ctx) {
+                Program::Executable(p) => {
+                    let mut events: Vec<&str> = Vec::new();
+                    for (event, _) in uses {
+                        if !events.contains(event) {
+                            events.push(event);
+                        }
+                    }
+                    finding(
+                        "binary",
+                        Status::Ok,
+                        format!("{} exists ({})", p.display(), events.join(", ")),
+                        None,
+                    )
+                }
+                Program::NotExecutable(_) => finding(
+                    "binary",
+                    Status::Fail,
+                    format!("`{program}` ({place}) is not executable"),
+                    Some(&reinstall(uses)),
+                ),
+                Program::Missing => finding(
+                    "binary",
+                    Status::Fail,
+                    format!("`{program}` ({place}) does not exist: Claude Code would run whatever is put there"),
+                    Some(&reinstall(uses)),
+                ),
+                Program::Unknown => finding(
+                    "binary",
+                    Status::Warn,
+                    format!("`{program}` ({place}) is expanded by the shell: doctor cannot check it exists"),
+                    Some("name the binary by its full path, as `ctxguard install` does"),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// "PreToolUse, statusLine in FILE; PreCompact in FILE2", in order of appearance.
+fn places(uses: &[(&str, &SettingsFile)]) -> String {
+    let mut by_file: Vec<(&Path, Vec<&str>)> = Vec::new();
+    for (event, file) in uses {
+        match by_file.iter_mut().find(|(p, _)| *p == file.path) {
+            Some((_, events)) => events.push(event),
+            None => by_file.push((&file.path, vec![event])),
+        }
+    }
+    by_file
+        .iter()
+        .map(|(path, events)| format!("{} in {}", events.join(", "), path.display()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How to point the commands of these files at the running binary.
+fn reinstall(uses: &[(&str, &SettingsFile)]) -> String {
+    let mut steps: Vec<String> = Vec::new();
+    for (_, file) in uses {
+        let step = match file.scope {
+            Scope::User => "run `ctxguard install`".to_string(),
+            Scope::Managed => format!(
+                "ask whoever manages Claude Code on this machine to fix {}",
+                file.path.display()
+            ),
+            _ => format!("run `ctxguard install --settings {}`", file.path.display()),
+        };
+        if !steps.contains(&step) {
+            steps.push(step);
+        }
+    }
+    format!(
+        "{}, to point them at this binary (or remove them)",
+        steps.join("; ")
+    )
+}
+
+/// The state root can be created and written.
+pub fn state(ctx: &Context) -> Vec<Finding> {
+    let paths = match &ctx.paths {
+        Ok(paths) => paths,
+        Err(e) => {
+            return vec![finding(
+                "state",
+                Status::Fail,
+                e.clone(),
+                Some("set CTXGUARD_HOME"),
+            )]
+        }
+    };
+    let probe = (|| -> Result<()> {
+        let file = paths.root().join(".doctor-probe");
+        files::ensure_state_dir(paths.root(), paths.root())?;
+        files::write_atomic(&file, b"ok", false)?;
+        fs::remove_file(&file)?;
+        Ok(())
+    })();
+    vec![match probe {
+        Ok(()) => finding(
+            "state",
+            Status::Ok,
+            format!("{} is writable", paths.root().display()),
+            None,
+        ),
+        Err(e) => finding(
+            "state",
+            Status::Fail,
+            format!("{e:#}"),
+            Some("set CTXGUARD_HOME to a writable directory you own"),
+        ),
+    }]
+}
+
+/// ctxguard's own configuration loads (its warnings, or why not).
+pub fn config(ctx: &Context) -> Vec<Finding> {
+    match &ctx.config {
+        None => Vec::new(),
+        Some(Ok(loaded)) => loaded
+            .warnings
+            .iter()
+            .map(|w| {
+                finding(
+                    "config",
+                    Status::Warn,
+                    w.clone(),
+                    Some("see docs/configuration.md"),
+                )
+            })
+            .collect(),
+        Some(Err(e)) => vec![finding(
+            "config",
+            Status::Fail,
+            e.clone(),
+            Some("fix the value (hooks fall back to the defaults meanwhile)"),
+        )],
+    }
+}
+
+/// The status line that runs (the most specific file that sets one) is ctxguard's, and can run.
+pub fn status_line(ctx: &Context) -> Vec<Finding> {
+    let late = "usage comes from the transcript, and a nudge can come a tool call late";
+    let cannot_run = |line: &str| {
+        ctxguard_program(line)
+            .filter(|p| matches!(locate(p, ctx), Program::Missing | Program::NotExecutable(_)))
+    };
+    vec![match ctx.client.status_lines().pop() {
+        Some(c) if settings::runs_ctxguard(&c.line, STATUSLINE.name) => match cannot_run(&c.line) {
+            Some(program) => finding(
+                STATUSLINE.name,
+                Status::Warn,
+                format!(
+                    "the status line is ctxguard's ({}), but `{program}` cannot run (see binary): {late}",
+                    c.file.path.display()
+                ),
+                Some(&reinstall(&[(c.event, c.file)])),
+            ),
+            None => finding(
+                STATUSLINE.name,
+                Status::Ok,
+                format!("the status line runs ctxguard ({})", c.file.path.display()),
+                None,
+            ),
+        },
+        Some(c) => finding(
+            STATUSLINE.name,
+            Status::Warn,
+            format!(
+                "the status line runs `{}` ({}), not ctxguard: {late}",
+                c.line,
+                c.file.path.display()
+            ),
+            Some("`ctxguard install` (wraps your command), or pipe its input to `ctxguard statusline --quiet`"),
+        ),
+        None => finding(
+            STATUSLINE.name,
+            Status::Warn,
+            format!("no status line: {late}"),
+            Some("run `ctxguard install`"),
+        ),
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::doctor::tests::{ctx, lines};
+    use crate::config::{Config, Loaded};
+    use crate::paths::Paths;
+
+    fn hooks_json(commands: &[(&str, &str)]) -> String {
+        let mut hooks = serde_json::Map::new();
+        for (event, command) in commands {
+            hooks
+                .entry(event.to_string())
+                .or_insert_with(|| serde_json::json!([]))
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"hooks": [{"type": "command", "command": command}]}));
+        }
+        serde_json::json!({ "hooks": hooks }).to_string()
+    }
+
+    #[test]
+    fn unreadable_settings_files_fail_with_a_fix_for_their_kind() {
+        let c = ctx(&[
+            (Scope::User, "{oops"),
+            (Scope::Project, "{}"),
+            (Scope::Local, "[1]"),
+            (Scope::Managed, "{"),
+        ]);
+        let found = settings_files(&c);
+        assert_eq!(found.len(), 3);
+        assert!(found.iter().all(|f| f.status == Status::Fail));
+        assert!(found[0]
+            .message
+            .starts_with("/home/u/.claude/settings.json is not valid JSON ("));
+        assert!(found[0]
+            .message
+            .ends_with("Claude Code cannot read it either"));
+        assert!(found[0].fix.as_deref().unwrap().contains("backup"));
+        assert!(found[1].message.contains("is not a JSON object"));
+        assert!(found[2]
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("manages Claude Code"));
+        assert!(settings_files(&ctx(&[(Scope::User, "{}")])).is_empty());
+    }
+
+    #[test]
+    fn each_hook_must_run_once() {
+        let none = hooks(&ctx(&[]));
+        assert_eq!(
+            lines(&none),
+            [
+                "fail: PreToolUse does not run `ctxguard pretooluse`",
+                "fail: PreCompact does not run `ctxguard precompact`",
+                "fail: SessionStart does not run `ctxguard sessionstart`",
+            ]
+        );
+        assert!(none[0].fix.as_deref().unwrap().contains("ctxguard install"));
+
+        let user = hooks_json(&[
+            ("PreToolUse", "/bin/ctxguard pretooluse"),
+            ("PreCompact", "/bin/ctxguard precompact"),
+            ("SessionStart", "/bin/ctxguard sessionstart"),
+        ]);
+        let once = hooks(&ctx(&[(Scope::User, &user)]));
+        assert!(once.iter().all(|f| f.status == Status::Ok), "{once:?}");
+        assert_eq!(
+            once[0].message,
+            "PreToolUse runs `ctxguard pretooluse` (/home/u/.claude/settings.json)"
+        );
+
+        // The exec form counts too, and so does the plugin.
+        let project = r#"{"hooks": {"PreToolUse": [{"hooks": [
+            {"type": "command", "command": "/opt/ctxguard", "args": ["pretooluse"]}]}]},
+            "enabledPlugins": {"ctxguard@tools": true}}"#;
+        let twice = hooks(&ctx(&[(Scope::User, &user), (Scope::Project, project)]));
+        assert_eq!(
+            lines(&twice)[0],
+            "warn: PreToolUse runs `ctxguard pretooluse` 3 times: /home/u/.claude/settings.json; \
+             /p/.claude/settings.json; the ctxguard plugin (enabled in /p/.claude/settings.json)"
+        );
+        assert!(lines(&twice)[1].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"));
+
+        // A plugin turned off in a more specific file does not run.
+        let off = r#"{"enabledPlugins": {"ctxguard@tools": false}}"#;
+        let plugin_off = hooks(&ctx(&[(Scope::Project, project), (Scope::Local, off)]));
+        assert_eq!(plugin_off[0].status, Status::Ok);
+        assert_eq!(plugin_off[1].status, Status::Fail);
+    }
+
+    #[test]
+    fn every_registered_program_must_exist_and_be_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        fs::create_dir(&bin).unwrap();
+        let exe = bin.join("ctxguard");
+        fs::write(&exe, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let plain = dir.path().join("ctxguard");
+        fs::write(&plain, "").unwrap();
+        let user = hooks_json(&[
+            ("PreToolUse", &format!("{} pretooluse", exe.display())),
+            ("PreCompact", "ctxguard precompact"),
+            ("SessionStart", &format!("{} sessionstart", plain.display())),
+            ("Stop", "notify-send done"),
+        ]);
+        let project = r#"{"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "/gone/ctxguard", "args": ["pretooluse"]}]}]},
+            "statusLine": {"type": "command", "command": "/gone/ctxguard statusline --then 'x'"}}"#;
+        let local = r#"{"statusLine": {"command": "${TOOLS}/ctxguard statusline"}}"#;
+        let mut c = ctx(&[
+            (Scope::User, &user),
+            (Scope::Project, project),
+            (Scope::Local, local),
+        ]);
+        c.search_path = Some(bin.clone().into_os_string());
+        let found = binaries(&c);
+        let text = lines(&found);
+        assert_eq!(
+            text,
+            [
+                "warn: `${TOOLS}/ctxguard` (statusLine in /p/.claude/settings.local.json) is expanded by the shell: doctor cannot check it exists".to_string(),
+                "fail: `/gone/ctxguard` (Stop, statusLine in /p/.claude/settings.json) does not exist: Claude Code would run whatever is put there".to_string(),
+                format!("ok: {} exists (PreToolUse)", exe.display()),
+                format!("fail: `{}` (SessionStart in /home/u/.claude/settings.json) is not executable", plain.display()),
+                format!("ok: {} exists (PreCompact)", exe.display()),
+            ]
+        );
+        assert_eq!(
+            found[1].fix.as_deref(),
+            Some("run `ctxguard install --settings /p/.claude/settings.json`, to point them at this binary (or remove them)")
+        );
+        assert!(found[3]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install`,"));
+
+        // One line per program, each event named once.
+        let line = format!("{} pretooluse", exe.display());
+        let again = ctx(&[
+            (
+                Scope::User,
+                &hooks_json(&[("PreToolUse", &line), ("Stop", &line)]),
+            ),
+            (Scope::Project, &hooks_json(&[("PreToolUse", &line)])),
+        ]);
+        assert_eq!(
+            lines(&binaries(&again)),
+            [format!("ok: {} exists (PreToolUse, Stop)", exe.display())]
+        );
+
+        // Without PATH the bare name is not found.
+        c.search_path = None;
+        assert!(lines(&binaries(&c))[4].starts_with("fail: `ctxguard` (PreCompact in"));
+    }
+
+    #[test]
+    fn programs_are_located_as_sh_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(home.join("bin")).unwrap();
+        let exe = home.join("bin/ctxguard");
+        fs::write(&exe, "").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = ctx(&[]);
+        c.home = Some(home.clone());
+        for written in [
+            "~/bin/ctxguard",
+            "$HOME/bin/ctxguard",
+            "${HOME}/bin/ctxguard",
+        ] {
+            assert_eq!(
+                locate(written, &c),
+                Program::Executable(exe.clone()),
+                "{written}"
+            );
+        }
+        assert_eq!(locate("~/bin/other", &c), Program::Missing);
+        assert_eq!(locate("`which ctxguard`", &c), Program::Unknown);
+        assert_eq!(
+            locate(&home.join("bin").display().to_string(), &c),
+            Program::NotExecutable(home.join("bin"))
+        );
+        c.search_path = Some(std::env::join_paths([dir.path(), &home.join("bin")]).unwrap());
+        assert_eq!(locate("ctxguard", &c), Program::Executable(exe.clone()));
+        c.home = None;
+        assert_eq!(locate("~/bin/ctxguard", &c), Program::Unknown);
+        assert_eq!(
+            ctxguard_program("'/a b/ctxguard' statusline --then x").as_deref(),
+            Some("/a b/ctxguard")
+        );
+        assert_eq!(ctxguard_program("/a/ctxguard"), None, "no subcommand");
+        assert_eq!(ctxguard_program("/a/ctxguard-old pretooluse"), None);
+    }
+
+    #[test]
+    fn the_state_root_must_be_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx(&[]);
+        assert_eq!(
+            lines(&state(&c)),
+            ["fail: cannot find the home directory: set CTXGUARD_HOME"]
+        );
+        c.paths = Ok(Paths::new(dir.path().join("state")));
+        assert_eq!(
+            lines(&state(&c)),
+            [format!(
+                "ok: {} is writable",
+                dir.path().join("state").display()
+            )]
+        );
+        assert!(!dir.path().join("state/.doctor-probe").exists());
+        fs::write(dir.path().join("file"), "").unwrap();
+        c.paths = Ok(Paths::new(dir.path().join("file/state")));
+        let found = state(&c);
+        assert_eq!(found[0].status, Status::Fail);
+        assert!(found[0].fix.as_deref().unwrap().contains("CTXGUARD_HOME"));
+    }
+
+    #[test]
+    fn configuration_warnings_and_errors() {
+        let mut c = ctx(&[]);
+        assert!(config(&c).is_empty(), "no state root: reported by `state`");
+        c.config = Some(Ok(Loaded {
+            config: Config::default(),
+            warnings: vec!["unknown key `x` ignored".into()],
+        }));
+        assert_eq!(lines(&config(&c)), ["warn: unknown key `x` ignored"]);
+        c.config = Some(Err(
+            "config /s/config.json: `headroom_tokens` must be ...".into()
+        ));
+        let found = config(&c);
+        assert_eq!(found[0].status, Status::Fail);
+        assert!(found[0].message.contains("`headroom_tokens` must be"));
+    }
+
+    #[test]
+    fn the_status_line_that_runs_is_the_most_specific() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("ctxguard");
+        fs::write(&exe, "").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let ours = serde_json::json!({"statusLine": {"type": "command",
+            "command": format!("{} statusline --then 'x'", exe.display())}})
+        .to_string();
+        let ours = ours.as_str();
+        let theirs = r#"{"statusLine": {"type": "command", "command": "~/mine.sh"}}"#;
+        assert_eq!(
+            lines(&status_line(&ctx(&[(Scope::User, ours)]))),
+            ["ok: the status line runs ctxguard (/home/u/.claude/settings.json)"]
+        );
+        let shadowed = lines(&status_line(&ctx(&[
+            (Scope::User, ours),
+            (Scope::Local, theirs),
+        ])));
+        assert!(
+            shadowed[0].starts_with(
+                "warn: the status line runs `~/mine.sh` (/p/.claude/settings.local.json), not ctxguard"
+            ),
+            "{shadowed:?}"
+        );
+        assert!(lines(&status_line(&ctx(&[])))[0].starts_with("warn: no status line"));
+        let gone = r#"{"statusLine": {"command": "/gone/ctxguard statusline"}}"#;
+        let found = status_line(&ctx(&[(Scope::Project, gone)]));
+        assert_eq!(
+            lines(&found),
+            ["warn: the status line is ctxguard's (/p/.claude/settings.json), but `/gone/ctxguard` \
+              cannot run (see binary): usage comes from the transcript, and a nudge can come a \
+              tool call late"]
+        );
+        assert!(found[0]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install --settings /p/.claude/settings.json`"));
+    }
+}

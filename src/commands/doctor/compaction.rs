@@ -1,0 +1,194 @@
+//! The checks about Claude Code's auto-compaction: whether it is on, and the percent and window
+//! overrides, in every form the client accepts; and the policy the thresholds are computed with.
+
+use super::{finding, Context, Finding, Status};
+use crate::client::{AutoCompactWindow, Origin, Window};
+use crate::config::Config;
+use crate::usage::Policy;
+
+/// Whether Claude Code compacts on its own at all.
+pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
+    vec![match ctx.client.auto_compact_off() {
+        Some(origin) => finding(
+            "autocompact",
+            Status::Warn,
+            format!("auto-compaction is off ({origin}): the nudge still comes at the trigger, but nothing compacts until you run /compact, and the context can fill up"),
+            Some("compact by hand when nudged, or turn auto-compaction back on"),
+        ),
+        None => finding(
+            "autocompact",
+            Status::Ok,
+            "auto-compaction is on".into(),
+            None,
+        ),
+    }]
+}
+
+/// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, if set: what it does, or that it is unusable.
+pub fn autocompact_pct(ctx: &Context) -> Vec<Finding> {
+    let Some(pct) = ctx.client.autocompact_pct() else {
+        return Vec::new();
+    };
+    vec![match pct.value {
+        Some(p) => finding(
+            "autocompact",
+            Status::Info,
+            format!("{}={}: compaction comes at {p}% of the window (if earlier than usual); the thresholds below include it", pct.origin, pct.raw),
+            None,
+        ),
+        None => finding(
+            "autocompact",
+            Status::Warn,
+            format!("{}={:?} is not a percent", pct.origin, pct.raw),
+            Some("use a number from 1 to 100"),
+        ),
+    }]
+}
+
+/// The auto-compaction window, if set, in any of its forms.
+pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
+    let Some(reading) = ctx.client.auto_compact_window() else {
+        return Vec::new();
+    };
+    let origin = &reading.origin;
+    let model_window = "the thresholds below use the model's own window";
+    vec![match &reading.value {
+        Some(AutoCompactWindow::Every(Window::Tokens(w))) => finding(
+            "autocompact",
+            Status::Info,
+            format!("the auto-compact window is {w} tokens: compaction comes earlier on larger windows; the thresholds below include it"),
+            None,
+        ),
+        Some(AutoCompactWindow::Every(Window::Auto)) => finding(
+            "autocompact",
+            Status::Info,
+            format!("the auto-compact window is \"auto\" ({origin}): Claude Code picks it; {model_window}"),
+            None,
+        ),
+        Some(AutoCompactWindow::PerModel(models)) => {
+            let list: Vec<String> = models.iter().map(|(m, w)| format!("{m} {w}")).collect();
+            finding(
+                "autocompact",
+                Status::Info,
+                format!(
+                    "the auto-compact window is set per model ({origin}): {}; {model_window}, so on a model listed here compaction can come earlier",
+                    if list.is_empty() { "none listed".to_string() } else { list.join(", ") }
+                ),
+                None,
+            )
+        }
+        None => match origin {
+            Origin::Variable(_) => finding(
+                "autocompact",
+                Status::Warn,
+                format!("the auto-compact window {:?} ({origin}) is not a token count", reading.raw),
+                Some("use a whole number of tokens"),
+            ),
+            Origin::Setting { .. } => finding(
+                "autocompact",
+                Status::Warn,
+                format!("the auto-compact window {} ({origin}) is not a token count, \"auto\", or a map of model ids to those", reading.raw),
+                Some("use a whole number of tokens, \"auto\", or {\"<model id>\": tokens or \"auto\"}"),
+            ),
+        },
+    }]
+}
+
+/// The policy the thresholds are computed with: ctxguard's configuration (the defaults if it
+/// does not load) with Claude Code's overrides as its settings set them.
+pub fn policy(ctx: &Context) -> Policy {
+    let mut policy = match &ctx.config {
+        Some(Ok(loaded)) => loaded.config.policy(),
+        _ => Config::default().policy(),
+    };
+    if let Some(p) = ctx.client.autocompact_pct().and_then(|r| r.value) {
+        policy.autocompact_pct = Some(p);
+    }
+    if let Some(AutoCompactWindow::Every(Window::Tokens(w))) =
+        ctx.client.auto_compact_window().and_then(|r| r.value)
+    {
+        policy.autocompact_window = Some(w);
+    }
+    policy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{Scope, AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW};
+    use crate::commands::doctor::tests::{ctx, ctx_env, lines};
+
+    #[test]
+    fn auto_compaction_on_or_off() {
+        assert_eq!(
+            lines(&auto_compaction(&ctx(&[]))),
+            ["ok: auto-compaction is on"]
+        );
+        let off = ctx(&[(Scope::Project, r#"{"autoCompactEnabled": false}"#)]);
+        assert!(lines(&auto_compaction(&off))[0].starts_with(
+            "warn: auto-compaction is off (autoCompactEnabled in /p/.claude/settings.json)"
+        ));
+        let off = ctx(&[(Scope::User, r#"{"env": {"DISABLE_AUTO_COMPACT": "1"}}"#)]);
+        assert!(lines(&auto_compaction(&off))[0]
+            .starts_with("warn: auto-compaction is off (DISABLE_AUTO_COMPACT)"));
+    }
+
+    #[test]
+    fn the_percent_override() {
+        assert!(autocompact_pct(&ctx(&[])).is_empty());
+        let set = ctx(&[(
+            Scope::User,
+            r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
+        )]);
+        assert!(lines(&autocompact_pct(&set))[0]
+            .starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50: compaction comes at 50%"));
+        assert_eq!(policy(&set).autocompact_pct, Some(50.0));
+        let bad = ctx_env(&[], &[(AUTOCOMPACT_PCT, "most")]);
+        assert_eq!(
+            lines(&autocompact_pct(&bad)),
+            ["warn: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=\"most\" is not a percent"]
+        );
+        assert_eq!(policy(&bad).autocompact_pct, None);
+    }
+
+    #[test]
+    fn the_window_in_every_form() {
+        let window = |json: &str| {
+            let c = ctx(&[(Scope::User, &format!(r#"{{"autoCompactWindow": {json}}}"#))]);
+            (
+                lines(&autocompact_window(&c)).remove(0),
+                policy(&c).autocompact_window,
+            )
+        };
+        let (line, applied) = window("400000");
+        assert!(line.starts_with("info: the auto-compact window is 400000 tokens"));
+        assert_eq!(applied, Some(400_000));
+        let (line, applied) = window(r#""auto""#);
+        assert!(
+            line.starts_with("info: the auto-compact window is \"auto\" (autoCompactWindow in /home/u/.claude/settings.json)"),
+            "{line}"
+        );
+        assert_eq!(applied, None);
+        let (line, applied) = window(r#"{"claude-opus-5-5": 400000, "claude-haiku-5-5": "auto"}"#);
+        assert!(
+            line.starts_with("info: the auto-compact window is set per model (autoCompactWindow in /home/u/.claude/settings.json): claude-opus-5-5 400000, claude-haiku-5-5 auto;"),
+            "{line}"
+        );
+        assert_eq!(applied, None);
+        let (line, applied) = window(r#""lots""#);
+        assert!(
+            line.starts_with("warn: the auto-compact window \"lots\" (autoCompactWindow in"),
+            "{line}"
+        );
+        assert_eq!(applied, None);
+
+        let var = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "100000")]);
+        assert_eq!(policy(&var).autocompact_window, Some(100_000));
+        let bad = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
+        assert_eq!(
+            lines(&autocompact_window(&bad)),
+            ["warn: the auto-compact window \"auto\" (CLAUDE_CODE_AUTO_COMPACT_WINDOW) is not a token count"]
+        );
+        assert!(autocompact_window(&ctx(&[])).is_empty());
+    }
+}

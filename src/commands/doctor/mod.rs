@@ -1,0 +1,268 @@
+//! `ctxguard doctor`: checks that ctxguard is registered and can work, and explains what the
+//! auto-compaction settings mean for the trigger. Everything is read once into a [`Context`];
+//! doctor is then a list of small checks ([`CHECKS`]), each a function from the context to
+//! findings, unit-tested with literals. Each finding says how to fix it; any failure makes the
+//! exit code 1.
+
+mod checks;
+mod compaction;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::client;
+use crate::config::{Config, Env, Loaded};
+use crate::exit::Exit;
+use crate::paths::Paths;
+use crate::usage::{human, Limits};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Info,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Finding {
+    pub check: &'static str,
+    pub status: Status,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Threshold {
+    pub window: u64,
+    pub compact_at: u64,
+    pub trigger_at: u64,
+    pub critical_at: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub findings: Vec<Finding>,
+    pub thresholds: Vec<Threshold>,
+}
+
+fn finding(check: &'static str, status: Status, message: String, fix: Option<&str>) -> Finding {
+    Finding {
+        check,
+        status,
+        message,
+        fix: fix.map(str::to_string),
+    }
+}
+
+type Check = fn(&Context) -> Vec<Finding>;
+
+/// Every check, in the order of the report.
+const CHECKS: &[Check] = &[
+    checks::settings_files,
+    checks::hooks,
+    checks::binaries,
+    checks::state,
+    checks::config,
+    checks::status_line,
+    compaction::auto_compaction,
+    compaction::autocompact_pct,
+    compaction::autocompact_window,
+];
+
+/// What the checks look at, read once.
+#[derive(Debug)]
+pub struct Context {
+    /// Claude Code's settings files (user, project in the current directory, local, managed)
+    /// and its variables.
+    pub client: client::Settings,
+    /// For a command whose program starts with `~/`.
+    pub home: Option<PathBuf>,
+    /// `PATH`, for a command that names `ctxguard` without a directory.
+    pub search_path: Option<OsString>,
+    /// The state root, or why there is none.
+    pub paths: Result<Paths, String>,
+    /// ctxguard's configuration, loaded strictly; `None` without a state root.
+    pub config: Option<Result<Loaded, String>>,
+}
+
+impl Context {
+    pub fn gather(env: &Env) -> Context {
+        let project = std::env::current_dir().ok();
+        let locations = client::locations(
+            env.home.as_deref(),
+            project.as_deref(),
+            Path::new(client::MANAGED_SETTINGS),
+        );
+        let paths = env.paths().map_err(|e| format!("{e:#}"));
+        let config = paths
+            .as_ref()
+            .ok()
+            .map(|p| Config::load(p, env).map_err(|e| format!("{e:#}")));
+        Context {
+            client: client::Settings::read(locations, env.client.clone()),
+            home: env.home.clone(),
+            search_path: env.search_path.clone(),
+            paths,
+            config,
+        }
+    }
+}
+
+pub fn check(env: &Env) -> Report {
+    report(&Context::gather(env))
+}
+
+/// Runs every check, in order, and works out the thresholds.
+fn report(ctx: &Context) -> Report {
+    let findings: Vec<Finding> = CHECKS.iter().flat_map(|check| check(ctx)).collect();
+    let policy = compaction::policy(ctx);
+    let thresholds = [200_000, 1_000_000]
+        .into_iter()
+        .map(|w| {
+            let l = Limits::compute(w, &policy);
+            Threshold {
+                window: w,
+                compact_at: l.compact_at,
+                trigger_at: l.trigger_at,
+                critical_at: l.critical_at,
+            }
+        })
+        .collect();
+    Report {
+        ok: findings.iter().all(|f| f.status != Status::Fail),
+        findings,
+        thresholds,
+    }
+}
+
+/// The report for a person: one line per finding (and its fix), then the thresholds.
+fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let tag = match f.status {
+            Status::Ok => "ok  ",
+            Status::Info => "info",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        };
+        out.push_str(&format!("{tag} {:<11} {}\n", f.check, f.message));
+        if let Some(fix) = &f.fix {
+            out.push_str(&format!("     {:<11} fix: {fix}\n", ""));
+        }
+    }
+    out.push('\n');
+    out.push_str("thresholds   window  nudge at  critical at  compacts at\n");
+    for t in &report.thresholds {
+        out.push_str(&format!(
+            "             {:>6}  {:>8}  {:>11}  {:>11}\n",
+            human(t.window),
+            human(t.trigger_at),
+            t.critical_at.map_or("off".to_string(), human),
+            human(t.compact_at)
+        ));
+    }
+    out
+}
+
+pub fn run(json: bool) -> Result<Exit> {
+    let env = Env::from_process();
+    let report = check(&env);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failure })
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::client::{Scope, Settings};
+
+    /// A context with these settings files (see [`Settings::literal`]), a home of `/home/u` and
+    /// no state root.
+    pub fn ctx(files: &[(Scope, &str)]) -> Context {
+        ctx_env(files, &[])
+    }
+
+    pub fn ctx_env(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Context {
+        Context {
+            client: Settings::literal(files, env),
+            home: Some(PathBuf::from("/home/u")),
+            search_path: None,
+            paths: Err("cannot find the home directory: set CTXGUARD_HOME".into()),
+            config: None,
+        }
+    }
+
+    /// Each finding as `status: message`.
+    pub fn lines(findings: &[Finding]) -> Vec<String> {
+        findings
+            .iter()
+            .map(|f| {
+                let status = serde_json::to_value(f.status).unwrap();
+                format!("{}: {}", status.as_str().unwrap(), f.message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_report_renders_one_line_per_finding_then_the_thresholds() {
+        let report = Report {
+            ok: false,
+            findings: vec![
+                Finding {
+                    check: "hooks",
+                    status: Status::Fail,
+                    message: "PreToolUse does not run `ctxguard pretooluse`".into(),
+                    fix: Some("run `ctxguard install`".into()),
+                },
+                Finding {
+                    check: "autocompact",
+                    status: Status::Ok,
+                    message: "auto-compaction is on".into(),
+                    fix: None,
+                },
+            ],
+            thresholds: vec![Threshold {
+                window: 200_000,
+                compact_at: 167_000,
+                trigger_at: 127_000,
+                critical_at: None,
+            }],
+        };
+        let expected = [
+            "FAIL hooks       PreToolUse does not run `ctxguard pretooluse`",
+            "                 fix: run `ctxguard install`",
+            "ok   autocompact auto-compaction is on",
+            "",
+            "thresholds   window  nudge at  critical at  compacts at",
+            "               200k      127k          off         167k",
+        ]
+        .map(|line| format!("{line}\n"))
+        .concat();
+        assert_eq!(render(&report), expected);
+    }
+
+    #[test]
+    fn the_report_fails_on_any_failure_and_the_thresholds_follow_the_overrides() {
+        let ctx = ctx(&[(
+            Scope::User,
+            r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
+        )]);
+        let r = report(&ctx);
+        assert!(!r.ok, "no hooks and no state root");
+        assert_eq!(
+            (r.thresholds[0].compact_at, r.thresholds[0].trigger_at),
+            (100_000, 60_000)
+        );
+        assert_eq!(r.thresholds[1].window, 1_000_000);
+    }
+}
