@@ -1,105 +1,24 @@
-//! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
-//! compaction, with no model and no network. [`Builder`] reads the part of the transcript after
-//! the newest `compact_boundary` line by line (bounded memory, whatever the file's size);
-//! [`CheckpointStore`] keeps each checkpoint as an immutable `cp_NNN.json` plus `_latest.json`.
-//!
-//! Everything taken from the transcript is sanitised here (no control characters or escape
-//! sequences) and cut to size; tool output bodies are never kept, only the first line of an
-//! error.
+//! Reading a transcript into a checkpoint: [`read_transcript`] scans the part after the newest
+//! `compact_boundary` line by line (bounded memory, whatever the file's size) and a [`Builder`]
+//! keeps what the checkpoint needs from each line: real prompts, todos, files, tool counts,
+//! failures and the last assistant text.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::{
+    Checkpoint, Failure, Todo, ToolCount, ASK_CHARS, FAILURE_CHARS, GIST_CHARS, MAX_ASKS,
+    MAX_FAILURES, MAX_FILES, PATH_CHARS, TODO_CHARS,
+};
 use crate::files;
-use crate::paths::{safe_session_id, Paths};
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
-
-pub const MAX_ASKS: usize = 3;
-pub const ASK_CHARS: usize = 200;
-pub const MAX_FILES: usize = 30;
-pub const MAX_FAILURES: usize = 5;
-pub const FAILURE_CHARS: usize = 160;
-pub const GIST_CHARS: usize = 300;
-pub const TODO_CHARS: usize = 200;
-pub const PATH_CHARS: usize = 300;
-/// Checkpoints kept per session.
-pub const KEEP: usize = 5;
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Checkpoint {
-    pub id: String,
-    pub meta: Meta,
-    /// The last real user prompts, oldest first.
-    pub asks: Vec<String>,
-    /// The newest todo list, open items first.
-    pub todos: Vec<Todo>,
-    /// Newest first.
-    pub files_modified: Vec<String>,
-    /// Newest first.
-    pub files_read: Vec<String>,
-    /// Most used first.
-    pub tools_used: Vec<ToolCount>,
-    /// Oldest first.
-    pub failures: Vec<Failure>,
-    pub last_assistant: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Meta {
-    pub session_id: String,
-    pub cwd: String,
-    pub git_branch: Option<String>,
-    pub trigger: String,
-    pub custom_instructions: Option<String>,
-    pub tokens_before: Option<u64>,
-    pub window: Option<u64>,
-    /// The marker's cycle that this compaction ends.
-    pub cycle: u64,
-    /// This session's compaction count, this one included.
-    pub compaction: u64,
-    pub created_at: Option<DateTime<Utc>>,
-    pub previous: Option<String>,
-    pub transcript_path: String,
-    /// Set when the transcript could not be read: the checkpoint holds only metadata.
-    pub transcript_error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Todo {
-    pub content: String,
-    pub status: String,
-}
-
-impl Todo {
-    pub fn is_open(&self) -> bool {
-        self.status != "completed"
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCount {
-    pub name: String,
-    pub count: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub tool: String,
-    pub error: String,
-}
-
-// ---- reading the transcript -------------------------------------------------------------
 
 #[derive(Deserialize)]
 struct Block<'a> {
@@ -184,7 +103,7 @@ fn strip_tag(text: &str, tag: &str) -> String {
 }
 
 /// A real user prompt, cleaned, or `None` for wrappers and empty text.
-pub fn clean_prompt(text: &str) -> Option<String> {
+fn clean_prompt(text: &str) -> Option<String> {
     let stripped = strip_tag(text, "system-reminder");
     let t = stripped.trim();
     if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) {
@@ -207,7 +126,7 @@ fn result_text(raw: &RawValue) -> Option<String> {
 
 /// Accumulates a checkpoint from transcript lines, oldest first.
 #[derive(Debug, Default)]
-pub struct Builder {
+struct Builder {
     asks: VecDeque<String>,
     todo_list: Option<Vec<Todo>>,
     /// Tasks (TaskCreate/TaskUpdate), with their ids once known.
@@ -221,11 +140,9 @@ pub struct Builder {
     tool_names: HashMap<String, String>,
     failures: VecDeque<Failure>,
     last_assistant: Option<String>,
-    pub tokens: Option<u64>,
-    pub cwd: Option<String>,
-    pub git_branch: Option<String>,
-    pub lines: u64,
-    pub skipped_lines: u64,
+    tokens: Option<u64>,
+    cwd: Option<String>,
+    git_branch: Option<String>,
 }
 
 fn push_recent(list: &mut Vec<String>, path: &str) {
@@ -235,15 +152,12 @@ fn push_recent(list: &mut Vec<String>, path: &str) {
 }
 
 impl Builder {
-    pub fn feed(&mut self, line: &[u8]) {
-        self.lines += 1;
+    fn feed(&mut self, line: &[u8]) {
         let Ok(line) = std::str::from_utf8(line) else {
-            self.skipped_lines += 1;
             return;
         };
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         let Ok(entry) = serde_json::from_str::<Entry>(line) else {
-            self.skipped_lines += 1;
             return;
         };
         if entry.is_sidechain == Some(true) {
@@ -475,8 +389,8 @@ impl Builder {
         }
     }
 
-    /// The checkpoint body (everything but `id` and `meta`).
-    pub fn finish(self) -> Checkpoint {
+    /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
+    fn finish(self) -> Reading {
         let mut todos: Vec<Todo> = if self.tasks_newer {
             self.tasks.into_iter().map(|(_, t)| t).collect()
         } else {
@@ -499,15 +413,20 @@ impl Builder {
             .map(|(name, count)| ToolCount { name, count })
             .collect();
         tools_used.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
-        Checkpoint {
-            asks: self.asks.into(),
-            todos,
-            files_modified: newest_first(self.modified),
-            files_read: newest_first(self.read),
-            tools_used,
-            failures: self.failures.into(),
-            last_assistant: self.last_assistant,
-            ..Checkpoint::default()
+        Reading {
+            body: Checkpoint {
+                asks: self.asks.into(),
+                todos,
+                files_modified: newest_first(self.modified),
+                files_read: newest_first(self.read),
+                tools_used,
+                failures: self.failures.into(),
+                last_assistant: self.last_assistant,
+                ..Checkpoint::default()
+            },
+            tokens: self.tokens,
+            cwd: self.cwd,
+            git_branch: self.git_branch,
         }
     }
 }
@@ -535,116 +454,12 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
         .next_line()
         .with_context(|| format!("reading transcript {}", path.display()))?
     {
-        match line {
-            Line::Text(text) if !text.is_empty() => builder.feed(text),
-            Line::Text(_) => {}
-            Line::TooLong => builder.skipped_lines += 1,
+        // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
+        if let Line::Text(text) = line {
+            builder.feed(text);
         }
     }
-    let (tokens, cwd, git_branch) = (
-        builder.tokens,
-        builder.cwd.clone(),
-        builder.git_branch.clone(),
-    );
-    Ok(Reading {
-        body: builder.finish(),
-        tokens,
-        cwd,
-        git_branch,
-    })
-}
-
-// ---- storing ----------------------------------------------------------------------------
-
-/// `checkpoints/<safe-session-id>/`: `cp_NNN.json` files, never rewritten, and `_latest.json`.
-#[derive(Debug, Clone)]
-pub struct CheckpointStore {
-    root: PathBuf,
-    dir: PathBuf,
-}
-
-pub fn checkpoints_dir(paths: &Paths) -> PathBuf {
-    paths.root().join("checkpoints")
-}
-
-fn number_of(name: &str) -> Option<u64> {
-    name.strip_prefix("cp_")?
-        .strip_suffix(".json")?
-        .parse()
-        .ok()
-}
-
-impl CheckpointStore {
-    pub fn new(paths: &Paths, session_id: &str) -> CheckpointStore {
-        CheckpointStore {
-            root: paths.root().to_path_buf(),
-            dir: checkpoints_dir(paths).join(safe_session_id(session_id)),
-        }
-    }
-
-    #[cfg(test)]
-    pub fn in_dir(root: PathBuf, dir: PathBuf) -> CheckpointStore {
-        CheckpointStore { root, dir }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    pub fn latest_path(&self) -> PathBuf {
-        self.dir.join("_latest.json")
-    }
-
-    /// The numbers of the stored checkpoints, ascending.
-    fn numbers(&self) -> Result<Vec<u64>> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
-        };
-        let mut numbers: Vec<u64> = entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str().and_then(number_of))
-            .collect();
-        numbers.sort_unstable();
-        Ok(numbers)
-    }
-
-    pub fn next_id(&self) -> Result<String> {
-        let next = self.numbers()?.last().map_or(1, |n| n + 1);
-        Ok(format!("cp_{next:03}"))
-    }
-
-    /// Writes `cp` as `<id>.json` (refusing to replace an existing one), then `_latest.json`,
-    /// then removes all but the newest [`KEEP`]. Returns the path of the new file.
-    pub fn save(&self, cp: &Checkpoint) -> Result<PathBuf> {
-        files::ensure_state_dir(&self.root, &self.dir)?;
-        let path = self.dir.join(format!("{}.json", cp.id));
-        let mut bytes = serde_json::to_vec_pretty(cp).context("encoding checkpoint")?;
-        bytes.push(b'\n');
-        files::write_atomic(&path, &bytes, true)?;
-        files::write_atomic(&self.latest_path(), &bytes, false)?;
-        let numbers = self.numbers()?;
-        for n in numbers.iter().take(numbers.len().saturating_sub(KEEP)) {
-            let old = self.dir.join(format!("cp_{n:03}.json"));
-            fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-        }
-        Ok(path)
-    }
-
-    pub fn latest(&self) -> Result<Option<Checkpoint>> {
-        load(&self.latest_path())
-    }
-}
-
-/// Reads a checkpoint file; `Ok(None)` when it does not exist.
-pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
-    match files::read_state_file(path, "checkpoint")? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("checkpoint {} is corrupt", path.display())),
-        None => Ok(None),
-    }
+    Ok(builder.finish())
 }
 
 #[cfg(test)]
@@ -687,24 +502,21 @@ mod tests {
             .collect()
     }
 
-    fn build(lines: &[Vec<u8>]) -> (Checkpoint, Builder) {
+    fn read(lines: &[Vec<u8>]) -> Reading {
         let mut b = Builder::default();
         for l in lines {
             b.feed(l);
         }
-        let tokens = b.tokens;
-        let rest = Builder {
-            tokens,
-            cwd: b.cwd.clone(),
-            git_branch: b.git_branch.clone(),
-            ..Builder::default()
-        };
-        (b.finish(), rest)
+        b.finish()
+    }
+
+    fn build(lines: &[Vec<u8>]) -> Checkpoint {
+        read(lines).body
     }
 
     #[test]
     fn asks_are_real_prompts_only_last_three() {
-        let (cp, _) = build(&[
+        let cp = build(&[
             user(json!("first")),
             user(json!("<command-name>/compact</command-name>")),
             user(json!("second <system-reminder>ignore me</system-reminder>")),
@@ -732,7 +544,7 @@ mod tests {
 
     #[test]
     fn files_tools_failures_and_gist() {
-        let (cp, rest) = build(&[
+        let reading = read(&[
             tool_use("t1", "Read", json!({"file_path": "/p/a.rs"})),
             tool_use(
                 "t2",
@@ -761,6 +573,7 @@ mod tests {
             ),
             assistant(json!([{"type": "text", "text": "Now I will\nfix the \x07types."}])),
         ]);
+        let cp = &reading.body;
         assert_eq!(cp.files_modified, ["/p/n.ipynb", "/p/a.rs", "/p/b.rs"]);
         assert_eq!(cp.files_read, ["/p/a.rs"]);
         assert_eq!(
@@ -788,11 +601,11 @@ mod tests {
             cp.last_assistant.as_deref(),
             Some("Now I will fix the types.")
         );
-        let text = serde_json::to_string(&cp).unwrap();
+        let text = serde_json::to_string(cp).unwrap();
         assert!(!text.contains("SECRET BODY") && !text.contains("and more"));
-        assert_eq!(rest.tokens, Some(6));
+        assert_eq!(reading.tokens, Some(6));
         assert_eq!(
-            (rest.cwd.as_deref(), rest.git_branch.as_deref()),
+            (reading.cwd.as_deref(), reading.git_branch.as_deref()),
             (Some("/p"), Some("main"))
         );
     }
@@ -808,7 +621,7 @@ mod tests {
                 true,
             ));
         }
-        let (cp, _) = build(&lines);
+        let cp = build(&lines);
         assert_eq!(cp.failures.len(), MAX_FAILURES);
         assert_eq!(cp.failures[0].error, "fail 3");
         assert_eq!(cp.failures[4].error, "fail 7");
@@ -816,7 +629,7 @@ mod tests {
 
     #[test]
     fn todowrite_newest_list_open_first() {
-        let (cp, _) = build(&[
+        let cp = build(&[
             tool_use(
                 "a",
                 "TodoWrite",
@@ -845,7 +658,7 @@ mod tests {
 
     #[test]
     fn tasks_are_tracked_through_create_and_update() {
-        let (cp, _) = build(&[
+        let cp = build(&[
             tool_use(
                 "c1",
                 "TaskCreate",
@@ -900,7 +713,7 @@ mod tests {
     }
 
     #[test]
-    fn garbage_lines_are_counted_not_fatal() {
+    fn garbage_lines_are_skipped_not_fatal() {
         let mut b = Builder::default();
         for l in [
             &b"not json"[..],
@@ -911,44 +724,7 @@ mod tests {
             b.feed(l);
         }
         // `[]` parses (serde reads a struct from a sequence) into an entry with no message.
-        assert_eq!((b.lines, b.skipped_lines), (4, 2));
-        let cp = b.finish();
+        let cp = b.finish().body;
         assert!(cp.asks.is_empty() && cp.todos.is_empty());
-    }
-
-    #[test]
-    fn store_numbers_keeps_five_and_never_rewrites() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = CheckpointStore::in_dir(dir.path().to_path_buf(), dir.path().join("s"));
-        assert!(store.latest().unwrap().is_none());
-        for i in 1..=7 {
-            let id = store.next_id().unwrap();
-            assert_eq!(id, format!("cp_{i:03}"));
-            let cp = Checkpoint {
-                id: id.clone(),
-                ..Checkpoint::default()
-            };
-            let path = store.save(&cp).unwrap();
-            assert!(path.ends_with(format!("{id}.json")));
-            assert_eq!(store.latest().unwrap().unwrap().id, id);
-            // The same id again is refused, not overwritten.
-            assert!(store.save(&cp).is_err());
-        }
-        let mut names: Vec<_> = fs::read_dir(dir.path().join("s"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            [
-                "_latest.json",
-                "cp_003.json",
-                "cp_004.json",
-                "cp_005.json",
-                "cp_006.json",
-                "cp_007.json"
-            ]
-        );
     }
 }

@@ -1,0 +1,105 @@
+//! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
+//! compaction, with no model and no network. This file is the checkpoint itself: its fields, the
+//! caps that keep it small, and [`load`]. Reading a transcript into one is [`build`]'s job;
+//! keeping them on disk is [`store`]'s.
+//!
+//! Everything taken from the transcript is sanitised (no control characters or escape sequences)
+//! and cut to size; tool output bodies are never kept, only the first line of an error.
+
+mod build;
+mod store;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::files;
+
+pub use build::{read_transcript, Reading};
+pub use store::{checkpoints_dir, CheckpointStore};
+
+const MAX_ASKS: usize = 3;
+const ASK_CHARS: usize = 200;
+const MAX_FILES: usize = 30;
+const MAX_FAILURES: usize = 5;
+const FAILURE_CHARS: usize = 160;
+const GIST_CHARS: usize = 300;
+const TODO_CHARS: usize = 200;
+const PATH_CHARS: usize = 300;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Checkpoint {
+    pub id: String,
+    pub meta: Meta,
+    /// The last real user prompts, oldest first.
+    pub asks: Vec<String>,
+    /// The newest todo list, open items first.
+    pub todos: Vec<Todo>,
+    /// Newest first.
+    pub files_modified: Vec<String>,
+    /// Newest first.
+    pub files_read: Vec<String>,
+    /// Most used first.
+    pub tools_used: Vec<ToolCount>,
+    /// Oldest first.
+    pub failures: Vec<Failure>,
+    pub last_assistant: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Meta {
+    pub session_id: String,
+    pub cwd: String,
+    pub git_branch: Option<String>,
+    pub trigger: String,
+    pub custom_instructions: Option<String>,
+    pub tokens_before: Option<u64>,
+    pub window: Option<u64>,
+    /// The marker's cycle that this compaction ends.
+    pub cycle: u64,
+    /// This session's compaction count, this one included.
+    pub compaction: u64,
+    pub created_at: Option<DateTime<Utc>>,
+    pub previous: Option<String>,
+    pub transcript_path: String,
+    /// Set when the transcript could not be read: the checkpoint holds only metadata.
+    pub transcript_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub content: String,
+    pub status: String,
+}
+
+impl Todo {
+    pub fn is_open(&self) -> bool {
+        self.status != "completed"
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ToolCount {
+    pub name: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub tool: String,
+    pub error: String,
+}
+
+/// Reads a checkpoint file; `Ok(None)` when it does not exist.
+pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
+    match files::read_state_file(path, "checkpoint")? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("checkpoint {} is corrupt", path.display())),
+        None => Ok(None),
+    }
+}
