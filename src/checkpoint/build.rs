@@ -289,104 +289,121 @@ impl Builder {
         }
     }
 
+    /// Counts the call, remembers its id for the result, and reads what its input says about
+    /// files or todos.
     fn tool_use(&mut self, block: &Block) {
         let name = sanitize(block.name.as_deref().unwrap_or("tool"), true);
         let name = cut(&name, 80);
         *self.tools.entry(name.clone()).or_default() += 1;
-        if let Some(id) = block.id.as_deref() {
+        let id = block.id.as_deref();
+        if let Some(id) = id {
             self.tool_names.insert(id.to_string(), name.clone());
         }
         let Some(input) = block.input.map(RawValue::get) else {
             return;
         };
         match name.as_str() {
-            "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "Read" => {
-                let Ok(file) = serde_json::from_str::<FileInput>(input) else {
-                    return;
-                };
-                if let Some(path) = file.file_path.or(file.notebook_path) {
-                    let list = if name == "Read" {
-                        &mut self.read
-                    } else {
-                        &mut self.modified
-                    };
-                    push_recent(list, &path);
-                }
-            }
-            "TodoWrite" => {
-                if let Ok(todos) = serde_json::from_str::<TodoWriteInput>(input) {
-                    self.todo_list = Some(
-                        todos
-                            .todos
-                            .into_iter()
-                            .map(|t| Todo {
-                                content: cut(&sanitize(&t.content, true), TODO_CHARS),
-                                status: cut(&sanitize(&t.status, true), 20),
-                            })
-                            .collect(),
-                    );
-                    self.tasks_newer = false;
-                }
-            }
-            "TaskCreate" => {
-                if let Ok(task) = serde_json::from_str::<TaskInput>(input) {
-                    let subject = task.subject.unwrap_or_default();
-                    self.tasks.push((
-                        None,
-                        Todo {
-                            content: cut(&sanitize(&subject, true), TODO_CHARS),
-                            status: "pending".into(),
-                        },
-                    ));
-                    if let Some(id) = block.id.as_deref() {
-                        self.pending_creates
-                            .insert(id.to_string(), self.tasks.len() - 1);
-                    }
-                    self.tasks_newer = true;
-                }
-            }
-            "TaskUpdate" => {
-                if let Ok(update) = serde_json::from_str::<TaskInput>(input) {
-                    let id = match update.task_id {
-                        Some(serde_json::Value::String(s)) => s,
-                        Some(serde_json::Value::Number(n)) => n.to_string(),
-                        _ => return,
-                    };
-                    let id = cut(&sanitize(&id, true), 40);
-                    let status = update.status.map(|s| cut(&sanitize(&s, true), 20));
-                    if status.as_deref() == Some("deleted") {
-                        self.tasks
-                            .retain(|(tid, _)| tid.as_deref() != Some(id.as_str()));
-                    } else if let Some((_, todo)) = self
-                        .tasks
-                        .iter_mut()
-                        .find(|(tid, _)| tid.as_deref() == Some(id.as_str()))
-                    {
-                        if let Some(status) = status {
-                            todo.status = status;
-                        }
-                        if let Some(subject) = update.subject {
-                            todo.content = cut(&sanitize(&subject, true), TODO_CHARS);
-                        }
-                    } else {
-                        // Created before the last compaction: known by id only.
-                        let content = update
-                            .subject
-                            .map(|s| cut(&sanitize(&s, true), TODO_CHARS))
-                            .unwrap_or_else(|| format!("task #{id}"));
-                        self.tasks.push((
-                            Some(id),
-                            Todo {
-                                content,
-                                status: status.unwrap_or_else(|| "pending".into()),
-                            },
-                        ));
-                    }
-                    self.tasks_newer = true;
-                }
-            }
+            "Read" => self.file_use(input, false),
+            "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => self.file_use(input, true),
+            "TodoWrite" => self.todo_write(input),
+            "TaskCreate" => self.task_create(input, id),
+            "TaskUpdate" => self.task_update(input),
             _ => {}
         }
+    }
+
+    fn file_use(&mut self, input: &str, modified: bool) {
+        let Ok(file) = serde_json::from_str::<FileInput>(input) else {
+            return;
+        };
+        if let Some(path) = file.file_path.or(file.notebook_path) {
+            let list = if modified {
+                &mut self.modified
+            } else {
+                &mut self.read
+            };
+            push_recent(list, &path);
+        }
+    }
+
+    /// TodoWrite sends the whole list each time: the newest replaces the last.
+    fn todo_write(&mut self, input: &str) {
+        let Ok(todos) = serde_json::from_str::<TodoWriteInput>(input) else {
+            return;
+        };
+        self.todo_list = Some(
+            todos
+                .todos
+                .into_iter()
+                .map(|t| Todo {
+                    content: cut(&sanitize(&t.content, true), TODO_CHARS),
+                    status: cut(&sanitize(&t.status, true), 20),
+                })
+                .collect(),
+        );
+        self.tasks_newer = false;
+    }
+
+    /// A new task; its id comes later, in the call's result (see `tool_result`).
+    fn task_create(&mut self, input: &str, call_id: Option<&str>) {
+        let Ok(task) = serde_json::from_str::<TaskInput>(input) else {
+            return;
+        };
+        let subject = task.subject.unwrap_or_default();
+        self.tasks.push((
+            None,
+            Todo {
+                content: cut(&sanitize(&subject, true), TODO_CHARS),
+                status: "pending".into(),
+            },
+        ));
+        if let Some(id) = call_id {
+            self.pending_creates
+                .insert(id.to_string(), self.tasks.len() - 1);
+        }
+        self.tasks_newer = true;
+    }
+
+    fn task_update(&mut self, input: &str) {
+        let Ok(update) = serde_json::from_str::<TaskInput>(input) else {
+            return;
+        };
+        let id = match update.task_id {
+            Some(serde_json::Value::String(s)) => s,
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            _ => return,
+        };
+        let id = cut(&sanitize(&id, true), 40);
+        let status = update.status.map(|s| cut(&sanitize(&s, true), 20));
+        if status.as_deref() == Some("deleted") {
+            self.tasks
+                .retain(|(tid, _)| tid.as_deref() != Some(id.as_str()));
+        } else if let Some((_, todo)) = self
+            .tasks
+            .iter_mut()
+            .find(|(tid, _)| tid.as_deref() == Some(id.as_str()))
+        {
+            if let Some(status) = status {
+                todo.status = status;
+            }
+            if let Some(subject) = update.subject {
+                todo.content = cut(&sanitize(&subject, true), TODO_CHARS);
+            }
+        } else {
+            // Created before the last compaction: known by id only.
+            let content = update
+                .subject
+                .map(|s| cut(&sanitize(&s, true), TODO_CHARS))
+                .unwrap_or_else(|| format!("task #{id}"));
+            self.tasks.push((
+                Some(id),
+                Todo {
+                    content,
+                    status: status.unwrap_or_else(|| "pending".into()),
+                },
+            ));
+        }
+        self.tasks_newer = true;
     }
 
     /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
