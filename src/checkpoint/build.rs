@@ -1,10 +1,11 @@
 //! Reading a transcript into a checkpoint: [`read_transcript`] scans the part after the newest
-//! `compact_boundary` line by line (bounded memory, whatever the file's size) and a [`Builder`]
-//! keeps what the checkpoint needs from each line: real prompts, todos, files, tool counts,
-//! failures and the last assistant text.
+//! `compact_boundary` line by line and a [`Builder`] keeps what the checkpoint needs from each
+//! line: real prompts, todos, files, tool counts, failures and the last assistant text. Every
+//! collection it keeps is capped and each line costs time linear in its length, so neither
+//! memory nor time grows faster than the transcript (see [`bounded`]).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::path::Path;
 
@@ -12,14 +13,18 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::bounded::{self, Call, Calls, RecentList, ToolCounts};
+use super::todos::Todos;
 use super::{
-    Checkpoint, Failure, Todo, ToolCount, ASK_CHARS, FAILURE_CHARS, GIST_CHARS, MAX_ASKS,
-    MAX_FAILURES, MAX_FILES, PATH_CHARS, TODO_CHARS,
+    Checkpoint, Failure, ToolCount, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, FAILURE_CHARS, GIST_CHARS,
+    MAX_ASKS, MAX_FAILURES, MAX_FILES, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
 };
 use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 
+/// A message content block. Read one at a time (see [`bounded::for_each`]): a line of a
+/// million tiny blocks would otherwise cost a hundred times its size.
 #[derive(Deserialize)]
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -46,30 +51,6 @@ struct FileInput<'a> {
     file_path: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     notebook_path: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct TodoWriteInput {
-    #[serde(default)]
-    todos: Vec<TodoItem>,
-}
-
-#[derive(Deserialize)]
-struct TodoItem {
-    #[serde(default)]
-    content: String,
-    #[serde(default)]
-    status: String,
-}
-
-#[derive(Deserialize)]
-struct TaskInput {
-    #[serde(default)]
-    subject: Option<String>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<serde_json::Value>,
-    #[serde(default)]
-    status: Option<String>,
 }
 
 /// Wrappers Claude Code puts around things that are not typed by the user.
@@ -119,25 +100,29 @@ fn result_text(raw: &RawValue) -> Option<String> {
     if s.starts_with('"') {
         return serde_json::from_str::<String>(s).ok();
     }
-    let blocks: Vec<Block> = serde_json::from_str(s).ok()?;
-    let texts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
+    let mut joined: Option<String> = None;
+    let whole = bounded::for_each(s, |block: Block| {
+        let Some(text) = block.text else { return };
+        match &mut joined {
+            Some(all) => {
+                all.push('\n');
+                all.push_str(&text);
+            }
+            None => joined = Some(text.into_owned()),
+        }
+    });
+    joined.filter(|_| whole)
 }
 
 /// Accumulates a checkpoint from transcript lines, oldest first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Builder {
     asks: VecDeque<String>,
-    todo_list: Option<Vec<Todo>>,
-    /// Tasks (TaskCreate/TaskUpdate), with their ids once known.
-    tasks: Vec<(Option<String>, Todo)>,
-    /// Which of the two todo mechanisms was used last.
-    tasks_newer: bool,
-    pending_creates: HashMap<String, usize>,
-    modified: Vec<String>,
-    read: Vec<String>,
-    tools: BTreeMap<String, u64>,
-    tool_names: HashMap<String, String>,
+    todos: Todos,
+    modified: RecentList,
+    read: RecentList,
+    tools: ToolCounts,
+    calls: Calls,
     failures: VecDeque<Failure>,
     last_assistant: Option<String>,
     tokens: Option<u64>,
@@ -145,10 +130,22 @@ struct Builder {
     git_branch: Option<String>,
 }
 
-fn push_recent(list: &mut Vec<String>, path: &str) {
-    let path = cut(&sanitize(path, true), PATH_CHARS);
-    list.retain(|p| *p != path);
-    list.push(path);
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder {
+            asks: VecDeque::new(),
+            todos: Todos::default(),
+            modified: RecentList::new(MAX_FILES),
+            read: RecentList::new(MAX_FILES),
+            tools: ToolCounts::default(),
+            calls: Calls::default(),
+            failures: VecDeque::new(),
+            last_assistant: None,
+            tokens: None,
+            cwd: None,
+            git_branch: None,
+        }
+    }
 }
 
 impl Builder {
@@ -164,10 +161,10 @@ impl Builder {
             return;
         }
         if let Some(cwd) = entry.cwd.as_deref().filter(|c| !c.is_empty()) {
-            self.cwd = Some(cwd.to_string());
+            self.cwd = Some(cut(cwd, CWD_CHARS));
         }
         if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
-            self.git_branch = Some(branch.to_string());
+            self.git_branch = Some(cut(branch, BRANCH_CHARS));
         }
         let is_reply = entry.is_main_reply();
         let Some(message) = entry.message else {
@@ -194,19 +191,25 @@ impl Builder {
             }
             return;
         }
-        let Ok(blocks) = serde_json::from_str::<Vec<Block>>(raw) else {
-            return;
-        };
-        let mut typed = Vec::new();
-        for block in &blocks {
-            match block.kind.as_deref() {
-                Some("text") if is_prompt => typed.extend(block.text.as_deref()),
-                Some("tool_result") => self.tool_result(block),
-                _ => {}
+        let mut typed: Option<String> = None;
+        bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
+            Some("text") if is_prompt => {
+                let Some(text) = block.text.as_deref() else {
+                    return;
+                };
+                match &mut typed {
+                    Some(all) => {
+                        all.push('\n');
+                        all.push_str(text);
+                    }
+                    None => typed = Some(text.to_string()),
+                }
             }
-        }
-        if !typed.is_empty() {
-            self.ask(&typed.join("\n"));
+            Some("tool_result") => self.tool_result(&block),
+            _ => {}
+        });
+        if let Some(typed) = typed {
+            self.ask(&typed);
         }
     }
 
@@ -221,27 +224,13 @@ impl Builder {
 
     fn tool_result(&mut self, block: &Block) {
         let id = block.tool_use_id.as_deref().unwrap_or_default();
-        let tool = self
-            .tool_names
-            .get(id)
-            .cloned()
-            .unwrap_or_else(|| "tool".to_string());
-        if let Some(index) = self.pending_creates.remove(id) {
-            // "Task #3 created successfully: ..." carries the id TaskUpdate will use.
+        let (tool, task) = match self.calls.get_mut(id) {
+            Some(call) => (call.tool.clone(), call.task.take()),
+            None => ("tool".to_string(), None),
+        };
+        if let Some(key) = task {
             let text = block.content.and_then(result_text).unwrap_or_default();
-            if let Some(num) = text
-                .split_once('#')
-                .map(|(_, rest)| {
-                    rest.chars()
-                        .take_while(char::is_ascii_digit)
-                        .collect::<String>()
-                })
-                .filter(|n| !n.is_empty())
-            {
-                if let Some(task) = self.tasks.get_mut(index) {
-                    task.0 = Some(num);
-                }
-            }
+            self.todos.created(key, &text);
         }
         if block.is_error != Some(true) {
             return;
@@ -270,45 +259,39 @@ impl Builder {
         let Some(content) = message.content else {
             return;
         };
-        let Ok(blocks) = serde_json::from_str::<Vec<Block>>(content.get()) else {
-            return;
-        };
-        for block in &blocks {
-            match block.kind.as_deref() {
-                Some("text") => {
-                    if let Some(text) = block.text.as_deref() {
-                        let gist = sanitize(text, true);
-                        if !gist.is_empty() {
-                            self.last_assistant = Some(cut(&gist, GIST_CHARS));
-                        }
+        bounded::for_each(content.get(), |block: Block| match block.kind.as_deref() {
+            Some("text") => {
+                if let Some(text) = block.text.as_deref() {
+                    let gist = sanitize(text, true);
+                    if !gist.is_empty() {
+                        self.last_assistant = Some(cut(&gist, GIST_CHARS));
                     }
                 }
-                Some("tool_use") => self.tool_use(block),
-                _ => {}
             }
-        }
+            Some("tool_use") => self.tool_use(&block),
+            _ => {}
+        });
     }
 
-    /// Counts the call, remembers its id for the result, and reads what its input says about
+    /// Counts the call, remembers it for its result, and reads what its input says about
     /// files or todos.
     fn tool_use(&mut self, block: &Block) {
         let name = sanitize(block.name.as_deref().unwrap_or("tool"), true);
-        let name = cut(&name, 80);
-        *self.tools.entry(name.clone()).or_default() += 1;
-        let id = block.id.as_deref();
-        if let Some(id) = id {
-            self.tool_names.insert(id.to_string(), name.clone());
+        let name = cut(&name, NAME_CHARS);
+        self.tools.count(&name);
+        let mut task = None;
+        if let Some(input) = block.input.map(RawValue::get) {
+            match name.as_str() {
+                "Read" => self.file_use(input, false),
+                "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => self.file_use(input, true),
+                "TodoWrite" => self.todos.write(input),
+                "TaskCreate" => task = self.todos.create(input),
+                "TaskUpdate" => self.todos.update(input),
+                _ => {}
+            }
         }
-        let Some(input) = block.input.map(RawValue::get) else {
-            return;
-        };
-        match name.as_str() {
-            "Read" => self.file_use(input, false),
-            "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => self.file_use(input, true),
-            "TodoWrite" => self.todo_write(input),
-            "TaskCreate" => self.task_create(input, id),
-            "TaskUpdate" => self.task_update(input),
-            _ => {}
+        if let Some(id) = block.id.as_deref() {
+            self.calls.insert(id, Call { tool: name, task });
         }
     }
 
@@ -322,120 +305,24 @@ impl Builder {
             } else {
                 &mut self.read
             };
-            push_recent(list, &path);
+            list.push(cut(&sanitize(&path, true), PATH_CHARS));
         }
-    }
-
-    /// TodoWrite sends the whole list each time: the newest replaces the last.
-    fn todo_write(&mut self, input: &str) {
-        let Ok(todos) = serde_json::from_str::<TodoWriteInput>(input) else {
-            return;
-        };
-        self.todo_list = Some(
-            todos
-                .todos
-                .into_iter()
-                .map(|t| Todo {
-                    content: cut(&sanitize(&t.content, true), TODO_CHARS),
-                    status: cut(&sanitize(&t.status, true), 20),
-                })
-                .collect(),
-        );
-        self.tasks_newer = false;
-    }
-
-    /// A new task; its id comes later, in the call's result (see `tool_result`).
-    fn task_create(&mut self, input: &str, call_id: Option<&str>) {
-        let Ok(task) = serde_json::from_str::<TaskInput>(input) else {
-            return;
-        };
-        let subject = task.subject.unwrap_or_default();
-        self.tasks.push((
-            None,
-            Todo {
-                content: cut(&sanitize(&subject, true), TODO_CHARS),
-                status: "pending".into(),
-            },
-        ));
-        if let Some(id) = call_id {
-            self.pending_creates
-                .insert(id.to_string(), self.tasks.len() - 1);
-        }
-        self.tasks_newer = true;
-    }
-
-    fn task_update(&mut self, input: &str) {
-        let Ok(update) = serde_json::from_str::<TaskInput>(input) else {
-            return;
-        };
-        let id = match update.task_id {
-            Some(serde_json::Value::String(s)) => s,
-            Some(serde_json::Value::Number(n)) => n.to_string(),
-            _ => return,
-        };
-        let id = cut(&sanitize(&id, true), 40);
-        let status = update.status.map(|s| cut(&sanitize(&s, true), 20));
-        if status.as_deref() == Some("deleted") {
-            self.tasks
-                .retain(|(tid, _)| tid.as_deref() != Some(id.as_str()));
-        } else if let Some((_, todo)) = self
-            .tasks
-            .iter_mut()
-            .find(|(tid, _)| tid.as_deref() == Some(id.as_str()))
-        {
-            if let Some(status) = status {
-                todo.status = status;
-            }
-            if let Some(subject) = update.subject {
-                todo.content = cut(&sanitize(&subject, true), TODO_CHARS);
-            }
-        } else {
-            // Created before the last compaction: known by id only.
-            let content = update
-                .subject
-                .map(|s| cut(&sanitize(&s, true), TODO_CHARS))
-                .unwrap_or_else(|| format!("task #{id}"));
-            self.tasks.push((
-                Some(id),
-                Todo {
-                    content,
-                    status: status.unwrap_or_else(|| "pending".into()),
-                },
-            ));
-        }
-        self.tasks_newer = true;
     }
 
     /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
     fn finish(self) -> Reading {
-        let mut todos: Vec<Todo> = if self.tasks_newer {
-            self.tasks.into_iter().map(|(_, t)| t).collect()
-        } else {
-            self.todo_list.unwrap_or_default()
-        };
-        let rank = |t: &Todo| match t.status.as_str() {
-            "in_progress" => 0,
-            "completed" => 2,
-            _ => 1,
-        };
-        todos.sort_by_key(rank); // stable: keeps the list order within a status
-        let newest_first = |mut v: Vec<String>| {
-            v.reverse();
-            v.truncate(MAX_FILES);
-            v
-        };
-        let mut tools_used: Vec<ToolCount> = self
+        let tools_used = self
             .tools
+            .most_used(MAX_TOOLS)
             .into_iter()
             .map(|(name, count)| ToolCount { name, count })
             .collect();
-        tools_used.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
         Reading {
             body: Checkpoint {
                 asks: self.asks.into(),
-                todos,
-                files_modified: newest_first(self.modified),
-                files_read: newest_first(self.read),
+                todos: self.todos.finish(),
+                files_modified: self.modified.newest_first(),
+                files_read: self.read.newest_first(),
                 tools_used,
                 failures: self.failures.into(),
                 last_assistant: self.last_assistant,

@@ -1,13 +1,16 @@
 //! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
 //! compaction, with no model and no network. This file is the checkpoint itself: its fields, the
-//! caps that keep it small, and [`load`]. Reading a transcript into one is [`build`]'s job;
-//! keeping them on disk is [`store`]'s.
+//! caps that keep it small whatever the transcript, and [`load`]. Reading a transcript into one
+//! is [`build`]'s job (with [`todos`] and the fixed-size collections of [`bounded`]); keeping
+//! them on disk is [`store`]'s.
 //!
 //! Everything taken from the transcript is sanitised (no control characters or escape sequences)
 //! and cut to size; tool output bodies are never kept, only the first line of an error.
 
+mod bounded;
 mod build;
 mod store;
+mod todos;
 
 use std::path::Path;
 
@@ -20,14 +23,24 @@ use crate::files;
 pub use build::{read_transcript, Reading};
 pub use store::{checkpoints_dir, CheckpointStore};
 
+// What a checkpoint holds at most, whatever the transcript: the recovery block shows a few
+// thousand characters of it, and the file stays tens of KB even with every list full.
 const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
+const MAX_TODOS: usize = 100;
+const TODO_CHARS: usize = 200;
+const STATUS_CHARS: usize = 20;
 const MAX_FILES: usize = 30;
+const PATH_CHARS: usize = 300;
+const MAX_TOOLS: usize = 30;
+const NAME_CHARS: usize = 80;
 const MAX_FAILURES: usize = 5;
 const FAILURE_CHARS: usize = 160;
 const GIST_CHARS: usize = 300;
-const TODO_CHARS: usize = 200;
-const PATH_CHARS: usize = 300;
+/// Linux's PATH_MAX: a real working directory is never cut (it is matched against a later
+/// session's).
+const CWD_CHARS: usize = 4096;
+const BRANCH_CHARS: usize = 256;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
