@@ -1,8 +1,8 @@
 //! Reading a transcript into a checkpoint: [`read_transcript`] scans the part after the newest
-//! `compact_boundary` line by line and a [`Builder`] keeps what the checkpoint needs from each
-//! line: real prompts, todos, files, tool counts, failures and the last assistant text. Every
-//! collection it keeps is capped and each line costs time linear in its length, so neither
-//! memory nor time grows faster than the transcript (see [`bounded`]).
+//! `compact_boundary` line by line, and a [`Builder`] keeps what the checkpoint needs from each:
+//! the real user prompts, the last assistant text, and (through [`ToolLog`]) what the tool calls
+//! and results say. Everything kept is capped and a line costs time linear in its length, so a
+//! transcript of any size or shape gives a small checkpoint in linear time (see [`bounded`]).
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -13,12 +13,9 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::bounded::{self, Call, Calls, RecentList, ToolCounts};
-use super::todos::Todos;
-use super::{
-    Checkpoint, Failure, ToolCount, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, FAILURE_CHARS, GIST_CHARS,
-    MAX_ASKS, MAX_FAILURES, MAX_FILES, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
-};
+use super::bounded;
+use super::tools::ToolLog;
+use super::{Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, MAX_ASKS};
 use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
@@ -26,31 +23,23 @@ use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 /// A message content block. Read one at a time (see [`bounded::for_each`]): a line of a
 /// million tiny blocks would otherwise cost a hundred times its size.
 #[derive(Deserialize)]
-struct Block<'a> {
+pub(super) struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    pub(super) kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+    pub(super) text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    pub(super) id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    pub(super) name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
+    pub(super) input: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    tool_use_id: Option<Cow<'a, str>>,
+    pub(super) tool_use_id: Option<Cow<'a, str>>,
     #[serde(default)]
-    is_error: Option<bool>,
+    pub(super) is_error: Option<bool>,
     #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FileInput<'a> {
-    #[serde(borrow, default)]
-    file_path: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    notebook_path: Option<Cow<'a, str>>,
+    pub(super) content: Option<&'a RawValue>,
 }
 
 /// Wrappers Claude Code puts around things that are not typed by the user.
@@ -95,57 +84,40 @@ fn clean_prompt(text: &str) -> Option<String> {
 }
 
 /// The text of a tool result's `content`: a string, or an array of text blocks.
-fn result_text(raw: &RawValue) -> Option<String> {
+pub(super) fn result_text(raw: &RawValue) -> Option<String> {
     let s = raw.get();
     if s.starts_with('"') {
         return serde_json::from_str::<String>(s).ok();
     }
-    let mut joined: Option<String> = None;
+    let mut joined = None;
     let whole = bounded::for_each(s, |block: Block| {
-        let Some(text) = block.text else { return };
-        match &mut joined {
-            Some(all) => {
-                all.push('\n');
-                all.push_str(&text);
-            }
-            None => joined = Some(text.into_owned()),
+        if let Some(text) = block.text.as_deref() {
+            push_line(&mut joined, text);
         }
     });
     joined.filter(|_| whole)
 }
 
+/// Appends `text` to `all` as a new line.
+fn push_line(all: &mut Option<String>, text: &str) {
+    match all {
+        Some(all) => {
+            all.push('\n');
+            all.push_str(text);
+        }
+        None => *all = Some(text.to_string()),
+    }
+}
+
 /// Accumulates a checkpoint from transcript lines, oldest first.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Builder {
     asks: VecDeque<String>,
-    todos: Todos,
-    modified: RecentList,
-    read: RecentList,
-    tools: ToolCounts,
-    calls: Calls,
-    failures: VecDeque<Failure>,
+    tools: ToolLog,
     last_assistant: Option<String>,
     tokens: Option<u64>,
     cwd: Option<String>,
     git_branch: Option<String>,
-}
-
-impl Default for Builder {
-    fn default() -> Builder {
-        Builder {
-            asks: VecDeque::new(),
-            todos: Todos::default(),
-            modified: RecentList::new(MAX_FILES),
-            read: RecentList::new(MAX_FILES),
-            tools: ToolCounts::default(),
-            calls: Calls::default(),
-            failures: VecDeque::new(),
-            last_assistant: None,
-            tokens: None,
-            cwd: None,
-            git_branch: None,
-        }
-    }
 }
 
 impl Builder {
@@ -191,21 +163,14 @@ impl Builder {
             }
             return;
         }
-        let mut typed: Option<String> = None;
+        let mut typed = None;
         bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
             Some("text") if is_prompt => {
-                let Some(text) = block.text.as_deref() else {
-                    return;
-                };
-                match &mut typed {
-                    Some(all) => {
-                        all.push('\n');
-                        all.push_str(text);
-                    }
-                    None => typed = Some(text.to_string()),
+                if let Some(text) = block.text.as_deref() {
+                    push_line(&mut typed, text);
                 }
             }
-            Some("tool_result") => self.tool_result(&block),
+            Some("tool_result") => self.tools.result(&block),
             _ => {}
         });
         if let Some(typed) = typed {
@@ -219,34 +184,6 @@ impl Builder {
             if self.asks.len() > MAX_ASKS {
                 self.asks.pop_front();
             }
-        }
-    }
-
-    fn tool_result(&mut self, block: &Block) {
-        let id = block.tool_use_id.as_deref().unwrap_or_default();
-        let (tool, task) = match self.calls.get_mut(id) {
-            Some(call) => (call.tool.clone(), call.task.take()),
-            None => ("tool".to_string(), None),
-        };
-        if let Some(key) = task {
-            let text = block.content.and_then(result_text).unwrap_or_default();
-            self.todos.created(key, &text);
-        }
-        if block.is_error != Some(true) {
-            return;
-        }
-        let text = block.content.and_then(result_text).unwrap_or_default();
-        let first = text
-            .lines()
-            .map(|l| sanitize(l, true))
-            .find(|l| !l.is_empty())
-            .unwrap_or_else(|| "(no message)".to_string());
-        self.failures.push_back(Failure {
-            tool,
-            error: cut(&first, FAILURE_CHARS),
-        });
-        if self.failures.len() > MAX_FAILURES {
-            self.failures.pop_front();
         }
     }
 
@@ -268,65 +205,18 @@ impl Builder {
                     }
                 }
             }
-            Some("tool_use") => self.tool_use(&block),
+            Some("tool_use") => self.tools.call(&block),
             _ => {}
         });
     }
 
-    /// Counts the call, remembers it for its result, and reads what its input says about
-    /// files or todos.
-    fn tool_use(&mut self, block: &Block) {
-        let name = sanitize(block.name.as_deref().unwrap_or("tool"), true);
-        let name = cut(&name, NAME_CHARS);
-        self.tools.count(&name);
-        let mut task = None;
-        if let Some(input) = block.input.map(RawValue::get) {
-            match name.as_str() {
-                "Read" => self.file_use(input, false),
-                "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => self.file_use(input, true),
-                "TodoWrite" => self.todos.write(input),
-                "TaskCreate" => task = self.todos.create(input),
-                "TaskUpdate" => self.todos.update(input),
-                _ => {}
-            }
-        }
-        if let Some(id) = block.id.as_deref() {
-            self.calls.insert(id, Call { tool: name, task });
-        }
-    }
-
-    fn file_use(&mut self, input: &str, modified: bool) {
-        let Ok(file) = serde_json::from_str::<FileInput>(input) else {
-            return;
-        };
-        if let Some(path) = file.file_path.or(file.notebook_path) {
-            let list = if modified {
-                &mut self.modified
-            } else {
-                &mut self.read
-            };
-            list.push(cut(&sanitize(&path, true), PATH_CHARS));
-        }
-    }
-
     /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
     fn finish(self) -> Reading {
-        let tools_used = self
-            .tools
-            .most_used(MAX_TOOLS)
-            .into_iter()
-            .map(|(name, count)| ToolCount { name, count })
-            .collect();
         Reading {
             body: Checkpoint {
                 asks: self.asks.into(),
-                todos: self.todos.finish(),
-                files_modified: self.modified.newest_first(),
-                files_read: self.read.newest_first(),
-                tools_used,
-                failures: self.failures.into(),
                 last_assistant: self.last_assistant,
-                ..Checkpoint::default()
+                ..self.tools.finish()
             },
             tokens: self.tokens,
             cwd: self.cwd,
@@ -369,6 +259,10 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::bounded::ID_BYTES;
+    use crate::checkpoint::{
+        Failure, ToolCount, MAX_FAILURES, MAX_FILES, MAX_TODOS, MAX_TOOLS, TODO_CHARS,
+    };
     use serde_json::json;
 
     fn line(v: serde_json::Value) -> Vec<u8> {
@@ -397,13 +291,6 @@ mod tests {
         user(
             json!([{"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}]),
         )
-    }
-
-    fn todo_pairs(cp: &Checkpoint) -> Vec<(&str, &str)> {
-        cp.todos
-            .iter()
-            .map(|t| (t.content.as_str(), t.status.as_str()))
-            .collect()
     }
 
     fn read(lines: &[Vec<u8>]) -> Reading {
@@ -515,108 +402,6 @@ mod tests {
     }
 
     #[test]
-    fn only_the_last_five_failures() {
-        let mut lines = Vec::new();
-        for i in 0..8 {
-            lines.push(tool_use(&format!("b{i}"), "Bash", json!({})));
-            lines.push(tool_result(
-                &format!("b{i}"),
-                json!(format!("fail {i}")),
-                true,
-            ));
-        }
-        let cp = build(&lines);
-        assert_eq!(cp.failures.len(), MAX_FAILURES);
-        assert_eq!(cp.failures[0].error, "fail 3");
-        assert_eq!(cp.failures[4].error, "fail 7");
-    }
-
-    #[test]
-    fn todowrite_newest_list_open_first() {
-        let cp = build(&[
-            tool_use(
-                "a",
-                "TodoWrite",
-                json!({"todos": [{"content": "old", "status": "pending"}]}),
-            ),
-            tool_use(
-                "b",
-                "TodoWrite",
-                json!({"todos": [
-                    {"content": "done thing", "status": "completed", "activeForm": "x"},
-                    {"content": "next thing", "status": "pending"},
-                    {"content": "current thing", "status": "in_progress"},
-                ]}),
-            ),
-        ]);
-        let list = todo_pairs(&cp);
-        assert_eq!(
-            list,
-            [
-                ("current thing", "in_progress"),
-                ("next thing", "pending"),
-                ("done thing", "completed")
-            ]
-        );
-    }
-
-    #[test]
-    fn tasks_are_tracked_through_create_and_update() {
-        let cp = build(&[
-            tool_use(
-                "c1",
-                "TaskCreate",
-                json!({"subject": "Parse input", "description": "d"}),
-            ),
-            tool_result(
-                "c1",
-                json!("Task #1 created successfully: Parse input"),
-                false,
-            ),
-            tool_use(
-                "c2",
-                "TaskCreate",
-                json!({"subject": "Write tests", "description": "d"}),
-            ),
-            tool_result(
-                "c2",
-                json!("Task #2 created successfully: Write tests"),
-                false,
-            ),
-            tool_use(
-                "u1",
-                "TaskUpdate",
-                json!({"taskId": "1", "status": "completed"}),
-            ),
-            tool_use(
-                "u2",
-                "TaskUpdate",
-                json!({"taskId": "2", "status": "in_progress"}),
-            ),
-            tool_use(
-                "u3",
-                "TaskUpdate",
-                json!({"taskId": "7", "status": "pending", "subject": "Old task"}),
-            ),
-            tool_use(
-                "u4",
-                "TaskUpdate",
-                json!({"taskId": 9, "status": "in_progress"}),
-            ),
-        ]);
-        let list = todo_pairs(&cp);
-        assert_eq!(
-            list,
-            [
-                ("Write tests", "in_progress"),
-                ("task #9", "in_progress"),
-                ("Old task", "pending"),
-                ("Parse input", "completed"),
-            ]
-        );
-    }
-
-    #[test]
     fn garbage_lines_are_skipped_not_fatal() {
         let mut b = Builder::default();
         for l in [
@@ -630,5 +415,100 @@ mod tests {
         // `[]` parses (serde reads a struct from a sequence) into an entry with no message.
         let cp = b.finish().body;
         assert!(cp.asks.is_empty() && cp.todos.is_empty());
+    }
+
+    #[test]
+    fn cwd_and_branch_are_cut() {
+        let cwd = format!("/{}", "d".repeat(CWD_CHARS * 2));
+        let branch = "b".repeat(BRANCH_CHARS * 2);
+        let reading = read(&[line(
+            json!({"type": "user", "cwd": cwd, "gitBranch": branch, "message": {"content": "hi"}}),
+        )]);
+        assert_eq!(reading.cwd.unwrap().chars().count(), CWD_CHARS);
+        assert_eq!(reading.git_branch.unwrap().chars().count(), BRANCH_CHARS);
+    }
+
+    #[test]
+    fn blocks_are_read_one_at_a_time_up_to_a_bad_one() {
+        let mut blocks = vec![json!({}); 100_000];
+        blocks.push(json!({"type": "tool_use", "id": "a", "name": "Bash", "input": {}}));
+        blocks.push(json!({"type": "text", "text": 7}));
+        blocks.push(json!({"type": "tool_use", "id": "b", "name": "Never", "input": {}}));
+        let cp = build(&[assistant(json!(blocks))]);
+        let names: Vec<_> = cp.tools_used.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Bash"]);
+    }
+
+    /// The shapes that made PreCompact grow without bound (issue 10 item 17): tens of thousands
+    /// of distinct files and tool names (well past every cap, few enough to keep a debug test
+    /// under a second), 1 MiB tool-use ids, an oversized todo list. Every list ends at its cap
+    /// and the file stays small.
+    #[test]
+    fn a_pathological_transcript_gives_a_small_checkpoint() {
+        let call = |id: &str, name: &str, input: &str| {
+            format!(r#"{{"type":"tool_use","id":"{id}","name":"{name}","input":{input}}}"#)
+        };
+        let reply = |calls: &[String]| {
+            let content = calls.join(",");
+            format!(r#"{{"type":"assistant","message":{{"model":"m","content":[{content}]}}}}"#)
+        };
+        let mut b = Builder::default();
+        for start in (0..20_000).step_by(100) {
+            let calls: Vec<_> = (start..start + 100)
+                .map(|i| {
+                    let (name, path) = if i % 2 == 0 {
+                        ("Edit", "e")
+                    } else {
+                        ("Read", "r")
+                    };
+                    call(
+                        &format!("f{i}"),
+                        name,
+                        &format!(r#"{{"file_path":"/{path}/{i}"}}"#),
+                    )
+                })
+                .collect();
+            b.feed(reply(&calls).as_bytes());
+        }
+        for start in (0..20_000).step_by(100) {
+            let calls: Vec<_> = (start..start + 100)
+                .map(|i| call(&format!("t{i}"), &format!("Tool{i}"), "{}"))
+                .collect();
+            b.feed(reply(&calls).as_bytes());
+        }
+        // Two ids of 1 MiB, then shorter ones just over the cap for the remaining failures.
+        for (i, len) in [1 << 20, 1 << 20, ID_BYTES, ID_BYTES, ID_BYTES]
+            .into_iter()
+            .enumerate()
+        {
+            let id = format!("{i}{}", "i".repeat(len));
+            b.feed(reply(&[call(&id, "Bash", "{}")]).as_bytes());
+            b.feed(&tool_result(&id, json!("boom"), true));
+        }
+        let todos: Vec<_> = (0..MAX_TODOS * 3)
+            .map(|i| json!({"content": format!("{i}{}", "x".repeat(1000)), "status": "pending"}))
+            .collect();
+        b.feed(&tool_use("w", "TodoWrite", json!({ "todos": todos })));
+
+        let cp = b.finish().body;
+        let bytes = serde_json::to_vec_pretty(&cp).unwrap();
+        assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
+        assert_eq!(cp.files_modified.len(), MAX_FILES);
+        assert_eq!(cp.files_modified[0], "/e/19998");
+        assert_eq!(cp.files_read.len(), MAX_FILES);
+        assert_eq!(cp.files_read[0], "/r/19999");
+        assert_eq!(cp.tools_used.len(), MAX_TOOLS);
+        let top: Vec<_> = cp.tools_used[..2]
+            .iter()
+            .map(|t| (t.name.as_str(), t.count))
+            .collect();
+        assert_eq!(top, [("Edit", 10_000), ("Read", 10_000)]);
+        assert_eq!(cp.todos.len(), MAX_TODOS);
+        assert!(cp
+            .todos
+            .iter()
+            .all(|t| t.content.chars().count() == TODO_CHARS));
+        assert_eq!(cp.failures.len(), MAX_FAILURES);
+        assert!(cp.failures.iter().all(|f| f.tool == "tool"));
     }
 }

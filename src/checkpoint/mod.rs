@@ -11,6 +11,7 @@ mod bounded;
 mod build;
 mod store;
 mod todos;
+mod tools;
 
 use std::path::Path;
 
@@ -114,5 +115,66 @@ pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
             .map(Some)
             .with_context(|| format!("checkpoint {} is corrupt", path.display())),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every list full, every text at its length: what the caps promise about a file's size.
+    #[test]
+    fn a_full_checkpoint_stays_under_64_kib() {
+        let text = |n: usize| "x".repeat(n);
+        let cp = Checkpoint {
+            id: "cp_999".into(),
+            meta: Meta {
+                cwd: text(CWD_CHARS),
+                git_branch: Some(text(BRANCH_CHARS)),
+                // The hook's own cut.
+                custom_instructions: Some(text(2000)),
+                ..Meta::default()
+            },
+            asks: vec![text(ASK_CHARS); MAX_ASKS],
+            todos: vec![
+                Todo {
+                    content: text(TODO_CHARS),
+                    status: text(STATUS_CHARS)
+                };
+                MAX_TODOS
+            ],
+            files_modified: vec![text(PATH_CHARS); MAX_FILES],
+            files_read: vec![text(PATH_CHARS); MAX_FILES],
+            tools_used: vec![
+                ToolCount {
+                    name: text(NAME_CHARS),
+                    count: u64::MAX
+                };
+                MAX_TOOLS
+            ],
+            failures: vec![
+                Failure {
+                    tool: text(NAME_CHARS),
+                    error: text(FAILURE_CHARS)
+                };
+                MAX_FAILURES
+            ],
+            last_assistant: Some(text(GIST_CHARS)),
+        };
+        let bytes = serde_json::to_vec_pretty(&cp).unwrap();
+        assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn load_missing_is_none_and_corrupt_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cp_001.json");
+        assert!(load(&path).unwrap().is_none());
+        std::fs::write(&path, "{not json").unwrap();
+        let err = format!("{:#}", load(&path).unwrap_err());
+        assert!(
+            err.contains("cp_001.json") && err.contains("corrupt"),
+            "{err}"
+        );
     }
 }

@@ -199,10 +199,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn pairs(list: &[Todo]) -> Vec<(&str, &str)> {
+        list.iter()
+            .map(|t| (t.content.as_str(), t.status.as_str()))
+            .collect()
+    }
+
     fn create(todos: &mut Todos, subject: &str) -> u64 {
         todos
             .create(&json!({ "subject": subject }).to_string())
             .unwrap()
+    }
+
+    #[test]
+    fn todowrite_newest_list_open_first() {
+        let mut todos = Todos::default();
+        todos.write(r#"{"todos": [{"content": "old", "status": "pending"}]}"#);
+        let newest = json!({"todos": [
+            {"content": "done thing", "status": "completed", "activeForm": "x"},
+            {"content": "next thing", "status": "pending"},
+            {"content": "current thing", "status": "in_progress"},
+        ]});
+        todos.write(&newest.to_string());
+        assert_eq!(
+            pairs(&todos.finish()),
+            [
+                ("current thing", "in_progress"),
+                ("next thing", "pending"),
+                ("done thing", "completed")
+            ]
+        );
     }
 
     #[test]
@@ -267,12 +293,7 @@ mod tests {
         todos.update(r#"{"taskId": "1", "status": "deleted"}"#);
         todos.created(b, "Task #2 created");
         todos.update(r#"{"taskId": "2", "status": "in_progress"}"#);
-        let list = todos.finish();
-        assert_eq!(list.len(), 1);
-        assert_eq!(
-            (list[0].content.as_str(), list[0].status.as_str()),
-            ("b", "in_progress")
-        );
+        assert_eq!(pairs(&todos.finish()), [("b", "in_progress")]);
     }
 
     #[test]
