@@ -52,9 +52,9 @@ impl RecentList {
 /// What a tool call's result needs from the call.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Call {
-    pub tool: String,
+    pub(super) tool: String,
     /// The task a TaskCreate call made, until its result gives the task's id.
-    pub task: Option<u64>,
+    pub(super) task: Option<u64>,
 }
 
 /// The newest [`MAX_CALLS`] tool calls by id; ids over [`ID_BYTES`] are never stored.

@@ -1,8 +1,8 @@
 //! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
 //! compaction, with no model and no network. This file is the checkpoint itself: its fields, the
 //! caps that keep it small whatever the transcript, and [`load`]. Reading a transcript into one
-//! is [`build`]'s job (with [`todos`] and the fixed-size collections of [`bounded`]); keeping
-//! them on disk is [`store`]'s.
+//! is [`build`]'s job, with [`tools`] for tool calls, [`todos`] for the todo list and the
+//! fixed-size collections of [`bounded`]; keeping checkpoints on disk is [`store`]'s.
 //!
 //! Everything taken from the transcript is sanitised (no control characters or escape sequences)
 //! and cut to size; tool output bodies are never kept, only the first line of an error.
