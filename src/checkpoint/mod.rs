@@ -1,0 +1,180 @@
+//! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
+//! compaction, with no model and no network. This file is the checkpoint itself: its fields, the
+//! caps that keep it small whatever the transcript, and [`load`]. Reading a transcript into one
+//! is [`build`]'s job, with [`tools`] for tool calls, [`todos`] for the todo list and the
+//! fixed-size collections of [`bounded`]; keeping checkpoints on disk is [`store`]'s.
+//!
+//! Everything taken from the transcript is sanitised (no control characters or escape sequences)
+//! and cut to size; tool output bodies are never kept, only the first line of an error.
+
+mod bounded;
+mod build;
+mod store;
+mod todos;
+mod tools;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::files;
+
+pub use build::{read_transcript, Reading};
+pub use store::{checkpoints_dir, CheckpointStore};
+
+// What a checkpoint holds at most, whatever the transcript: the recovery block shows a few
+// thousand characters of it, and the file stays tens of KB even with every list full.
+const MAX_ASKS: usize = 3;
+const ASK_CHARS: usize = 200;
+const MAX_TODOS: usize = 100;
+const TODO_CHARS: usize = 200;
+const STATUS_CHARS: usize = 20;
+const MAX_FILES: usize = 30;
+const PATH_CHARS: usize = 300;
+const MAX_TOOLS: usize = 30;
+const NAME_CHARS: usize = 80;
+const MAX_FAILURES: usize = 5;
+const FAILURE_CHARS: usize = 160;
+const GIST_CHARS: usize = 300;
+/// Linux's PATH_MAX: a real working directory is never cut (it is matched against a later
+/// session's).
+const CWD_CHARS: usize = 4096;
+const BRANCH_CHARS: usize = 256;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Checkpoint {
+    pub id: String,
+    pub meta: Meta,
+    /// The last real user prompts, oldest first.
+    pub asks: Vec<String>,
+    /// The newest todo list, open items first.
+    pub todos: Vec<Todo>,
+    /// Newest first.
+    pub files_modified: Vec<String>,
+    /// Newest first.
+    pub files_read: Vec<String>,
+    /// Most used first.
+    pub tools_used: Vec<ToolCount>,
+    /// Oldest first.
+    pub failures: Vec<Failure>,
+    pub last_assistant: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Meta {
+    pub session_id: String,
+    pub cwd: String,
+    pub git_branch: Option<String>,
+    pub trigger: String,
+    pub custom_instructions: Option<String>,
+    pub tokens_before: Option<u64>,
+    pub window: Option<u64>,
+    /// The marker's cycle that this compaction ends.
+    pub cycle: u64,
+    /// This session's compaction count, this one included.
+    pub compaction: u64,
+    pub created_at: Option<DateTime<Utc>>,
+    pub previous: Option<String>,
+    pub transcript_path: String,
+    /// Set when the transcript could not be read: the checkpoint holds only metadata.
+    pub transcript_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub content: String,
+    pub status: String,
+}
+
+impl Todo {
+    pub fn is_open(&self) -> bool {
+        self.status != "completed"
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ToolCount {
+    pub name: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub tool: String,
+    pub error: String,
+}
+
+/// Reads a checkpoint file; `Ok(None)` when it does not exist.
+pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
+    match files::read_state_file(path, "checkpoint")? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("checkpoint {} is corrupt", path.display())),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every list full, every text at its length: what the caps promise about a file's size.
+    #[test]
+    fn a_full_checkpoint_stays_under_64_kib() {
+        let text = |n: usize| "x".repeat(n);
+        let cp = Checkpoint {
+            id: "cp_999".into(),
+            meta: Meta {
+                cwd: text(CWD_CHARS),
+                git_branch: Some(text(BRANCH_CHARS)),
+                // The hook's own cut.
+                custom_instructions: Some(text(2000)),
+                ..Meta::default()
+            },
+            asks: vec![text(ASK_CHARS); MAX_ASKS],
+            todos: vec![
+                Todo {
+                    content: text(TODO_CHARS),
+                    status: text(STATUS_CHARS)
+                };
+                MAX_TODOS
+            ],
+            files_modified: vec![text(PATH_CHARS); MAX_FILES],
+            files_read: vec![text(PATH_CHARS); MAX_FILES],
+            tools_used: vec![
+                ToolCount {
+                    name: text(NAME_CHARS),
+                    count: u64::MAX
+                };
+                MAX_TOOLS
+            ],
+            failures: vec![
+                Failure {
+                    tool: text(NAME_CHARS),
+                    error: text(FAILURE_CHARS)
+                };
+                MAX_FAILURES
+            ],
+            last_assistant: Some(text(GIST_CHARS)),
+        };
+        let bytes = serde_json::to_vec_pretty(&cp).unwrap();
+        assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn load_missing_is_none_and_corrupt_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cp_001.json");
+        assert!(load(&path).unwrap().is_none());
+        std::fs::write(&path, "{not json").unwrap();
+        let err = format!("{:#}", load(&path).unwrap_err());
+        assert!(
+            err.contains("cp_001.json") && err.contains("corrupt"),
+            "{err}"
+        );
+    }
+}

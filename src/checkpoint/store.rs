@@ -1,0 +1,136 @@
+//! Where checkpoints live: `checkpoints/<safe-session-id>/`, one immutable `cp_NNN.json` per
+//! compaction, numbered upward, the newest [`KEEP`] kept, and `_latest.json` beside them.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::{load, Checkpoint};
+use crate::files;
+use crate::paths::{safe_session_id, Paths};
+
+/// Checkpoints kept per session.
+const KEEP: usize = 5;
+
+/// `checkpoints/<safe-session-id>/`: `cp_NNN.json` files, never rewritten, and `_latest.json`.
+#[derive(Debug, Clone)]
+pub struct CheckpointStore {
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+pub fn checkpoints_dir(paths: &Paths) -> PathBuf {
+    paths.root().join("checkpoints")
+}
+
+fn number_of(name: &str) -> Option<u64> {
+    name.strip_prefix("cp_")?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()
+}
+
+impl CheckpointStore {
+    pub fn new(paths: &Paths, session_id: &str) -> CheckpointStore {
+        CheckpointStore {
+            root: paths.root().to_path_buf(),
+            dir: checkpoints_dir(paths).join(safe_session_id(session_id)),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn latest_path(&self) -> PathBuf {
+        self.dir.join("_latest.json")
+    }
+
+    /// The numbers of the stored checkpoints, ascending.
+    fn numbers(&self) -> Result<Vec<u64>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
+        };
+        let mut numbers: Vec<u64> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(number_of))
+            .collect();
+        numbers.sort_unstable();
+        Ok(numbers)
+    }
+
+    pub fn next_id(&self) -> Result<String> {
+        let next = self.numbers()?.last().map_or(1, |n| n + 1);
+        Ok(format!("cp_{next:03}"))
+    }
+
+    /// Writes `cp` as `<id>.json` (refusing to replace an existing one), then `_latest.json`,
+    /// then removes all but the newest [`KEEP`]. Returns the path of the new file.
+    pub fn save(&self, cp: &Checkpoint) -> Result<PathBuf> {
+        files::ensure_state_dir(&self.root, &self.dir)?;
+        let path = self.dir.join(format!("{}.json", cp.id));
+        let mut bytes = serde_json::to_vec_pretty(cp).context("encoding checkpoint")?;
+        bytes.push(b'\n');
+        files::write_atomic(&path, &bytes, true)?;
+        files::write_atomic(&self.latest_path(), &bytes, false)?;
+        let numbers = self.numbers()?;
+        for n in numbers.iter().take(numbers.len().saturating_sub(KEEP)) {
+            let old = self.dir.join(format!("cp_{n:03}.json"));
+            fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
+        }
+        Ok(path)
+    }
+
+    pub fn latest(&self) -> Result<Option<Checkpoint>> {
+        load(&self.latest_path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_dir(root: PathBuf, dir: PathBuf) -> CheckpointStore {
+        CheckpointStore { root, dir }
+    }
+
+    #[test]
+    fn store_numbers_keeps_five_and_never_rewrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = in_dir(dir.path().to_path_buf(), dir.path().join("s"));
+        assert!(store.latest().unwrap().is_none());
+        for i in 1..=7 {
+            let id = store.next_id().unwrap();
+            assert_eq!(id, format!("cp_{i:03}"));
+            let cp = Checkpoint {
+                id: id.clone(),
+                ..Checkpoint::default()
+            };
+            let path = store.save(&cp).unwrap();
+            assert!(path.ends_with(format!("{id}.json")));
+            assert_eq!(store.latest().unwrap().unwrap().id, id);
+            // The same id again is refused, not overwritten.
+            assert!(store.save(&cp).is_err());
+        }
+        let mut names: Vec<_> = fs::read_dir(dir.path().join("s"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "_latest.json",
+                "cp_003.json",
+                "cp_004.json",
+                "cp_005.json",
+                "cp_006.json",
+                "cp_007.json"
+            ]
+        );
+    }
+}
