@@ -422,3 +422,93 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_is_edited() {
         serde_json::from_str::<Value>(THEIRS).unwrap()
     );
 }
+
+fn mode_of(path: &Path) -> u32 {
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Issue 10, item 7: the backup of a 0600 settings file was created 0644 (the umask) and
+/// chmod-ed afterwards; anyone could read it while it was written. A watcher stats the backup
+/// over and over while a large one is written.
+#[test]
+fn a_backup_is_never_readable_by_others_not_even_while_it_is_written() {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let env = TestEnv::new();
+    let dir = env.home().join(".claude");
+    fs::create_dir_all(&dir).unwrap();
+    // Big enough that writing the backup takes a while.
+    let secret = format!(
+        "{{\"env\": {{\"ANTHROPIC_API_KEY\": \"sk-{}\"}}}}\n",
+        "x".repeat(8 << 20)
+    );
+    fs::write(settings(&env), &secret).unwrap();
+    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (dir, done) = (dir.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (mut seen, mut exposed) = (0u64, Vec::new());
+            while !done.load(Ordering::Relaxed) {
+                for b in backups(&dir) {
+                    if let Ok(m) = fs::symlink_metadata(&b) {
+                        seen += 1;
+                        if m.permissions().mode() & 0o077 != 0 && exposed.len() < 3 {
+                            exposed.push(format!("{:o}", m.permissions().mode() & 0o777));
+                        }
+                    }
+                }
+            }
+            (seen, exposed)
+        })
+    };
+    let mut cmd = env.command(&["install", "--statusline", "skip"]);
+    // SAFETY: umask is async-signal-safe and only changes the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    done.store(true, Ordering::Relaxed);
+    let (seen, exposed) = watcher.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(seen > 0, "the watcher saw the backup");
+    assert_eq!(
+        exposed,
+        Vec::<String>::new(),
+        "modes seen while it was written"
+    );
+    let b = backups(&dir);
+    assert_eq!(b.len(), 1);
+    assert_eq!(mode_of(&b[0]), 0o600);
+    assert_eq!(fs::read_to_string(&b[0]).unwrap(), secret);
+}
+
+/// Issue 10, item 8: backup names had one-second resolution, so `install && uninstall` in one
+/// second overwrote the backup of the pristine file with the installed one.
+#[test]
+fn backups_made_in_the_same_second_are_all_kept() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    let mut contents = Vec::new();
+    for args in [["install"], ["uninstall"], ["install"], ["uninstall"]] {
+        contents.push(fs::read_to_string(settings(&env)).unwrap());
+        let run = env.run(&args, "");
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let mut b = backups(&env.home().join(".claude"));
+    b.sort();
+    assert_eq!(b.len(), 4, "one backup per write, none overwritten: {b:?}");
+    let kept: Vec<String> = b.iter().map(|p| fs::read_to_string(p).unwrap()).collect();
+    assert_eq!(
+        kept, contents,
+        "each backup holds the file as it was, oldest first"
+    );
+    assert_eq!(kept[0], THEIRS, "the pristine file");
+}

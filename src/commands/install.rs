@@ -1,9 +1,13 @@
 //! `ctxguard install` and `uninstall`: register ctxguard in Claude Code's settings.json, or take
 //! it out again, without ever damaging the file: an unparsable file is refused and left as it is,
-//! every change is preceded by a timestamped backup, and the new file replaces the old atomically
-//! with the same permissions. The edits themselves are in `crate::settings`. The file is written
-//! back as 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but
-//! custom whitespace is not; the backup keeps the original byte for byte.
+//! every change is preceded by a backup, and the new file replaces the old atomically with the
+//! same permissions. The edits themselves are in `crate::settings`. The file is written back as
+//! 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but custom
+//! whitespace is not; the backup keeps the original byte for byte.
+//!
+//! Backups (`settings.json.ctxguard-backup-<date>-<time to the microsecond>`, `-1`, `-2`... when
+//! that name is taken) are never overwritten, never written through a symlink, and have the
+//! settings' permissions from the moment they exist.
 
 use std::fs;
 use std::io;
@@ -11,13 +15,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use chrono::Local;
+use chrono::{DateTime, Local};
 use serde_json::Value;
 
 use crate::cli::SettingsTarget;
 use crate::config::Env;
 use crate::files;
 use crate::settings::{self, StatusLineMode};
+
+/// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
+const BACKUP_ATTEMPTS: u32 = 1000;
 
 /// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
 /// file that is a symlink (dotfile managers make them) is followed, so the link survives the
@@ -78,33 +85,60 @@ fn render(value: &Value) -> Result<String> {
     Ok(serde_json::to_string_pretty(value).context("encoding settings")? + "\n")
 }
 
+fn directory(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(p) if p.as_os_str().is_empty() => Ok(Path::new(".")),
+        Some(p) => Ok(p),
+        None => bail!("{} has no parent directory", path.display()),
+    }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("settings.json")
+}
+
+/// Writes `text` to a new backup of `path` beside it, named with the time `now` to the
+/// microsecond, and `-1`, `-2`... when that name is taken (by an earlier backup, or by anything
+/// planted there): an existing file is never overwritten, nor a symlink followed, and the
+/// backup has `mode` from the moment it exists.
+fn write_backup(path: &Path, text: &str, mode: u32, now: DateTime<Local>) -> Result<PathBuf> {
+    let stem = format!(
+        "{}.ctxguard-backup-{}",
+        file_name(path),
+        now.format("%Y%m%d-%H%M%S%.6f")
+    );
+    let dir = directory(path)?;
+    for n in 0..BACKUP_ATTEMPTS {
+        let backup = match n {
+            0 => dir.join(&stem),
+            n => dir.join(format!("{stem}-{n}")),
+        };
+        match files::create_new_with_mode(&backup, text.as_bytes(), mode) {
+            Ok(()) => return Ok(backup),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("writing backup {}", backup.display()))
+            }
+        }
+    }
+    bail!(
+        "writing a backup of {}: {BACKUP_ATTEMPTS} names beginning {stem} are taken",
+        path.display()
+    )
+}
+
 /// Backs up the current file, then replaces it atomically, keeping its permissions.
 fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<PathBuf>> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
+    let dir = directory(path)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mode = fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    let backup = match old {
-        Some(text) => {
-            let name = format!(
-                "{}.ctxguard-backup-{}",
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("settings.json"),
-                Local::now().format("%Y%m%d-%H%M%S")
-            );
-            let backup = dir.join(name);
-            fs::write(&backup, text)
-                .with_context(|| format!("writing backup {}", backup.display()))?;
-            fs::set_permissions(&backup, fs::Permissions::from_mode(mode))
-                .with_context(|| format!("setting permissions of {}", backup.display()))?;
-            Some(backup)
-        }
-        None => None,
-    };
+    let backup = old
+        .map(|text| write_backup(path, text, mode, Local::now()))
+        .transpose()?;
     files::replace_with_mode(path, new.as_bytes(), mode)?;
     Ok(backup)
 }
@@ -178,4 +212,53 @@ pub fn uninstall(target: &SettingsTarget) -> Result<()> {
         "ctxguard is not registered in",
         settings::uninstall,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backups_in_the_same_microsecond_get_their_own_names() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("settings.json");
+        let now = Local::now();
+        let first = write_backup(&path, "pristine", 0o600, now).unwrap();
+        let second = write_backup(&path, "second", 0o600, now).unwrap();
+        let third = write_backup(&path, "third", 0o640, now).unwrap();
+        assert_eq!(
+            second.to_str().unwrap(),
+            format!("{}-1", first.display()),
+            "a counter on collision"
+        );
+        assert_eq!(third.to_str().unwrap(), format!("{}-2", first.display()));
+        assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
+        assert_eq!(fs::read_to_string(&second).unwrap(), "second");
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&first), mode(&third)), (0o600, 0o640));
+        let name = first.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with(&format!(
+                "settings.json.ctxguard-backup-{}.",
+                now.format("%Y%m%d-%H%M%S")
+            )) && name.len() == "settings.json.ctxguard-backup-20250101-120000.123456".len(),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_backup_name_is_skipped_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("settings.json");
+        let now = Local::now();
+        let name = format!(
+            "settings.json.ctxguard-backup-{}",
+            now.format("%Y%m%d-%H%M%S%.6f")
+        );
+        let stolen = t.path().join("stolen");
+        std::os::unix::fs::symlink(&stolen, t.path().join(&name)).unwrap();
+        let backup = write_backup(&path, "secret", 0o600, now).unwrap();
+        assert_eq!(backup, t.path().join(format!("{name}-1")));
+        assert!(!stolen.exists(), "nothing written through the link");
+    }
 }
