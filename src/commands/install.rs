@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::cli::SettingsTarget;
 use crate::config::Env;
 use crate::files;
-use crate::settings::{self, StatusLineMode};
+use crate::settings::{self, Edit, StatusLineMode};
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
 const BACKUP_ATTEMPTS: u32 = 1000;
@@ -148,14 +148,20 @@ fn apply(
     path: &Path,
     dry_run: bool,
     nothing: &str,
-    edit: impl FnOnce(&mut Value) -> Result<Vec<String>, String>,
+    edit: impl FnOnce(&mut Value) -> Result<Edit, String>,
 ) -> Result<()> {
     let (old_text, mut value) = read_settings(path)?;
     let old_render = render(&value)?;
-    let changes = edit(&mut value)
+    let edit = edit(&mut value)
         .map_err(|e| anyhow!("settings {}: {e}; left untouched", path.display()))?;
-    if changes.is_empty() {
+    let notices = || {
+        for n in &edit.notices {
+            println!("notice: {n}");
+        }
+    };
+    if edit.changes.is_empty() {
         println!("{nothing} {} (nothing changed)", path.display());
+        notices();
         return Ok(());
     }
     let new_text = render(&value)?;
@@ -168,34 +174,44 @@ fn apply(
                 &new_text
             )
         );
+        notices();
         println!("(dry run: nothing written)");
         return Ok(());
     }
     let backup = write_settings(path, old_text.as_deref(), &new_text)?;
     println!("updated {}:", path.display());
-    for c in &changes {
+    for c in &edit.changes {
         println!("  - {c}");
     }
+    notices();
     if let Some(b) = backup {
         println!("backup: {}", b.display());
     }
     Ok(())
 }
 
-pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
-    let env = Env::from_process();
-    let path = settings_path(target, &env)?;
+/// The running binary's canonical path (what install writes), and a test for whether another
+/// path is the same binary (a link to it).
+fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let bin = exe
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
+    let same = move |p: &str| fs::canonicalize(p).is_ok_and(|c| c == exe);
+    Ok((bin, same))
+}
+
+pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
+    let env = Env::from_process();
+    let path = settings_path(target, &env)?;
+    let (bin, same) = this_binary()?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is already installed in",
-        |v| settings::install(v, &bin, mode),
+        |v| settings::install(v, &bin, &same, mode),
     )
 }
 
@@ -206,11 +222,12 @@ pub fn uninstall(target: &SettingsTarget) -> Result<()> {
         println!("no settings at {} (nothing to remove)", path.display());
         return Ok(());
     }
+    let (bin, same) = this_binary()?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is not registered in",
-        settings::uninstall,
+        |v| settings::uninstall(v, &bin, &same),
     )
 }
 
