@@ -423,6 +423,12 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_is_edited() {
     );
 }
 
+/// `text` as ctxguard writes settings back (2-space JSON, key order kept), to compare files
+/// byte for byte: `Value` equality would not see a change of key order.
+fn pretty(text: &str) -> String {
+    serde_json::to_string_pretty(&serde_json::from_str::<Value>(text).unwrap()).unwrap() + "\n"
+}
+
 /// Runs `program` (a copy of, or a link to, the binary under another name) as `env.command`
 /// runs the binary.
 fn run_as(env: &TestEnv, program: &Path, args: &[&str]) -> Run {
@@ -527,7 +533,7 @@ fn a_backup_is_never_readable_by_others_not_even_while_it_is_written() {
 #[test]
 fn backups_made_in_the_same_second_are_all_kept() {
     let env = TestEnv::new();
-    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    their_settings_in(&env, None);
     fs::write(settings(&env), THEIRS).unwrap();
     let mut contents = Vec::new();
     for args in [["install"], ["uninstall"], ["install"], ["uninstall"]] {
@@ -732,4 +738,78 @@ fn status_line_commands_round_trip_exactly_through_install_and_uninstall() {
         read(&settings(&env))["statusLine"]["command"],
         r"printf '%s\n' x"
     );
+}
+
+/// Issue 10, item 12: `install --statusline replace` then `uninstall` lost the user's status
+/// line. It is kept in a note beside the settings (and in the backup), and put back.
+#[test]
+fn a_replaced_status_line_is_given_back_by_uninstall() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+    let note = env.home().join(".claude/settings.json.ctxguard-note.json");
+    let run = env.run(&["install", "--statusline", "replace"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = read(&settings(&env));
+    assert!(s["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("ctxguard statusline"));
+    assert_eq!(
+        fs::read_to_string(&backups(&env.home().join(".claude"))[0]).unwrap(),
+        THEIRS
+    );
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(
+        fs::read_to_string(settings(&env)).unwrap(),
+        pretty(THEIRS),
+        "their status line is back, padding and all"
+    );
+    assert!(
+        un.stdout.contains("statusLine: restored `printf 'mine'`")
+            && un.stdout.contains("removed the note"),
+        "{un:?}"
+    );
+    assert!(!note.exists(), "the note is gone once used");
+
+    // Where it is kept, and how it is said.
+    let dry = env.run(&["install", "--statusline", "replace", "--dry-run"], "");
+    assert!(
+        dry.stdout.contains(&format!(
+            "would keep the replaced status line in {}",
+            note.display()
+        )),
+        "{dry:?}"
+    );
+    assert!(!note.exists());
+    let run = env.run(&["install", "--statusline", "replace"], "");
+    assert!(
+        run.stdout
+            .contains(&format!("replaced status line kept in {}", note.display())),
+        "{run:?}"
+    );
+    assert_eq!(
+        read(&note)["statusLine"],
+        json!({"type": "command", "command": "printf 'mine'", "padding": 0})
+    );
+    assert_eq!(mode_of(&note), 0o600, "as private as the settings");
+    // Installing again (any mode) keeps the note and changes nothing.
+    assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
+    assert!(note.exists());
+
+    let un = env.run(&["uninstall"], "");
+    assert!(un.stdout.contains("removed the note"), "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), pretty(THEIRS));
+
+    // A broken note stops uninstall before anything is touched.
+    fs::write(settings(&env), THEIRS).unwrap();
+    assert_eq!(env.run(&["install", "--statusline", "replace"], "").code, 0);
+    let installed = fs::read_to_string(settings(&env)).unwrap();
+    fs::write(&note, "{oops").unwrap();
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 1, "{un:?}");
+    assert!(un.stderr.contains("not valid JSON"), "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), installed);
 }

@@ -7,7 +7,11 @@
 //!
 //! Backups (`settings.json.ctxguard-backup-<date>-<time to the microsecond>`, `-1`, `-2`... when
 //! that name is taken) are never overwritten, never written through a symlink, and have the
-//! settings' permissions from the moment they exist.
+//! settings' permissions from the moment they exist. A status line `--statusline replace`
+//! replaced is also kept in a note beside the settings (`settings.json.ctxguard-note.json`,
+//! with the settings' permissions), which `uninstall` reads to put it back, then deletes. Beside
+//! the settings rather than under `$CTXGUARD_HOME`: it follows the file (through a symlinked
+//! settings file, to its target's directory), whatever `CTXGUARD_HOME` is when uninstalling.
 
 use std::fs;
 use std::io;
@@ -16,12 +20,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use chrono::{DateTime, Local};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::cli::SettingsTarget;
 use crate::config::Env;
 use crate::files;
-use crate::settings::{self, Edit, StatusLineMode};
+use crate::settings::{self, Edit, Note, StatusLineMode};
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
 const BACKUP_ATTEMPTS: u32 = 1000;
@@ -99,6 +103,52 @@ fn file_name(path: &Path) -> &str {
         .unwrap_or("settings.json")
 }
 
+/// Where the status line `--statusline replace` replaced is kept for `uninstall`.
+fn note_path(path: &Path) -> Result<PathBuf> {
+    Ok(directory(path)?.join(format!("{}.ctxguard-note.json", file_name(path))))
+}
+
+/// The `statusLine` value kept in the note, if there is a note.
+fn read_note(note: &Path) -> Result<Option<Value>> {
+    let Some(bytes) = files::read_state_file(note, "note")? else {
+        return Ok(None);
+    };
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        anyhow!(
+            "note {} is not valid JSON ({e}); fix or delete it (ctxguard left the settings \
+             untouched)",
+            note.display()
+        )
+    })?;
+    match value.get("statusLine") {
+        Some(line) => Ok(Some(line.clone())),
+        None => bail!(
+            "note {} has no `statusLine`; fix or delete it (ctxguard left the settings untouched)",
+            note.display()
+        ),
+    }
+}
+
+fn write_note(note: &Path, settings: &Path, line: &Value, mode: u32) -> Result<()> {
+    let value = json!({
+        "about": "the status line `ctxguard install --statusline replace` replaced; \
+                  `ctxguard uninstall` puts it back and deletes this file",
+        "settings": settings.display().to_string(),
+        "statusLine": line,
+    });
+    files::replace_with_mode(note, render(&value)?.as_bytes(), mode & 0o777)
+        .with_context(|| format!("keeping the replaced status line in {}", note.display()))
+}
+
+/// Deletes the note; whether there was one.
+fn remove_note(note: &Path) -> Result<bool> {
+    match fs::remove_file(note) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("removing {}", note.display())),
+    }
+}
+
 /// Writes `text` to a new backup of `path` beside it, named with the time `now` to the
 /// microsecond, and `-1`, `-2`... when that name is taken (by an earlier backup, or by anything
 /// planted there): an existing file is never overwritten, nor a symlink followed, and the
@@ -129,8 +179,14 @@ fn write_backup(path: &Path, text: &str, mode: u32, now: DateTime<Local>) -> Res
     )
 }
 
-/// Backs up the current file, then replaces it atomically, keeping its permissions.
-fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<PathBuf>> {
+/// Backs up the current file, saves a note if the edit asks for one, then replaces the file
+/// atomically, keeping its permissions. Returns the backup.
+fn write_settings(
+    path: &Path,
+    old: Option<&str>,
+    new: &str,
+    note: (&Path, &Note),
+) -> Result<Option<PathBuf>> {
     let dir = directory(path)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mode = fs::metadata(path)
@@ -139,6 +195,9 @@ fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<Pa
     let backup = old
         .map(|text| write_backup(path, text, mode, Local::now()))
         .transpose()?;
+    if let (note_path, Note::Save(line)) = note {
+        write_note(note_path, path, line, mode)?;
+    }
     files::replace_with_mode(path, new.as_bytes(), mode)?;
     Ok(backup)
 }
@@ -154,6 +213,7 @@ fn apply(
     let old_render = render(&value)?;
     let edit = edit(&mut value)
         .map_err(|e| anyhow!("settings {}: {e}; left untouched", path.display()))?;
+    let note = note_path(path)?;
     let notices = || {
         for n in &edit.notices {
             println!("notice: {n}");
@@ -162,6 +222,9 @@ fn apply(
     if edit.changes.is_empty() {
         println!("{nothing} {} (nothing changed)", path.display());
         notices();
+        if !dry_run && edit.note == Note::Remove && remove_note(&note)? {
+            println!("removed the note {}", note.display());
+        }
         return Ok(());
     }
     let new_text = render(&value)?;
@@ -175,10 +238,15 @@ fn apply(
             )
         );
         notices();
+        match edit.note {
+            Note::Save(_) => println!("would keep the replaced status line in {}", note.display()),
+            Note::Remove if note.exists() => println!("would remove the note {}", note.display()),
+            _ => {}
+        }
         println!("(dry run: nothing written)");
         return Ok(());
     }
-    let backup = write_settings(path, old_text.as_deref(), &new_text)?;
+    let backup = write_settings(path, old_text.as_deref(), &new_text, (&note, &edit.note))?;
     println!("updated {}:", path.display());
     for c in &edit.changes {
         println!("  - {c}");
@@ -186,6 +254,11 @@ fn apply(
     notices();
     if let Some(b) = backup {
         println!("backup: {}", b.display());
+    }
+    match edit.note {
+        Note::Save(_) => println!("replaced status line kept in {}", note.display()),
+        Note::Remove if remove_note(&note)? => println!("removed the note {}", note.display()),
+        _ => {}
     }
     Ok(())
 }
@@ -223,11 +296,12 @@ pub fn uninstall(target: &SettingsTarget) -> Result<()> {
         return Ok(());
     }
     let (bin, same) = this_binary()?;
+    let replaced = read_note(&note_path(&path)?)?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is not registered in",
-        |v| settings::uninstall(v, &bin, &same),
+        |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
     )
 }
 

@@ -28,6 +28,7 @@ pub const HOOKS: &[(&str, Option<&str>, &str)] = &[
 pub enum StatusLineMode {
     /// Run theirs and append the gauge (`ctxguard statusline --then '<theirs>'`).
     Wrap,
+    /// Show only the gauge; theirs is kept in the [`Note`] for `uninstall`.
     Replace,
     Skip,
 }
@@ -39,6 +40,20 @@ pub struct Edit {
     pub changes: Vec<String>,
     /// What was left alone that the user should know about, one line each.
     pub notices: Vec<String>,
+    /// What becomes of the note that keeps a replaced status line.
+    pub note: Note,
+}
+
+/// The note kept beside the settings with the status line `--statusline replace` replaced, so
+/// that `uninstall` can put it back.
+#[derive(Debug, Default, PartialEq)]
+pub enum Note {
+    #[default]
+    Keep,
+    /// Keep this (the whole `statusLine` value that was replaced).
+    Save(Value),
+    /// It has been restored, or no longer applies.
+    Remove,
 }
 
 /// The ctxguard hook subcommand this command runs, if it runs one.
@@ -163,12 +178,23 @@ pub fn install(
                 .and_then(|(c, _)| c.with_program(bin))
                 .unwrap_or(layer),
         ),
-        None if !present => (mode != StatusLineMode::Skip).then(|| statusline_command(bin, None)),
+        None if !present => {
+            if mode == StatusLineMode::Skip {
+                None
+            } else {
+                // Nothing to restore later: a note from an earlier install no longer applies.
+                edit.note = Note::Remove;
+                Some(statusline_command(bin, None))
+            }
+        }
         None => match (mode, current.as_deref()) {
             (StatusLineMode::Skip, _) => None,
             (StatusLineMode::Wrap, Some(theirs)) => Some(statusline_command(bin, Some(theirs))),
-            // Replaced, or not a command (nothing to wrap).
-            (_, _) => Some(statusline_command(bin, None)),
+            // Replaced (or not a command, so nothing to wrap): kept for uninstall.
+            (_, _) => {
+                edit.note = Note::Save(root["statusLine"].clone());
+                Some(statusline_command(bin, None))
+            }
         },
     };
     if let Some(target) = target {
@@ -187,12 +213,13 @@ pub fn install(
 
 /// Removes what [`install`] adds: every hook entry that runs a ctxguard hook subcommand, in any
 /// event (and the matcher groups, event lists and `hooks` object this empties), and its status
-/// line: a wrapped one gives back the user's command, and one it cannot read back exactly is
-/// left as it is, with a notice.
+/// line: a wrapped one gives back the user's command, a replaced one the `replaced` value (from
+/// the note), and one it cannot read back exactly is left as it is, with a notice.
 pub fn uninstall(
     settings: &mut Value,
     bin: &str,
     same_binary: &dyn Fn(&str) -> bool,
+    replaced: Option<&Value>,
 ) -> Result<Edit, String> {
     let ours = Ours {
         bin: Some(bin),
@@ -201,7 +228,10 @@ pub fn uninstall(
     let root = settings
         .as_object_mut()
         .ok_or("the settings file is not a JSON object")?;
-    let mut edit = Edit::default();
+    let mut edit = Edit {
+        note: Note::Remove,
+        ..Edit::default()
+    };
     if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
         let mut emptied_events = Vec::new();
         for (event, groups) in hooks.iter_mut() {
@@ -254,16 +284,27 @@ pub fn uninstall(
                 edit.changes
                     .push(format!("statusLine: restored `{theirs}`"));
             }
-            Some(Wrapped::Known(None)) => {
-                root.shift_remove("statusLine");
-                edit.changes.push("statusLine: removed".to_string());
-            }
+            Some(Wrapped::Known(None)) => match replaced {
+                Some(line) => {
+                    let theirs = line.get("command").and_then(Value::as_str).unwrap_or("");
+                    edit.changes.push(format!(
+                        "statusLine: restored `{theirs}` (from before `install --statusline \
+                         replace`)"
+                    ));
+                    root.insert("statusLine".into(), line.clone());
+                }
+                None => {
+                    root.shift_remove("statusLine");
+                    edit.changes.push("statusLine: removed".to_string());
+                }
+            },
             _ => {
                 edit.notices.push(format!(
                     "the status line `{}` runs ctxguard in a way uninstall cannot undo exactly; \
                      left as it is (edit it by hand)",
                     current.as_deref().unwrap_or_default()
                 ));
+                edit.note = Note::Keep;
             }
         }
     }
@@ -299,8 +340,8 @@ mod tests {
         super::install(s, bin, &none, mode).unwrap()
     }
 
-    fn uninstall(s: &mut Value) -> Edit {
-        super::uninstall(s, BIN, &none).unwrap()
+    fn uninstall(s: &mut Value, replaced: Option<&Value>) -> Edit {
+        super::uninstall(s, BIN, &none, replaced).unwrap()
     }
 
     /// The rendered text, so that key order counts (Value equality ignores it).
@@ -313,6 +354,7 @@ mod tests {
         let mut s = their_settings();
         let edit = install(&mut s, BIN, StatusLineMode::Wrap);
         assert_eq!(edit.changes.len(), 4, "{edit:?}");
+        assert_eq!(edit.note, Note::Keep);
         let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["model", "hooks", "statusLine", "env"]);
         let hook_keys: Vec<&String> = s["hooks"].as_object().unwrap().keys().collect();
@@ -366,7 +408,7 @@ mod tests {
                 assert_eq!(install(&mut s, bin, mode), Edit::default(), "{bin}");
             }
             assert_eq!(text(&s), once, "{bin}");
-            let edit = super::uninstall(&mut s, bin, &none).unwrap();
+            let edit = super::uninstall(&mut s, bin, &none, None).unwrap();
             assert_eq!(edit.changes.len(), 4, "{bin}: {edit:?}");
             assert_eq!(text(&s), text(&their_settings()), "{bin}");
         }
@@ -416,7 +458,7 @@ mod tests {
         );
         // And uninstall sees through the nesting too.
         let mut s = json!({"statusLine": {"type": "command", "command": nested}});
-        uninstall(&mut s);
+        uninstall(&mut s, None);
         assert_eq!(
             s,
             json!({"statusLine": {"type": "command", "command": "printf mine"}})
@@ -432,14 +474,19 @@ mod tests {
             "~/.claude/statusline.sh --fancy"
         );
         let mut s = their_settings();
-        install(&mut s, BIN, StatusLineMode::Replace);
+        let edit = install(&mut s, BIN, StatusLineMode::Replace);
         assert_eq!(s["statusLine"]["command"], format!("{BIN} statusline"));
+        assert_eq!(
+            edit.note,
+            Note::Save(their_settings()["statusLine"].clone())
+        );
         let mut empty = json!({});
-        install(&mut empty, "/a b/ctxguard", StatusLineMode::Wrap);
+        let edit = install(&mut empty, "/a b/ctxguard", StatusLineMode::Wrap);
         assert_eq!(
             empty["statusLine"],
             json!({"type": "command", "command": "'/a b/ctxguard' statusline"})
         );
+        assert_eq!(edit.note, Note::Remove, "an older note no longer applies");
         let mut empty = json!({});
         install(&mut empty, BIN, StatusLineMode::Skip);
         assert!(empty.get("statusLine").is_none());
@@ -447,20 +494,28 @@ mod tests {
 
     #[test]
     fn uninstall_removes_exactly_what_install_added() {
-        for mode in [StatusLineMode::Wrap, StatusLineMode::Skip] {
+        for mode in [
+            StatusLineMode::Wrap,
+            StatusLineMode::Replace,
+            StatusLineMode::Skip,
+        ] {
             let original = their_settings();
             let mut s = original.clone();
-            install(&mut s, BIN, mode);
-            let edit = uninstall(&mut s);
+            let note = match install(&mut s, BIN, mode).note {
+                Note::Save(v) => Some(v),
+                _ => None,
+            };
+            let edit = uninstall(&mut s, note.as_ref());
             let expected = if mode == StatusLineMode::Skip { 3 } else { 4 };
             assert_eq!(edit.changes.len(), expected, "{mode:?}: {edit:?}");
+            assert_eq!(edit.note, Note::Remove);
             assert_eq!(text(&s), text(&original), "{mode:?}");
         }
         let mut fresh = json!({"theme": "dark"});
         install(&mut fresh, BIN, StatusLineMode::Wrap);
-        uninstall(&mut fresh);
+        uninstall(&mut fresh, None);
         assert_eq!(fresh, json!({"theme": "dark"}));
-        assert!(uninstall(&mut fresh).changes.is_empty());
+        assert!(uninstall(&mut fresh, None).changes.is_empty());
     }
 
     #[test]
@@ -470,7 +525,7 @@ mod tests {
             "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "ctxguard sessionstart"}]}],
             "Notification": [{"hooks": []}]
         }});
-        let edit = uninstall(&mut s);
+        let edit = uninstall(&mut s, None);
         assert_eq!(
             edit.changes,
             ["UserPromptSubmit: removed ctxguard sessionstart"]
@@ -489,9 +544,10 @@ mod tests {
             "ctxguard statusline --then x | tee log",
         ] {
             let mut s = json!({"statusLine": {"type": "command", "command": cmd}});
-            let edit = uninstall(&mut s);
+            let edit = uninstall(&mut s, None);
             assert!(edit.changes.is_empty(), "{edit:?}");
             assert_eq!(edit.notices.len(), 1, "{edit:?}");
+            assert_eq!(edit.note, Note::Keep);
             assert_eq!(s["statusLine"]["command"], cmd);
             // Install points it at the binary and keeps the rest as it is.
             install(&mut s, "/new/ctxguard", StatusLineMode::Wrap);
