@@ -292,6 +292,32 @@ fn atomic(path: &Path, bytes: &[u8], no_clobber: bool, mode: Option<u32>) -> Res
     Ok(())
 }
 
+/// Creates a new file holding `bytes` that has permissions `mode` (of 0o777) from the moment it
+/// exists, for copies of a user's file (settings backups may hold API keys): O_CREAT|O_EXCL, so
+/// an existing file or symlink at `path` is an `AlreadyExists` error, never overwritten or
+/// followed; O_NOFOLLOW as well; created at most `mode` (the umask can only take bits away), then
+/// set to exactly `mode` before anything is written; fsynced. A file it could not finish is
+/// removed again.
+pub fn create_new_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = mode & 0o777;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let written = file
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all());
+    if written.is_err() {
+        drop(file);
+        let _ = fs::remove_file(path);
+    }
+    written
+}
+
 /// Removes temp files a killed writer left in `dir`, if older than `age` (a live writer's temp
 /// file exists for milliseconds). Returns how many were removed.
 pub fn sweep_temp_files(dir: &Path, age: Duration) -> usize {
@@ -413,6 +439,36 @@ mod tests {
         let f = t.path().join("t.jsonl");
         fs::write(&f, b"{}\n").unwrap();
         assert_eq!(open_regular(&f, "transcript").unwrap().1, 3);
+    }
+
+    #[test]
+    fn new_files_have_their_mode_from_the_start_and_never_replace_or_follow() {
+        let t = tempfile::tempdir().unwrap();
+        // The usual umask (022) would make this 0644: the mode is set exactly all the same.
+        let wide = t.path().join("wide");
+        create_new_with_mode(&wide, b"x", 0o666).unwrap();
+        assert_eq!(
+            mode(&wide),
+            0o666,
+            "exactly the mode asked for, whatever the umask"
+        );
+        let private = t.path().join("private");
+        create_new_with_mode(&private, b"secret", 0o600).unwrap();
+        assert_eq!(mode(&private), 0o600);
+        assert_eq!(fs::read(&private).unwrap(), b"secret");
+        let again = create_new_with_mode(&private, b"other", 0o600).unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&private).unwrap(), b"secret");
+        // A planted link, dangling or not, is neither followed nor replaced.
+        let target = t.path().join("target");
+        let link = t.path().join("link");
+        symlink(&target, &link).unwrap();
+        let planted = create_new_with_mode(&link, b"secret", 0o600).unwrap_err();
+        assert_eq!(planted.kind(), io::ErrorKind::AlreadyExists);
+        assert!(!target.exists());
+        fs::write(&target, b"theirs").unwrap();
+        assert!(create_new_with_mode(&link, b"secret", 0o600).is_err());
+        assert_eq!(fs::read(&target).unwrap(), b"theirs");
     }
 
     #[test]

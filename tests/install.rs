@@ -530,3 +530,394 @@ fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
         .unwrap()
         .ends_with("statusline --then 'printf mine'"));
 }
+
+/// `text` as ctxguard writes settings back (2-space JSON, key order kept), to compare files
+/// byte for byte: `Value` equality would not see a change of key order.
+fn pretty(text: &str) -> String {
+    serde_json::to_string_pretty(&serde_json::from_str::<Value>(text).unwrap()).unwrap() + "\n"
+}
+
+/// Runs `program` (a copy of, or a link to, the binary under another name) as `env.command`
+/// runs the binary.
+fn run_as(env: &TestEnv, program: &Path, args: &[&str]) -> Run {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("CTXGUARD_") || key.starts_with("CLAUDE_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd
+        .env("HOME", env.home())
+        .env("CTXGUARD_HOME", env.state())
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn their_settings_in(env: &TestEnv, statusline: Option<&str>) -> String {
+    let mut theirs: Value = serde_json::from_str(THEIRS).unwrap();
+    if let Some(cmd) = statusline {
+        theirs["statusLine"]["command"] = json!(cmd);
+    }
+    let text = serde_json::to_string_pretty(&theirs).unwrap() + "\n";
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(env), &text).unwrap();
+    text
+}
+
+fn mode_of(path: &Path) -> u32 {
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Issue 10, item 7: the backup of a 0600 settings file was created 0644 (the umask) and
+/// chmod-ed afterwards; anyone could read it while it was written. A watcher stats the backup
+/// over and over while a large one is written.
+#[test]
+fn a_backup_is_never_readable_by_others_not_even_while_it_is_written() {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let env = TestEnv::new();
+    let dir = env.home().join(".claude");
+    fs::create_dir_all(&dir).unwrap();
+    // Big enough that writing the backup takes a while.
+    let secret = format!(
+        "{{\"env\": {{\"ANTHROPIC_API_KEY\": \"sk-{}\"}}}}\n",
+        "x".repeat(8 << 20)
+    );
+    fs::write(settings(&env), &secret).unwrap();
+    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (dir, done) = (dir.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (mut seen, mut exposed) = (0u64, Vec::new());
+            while !done.load(Ordering::Relaxed) {
+                for b in backups(&dir) {
+                    if let Ok(m) = fs::symlink_metadata(&b) {
+                        seen += 1;
+                        if m.permissions().mode() & 0o077 != 0 && exposed.len() < 3 {
+                            exposed.push(format!("{:o}", m.permissions().mode() & 0o777));
+                        }
+                    }
+                }
+            }
+            (seen, exposed)
+        })
+    };
+    let mut cmd = env.command(&["install", "--statusline", "skip"]);
+    // SAFETY: umask is async-signal-safe and only changes the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    done.store(true, Ordering::Relaxed);
+    let (seen, exposed) = watcher.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(seen > 0, "the watcher saw the backup");
+    assert_eq!(
+        exposed,
+        Vec::<String>::new(),
+        "modes seen while it was written"
+    );
+    let b = backups(&dir);
+    assert_eq!(b.len(), 1);
+    assert_eq!(mode_of(&b[0]), 0o600);
+    assert_eq!(fs::read_to_string(&b[0]).unwrap(), secret);
+}
+
+/// Issue 10, item 8: backup names had one-second resolution, so `install && uninstall` in one
+/// second overwrote the backup of the pristine file with the installed one.
+#[test]
+fn backups_made_in_the_same_second_are_all_kept() {
+    let env = TestEnv::new();
+    their_settings_in(&env, None);
+    fs::write(settings(&env), THEIRS).unwrap();
+    let mut contents = Vec::new();
+    for args in [["install"], ["uninstall"], ["install"], ["uninstall"]] {
+        contents.push(fs::read_to_string(settings(&env)).unwrap());
+        let run = env.run(&args, "");
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let mut b = backups(&env.home().join(".claude"));
+    b.sort();
+    assert_eq!(b.len(), 4, "one backup per write, none overwritten: {b:?}");
+    let kept: Vec<String> = b.iter().map(|p| fs::read_to_string(p).unwrap()).collect();
+    assert_eq!(
+        kept, contents,
+        "each backup holds the file as it was, oldest first"
+    );
+    assert_eq!(kept[0], THEIRS, "the pristine file");
+}
+
+/// Issue 10, item 9: entries were recognised only when the program was named exactly
+/// `ctxguard`, so with `ctxguard-0.1.0` (or a `ctxguard` link to `ctxguard-bin`, or any other
+/// name) every install added the hooks again and wrapped the status line in itself, and
+/// uninstall removed nothing.
+#[test]
+fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
+    let env = TestEnv::new();
+    let bins = env.dir.path().join("bins");
+    fs::create_dir_all(&bins).unwrap();
+    let original = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let versioned = bins.join("ctxguard-0.1.0");
+    let renamed = bins.join("cg");
+    let target = bins.join("ctxguard-bin");
+    for copy in [&versioned, &renamed, &target] {
+        fs::copy(&original, copy).unwrap();
+    }
+    let link = bins.join("ctxguard");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mine = "printf 'mine'";
+    for (program, installed) in [
+        (&versioned, &versioned),
+        (&link, &target),
+        (&renamed, &renamed),
+    ] {
+        let theirs = their_settings_in(&env, None);
+        let installed = installed.to_str().unwrap();
+        for round in 0..3 {
+            let run = run_as(&env, program, &["install"]);
+            assert_eq!(run.code, 0, "{run:?}");
+            assert_eq!(
+                run.stdout.contains("nothing changed"),
+                round > 0,
+                "{program:?}: {run:?}"
+            );
+        }
+        let s = read(&settings(&env));
+        assert_eq!(s["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(s["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            s["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            format!("{installed} sessionstart")
+        );
+        assert_eq!(
+            s["statusLine"]["command"],
+            format!("{installed} statusline --then 'printf '\\''mine'\\'''"),
+            "wrapped once"
+        );
+        let un = run_as(&env, program, &["uninstall"]);
+        assert_eq!(un.code, 0, "{un:?}");
+        assert!(
+            un.stdout
+                .contains(&format!("statusLine: restored `{mine}`")),
+            "{un:?}"
+        );
+        assert_eq!(fs::read_to_string(settings(&env)).unwrap(), theirs);
+    }
+
+    // What the old install left after three runs as `ctxguard-0.1.0`: three copies of each
+    // hook and the status line wrapped in itself three times. Any ctxguard cleans it up.
+    let v = versioned.to_str().unwrap();
+    let mut line = mine.to_string();
+    for _ in 0..3 {
+        line = format!("{v} statusline --then '{}'", line.replace('\'', r"'\''"));
+    }
+    let theirs = their_settings_in(&env, None);
+    let mut s: Value = serde_json::from_str(&theirs).unwrap();
+    let hook = |sub: &str| json!({"hooks": [{"type": "command", "command": format!("{v} {sub}")}]});
+    for (event, sub) in [
+        ("PreToolUse", "pretooluse"),
+        ("PreCompact", "precompact"),
+        ("SessionStart", "sessionstart"),
+    ] {
+        let list = s["hooks"]
+            .as_object_mut()
+            .unwrap()
+            .entry(event)
+            .or_insert(json!([]));
+        for _ in 0..3 {
+            list.as_array_mut().unwrap().push(hook(sub));
+        }
+    }
+    s["statusLine"]["command"] = json!(line);
+    let left = serde_json::to_string_pretty(&s).unwrap() + "\n";
+    fs::write(settings(&env), &left).unwrap();
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(un.stdout.matches("removed ctxguard").count(), 9, "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), theirs);
+    fs::write(settings(&env), &left).unwrap();
+    let run = env.run(&["install"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout.matches("removed the duplicate").count(),
+        6,
+        "{run:?}"
+    );
+    let s = read(&settings(&env));
+    let bin = original.to_str().unwrap();
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("{bin} statusline --then 'printf '\\''mine'\\'''")
+    );
+    assert_eq!(s["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
+}
+
+/// Issue 10, item 10: a wrapped status line with another flag (`--no-color`) was not seen as
+/// wrapped: uninstall deleted the user's command and a re-install unwrapped it.
+#[test]
+fn a_wrapped_status_line_with_flags_comes_back_exactly() {
+    let env = TestEnv::new();
+    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let bin = bin.to_str().unwrap();
+    let theirs = their_settings_in(&env, None);
+    for flags in [
+        "--no-color --then 'printf '\\''mine'\\'''",
+        "--then 'printf '\\''mine'\\''' --no-color",
+        "--quiet --then 'printf '\\''mine'\\''' --no-color",
+        "--then='printf '\\''mine'\\'''",
+    ] {
+        let wrapped = format!("{bin} statusline {flags}");
+        let with_flags = their_settings_in(&env, Some(&wrapped));
+        let run = env.run(&["install"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(!run.stdout.contains("statusLine"), "{flags}: {run:?}");
+        assert_eq!(read(&settings(&env))["statusLine"]["command"], wrapped);
+        let un = env.run(&["uninstall"], "");
+        assert_eq!(un.code, 0, "{un:?}");
+        assert!(
+            un.stdout.contains("statusLine: restored `printf 'mine'`"),
+            "{flags}: {un:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(settings(&env)).unwrap(),
+            theirs,
+            "{flags}"
+        );
+        // Uninstalling it alone gives the same.
+        fs::write(settings(&env), &with_flags).unwrap();
+        assert_eq!(env.run(&["uninstall"], "").code, 0);
+        assert_eq!(
+            fs::read_to_string(settings(&env)).unwrap(),
+            theirs,
+            "{flags}"
+        );
+    }
+}
+
+/// Issue 10, item 11: uninstall read double quotes unlike `sh` (`printf '%s\n' x` in double
+/// quotes came back as `printf '%sn' x`). Each command below goes through install and
+/// uninstall unchanged, and one quoted by hand comes back as `sh` reads it.
+#[test]
+fn status_line_commands_round_trip_exactly_through_install_and_uninstall() {
+    let env = TestEnv::new();
+    for mine in [
+        r"printf '%s\n' x",
+        r#"printf "%s\n" "$HOME" 'it'\''s'"#,
+        "echo $(date +%H:%M) `id -u`",
+        r"a\b\\c\",
+        "line one\nline two\n",
+        "tab\there",
+        "''",
+        "\"\"",
+        "ünïcödé ✓ ~/x *",
+    ] {
+        let theirs = their_settings_in(&env, Some(mine));
+        assert_eq!(env.run(&["install"], "").code, 0, "{mine}");
+        let un = env.run(&["uninstall"], "");
+        assert_eq!(un.code, 0, "{un:?}");
+        assert_eq!(
+            fs::read_to_string(settings(&env)).unwrap(),
+            theirs,
+            "{mine:?}"
+        );
+    }
+    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let by_hand = format!(
+        r#"{} statusline --then "printf '%s\n' x""#,
+        bin.to_str().unwrap()
+    );
+    their_settings_in(&env, Some(&by_hand));
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(
+        read(&settings(&env))["statusLine"]["command"],
+        r"printf '%s\n' x"
+    );
+}
+
+/// Issue 10, item 12: `install --statusline replace` then `uninstall` lost the user's status
+/// line. It is kept in a note beside the settings (and in the backup), and put back.
+#[test]
+fn a_replaced_status_line_is_given_back_by_uninstall() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+    let note = env.home().join(".claude/settings.json.ctxguard-note.json");
+    let run = env.run(&["install", "--statusline", "replace"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = read(&settings(&env));
+    assert!(s["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("ctxguard statusline"));
+    assert_eq!(
+        fs::read_to_string(&backups(&env.home().join(".claude"))[0]).unwrap(),
+        THEIRS
+    );
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(
+        fs::read_to_string(settings(&env)).unwrap(),
+        pretty(THEIRS),
+        "their status line is back, padding and all"
+    );
+    assert!(
+        un.stdout.contains("statusLine: restored `printf 'mine'`")
+            && un.stdout.contains("removed the note"),
+        "{un:?}"
+    );
+    assert!(!note.exists(), "the note is gone once used");
+
+    // Where it is kept, and how it is said.
+    let dry = env.run(&["install", "--statusline", "replace", "--dry-run"], "");
+    assert!(
+        dry.stdout.contains(&format!(
+            "would keep the replaced status line in {}",
+            note.display()
+        )),
+        "{dry:?}"
+    );
+    assert!(!note.exists());
+    let run = env.run(&["install", "--statusline", "replace"], "");
+    assert!(
+        run.stdout
+            .contains(&format!("replaced status line kept in {}", note.display())),
+        "{run:?}"
+    );
+    assert_eq!(
+        read(&note)["statusLine"],
+        json!({"type": "command", "command": "printf 'mine'", "padding": 0})
+    );
+    assert_eq!(mode_of(&note), 0o600, "as private as the settings");
+    // Installing again (any mode) keeps the note and changes nothing.
+    assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
+    assert!(note.exists());
+
+    let un = env.run(&["uninstall"], "");
+    assert!(un.stdout.contains("removed the note"), "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), pretty(THEIRS));
+
+    // A broken note stops uninstall before anything is touched.
+    fs::write(settings(&env), THEIRS).unwrap();
+    assert_eq!(env.run(&["install", "--statusline", "replace"], "").code, 0);
+    let installed = fs::read_to_string(settings(&env)).unwrap();
+    fs::write(&note, "{oops").unwrap();
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 1, "{un:?}");
+    assert!(un.stderr.contains("not valid JSON"), "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), installed);
+}

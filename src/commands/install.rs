@@ -1,9 +1,17 @@
 //! `ctxguard install` and `uninstall`: register ctxguard in Claude Code's settings.json, or take
 //! it out again, without ever damaging the file: an unparsable file is refused and left as it is,
-//! every change is preceded by a timestamped backup, and the new file replaces the old atomically
-//! with the same permissions. The edits themselves are in `crate::settings`. The file is written
-//! back as 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but
-//! custom whitespace is not; the backup keeps the original byte for byte.
+//! every change is preceded by a backup, and the new file replaces the old atomically with the
+//! same permissions. The edits themselves are in `crate::settings`. The file is written back as
+//! 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but custom
+//! whitespace is not; the backup keeps the original byte for byte.
+//!
+//! Backups (`settings.json.ctxguard-backup-<date>-<time to the microsecond>`, `-1`, `-2`... when
+//! that name is taken) are never overwritten, never written through a symlink, and have the
+//! settings' permissions from the moment they exist. A status line `--statusline replace`
+//! replaced is also kept in a note beside the settings (`settings.json.ctxguard-note.json`,
+//! with the settings' permissions), which `uninstall` reads to put it back, then deletes. Beside
+//! the settings rather than under `$CTXGUARD_HOME`: it follows the file (through a symlinked
+//! settings file, to its target's directory), whatever `CTXGUARD_HOME` is when uninstalling.
 
 use std::fs;
 use std::io;
@@ -11,13 +19,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use chrono::Local;
-use serde_json::Value;
+use chrono::{DateTime, Local};
+use serde_json::{json, Value};
 
 use crate::cli::SettingsTarget;
 use crate::config::Env;
 use crate::files;
-use crate::settings::{self, StatusLineMode};
+use crate::settings::{self, Edit, Note, StatusLineMode};
+
+/// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
+const BACKUP_ATTEMPTS: u32 = 1000;
 
 /// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
 /// file that is a symlink (dotfile managers make them) is followed, so the link survives the
@@ -78,33 +89,115 @@ fn render(value: &Value) -> Result<String> {
     Ok(serde_json::to_string_pretty(value).context("encoding settings")? + "\n")
 }
 
-/// Backs up the current file, then replaces it atomically, keeping its permissions.
-fn write_settings(path: &Path, old: Option<&str>, new: &str) -> Result<Option<PathBuf>> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
+fn directory(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(p) if p.as_os_str().is_empty() => Ok(Path::new(".")),
+        Some(p) => Ok(p),
+        None => bail!("{} has no parent directory", path.display()),
+    }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("settings.json")
+}
+
+/// Where the status line `--statusline replace` replaced is kept for `uninstall`.
+fn note_path(path: &Path) -> Result<PathBuf> {
+    Ok(directory(path)?.join(format!("{}.ctxguard-note.json", file_name(path))))
+}
+
+/// The `statusLine` value kept in the note, if there is a note.
+fn read_note(note: &Path) -> Result<Option<Value>> {
+    let Some(bytes) = files::read_state_file(note, "note")? else {
+        return Ok(None);
+    };
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        anyhow!(
+            "note {} is not valid JSON ({e}); fix or delete it (ctxguard left the settings \
+             untouched)",
+            note.display()
+        )
+    })?;
+    match value.get("statusLine") {
+        Some(line) => Ok(Some(line.clone())),
+        None => bail!(
+            "note {} has no `statusLine`; fix or delete it (ctxguard left the settings untouched)",
+            note.display()
+        ),
+    }
+}
+
+fn write_note(note: &Path, settings: &Path, line: &Value, mode: u32) -> Result<()> {
+    let value = json!({
+        "about": "the status line `ctxguard install --statusline replace` replaced; \
+                  `ctxguard uninstall` puts it back and deletes this file",
+        "settings": settings.display().to_string(),
+        "statusLine": line,
+    });
+    files::replace_with_mode(note, render(&value)?.as_bytes(), mode & 0o777)
+        .with_context(|| format!("keeping the replaced status line in {}", note.display()))
+}
+
+/// Deletes the note; whether there was one.
+fn remove_note(note: &Path) -> Result<bool> {
+    match fs::remove_file(note) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("removing {}", note.display())),
+    }
+}
+
+/// Writes `text` to a new backup of `path` beside it, named with the time `now` to the
+/// microsecond, and `-1`, `-2`... when that name is taken (by an earlier backup, or by anything
+/// planted there): an existing file is never overwritten, nor a symlink followed, and the
+/// backup has `mode` from the moment it exists.
+fn write_backup(path: &Path, text: &str, mode: u32, now: DateTime<Local>) -> Result<PathBuf> {
+    let stem = format!(
+        "{}.ctxguard-backup-{}",
+        file_name(path),
+        now.format("%Y%m%d-%H%M%S%.6f")
+    );
+    let dir = directory(path)?;
+    for n in 0..BACKUP_ATTEMPTS {
+        let backup = match n {
+            0 => dir.join(&stem),
+            n => dir.join(format!("{stem}-{n}")),
+        };
+        match files::create_new_with_mode(&backup, text.as_bytes(), mode) {
+            Ok(()) => return Ok(backup),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("writing backup {}", backup.display()))
+            }
+        }
+    }
+    bail!(
+        "writing a backup of {}: {BACKUP_ATTEMPTS} names beginning {stem} are taken",
+        path.display()
+    )
+}
+
+/// Backs up the current file, saves a note if the edit asks for one, then replaces the file
+/// atomically, keeping its permissions. Returns the backup.
+fn write_settings(
+    path: &Path,
+    old: Option<&str>,
+    new: &str,
+    note: (&Path, &Note),
+) -> Result<Option<PathBuf>> {
+    let dir = directory(path)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mode = fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    let backup = match old {
-        Some(text) => {
-            let name = format!(
-                "{}.ctxguard-backup-{}",
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("settings.json"),
-                Local::now().format("%Y%m%d-%H%M%S")
-            );
-            let backup = dir.join(name);
-            fs::write(&backup, text)
-                .with_context(|| format!("writing backup {}", backup.display()))?;
-            fs::set_permissions(&backup, fs::Permissions::from_mode(mode))
-                .with_context(|| format!("setting permissions of {}", backup.display()))?;
-            Some(backup)
-        }
-        None => None,
-    };
+    let backup = old
+        .map(|text| write_backup(path, text, mode, Local::now()))
+        .transpose()?;
+    if let (note_path, Note::Save(line)) = note {
+        write_note(note_path, path, line, mode)?;
+    }
     files::replace_with_mode(path, new.as_bytes(), mode)?;
     Ok(backup)
 }
@@ -114,14 +207,24 @@ fn apply(
     path: &Path,
     dry_run: bool,
     nothing: &str,
-    edit: impl FnOnce(&mut Value) -> Result<Vec<String>, String>,
+    edit: impl FnOnce(&mut Value) -> Result<Edit, String>,
 ) -> Result<()> {
     let (old_text, mut value) = read_settings(path)?;
     let old_render = render(&value)?;
-    let changes = edit(&mut value)
+    let edit = edit(&mut value)
         .map_err(|e| anyhow!("settings {}: {e}; left untouched", path.display()))?;
-    if changes.is_empty() {
+    let note = note_path(path)?;
+    let notices = || {
+        for n in &edit.notices {
+            println!("notice: {n}");
+        }
+    };
+    if edit.changes.is_empty() {
         println!("{nothing} {} (nothing changed)", path.display());
+        notices();
+        if !dry_run && edit.note == Note::Remove && remove_note(&note)? {
+            println!("removed the note {}", note.display());
+        }
         return Ok(());
     }
     let new_text = render(&value)?;
@@ -134,34 +237,54 @@ fn apply(
                 &new_text
             )
         );
+        notices();
+        match edit.note {
+            Note::Save(_) => println!("would keep the replaced status line in {}", note.display()),
+            Note::Remove if note.exists() => println!("would remove the note {}", note.display()),
+            _ => {}
+        }
         println!("(dry run: nothing written)");
         return Ok(());
     }
-    let backup = write_settings(path, old_text.as_deref(), &new_text)?;
+    let backup = write_settings(path, old_text.as_deref(), &new_text, (&note, &edit.note))?;
     println!("updated {}:", path.display());
-    for c in &changes {
+    for c in &edit.changes {
         println!("  - {c}");
     }
+    notices();
     if let Some(b) = backup {
         println!("backup: {}", b.display());
+    }
+    match edit.note {
+        Note::Save(_) => println!("replaced status line kept in {}", note.display()),
+        Note::Remove if remove_note(&note)? => println!("removed the note {}", note.display()),
+        _ => {}
     }
     Ok(())
 }
 
-pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
-    let env = Env::from_process();
-    let path = settings_path(target, &env)?;
+/// The running binary's canonical path (what install writes), and a test for whether another
+/// path is the same binary (a link to it).
+fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let bin = exe
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
+    let same = move |p: &str| fs::canonicalize(p).is_ok_and(|c| c == exe);
+    Ok((bin, same))
+}
+
+pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
+    let env = Env::from_process();
+    let path = settings_path(target, &env)?;
+    let (bin, same) = this_binary()?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is already installed in",
-        |v| settings::install(v, &bin, mode),
+        |v| settings::install(v, &bin, &same, mode),
     )
 }
 
@@ -172,10 +295,61 @@ pub fn uninstall(target: &SettingsTarget) -> Result<()> {
         println!("no settings at {} (nothing to remove)", path.display());
         return Ok(());
     }
+    let (bin, same) = this_binary()?;
+    let replaced = read_note(&note_path(&path)?)?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is not registered in",
-        settings::uninstall,
+        |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backups_in_the_same_microsecond_get_their_own_names() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("settings.json");
+        let now = Local::now();
+        let first = write_backup(&path, "pristine", 0o600, now).unwrap();
+        let second = write_backup(&path, "second", 0o600, now).unwrap();
+        let third = write_backup(&path, "third", 0o640, now).unwrap();
+        assert_eq!(
+            second.to_str().unwrap(),
+            format!("{}-1", first.display()),
+            "a counter on collision"
+        );
+        assert_eq!(third.to_str().unwrap(), format!("{}-2", first.display()));
+        assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
+        assert_eq!(fs::read_to_string(&second).unwrap(), "second");
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&first), mode(&third)), (0o600, 0o640));
+        let name = first.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with(&format!(
+                "settings.json.ctxguard-backup-{}.",
+                now.format("%Y%m%d-%H%M%S")
+            )) && name.len() == "settings.json.ctxguard-backup-20250101-120000.123456".len(),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_backup_name_is_skipped_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("settings.json");
+        let now = Local::now();
+        let name = format!(
+            "settings.json.ctxguard-backup-{}",
+            now.format("%Y%m%d-%H%M%S%.6f")
+        );
+        let stolen = t.path().join("stolen");
+        std::os::unix::fs::symlink(&stolen, t.path().join(&name)).unwrap();
+        let backup = write_backup(&path, "secret", 0o600, now).unwrap();
+        assert_eq!(backup, t.path().join(format!("{name}-1")));
+        assert!(!stolen.exists(), "nothing written through the link");
+    }
 }

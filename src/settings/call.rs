@@ -1,0 +1,295 @@
+//! Recognising ctxguard's own commands in settings, by what they run rather than by an exact
+//! file name: `<program> <subcommand> ...` where the program is ctxguard. A program is ctxguard
+//! when its file name starts with `ctxguard` (`ctxguard`, `ctxguard-0.1.0`, `ctxguard-bin`), when
+//! it is the path install writes or another path of the same binary (a link to it), or when it
+//! is the plugin's launcher (`${CLAUDE_PLUGIN_ROOT}/hooks/run.sh`, or a `hooks/run.sh` anywhere
+//! under a `ctxguard*` directory: a checkout, a plugin cache). Everything else is the user's and
+//! is never touched.
+
+use super::quoting::{lex, shell_quote, Word};
+
+/// What makes a program ctxguard, beyond the file-name and launcher rules every caller shares.
+#[derive(Clone, Copy)]
+pub struct Ours<'a> {
+    /// The path install writes (the running binary's canonical path).
+    pub bin: Option<&'a str>,
+    /// Whether a literal program path is this binary under another name (a link to it).
+    pub same_binary: &'a dyn Fn(&str) -> bool,
+}
+
+impl Ours<'static> {
+    /// The rules that need no knowledge of the running binary (as `doctor` uses them).
+    pub const BY_NAME: Ours<'static> = Ours {
+        bin: None,
+        same_binary: &|_| false,
+    };
+}
+
+impl Ours<'_> {
+    fn is_program(&self, word: &Word) -> bool {
+        let text = word.text.as_str();
+        let name = text.rsplit('/').next().unwrap_or(text);
+        name.starts_with("ctxguard")
+            || self.bin == Some(text)
+            || (word.literal && text.contains('/') && (self.same_binary)(text))
+            || is_launcher(text)
+    }
+}
+
+/// The plugin's `hooks/run.sh`, as its hooks.json names it or as a path into a checkout.
+fn is_launcher(program: &str) -> bool {
+    let Some(dir) = program.strip_suffix("/hooks/run.sh") else {
+        return false;
+    };
+    dir == "${CLAUDE_PLUGIN_ROOT}"
+        || dir == "$CLAUDE_PLUGIN_ROOT"
+        || dir.split('/').any(|d| d.starts_with("ctxguard"))
+}
+
+/// A command line that runs ctxguard.
+#[derive(Debug)]
+pub struct Call<'l> {
+    line: &'l str,
+    program: Word,
+    /// The words after the program.
+    pub args: Vec<Word>,
+    /// The line goes on past `args` with something that cannot be read statically.
+    pub rest: bool,
+}
+
+/// The call, if `line` runs ctxguard.
+pub fn call<'l>(line: &'l str, ours: Ours) -> Option<Call<'l>> {
+    let mut lexed = lex(line);
+    if lexed.words.is_empty() || !ours.is_program(&lexed.words[0]) {
+        return None;
+    }
+    let program = lexed.words.remove(0);
+    Some(Call {
+        line,
+        program,
+        args: lexed.words,
+        rest: lexed.rest,
+    })
+}
+
+impl Call<'_> {
+    /// The subcommand, when it is written literally.
+    pub fn subcommand(&self) -> Option<&str> {
+        self.args
+            .first()
+            .filter(|w| w.literal)
+            .map(|w| w.text.as_str())
+    }
+
+    /// The same line running `bin` instead, everything after the program kept byte for byte;
+    /// `None` when it already runs `bin`.
+    pub fn with_program(&self, bin: &str) -> Option<String> {
+        if self.program.literal && self.program.text == bin {
+            return None;
+        }
+        let span = &self.program.span;
+        Some(format!(
+            "{}{}{}",
+            &self.line[..span.start],
+            shell_quote(bin),
+            &self.line[span.end..]
+        ))
+    }
+}
+
+/// What a ctxguard status-line command wraps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wrapped {
+    /// `statusline` with only `--no-color`, `--quiet` and at most one `--then CMD` (or
+    /// `--then=CMD`), in any order: `CMD`, exactly as the shell passes it, if there is one.
+    Known(Option<String>),
+    /// Anything else (another flag, an expansion, an operator): ctxguard's, but it cannot say
+    /// exactly what the user's part is.
+    Unknown,
+}
+
+/// The status-line call, if `line` is ctxguard's status line.
+pub fn statusline<'l>(line: &'l str, ours: Ours) -> Option<(Call<'l>, Wrapped)> {
+    let call = call(line, ours)?;
+    if call.subcommand() != Some(crate::registry::STATUSLINE.name) {
+        return None;
+    }
+    let wrapped = wrapped(&call).map_or(Wrapped::Unknown, Wrapped::Known);
+    Some((call, wrapped))
+}
+
+fn wrapped(call: &Call) -> Option<Option<String>> {
+    if call.rest {
+        return None;
+    }
+    let mut then = None;
+    let mut args = call.args[1..].iter();
+    while let Some(arg) = args.next() {
+        if !arg.literal {
+            return None;
+        }
+        let value = match arg.text.as_str() {
+            "--no-color" | "--quiet" => continue,
+            "--then" => args.next().filter(|w| w.literal)?.text.clone(),
+            other => other.strip_prefix("--then=")?.to_string(),
+        };
+        if then.replace(value).is_some() {
+            return None;
+        }
+    }
+    Some(then)
+}
+
+/// The innermost ctxguard layer of a status line that earlier installs wrapped in itself
+/// (`ctxguard statusline --then 'ctxguard statusline --then ...'`): the first layer whose
+/// command is not ctxguard's status line. `None` when `line` is not ctxguard's status line.
+pub fn innermost(line: &str, ours: Ours) -> Option<String> {
+    let (_, mut wrapped) = statusline(line, ours)?;
+    let mut layer = line.to_string();
+    // Each layer is shorter than the one around it, so this ends.
+    while let Wrapped::Known(Some(inner)) = wrapped {
+        match statusline(&inner, ours).map(|(_, w)| w) {
+            Some(w) => {
+                wrapped = w;
+                layer = inner;
+            }
+            None => break,
+        }
+    }
+    Some(layer)
+}
+
+/// Does this hook command run `ctxguard SUBCOMMAND` (by the rules every caller shares)?
+pub fn runs_ctxguard(command: &str, subcommand: &str) -> bool {
+    call(command, Ours::BY_NAME).is_some_and(|c| c.subcommand() == Some(subcommand))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIN: &str = "/opt/tools/cg";
+
+    fn ours() -> Ours<'static> {
+        Ours {
+            bin: Some(BIN),
+            same_binary: &|p| p == "/usr/local/bin/cg-link",
+        }
+    }
+
+    #[test]
+    fn programs_are_recognised_by_what_they_run() {
+        for line in [
+            "/x/ctxguard pretooluse",
+            "'/my dir/ctxguard' precompact",
+            "ctxguard sessionstart",
+            "/x/ctxguard-0.1.0 pretooluse",
+            "/x/ctxguard-bin pretooluse",
+            r"\/x/ctxguard pretooluse",
+            "~/.local/bin/ctxguard pretooluse",
+            "\"$HOME/bin/ctxguard\" pretooluse",
+            "${CLAUDE_PLUGIN_ROOT}/hooks/run.sh pretooluse",
+            "\"$CLAUDE_PLUGIN_ROOT/hooks/run.sh\" pretooluse",
+            "/home/u/src/ctxguard/hooks/run.sh pretooluse",
+            "/home/u/.claude/plugins/cache/m/ctxguard/0.1.0/hooks/run.sh pretooluse",
+            "/opt/tools/cg pretooluse",
+            "/usr/local/bin/cg-link pretooluse",
+            "/x/ctxguard pretooluse 2>>/tmp/log",
+        ] {
+            let c = call(line, ours()).unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                matches!(
+                    c.subcommand(),
+                    Some("pretooluse" | "precompact" | "sessionstart")
+                ),
+                "{line}"
+            );
+        }
+        for line in [
+            "echo ctxguard pretooluse",
+            "/x/guard pretooluse",
+            "/x/ctxguard/guard pretooluse",
+            "/opt/tools/cg2 pretooluse",
+            "/home/u/src/other/hooks/run.sh pretooluse",
+            "$(which ctxguard) pretooluse",
+            "",
+        ] {
+            assert!(call(line, ours()).is_none(), "{line}");
+        }
+        // Without knowing the binary, only the shared rules apply.
+        assert!(call("/opt/tools/cg pretooluse", Ours::BY_NAME).is_none());
+        assert!(runs_ctxguard("/x/ctxguard-0.1.0 precompact", "precompact"));
+        assert!(!runs_ctxguard("/x/ctxguard status", "statusline"));
+        assert!(!runs_ctxguard("/x/ctxguard \"$SUB\"", "pretooluse"));
+    }
+
+    #[test]
+    fn the_program_is_swapped_and_the_rest_kept_byte_for_byte() {
+        let line = "/old/ctxguard statusline --then \"printf '%s\\n' x\"  --no-color";
+        let c = call(line, ours()).unwrap();
+        assert_eq!(
+            c.with_program("/new dir/ctxguard").unwrap(),
+            "'/new dir/ctxguard' statusline --then \"printf '%s\\n' x\"  --no-color"
+        );
+        assert_eq!(c.with_program("/old/ctxguard"), None);
+        let quoted = call("'/old/ctxguard' pretooluse", ours()).unwrap();
+        assert_eq!(quoted.with_program("/old/ctxguard"), None);
+    }
+
+    #[test]
+    fn status_line_flags_in_any_order() {
+        let known = |line: &str| statusline(line, ours()).map(|(_, w)| w);
+        let mine = Wrapped::Known(Some("mine".into()));
+        assert_eq!(
+            known("ctxguard statusline --then 'mine'"),
+            Some(mine.clone())
+        );
+        assert_eq!(
+            known("ctxguard statusline --no-color --then mine"),
+            Some(mine.clone())
+        );
+        assert_eq!(
+            known("ctxguard statusline --then mine --no-color --quiet"),
+            Some(mine.clone())
+        );
+        assert_eq!(known("ctxguard statusline --then=mine --quiet"), Some(mine));
+        assert_eq!(
+            known("ctxguard statusline --no-color"),
+            Some(Wrapped::Known(None))
+        );
+        assert_eq!(
+            known("ctxguard statusline --then \"printf '%s\\n' x\""),
+            Some(Wrapped::Known(Some("printf '%s\\n' x".into())))
+        );
+        for unknown in [
+            "ctxguard statusline --then a --then b",
+            "ctxguard statusline --then",
+            "ctxguard statusline --then \"$HOME/x.sh\"",
+            "ctxguard statusline --then \"$(cat x)\"",
+            "ctxguard statusline --colour",
+            "ctxguard statusline --then x; rm y",
+        ] {
+            assert_eq!(known(unknown), Some(Wrapped::Unknown), "{unknown}");
+        }
+        assert_eq!(known("ctxguard pretooluse"), None);
+        assert_eq!(known("mine --then x"), None);
+    }
+
+    #[test]
+    fn nested_wraps_are_seen_through() {
+        let once = format!(
+            "/a/ctxguard statusline --then {}",
+            shell_quote("printf 'mine'")
+        );
+        let twice = format!("/b/ctxguard statusline --then {}", shell_quote(&once));
+        let thrice = format!("/c/ctxguard statusline --then {}", shell_quote(&twice));
+        assert_eq!(innermost(&thrice, ours()).as_deref(), Some(once.as_str()));
+        assert_eq!(innermost(&once, ours()).as_deref(), Some(once.as_str()));
+        let bare = "ctxguard statusline --then 'ctxguard statusline'";
+        assert_eq!(
+            innermost(bare, ours()).as_deref(),
+            Some("ctxguard statusline")
+        );
+        assert_eq!(innermost("printf 'mine'", ours()), None);
+    }
+}

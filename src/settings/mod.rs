@@ -1,0 +1,573 @@
+//! Registering ctxguard in Claude Code's settings.json, as pure edits of the parsed JSON (I/O is
+//! in `commands::install`). An entry is ctxguard's when its command runs ctxguard with one of the
+//! hook subcommands (`call` says what counts as ctxguard: not an exact file name); everything
+//! else, and the order of every key and hook, is left as it was. serde_json's `preserve_order`
+//! keeps the keys in the user's order.
+
+mod call;
+mod diff;
+mod quoting;
+
+use serde_json::{json, Map, Value};
+
+pub use call::runs_ctxguard;
+use call::{call, innermost, statusline, Ours, Wrapped};
+pub use diff::diff;
+
+use crate::registry::STATUSLINE;
+pub use quoting::shell_quote;
+pub use quoting::shell_words;
+
+/// Hook events ctxguard registers, with their matcher and subcommand (from the registry).
+pub fn hook_events() -> impl Iterator<Item = (&'static str, Option<&'static str>, &'static str)> {
+    crate::registry::events().filter_map(|h| Some((h.event?, h.matcher, h.name)))
+}
+
+/// How to treat a status line that is already configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusLineMode {
+    /// Run theirs and append the gauge (`ctxguard statusline --then '<theirs>'`).
+    Wrap,
+    /// Show only the gauge; theirs is kept in the [`Note`] for `uninstall`.
+    Replace,
+    Skip,
+}
+
+/// What an edit did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Edit {
+    /// What changed, one line each; empty when the settings already had exactly this.
+    pub changes: Vec<String>,
+    /// What was left alone that the user should know about, one line each.
+    pub notices: Vec<String>,
+    /// What becomes of the note that keeps a replaced status line.
+    pub note: Note,
+}
+
+/// The note kept beside the settings with the status line `--statusline replace` replaced, so
+/// that `uninstall` can put it back.
+#[derive(Debug, Default, PartialEq)]
+pub enum Note {
+    #[default]
+    Keep,
+    /// Keep this (the whole `statusLine` value that was replaced).
+    Save(Value),
+    /// It has been restored, or no longer applies.
+    Remove,
+}
+
+/// The ctxguard hook subcommand this command runs, if it runs one.
+fn hook_subcommand(command: &str, ours: Ours) -> Option<&'static str> {
+    let c = call(command, ours)?;
+    let sub = c.subcommand()?;
+    hook_events().map(|(_, _, s)| s).find(|s| *s == sub)
+}
+
+/// The status-line command ctxguard sets, wrapping `theirs` if given.
+fn statusline_command(bin: &str, theirs: Option<&str>) -> String {
+    match theirs {
+        Some(t) => format!(
+            "{} {} --then {}",
+            shell_quote(bin),
+            STATUSLINE.name,
+            shell_quote(t)
+        ),
+        None => format!("{} {}", shell_quote(bin), STATUSLINE.name),
+    }
+}
+
+/// Each hook command of an event's matcher groups, as (group index, hook index, command).
+fn commands(groups: &[Value]) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        if let Some(hooks) = group.get("hooks").and_then(Value::as_array) {
+            for (h, hook) in hooks.iter().enumerate() {
+                if let Some(cmd) = hook.get("command").and_then(Value::as_str) {
+                    out.push((g, h, cmd.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn object<'a>(
+    parent: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    parent
+        .entry(key.to_string())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| format!("`{key}` is not a JSON object"))
+}
+
+fn statusline_command_of(root: &Map<String, Value>) -> Option<String> {
+    root.get("statusLine")?
+        .get("command")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Adds (or updates) ctxguard's hooks and status line, for the binary at `bin` (`same_binary`
+/// tells whether another path is this binary too). An entry that already runs ctxguard is
+/// pointed at `bin`, everything after its program kept; further copies of it are removed.
+pub fn install(
+    settings: &mut Value,
+    bin: &str,
+    same_binary: &dyn Fn(&str) -> bool,
+    mode: StatusLineMode,
+) -> Result<Edit, String> {
+    let ours = Ours {
+        bin: Some(bin),
+        same_binary,
+    };
+    let root = settings
+        .as_object_mut()
+        .ok_or("the settings file is not a JSON object")?;
+    let mut edit = Edit::default();
+    let hooks = object(root, "hooks")?;
+    for (event, matcher, sub) in hook_events() {
+        let groups = hooks
+            .entry(event.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .ok_or_else(|| format!("`hooks.{event}` is not a JSON array"))?;
+        let found: Vec<(usize, usize, String)> = commands(groups)
+            .into_iter()
+            .filter(|(_, _, cmd)| hook_subcommand(cmd, ours) == Some(sub))
+            .collect();
+        let Some(((g, h, cmd), copies)) = found.split_first() else {
+            let wanted = format!("{} {sub}", shell_quote(bin));
+            let mut group = Map::new();
+            if let Some(m) = matcher {
+                group.insert("matcher".into(), json!(m));
+            }
+            group.insert(
+                "hooks".into(),
+                json!([{"type": "command", "command": wanted}]),
+            );
+            groups.push(Value::Object(group));
+            edit.changes.push(format!("{event}: added `{wanted}`"));
+            continue;
+        };
+        if let Some(new) = call(cmd, ours).and_then(|c| c.with_program(bin)) {
+            groups[*g]["hooks"][*h]["command"] = json!(new);
+            edit.changes
+                .push(format!("{event}: updated the command to `{new}`"));
+        }
+        // Copies an older install added: the last first, so the indices stay right.
+        for (cg, ch, cmd) in copies.iter().rev() {
+            if let Some(list) = groups[*cg]["hooks"].as_array_mut() {
+                list.remove(*ch);
+            }
+            edit.changes
+                .push(format!("{event}: removed the duplicate `{cmd}`"));
+        }
+        let mut emptied: Vec<usize> = copies.iter().map(|(cg, _, _)| *cg).collect();
+        emptied.dedup();
+        for cg in emptied.into_iter().rev() {
+            if groups[cg]["hooks"].as_array().is_some_and(Vec::is_empty) {
+                groups.remove(cg);
+            }
+        }
+    }
+
+    let current = statusline_command_of(root);
+    let present = root.get("statusLine").is_some_and(|v| !v.is_null());
+    let target = match current.as_deref().and_then(|c| innermost(c, ours)) {
+        // Ours already, perhaps wrapped in itself by an older install: never wrapped again; its
+        // flags and what it wraps are kept, pointed at this binary.
+        Some(layer) => Some(
+            statusline(&layer, ours)
+                .and_then(|(c, _)| c.with_program(bin))
+                .unwrap_or(layer),
+        ),
+        None if !present => {
+            if mode == StatusLineMode::Skip {
+                None
+            } else {
+                // Nothing to restore later: a note from an earlier install no longer applies.
+                edit.note = Note::Remove;
+                Some(statusline_command(bin, None))
+            }
+        }
+        None => match (mode, current.as_deref()) {
+            (StatusLineMode::Skip, _) => None,
+            (StatusLineMode::Wrap, Some(theirs)) => Some(statusline_command(bin, Some(theirs))),
+            // Replaced (or not a command, so nothing to wrap): kept for uninstall.
+            (_, _) => {
+                edit.note = Note::Save(root["statusLine"].clone());
+                Some(statusline_command(bin, None))
+            }
+        },
+    };
+    if let Some(target) = target {
+        if current.as_deref() != Some(target.as_str()) {
+            let line = object(root, "statusLine")?;
+            line.insert("type".into(), json!("command"));
+            line.insert("command".into(), json!(target));
+            edit.changes.push(match current {
+                None => format!("statusLine: set to `{target}`"),
+                Some(old) => format!("statusLine: `{old}` became `{target}`"),
+            });
+        }
+    }
+    Ok(edit)
+}
+
+/// Removes what [`install`] adds: every hook entry that runs a ctxguard hook subcommand, in any
+/// event (and the matcher groups, event lists and `hooks` object this empties), and its status
+/// line: a wrapped one gives back the user's command, a replaced one the `replaced` value (from
+/// the note), and one it cannot read back exactly is left as it is, with a notice.
+pub fn uninstall(
+    settings: &mut Value,
+    bin: &str,
+    same_binary: &dyn Fn(&str) -> bool,
+    replaced: Option<&Value>,
+) -> Result<Edit, String> {
+    let ours = Ours {
+        bin: Some(bin),
+        same_binary,
+    };
+    let root = settings
+        .as_object_mut()
+        .ok_or("the settings file is not a JSON object")?;
+    let mut edit = Edit {
+        note: Note::Remove,
+        ..Edit::default()
+    };
+    if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
+        let mut emptied_events = Vec::new();
+        for (event, groups) in hooks.iter_mut() {
+            let Some(groups) = groups.as_array_mut() else {
+                continue;
+            };
+            let mut emptied_groups = Vec::new();
+            for (g, group) in groups.iter_mut().enumerate() {
+                let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                    continue;
+                };
+                let before = list.len();
+                list.retain(|hook| {
+                    let sub = hook
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .and_then(|c| hook_subcommand(c, ours));
+                    if let Some(sub) = sub {
+                        edit.changes
+                            .push(format!("{event}: removed ctxguard {sub}"));
+                    }
+                    sub.is_none()
+                });
+                if list.is_empty() && before > 0 {
+                    emptied_groups.push(g);
+                }
+            }
+            let had = groups.len();
+            for g in emptied_groups.into_iter().rev() {
+                groups.remove(g);
+            }
+            if groups.is_empty() && had > 0 {
+                emptied_events.push(event.clone());
+            }
+        }
+        let had = hooks.len();
+        for event in emptied_events {
+            hooks.shift_remove(&event);
+        }
+        if hooks.is_empty() && had > 0 {
+            root.shift_remove("hooks");
+        }
+    }
+
+    let current = statusline_command_of(root);
+    if let Some(layer) = current.as_deref().and_then(|c| innermost(c, ours)) {
+        match statusline(&layer, ours).map(|(_, w)| w) {
+            Some(Wrapped::Known(Some(theirs))) => {
+                root["statusLine"]["command"] = json!(theirs);
+                edit.changes
+                    .push(format!("statusLine: restored `{theirs}`"));
+            }
+            Some(Wrapped::Known(None)) => match replaced {
+                Some(line) => {
+                    let theirs = line.get("command").and_then(Value::as_str).unwrap_or("");
+                    edit.changes.push(format!(
+                        "statusLine: restored `{theirs}` (from before `install --statusline \
+                         replace`)"
+                    ));
+                    root.insert("statusLine".into(), line.clone());
+                }
+                None => {
+                    root.shift_remove("statusLine");
+                    edit.changes.push("statusLine: removed".to_string());
+                }
+            },
+            _ => {
+                edit.notices.push(format!(
+                    "the status line `{}` runs ctxguard in a way uninstall cannot undo exactly; \
+                     left as it is (edit it by hand)",
+                    current.as_deref().unwrap_or_default()
+                ));
+                edit.note = Note::Keep;
+            }
+        }
+    }
+    Ok(edit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIN: &str = "/home/u/.local/bin/ctxguard";
+
+    fn none(_: &str) -> bool {
+        false
+    }
+
+    fn their_settings() -> Value {
+        serde_json::from_str(
+            r#"{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/guard.sh"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  },
+  "statusLine": {"type": "command", "command": "~/.claude/statusline.sh --fancy", "padding": 0},
+  "env": {"FOO": "1"}
+}"#,
+        )
+        .unwrap()
+    }
+
+    fn install(s: &mut Value, bin: &str, mode: StatusLineMode) -> Edit {
+        super::install(s, bin, &none, mode).unwrap()
+    }
+
+    fn uninstall(s: &mut Value, replaced: Option<&Value>) -> Edit {
+        super::uninstall(s, BIN, &none, replaced).unwrap()
+    }
+
+    /// The rendered text, so that key order counts (Value equality ignores it).
+    fn text(v: &Value) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+
+    #[test]
+    fn install_keeps_everything_else_in_order_and_is_idempotent() {
+        let mut s = their_settings();
+        let edit = install(&mut s, BIN, StatusLineMode::Wrap);
+        assert_eq!(edit.changes.len(), 4, "{edit:?}");
+        assert_eq!(edit.note, Note::Keep);
+        let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["model", "hooks", "statusLine", "env"]);
+        let hook_keys: Vec<&String> = s["hooks"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            hook_keys,
+            ["PreToolUse", "Stop", "PreCompact", "SessionStart"]
+        );
+        // Theirs first, ours appended.
+        assert_eq!(
+            s["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "~/guard.sh"
+        );
+        assert_eq!(s["hooks"]["PreToolUse"][1]["matcher"], "*");
+        assert_eq!(
+            s["hooks"]["PreToolUse"][1]["hooks"][0]["command"],
+            format!("{BIN} pretooluse")
+        );
+        assert_eq!(s["hooks"]["PreCompact"][0]["matcher"], "auto|manual");
+        assert!(s["hooks"]["SessionStart"][0].get("matcher").is_none());
+        assert_eq!(
+            s["statusLine"]["command"],
+            format!("{BIN} statusline --then '~/.claude/statusline.sh --fancy'")
+        );
+        assert_eq!(s["statusLine"]["padding"], 0);
+        let once = text(&s);
+        assert_eq!(install(&mut s, BIN, StatusLineMode::Wrap), Edit::default());
+        assert_eq!(text(&s), once);
+        // A moved binary is updated in place, not added twice, and the status line is not
+        // wrapped again.
+        let edit = install(&mut s, "/opt/ctxguard", StatusLineMode::Wrap);
+        assert_eq!(edit.changes.len(), 4, "{edit:?}");
+        assert_eq!(s["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            s["statusLine"]["command"],
+            "/opt/ctxguard statusline --then '~/.claude/statusline.sh --fancy'"
+        );
+    }
+
+    #[test]
+    fn entries_are_recognised_whatever_the_binary_is_called() {
+        for bin in [
+            "/x/ctxguard-0.1.0",
+            "/x/ctxguard-bin",
+            "/opt/cg",
+            "/my dir/ctxguard",
+        ] {
+            let mut s = their_settings();
+            install(&mut s, bin, StatusLineMode::Wrap);
+            let once = text(&s);
+            for mode in [StatusLineMode::Wrap, StatusLineMode::Replace] {
+                assert_eq!(install(&mut s, bin, mode), Edit::default(), "{bin}");
+            }
+            assert_eq!(text(&s), once, "{bin}");
+            let edit = super::uninstall(&mut s, bin, &none, None).unwrap();
+            assert_eq!(edit.changes.len(), 4, "{bin}: {edit:?}");
+            assert_eq!(text(&s), text(&their_settings()), "{bin}");
+        }
+        // A link to the binary counts as the binary.
+        let mut s = json!({"hooks": {"PreCompact": [{"hooks": [
+            {"type": "command", "command": "/usr/bin/cg-link precompact"}]}]}});
+        super::install(
+            &mut s,
+            "/opt/cg",
+            &|p| p == "/usr/bin/cg-link",
+            StatusLineMode::Skip,
+        )
+        .unwrap();
+        assert_eq!(
+            s["hooks"]["PreCompact"],
+            json!([{"hooks": [{"type": "command", "command": "/opt/cg precompact"}]}])
+        );
+    }
+
+    #[test]
+    fn duplicates_and_nested_wraps_from_older_installs_are_cleaned_up() {
+        let hook =
+            |cmd: &str| json!({"matcher": "*", "hooks": [{"type": "command", "command": cmd}]});
+        let nested = format!(
+            "/x/ctxguard-0.1.0 statusline --then {}",
+            shell_quote("/x/ctxguard-0.1.0 statusline --then 'printf mine'")
+        );
+        let mut s = json!({
+            "hooks": {"PreToolUse": [
+                hook("/x/ctxguard-0.1.0 pretooluse"),
+                hook("mine.sh"),
+                hook("/x/ctxguard-0.1.0 pretooluse"),
+                {"hooks": [{"type": "command", "command": "a.sh"},
+                           {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/run.sh pretooluse"}]}
+            ]},
+            "statusLine": {"type": "command", "command": nested}
+        });
+        install(&mut s, BIN, StatusLineMode::Wrap);
+        assert_eq!(
+            s["hooks"]["PreToolUse"],
+            json!([hook(&format!("{BIN} pretooluse")), hook("mine.sh"),
+                   {"hooks": [{"type": "command", "command": "a.sh"}]}])
+        );
+        assert_eq!(
+            s["statusLine"]["command"],
+            format!("{BIN} statusline --then 'printf mine'")
+        );
+        // And uninstall sees through the nesting too.
+        let mut s = json!({"statusLine": {"type": "command", "command": nested}});
+        uninstall(&mut s, None);
+        assert_eq!(
+            s,
+            json!({"statusLine": {"type": "command", "command": "printf mine"}})
+        );
+    }
+
+    #[test]
+    fn statusline_modes() {
+        let mut s = their_settings();
+        install(&mut s, BIN, StatusLineMode::Skip);
+        assert_eq!(
+            s["statusLine"]["command"],
+            "~/.claude/statusline.sh --fancy"
+        );
+        let mut s = their_settings();
+        let edit = install(&mut s, BIN, StatusLineMode::Replace);
+        assert_eq!(s["statusLine"]["command"], format!("{BIN} statusline"));
+        assert_eq!(
+            edit.note,
+            Note::Save(their_settings()["statusLine"].clone())
+        );
+        let mut empty = json!({});
+        let edit = install(&mut empty, "/a b/ctxguard", StatusLineMode::Wrap);
+        assert_eq!(
+            empty["statusLine"],
+            json!({"type": "command", "command": "'/a b/ctxguard' statusline"})
+        );
+        assert_eq!(edit.note, Note::Remove, "an older note no longer applies");
+        let mut empty = json!({});
+        install(&mut empty, BIN, StatusLineMode::Skip);
+        assert!(empty.get("statusLine").is_none());
+    }
+
+    #[test]
+    fn uninstall_removes_exactly_what_install_added() {
+        for mode in [
+            StatusLineMode::Wrap,
+            StatusLineMode::Replace,
+            StatusLineMode::Skip,
+        ] {
+            let original = their_settings();
+            let mut s = original.clone();
+            let note = match install(&mut s, BIN, mode).note {
+                Note::Save(v) => Some(v),
+                _ => None,
+            };
+            let edit = uninstall(&mut s, note.as_ref());
+            let expected = if mode == StatusLineMode::Skip { 3 } else { 4 };
+            assert_eq!(edit.changes.len(), expected, "{mode:?}: {edit:?}");
+            assert_eq!(edit.note, Note::Remove);
+            assert_eq!(text(&s), text(&original), "{mode:?}");
+        }
+        let mut fresh = json!({"theme": "dark"});
+        install(&mut fresh, BIN, StatusLineMode::Wrap);
+        uninstall(&mut fresh, None);
+        assert_eq!(fresh, json!({"theme": "dark"}));
+        assert!(uninstall(&mut fresh, None).changes.is_empty());
+    }
+
+    #[test]
+    fn uninstall_keeps_the_users_empty_lists_and_other_events() {
+        let mut s = json!({"hooks": {
+            "Stop": [],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "ctxguard sessionstart"}]}],
+            "Notification": [{"hooks": []}]
+        }});
+        let edit = uninstall(&mut s, None);
+        assert_eq!(
+            edit.changes,
+            ["UserPromptSubmit: removed ctxguard sessionstart"]
+        );
+        assert_eq!(
+            text(&s),
+            text(&json!({"hooks": {"Stop": [], "Notification": [{"hooks": []}]}}))
+        );
+    }
+
+    #[test]
+    fn a_status_line_it_cannot_read_back_is_left_alone() {
+        for cmd in [
+            "ctxguard statusline --then \"$HOME/mine.sh\"",
+            "ctxguard statusline --colour",
+            "ctxguard statusline --then x | tee log",
+        ] {
+            let mut s = json!({"statusLine": {"type": "command", "command": cmd}});
+            let edit = uninstall(&mut s, None);
+            assert!(edit.changes.is_empty(), "{edit:?}");
+            assert_eq!(edit.notices.len(), 1, "{edit:?}");
+            assert_eq!(edit.note, Note::Keep);
+            assert_eq!(s["statusLine"]["command"], cmd);
+            // Install points it at the binary and keeps the rest as it is.
+            install(&mut s, "/new/ctxguard", StatusLineMode::Wrap);
+            assert_eq!(
+                s["statusLine"]["command"],
+                cmd.replacen("ctxguard", "/new/ctxguard", 1)
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_shapes_are_refused() {
+        let install = |mut v: Value| super::install(&mut v, BIN, &none, StatusLineMode::Wrap);
+        assert!(install(json!([])).is_err());
+        assert!(install(json!({"hooks": []})).is_err());
+        assert!(install(json!({"hooks": {"PreToolUse": {}}})).is_err());
+    }
+}
