@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::client::{self, ClientEnv};
@@ -32,6 +33,9 @@ pub struct Env {
     pub client: ClientEnv,
     /// `PATH`, where a registered command's bare program name is found.
     pub search_path: Option<OsString>,
+    /// `CTXGUARD_NOW` (RFC 3339): the time every command and hook takes as now, for tests and
+    /// for reproducing a report; the real clock when unset or unparsable.
+    pub now: Option<DateTime<Utc>>,
     /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`]; read on first use, so the
     /// PreToolUse fast path (which needs no configuration) never pays for the lookups.
     overrides: OnceCell<Vec<(&'static Key, String)>>,
@@ -55,8 +59,16 @@ impl Env {
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             client: ClientEnv::read(var),
             search_path: std::env::var_os("PATH"),
+            now: var("CTXGUARD_NOW")
+                .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+                .map(|t| t.with_timezone(&Utc)),
             overrides: OnceCell::new(),
         }
+    }
+
+    /// Now: `CTXGUARD_NOW` when set, else the clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now.unwrap_or_else(Utc::now)
     }
 
     /// An environment with only these two locations set (for tests driving hooks in-process).

@@ -5,7 +5,6 @@ use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use chrono::Utc;
 
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
@@ -84,7 +83,7 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
             &memory,
             config.recovery_budget_chars,
             config.total_budget_chars,
-            Utc::now(),
+            env.now(),
         )
     );
     Ok(())

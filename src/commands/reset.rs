@@ -3,16 +3,21 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
 use crate::diag::Diag;
 use crate::marker::{self, Event, Store};
 
-fn reset_one(store: &Store, session_id: Option<&str>, stale: Duration) -> Result<String> {
+fn reset_one(
+    store: &Store,
+    session_id: Option<&str>,
+    stale: Duration,
+    now: DateTime<Utc>,
+) -> Result<String> {
     let mut diag = Diag::default();
     let id = store.update(session_id.unwrap_or_default(), &mut diag, |current, _| {
-        let mut next = marker::transition(current, &Event::Reset, Utc::now(), stale);
+        let mut next = marker::transition(current, &Event::Reset, now, stale);
         if next.session_id.is_empty() {
             next.session_id = session_id.unwrap_or_default().to_string();
         }
@@ -32,7 +37,7 @@ pub fn run(session: Option<String>, all: bool) -> Result<()> {
     if all {
         let sessions = super::sessions(&paths)?;
         for (store, _) in &sessions {
-            reset_one(store, None, stale)?;
+            reset_one(store, None, stale, env.now())?;
         }
         println!("reset {} session(s) to idle", sessions.len());
         return Ok(());
@@ -40,7 +45,7 @@ pub fn run(session: Option<String>, all: bool) -> Result<()> {
     // clap guarantees one of the two.
     let id = session.unwrap_or_default();
     let store = super::known_session(&paths, &id)?;
-    let id = reset_one(&store, Some(&id), stale)?;
+    let id = reset_one(&store, Some(&id), stale, env.now())?;
     println!("reset session {id} to idle");
     Ok(())
 }

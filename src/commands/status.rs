@@ -83,7 +83,7 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
         eprintln!("warning: {w}");
     }
     let stale = Duration::from_secs(loaded.config.stale_after_secs);
-    let now = Utc::now();
+    let now = env.now();
     let markers: Vec<Marker> = match &session {
         Some(id) => {
             let store = super::known_session(&paths, id)?;

@@ -148,7 +148,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
-    let now = Utc::now();
+    let now = env.now();
     if config.gate_auto_compaction && input.trigger == "auto" {
         match try_gate(&input, &store, &config, now, diag) {
             Ok(true) => return Ok(Outcome::Block(GATE_REASON.to_string())),

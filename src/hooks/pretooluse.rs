@@ -84,7 +84,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "PreToolUse")?;
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
-    let now = Utc::now();
+    let now = env.now();
 
     let peeked = store.peek();
     if let Ok(Some(m)) = &peeked {

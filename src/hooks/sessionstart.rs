@@ -190,7 +190,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let stale = Duration::from_secs(config.stale_after_secs);
-    let now = Utc::now();
+    let now = env.now();
     let (found, kind) = match plan(&input.source, &config)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),

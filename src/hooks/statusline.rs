@@ -160,7 +160,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     let config = super::config(&paths, env, diag);
     let observation = observe(&input, &config);
     let store = Store::new(&paths, &input.session_id);
-    let now = Utc::now();
+    let now = env.now();
     // The gauge is drawn even when the state cannot be recorded.
     let recorded = store.update(&input.session_id, diag, |current, _| {
         Ok(decide(current, observation.clone(), &config, now))
