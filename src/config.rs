@@ -10,6 +10,7 @@
 //! docs/configuration.md, which a test checks).
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,8 @@ pub struct Env {
     pub client: ClientEnv,
     /// `PATH`, where a registered command's bare program name is found.
     pub search_path: Option<OsString>,
+    /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
+    pub client_pid: Option<u32>,
     /// `CTXGUARD_NOW` (RFC 3339): the time every command and hook takes as now, for tests and
     /// for reproducing a report; the real clock when unset or unparsable.
     pub now: Option<DateTime<Utc>>,
@@ -59,6 +62,7 @@ impl Env {
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             client: ClientEnv::read(var),
             search_path: std::env::var_os("PATH"),
+            client_pid: var("CLAUDE_PID").and_then(|p| p.trim().parse().ok()),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
                 .map(|t| t.with_timezone(&Utc)),
@@ -199,6 +203,11 @@ keys! {
     critical_headroom_tokens: u64 = Policy::default().critical_headroom_tokens, TOKENS;
     /// Force the window size (beats what the status line reports).
     window_tokens: Option<u64> = None, WINDOW;
+    /// The window of particular models, by model id (beats `window_tokens` for that model).
+    model_windows: BTreeMap<String, u64> = BTreeMap::new(), MODEL_WINDOWS;
+    /// Also arm when this many more replies, each growing as much as the fastest recent one,
+    /// would reach the compaction point; 0 turns it off.
+    growth_replies: u64 = 2, COUNT;
     /// Claude Code compacts at `window - this`.
     compact_buffer_tokens: u64 = Policy::default().compact_buffer_tokens, TOKENS;
     /// A marker not refreshed for this long is treated as idle.
@@ -225,6 +234,14 @@ const TOKENS: Rule<u64> = Rule {
 const WINDOW: Rule<Option<u64>> = Rule {
     expected: "a whole number of tokens above 0",
     parse: |raw| raw.tokens().filter(|w| *w > 0).map(Some),
+};
+const MODEL_WINDOWS: Rule<BTreeMap<String, u64>> = Rule {
+    expected: "an object of model ids to token counts above 0, like {\"claude-opus-5-5\": 1000000} (in the environment: id=tokens,id=tokens)",
+    parse: |raw| raw.pairs(),
+};
+const COUNT: Rule<u64> = Rule {
+    expected: "a whole number (0 or more)",
+    parse: |raw| raw.tokens(),
 };
 const SECONDS: Rule<u64> = Rule {
     expected: "a whole number of seconds (0 or more)",
@@ -307,6 +324,29 @@ impl Raw<'_> {
                 _ => None,
             },
         }
+    }
+
+    /// A JSON object of names to positive numbers, or `name=n,name=n` in a variable.
+    fn pairs(&self) -> Option<BTreeMap<String, u64>> {
+        let pairs: Option<Vec<(String, u64)>> = match self {
+            Raw::Json(v) => v
+                .as_object()?
+                .iter()
+                .map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .collect(),
+            Raw::Env(s) => s
+                .split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(|pair| {
+                    let (k, v) = pair.split_once('=')?;
+                    Some((k.trim().to_string(), v.trim().parse().ok()?))
+                })
+                .collect(),
+        };
+        pairs
+            .filter(|p| p.iter().all(|(k, v)| !k.is_empty() && *v > 0))
+            .map(|p| p.into_iter().collect())
     }
 
     /// A JSON array of strings, or a comma-separated variable.
@@ -606,7 +646,7 @@ mod tests {
             assert!(RECOVER_ON.expected.contains(source), "{source}");
         }
         let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-        assert_eq!(names.len(), 13);
+        assert_eq!(names.len(), 15);
         assert_eq!(names[0], "headroom_tokens");
     }
 
@@ -617,6 +657,8 @@ mod tests {
             ("threshold_pct", "50"),
             ("critical_headroom_tokens", "2"),
             ("window_tokens", "300000"),
+            ("model_windows", "claude-x-1=500000, claude-y=200000"),
+            ("growth_replies", "3"),
             ("compact_buffer_tokens", "3"),
             ("stale_after_secs", "4"),
             ("nudge_text", "n"),
@@ -634,6 +676,11 @@ mod tests {
             threshold_pct: Some(50.0),
             critical_headroom_tokens: 2,
             window_tokens: Some(300_000),
+            model_windows: BTreeMap::from([
+                ("claude-x-1".to_string(), 500_000),
+                ("claude-y".to_string(), 200_000),
+            ]),
+            growth_replies: 3,
             compact_buffer_tokens: 3,
             stale_after_secs: 4,
             nudge_text: "n".into(),

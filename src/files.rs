@@ -258,6 +258,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8], no_clobber: bool) -> Result<()> {
     atomic(path, bytes, no_clobber, None)
 }
 
+/// Replaces a cache file atomically but without fsync: after a crash it may be missing or old,
+/// never torn, and a missing cache is only extra work.
+pub fn replace_cache(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
+}
+
 /// [`write_atomic`] for a file that is not ctxguard's own (a user's settings.json): the new file
 /// gets `mode` instead of 0600.
 pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {

@@ -67,6 +67,37 @@ where
     }
 }
 
+/// A string; any other JSON value is ignored (empty), never an error: an optional field of an
+/// unexpected shape must not make the whole event unreadable.
+fn lenient_text<'de, D>(d: D) -> std::result::Result<String, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => s,
+        _ => String::new(),
+    })
+}
+
+/// A model id: a string, or an object's `id`; anything else is empty.
+fn model_id<'de, D>(d: D) -> std::result::Result<String, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Object(o) => o
+            .get("id")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    }
+    .chars()
+    .take(200)
+    .collect())
+}
+
 fn object_or_default<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -85,10 +116,13 @@ pub struct HookInput {
     pub transcript_path: String,
     #[serde(deserialize_with = "null_default")]
     pub cwd: String,
-    #[serde(deserialize_with = "null_default")]
-    pub hook_event_name: String,
-    #[serde(deserialize_with = "null_default")]
-    pub tool_name: String,
+    /// Set on events from a subagent: its tool calls never take or receive the main thread's
+    /// nudge.
+    #[serde(deserialize_with = "lenient_text")]
+    pub agent_id: String,
+    /// SessionStart (`compact`, `resume`): the model id.
+    #[serde(deserialize_with = "model_id")]
+    pub model: String,
     /// PreCompact: `auto` or `manual`.
     #[serde(deserialize_with = "null_default")]
     pub trigger: String,
@@ -108,6 +142,11 @@ pub struct StatusLineInput {
     pub session_id: String,
     #[serde(deserialize_with = "null_default")]
     pub transcript_path: String,
+    #[serde(deserialize_with = "null_default")]
+    pub cwd: String,
+    /// `model.id` (an object with `id` and `display_name`; a plain string is taken as the id).
+    #[serde(deserialize_with = "model_id")]
+    pub model: String,
     #[serde(deserialize_with = "object_or_default")]
     pub context_window: ContextWindow,
 }
@@ -159,6 +198,7 @@ mod tests {
         let s: StatusLineInput = parse(STATUSLINE.as_bytes(), "status line").unwrap();
         assert_eq!(s.session_id, "e09e1818-7974-46d3-98ed-eaa268f5d1d0");
         assert_eq!(s.context_window.context_window_size, Some(1_000_000));
+        assert_eq!(s.model, "claude-opus-5-5");
         let usage = s.context_window.current_usage.unwrap();
         assert_eq!(usage.counts().context_tokens(), 150_510);
 
@@ -170,8 +210,14 @@ mod tests {
     fn real_pretooluse_payload() {
         let h: HookInput = parse(PRE_TOOL_USE.as_bytes(), "PreToolUse").unwrap();
         assert_eq!(h.session_id, "225d8c26-5cbd-4b52-b720-e8fe94443567");
-        assert_eq!(h.tool_name, "Write");
         assert!(h.transcript_path.ends_with(".jsonl"));
+        assert_eq!(h.agent_id, "", "the main thread");
+        let sub: HookInput = parse(
+            br#"{"session_id":"s","agent_id":"a1b2","model":7}"#,
+            "PreToolUse",
+        )
+        .unwrap();
+        assert_eq!((sub.agent_id.as_str(), sub.model.as_str()), ("a1b2", ""));
     }
 
     #[test]
@@ -200,8 +246,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (start.source.as_str(), start.cwd.as_str()),
-            ("compact", "/home/user/proj")
+            (
+                start.source.as_str(),
+                start.cwd.as_str(),
+                start.model.as_str()
+            ),
+            ("compact", "/home/user/proj", "claude-opus-5-5")
         );
     }
 

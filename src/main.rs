@@ -8,18 +8,21 @@ mod config;
 mod daily_log;
 mod diag;
 mod exit;
+mod facts;
 mod files;
 mod hooks;
 mod input;
 mod marker;
 mod memory;
 mod paths;
+mod reading;
 mod recovery;
 mod registry;
 mod settings;
 mod text;
 mod transcript;
 mod usage;
+mod window;
 
 use std::process::ExitCode;
 

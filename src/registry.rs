@@ -9,7 +9,9 @@ use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::config::Env;
 use crate::diag::Diag;
-use crate::hooks::{self, precompact, pretooluse, sessionstart, statusline, Outcome};
+use crate::hooks::{
+    self, precompact, pretooluse, sessionstart, statusline, userpromptsubmit, Outcome,
+};
 
 /// One hook command.
 pub struct Hook {
@@ -60,6 +62,19 @@ It never approves, denies or changes a tool call, and exits 0 on any input.",
         args: no_args,
         with_flags: None,
         handle: pretooluse::handle,
+    },
+    Hook {
+        name: "userpromptsubmit",
+        event: Some("UserPromptSubmit"),
+        matcher: None,
+        about: "UserPromptSubmit hook: delivers a due nudge with the next prompt when no tool \
+                call did (text-only turns)",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"UserPromptSubmit\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard userpromptsubmit\"}]}]\n\n\
+It never blocks or changes the prompt, and exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: userpromptsubmit::handle,
     },
     Hook {
         name: "precompact",

@@ -30,13 +30,13 @@ pub const MAX_LINE: usize = 8 * 1024 * 1024;
 pub struct TailUsage {
     /// Context tokens of the newest main-chain reply after the newest compaction, if any.
     pub tokens: Option<u64>,
-    /// The model that reply came from.
+    /// The model that reply came from: the window follows it.
     pub model: Option<String>,
+    /// When that reply was written: a reading older than the last compaction is stale.
+    pub reply_at: Option<DateTime<Utc>>,
     /// Set when a `compact_boundary` is newer than every usable reply: the session has just
     /// compacted and the new usage is not known yet.
     pub boundary_at: Option<DateTime<Utc>>,
-    /// Bytes read from the file.
-    pub bytes_read: u64,
     /// The scan hit [`MAX_SCAN`] without an answer.
     pub gave_up: bool,
 }
@@ -68,6 +68,10 @@ pub struct Entry<'a> {
     pub cwd: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub message: Option<EntryMessage<'a>>,
+    /// A `compact_boundary`'s metadata (`trigger`, `preTokens`), read leniently: a boundary
+    /// with odd metadata is still a boundary.
+    #[serde(rename = "compactMetadata", default)]
+    pub compact: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -101,9 +105,17 @@ impl Entry<'_> {
 
 /// What one line means to the usage scan.
 #[derive(Debug, PartialEq)]
-enum Verdict {
-    Usage { tokens: u64, model: Option<String> },
-    Boundary(Option<DateTime<Utc>>),
+pub enum Verdict {
+    Usage {
+        tokens: u64,
+        model: Option<String>,
+        at: Option<DateTime<Utc>>,
+    },
+    Boundary {
+        at: Option<DateTime<Utc>>,
+        /// For an automatic compaction: the tokens in context when the client compacted.
+        auto_pre_tokens: Option<u64>,
+    },
     Irrelevant,
 }
 
@@ -113,7 +125,9 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-fn classify(line: &[u8]) -> Verdict {
+/// What a transcript line says about usage: a main-chain reply's tokens, a compaction, or
+/// nothing.
+pub fn classify(line: &[u8]) -> Verdict {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     // Transcripts are UTF-8; a line that is not cannot be one we want.
@@ -129,8 +143,18 @@ fn classify(line: &[u8]) -> Verdict {
         // A torn last line, a line from some other tool, a type we do not know: not an answer.
         return Verdict::Irrelevant;
     };
+    let at = entry.timestamp.as_deref().and_then(parse_time);
     if entry.is_boundary() {
-        return Verdict::Boundary(entry.timestamp.as_deref().and_then(parse_time));
+        let auto_pre_tokens = entry
+            .compact
+            .as_ref()
+            .filter(|c| c.get("trigger").and_then(|t| t.as_str()) == Some("auto"))
+            .and_then(|c| c.get("preTokens")?.as_u64())
+            .filter(|t| *t > 0);
+        return Verdict::Boundary {
+            at,
+            auto_pre_tokens,
+        };
     }
     if !entry.is_main_reply() {
         return Verdict::Irrelevant;
@@ -142,6 +166,7 @@ fn classify(line: &[u8]) -> Verdict {
         Some(tokens) if tokens > 0 => Verdict::Usage {
             tokens,
             model: message.model.map(Cow::into_owned),
+            at,
         },
         _ => Verdict::Irrelevant,
     }
@@ -169,19 +194,19 @@ pub fn tail_usage_from<R: Read + Seek>(
         MAX_SCAN,
         MAX_LINE,
         |line, _| match classify(line) {
-            Verdict::Usage { tokens, model } => {
+            Verdict::Usage { tokens, model, at } => {
                 result.tokens = Some(tokens);
                 result.model = model;
+                result.reply_at = at;
                 true
             }
-            Verdict::Boundary(at) => {
+            Verdict::Boundary { at, .. } => {
                 result.boundary_at = at.or(Some(DateTime::<Utc>::MIN_UTC));
                 true
             }
             Verdict::Irrelevant => false,
         },
     )?;
-    result.bytes_read = scan.bytes_read;
     result.gave_up = scan.gave_up;
     Ok(result)
 }
@@ -189,8 +214,6 @@ pub fn tail_usage_from<R: Read + Seek>(
 /// How a backward scan ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Scan {
-    /// Offset of the line `visit` stopped at, if it stopped.
-    pub found_at: Option<u64>,
     pub bytes_read: u64,
     pub gave_up: bool,
 }
@@ -267,7 +290,6 @@ pub fn scan_backwards<R: Read + Seek>(
                 .map_or(first_complete, |i| first_complete + i + 1);
             let line = &buf[start..end];
             if !line.is_empty() && line.len() <= max_line && visit(line, pos + start as u64) {
-                scan.found_at = Some(pos + start as u64);
                 return Ok(scan);
             }
             end = start.saturating_sub(1);
@@ -280,7 +302,7 @@ pub fn scan_backwards<R: Read + Seek>(
 
 /// Is this line a `compact_boundary`?
 pub fn is_boundary(line: &[u8]) -> bool {
-    matches!(classify(line), Verdict::Boundary(_))
+    matches!(classify(line), Verdict::Boundary { .. })
 }
 
 /// The offset where the part of the transcript after its newest `compact_boundary` starts (0
@@ -477,8 +499,18 @@ mod tests {
         let text = format!("{filler}{}\n{}", assistant((1, 1, 1), ""), "x\n".repeat(10));
         let u = scan_all_chunk_sizes(&text);
         assert_eq!(u.tokens, Some(3));
-        assert_eq!(u.bytes_read, FIRST_CHUNK as u64);
-        assert!((text.len() as u64) > 10 * u.bytes_read);
+        let mut cursor = Cursor::new(text.as_bytes());
+        let scan = scan_backwards(
+            &mut cursor,
+            text.len() as u64,
+            FIRST_CHUNK,
+            MAX_SCAN,
+            MAX_LINE,
+            |line, _| matches!(classify(line), Verdict::Usage { .. }),
+        )
+        .unwrap();
+        assert_eq!(scan.bytes_read, FIRST_CHUNK as u64);
+        assert!((text.len() as u64) > 10 * scan.bytes_read);
     }
 
     #[test]

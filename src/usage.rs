@@ -109,6 +109,16 @@ impl Limits {
             // The override can only bring compaction earlier.
             compact_at = compact_at.min(pct_of(compaction_window, pct));
         }
+        Limits::with_compact_at(window, compact_at, policy)
+    }
+
+    /// These limits with compaction at `compact_at` instead (where the client was seen
+    /// compacting), the trigger and critical point moved with it.
+    pub fn compacting_at(&self, compact_at: u64, policy: &Policy) -> Limits {
+        Limits::with_compact_at(self.window, compact_at, policy)
+    }
+
+    fn with_compact_at(window: u64, compact_at: u64, policy: &Policy) -> Limits {
         let trigger_at = match policy.threshold_pct {
             Some(pct) => pct_of(window, pct),
             None => compact_at.saturating_sub(policy.headroom_tokens),
@@ -137,6 +147,15 @@ impl Limits {
     /// Tokens left before Claude Code compacts (0 when past it).
     pub fn headroom(&self, tokens: u64) -> u64 {
         self.compact_at.saturating_sub(tokens)
+    }
+
+    /// Will usage reach the compaction point within `replies` more replies, if each grows by
+    /// `growth`? Then the nudge is due now: a fixed headroom is too small when one tool result
+    /// can add 30k tokens.
+    pub fn due_by_growth(&self, tokens: u64, growth: u64, replies: u64) -> bool {
+        replies > 0
+            && growth > 0
+            && tokens.saturating_add(growth.saturating_mul(replies)) >= self.compact_at
     }
 
     /// Has usage fallen so far below the trigger that a compaction (or /clear) must have

@@ -7,6 +7,7 @@ pub mod precompact;
 pub mod pretooluse;
 pub mod sessionstart;
 pub mod statusline;
+pub mod userpromptsubmit;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};

@@ -190,6 +190,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         let cp_path = checkpoints.save(&cp)?;
         let event = Event::Compacted {
             checkpoint: cp_path.display().to_string(),
+            tokens: cp.meta.tokens_before,
+            auto: input.trigger == "auto",
         };
         // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
         for dir in [store.dir(), checkpoints.dir()] {

@@ -1,12 +1,17 @@
-//! `ctxguard pretooluse`: runs before every tool call. When the marker is armed and this cycle's
-//! nudge has not been given, it adds context telling the agent to save durable memories now.
-//! Exactly once per level per cycle, however many tool calls run in parallel, because the
-//! armed → nudged transition happens under the session lock. It never approves, denies or alters
-//! the call: the only thing it ever prints is `additionalContext`.
+//! `ctxguard pretooluse`: runs before every tool call. It reads the usage of the very reply that
+//! made the call (only what the client appended to the transcript since the last call), applies
+//! it to the marker, and when a nudge is due and not given yet in this cycle, adds context
+//! telling the agent to save durable memories now. At most once per level (normal, critical) per
+//! cycle, however many tool calls run in parallel and whichever route delivers it (this hook or
+//! UserPromptSubmit, which runs the same code): the armed → nudged transition happens under the
+//! session lock. It never approves, denies or alters the call: the only thing it ever prints is
+//! `additionalContext`. A subagent's tool call is left alone entirely: the nudge belongs to the
+//! main thread.
 //!
-//! Fast path: when the status line reported usage in the last minute and the marker has nothing
-//! pending, the hook answers from one small file read, without the config, the lock or the
-//! transcript.
+//! Fast path: when the transcript has not grown and the marker has nothing pending, the hook
+//! answers from two small file reads; when it grew, from a read of the new lines. The limits are
+//! recomputed from the config and the client's settings at most every minute (or when the model
+//! changes); the lock is taken only when something is worth recording.
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,45 +20,51 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
+use crate::facts::{self, Context};
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::marker::{
-    self, Event, Marker, Nudge, Observation, Source, State, Store, STATUSLINE_FRESH,
-};
-use crate::transcript::{self, TailUsage};
-use crate::usage::{self, Limits};
+use crate::input::HookInput;
+use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
+use crate::reading::{self, Reading};
+use crate::usage;
 
-/// Does the marker, as it is on disk, already answer without more work?
-pub fn fast_path(marker: &Marker, now: DateTime<Utc>) -> bool {
-    marker.statusline_fresh(now, STATUSLINE_FRESH) && marker.pending_nudge().is_none()
+/// The observation a transcript reading gives.
+pub fn observe(
+    reading: &Reading,
+    marker: &Marker,
+    ctx: &Context,
+    now: DateTime<Utc>,
+) -> Observation {
+    let limits = facts::limits_for(
+        ctx,
+        marker,
+        reading.model.as_deref(),
+        None,
+        reading.tokens,
+        now,
+    );
+    let mut obs = limits.observation(reading.tokens, Source::Transcript);
+    obs.model = reading.model.clone();
+    obs.reply_at = reading.reply_at;
+    obs.boundary_at = reading.boundary_at;
+    obs.growth_due = reading.tokens.is_some_and(|t| {
+        obs.limits
+            .due_by_growth(t, reading.max_growth(), ctx.config.growth_replies)
+    });
+    obs
 }
 
-/// The usage reading a transcript scan gives, on the window this session is known to have.
-pub fn observe_transcript(scan: &TailUsage, marker: &Marker, config: &Config) -> Observation {
-    let window = usage::window(config.window_tokens, marker.reported_window, scan.tokens);
-    Observation {
-        tokens: scan.tokens,
-        limits: Limits::compute(window, &config.policy()),
-        source: Source::Transcript,
-        boundary_at: scan.boundary_at,
-        reported_window: None,
-    }
-}
-
-/// The marker after this tool call, and the nudge to give (if any). `scan` is the transcript
-/// reading, used only when the status line is not reporting.
+/// The marker after this call, and the nudge to give (if any). `observation` is the reading of
+/// the transcript, when there is one.
 pub fn decide(
     marker: &Marker,
-    scan: Option<&TailUsage>,
+    observation: Option<&Observation>,
     config: &Config,
     now: DateTime<Utc>,
 ) -> (Marker, Option<Nudge>) {
     let stale = Duration::from_secs(config.stale_after_secs);
     let mut m = marker.clone();
-    if !m.statusline_fresh(now, STATUSLINE_FRESH) {
-        if let Some(scan) = scan {
-            let observation = observe_transcript(scan, &m, config);
-            m = marker::transition(&m, &Event::Observe(observation), now, stale);
-        }
+    if let Some(obs) = observation {
+        m = marker::transition(&m, &Event::Observe(obs.clone()), now, stale);
     }
     if m.effective_state(now, stale) == State::Idle {
         return (m, None);
@@ -79,59 +90,87 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
     render_text(template, tokens, window, headroom)
 }
 
+/// The transcript reading for this call: continues from the session's cached reading, and
+/// caches the new one. `None` (with a note) when the transcript cannot be read.
+fn read_transcript(store: &Store, input: &HookInput, diag: &mut Diag) -> Option<Reading> {
+    if input.transcript_path.is_empty() {
+        diag.note("no transcript_path in the input; usage unknown");
+        return None;
+    }
+    let cached = store.load_reading();
+    match reading::read(Path::new(&input.transcript_path), cached.clone()) {
+        Ok(r) => {
+            if r.gave_up {
+                diag.note(format!(
+                    "no usage in the tail of {}; usage unknown",
+                    input.transcript_path
+                ));
+            }
+            if cached.as_ref() != Some(&r) {
+                if let Err(e) = store.save_reading(&r) {
+                    diag.note(format!("{e:#}"));
+                }
+            }
+            Some(r)
+        }
+        Err(e) => {
+            diag.note(format!("{e:#}; usage unknown"));
+            None
+        }
+    }
+}
+
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, "PreToolUse")?;
+    handle_event(bytes, env, diag, "PreToolUse")
+}
+
+/// The nudge hook for `event` (`PreToolUse` or `UserPromptSubmit`).
+pub fn handle_event(
+    bytes: &[u8],
+    env: &Env,
+    diag: &mut Diag,
+    event: &'static str,
+) -> Result<Outcome> {
+    let input = super::parse_event(bytes, event)?;
+    if !input.agent_id.is_empty() {
+        // A subagent's call: its context is not the main thread's, and its transcript is not
+        // the main thread's usage.
+        return Ok(Outcome::Quiet);
+    }
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
-
-    let peeked = store.peek();
-    if let Ok(Some(m)) = &peeked {
-        if fast_path(m, now) {
-            return Ok(Outcome::Quiet);
-        }
-    }
-    let config = super::config(&paths, env, diag);
-
-    // The transcript is read before the lock is taken, so parallel hooks do not queue behind
-    // each other's I/O; the reading is applied to whatever the marker is once locked.
-    let statusline_fresh =
-        matches!(&peeked, Ok(Some(m)) if m.statusline_fresh(now, STATUSLINE_FRESH));
-    let scan = if statusline_fresh {
-        None
-    } else if input.transcript_path.is_empty() {
-        diag.note(
-            "no transcript_path in the input and no recent status-line report; usage unknown",
-        );
-        None
-    } else {
-        match transcript::tail_usage(Path::new(&input.transcript_path)) {
-            Ok(scan) => {
-                if scan.gave_up {
-                    diag.note(format!(
-                        "no usage in the last {} MiB of {}; usage unknown",
-                        transcript::MAX_SCAN >> 20,
-                        input.transcript_path
-                    ));
-                }
-                Some(scan)
-            }
-            Err(e) => {
-                diag.note(format!("{e:#}; usage unknown"));
-                None
-            }
+    let marker = match store.peek() {
+        Ok(Some(m)) => m,
+        Ok(None) => Marker::new(&input.session_id),
+        Err(e) => {
+            diag.note(format!("{e:#}"));
+            Marker::new(&input.session_id)
         }
     };
-
-    // If the nudge cannot be recorded, it is not given: an unrecorded nudge would repeat on
-    // every tool call.
+    let reading = read_transcript(&store, &input, diag);
+    let config = super::config(&paths, env, diag);
+    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
+    let ctx = Context {
+        config: &config,
+        env,
+        paths: &paths,
+        project,
+    };
+    let observation = reading.map(|r| observe(&r, &marker, &ctx, now));
+    let (next, nudge) = decide(&marker, observation.as_ref(), &config, now);
+    if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
+        return Ok(Outcome::Quiet);
+    }
+    // Decided again under the lock, on the marker as it is now. If the nudge cannot be
+    // recorded, it is not given: an unrecorded nudge would repeat on every call.
     let (next, nudge) = store.update(&input.session_id, diag, |current, _| {
-        let (next, nudge) = decide(current, scan.as_ref(), &config, now);
+        let (next, nudge) = decide(current, observation.as_ref(), &config, now);
         Ok((next.clone(), (next, nudge)))
     })?;
     Ok(nudge
-        .map(|level| additional_context("PreToolUse", nudge_text(level, &next, &config)))
+        .map(|level| additional_context(event, nudge_text(level, &next, &config)))
         .into())
 }
 
@@ -144,81 +183,75 @@ mod tests {
         Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
     }
 
-    fn scan(tokens: Option<u64>) -> TailUsage {
-        TailUsage {
-            tokens,
-            ..TailUsage::default()
-        }
+    use crate::usage::Limits;
+
+    fn obs(tokens: u64, window: u64) -> Observation {
+        Observation::new(
+            Some(tokens),
+            Limits::compute(window, &Config::default().policy()),
+            Source::Transcript,
+        )
     }
 
     #[test]
-    fn transcript_reading_arms_and_nudges_once() {
+    fn a_reading_arms_and_nudges_once_per_level() {
         let config = Config::default();
-        let (m, nudge) = decide(&Marker::new("s"), Some(&scan(Some(130_000))), &config, t(0));
+        let (m, nudge) = decide(
+            &Marker::new("s"),
+            Some(&obs(130_000, 200_000)),
+            &config,
+            t(0),
+        );
         assert_eq!(nudge, Some(Nudge::Normal));
         assert_eq!(
             (m.state, m.source),
             (State::Nudged, Some(Source::Transcript))
         );
-        let (m, nudge) = decide(&m, Some(&scan(Some(131_000))), &config, t(1));
+        let (m, nudge) = decide(&m, Some(&obs(131_000, 200_000)), &config, t(1));
         assert_eq!(nudge, None);
         assert_eq!(m.tokens, Some(131_000));
-        let (m, nudge) = decide(&m, Some(&scan(Some(153_000))), &config, t(2));
+        let (m, nudge) = decide(&m, Some(&obs(153_000, 200_000)), &config, t(2));
         assert_eq!(nudge, Some(Nudge::Critical));
         assert_eq!(m.state, State::CriticalNudged);
     }
 
     #[test]
-    fn below_the_trigger_nothing() {
+    fn below_the_trigger_nothing_unless_growth_says_so() {
+        let config = Config::default();
         let (m, nudge) = decide(
             &Marker::new("s"),
-            Some(&scan(Some(10_000))),
-            &Config::default(),
+            Some(&obs(100_000, 200_000)),
+            &config,
             t(0),
         );
         assert_eq!((m.state, nudge), (State::Idle, None));
-    }
-
-    #[test]
-    fn transcript_window_uses_the_reported_size() {
-        let marker = Marker {
-            reported_window: Some(1_000_000),
-            ..Marker::new("s")
-        };
-        // 300k is far below the 1M trigger.
-        let (m, nudge) = decide(
-            &marker,
-            Some(&scan(Some(300_000))),
-            &Config::default(),
-            t(0),
-        );
-        assert_eq!((m.window, nudge), (Some(1_000_000), None));
-        // Without a report, 180k on the default 200k window arms.
-        let (m, nudge) = decide(
-            &Marker::new("s"),
-            Some(&scan(Some(180_000))),
-            &Config::default(),
-            t(0),
-        );
-        assert_eq!((m.window, nudge), (Some(200_000), Some(Nudge::Critical)));
-    }
-
-    #[test]
-    fn a_fresh_status_line_is_trusted_over_the_transcript() {
-        let marker = Marker {
-            state: State::Armed,
-            tokens: Some(130_000),
-            critical_at: Some(152_000),
-            statusline_at: Some(t(0)),
-            updated_at: Some(t(0)),
-            ..Marker::new("s")
-        };
-        // The scan would say "dropped" but is ignored while the status line reports.
-        let (m, nudge) = decide(&marker, Some(&scan(Some(1_000))), &Config::default(), t(30));
+        // 100k with replies growing 35k each: 2 more replies reach 167k.
+        let mut fast = obs(100_000, 200_000);
+        fast.growth_due = fast.limits.due_by_growth(100_000, 35_000, 2);
+        assert!(fast.growth_due);
+        let (m, nudge) = decide(&Marker::new("s"), Some(&fast), &config, t(0));
         assert_eq!((m.state, nudge), (State::Nudged, Some(Nudge::Normal)));
-        assert!(!fast_path(&marker, t(30)));
-        assert!(fast_path(&m, t(30)));
-        assert!(!fast_path(&m, t(61)));
+    }
+
+    #[test]
+    fn a_reading_from_before_the_last_compaction_is_never_applied() {
+        let config = Config::default();
+        let compacted = Marker {
+            compacted_at: Some(t(100)),
+            tokens_at_compaction: Some(176_000),
+            updated_at: Some(t(100)),
+            ..Marker::new("s")
+        };
+        // The client has not flushed the compaction yet: the newest reply is the old one.
+        let mut old = obs(176_000, 200_000);
+        old.reply_at = Some(t(90));
+        let (m, nudge) = decide(&compacted, Some(&old), &config, t(101));
+        assert_eq!((m.state, m.tokens, nudge), (State::Idle, None, None));
+        // The first reply after it counts.
+        let mut new = obs(20_000, 200_000);
+        new.reply_at = Some(t(110));
+        let (m, nudge) = decide(&compacted, Some(&new), &config, t(111));
+        assert_eq!((m.tokens, nudge), (Some(20_000), None));
     }
 
     #[test]
@@ -260,8 +293,5 @@ mod tests {
             nudge_text(Nudge::Normal, &marker, &config),
             "64|128k|200k|39k"
         );
-        let default = nudge_text(Nudge::Normal, &marker, &Config::default());
-        assert!(default.contains("64% full"), "{default}");
-        assert!(default.contains("MEMORY.md"));
     }
 }

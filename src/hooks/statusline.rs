@@ -2,16 +2,19 @@
 //! cheapest, freshest source of usage, so this is where the marker is normally armed. It prints one
 //! gauge line (or nothing with `--quiet`), and never fails: bad input renders a neutral segment.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
+use crate::facts::{self, Context};
 use crate::hooks::{Diag, Outcome};
 use crate::input::{self, StatusLineInput};
 use crate::marker::{self, Event, Marker, Observation, Source, Store};
-use crate::usage::{self, human, percent, Level, Limits};
+use crate::reading::{self, Reading};
+use crate::usage::{human, percent, Level, Limits};
 
 /// The segment shown when the input cannot be read.
 pub const NEUTRAL: &str = "ctx ?";
@@ -21,38 +24,59 @@ pub const NEUTRAL: &str = "ctx ?";
 pub struct Gauge {
     pub tokens: Option<u64>,
     pub limits: Limits,
+    /// `tokens` is the last known reading of this cycle, not this frame's (which had none).
+    pub last_known: bool,
 }
 
-/// The reading carried by one status-line payload.
-pub fn observe(input: &StatusLineInput, config: &Config) -> Observation {
+/// The reading carried by one status-line payload. A frame without usage (before the first
+/// reply, a transient null at each prompt, or an old client that never sends it) is read from
+/// the transcript instead, when the payload names one. A zero reading counts as none.
+pub fn observe(
+    input: &StatusLineInput,
+    marker: &Marker,
+    ctx: &Context,
+    transcript: Option<&Reading>,
+    now: DateTime<Utc>,
+) -> Observation {
     let reported = input.context_window.context_window_size.filter(|w| *w > 0);
-    let tokens = input
+    let from_payload = input
         .context_window
         .current_usage
-        .map(|u| u.counts().context_tokens());
-    let window = usage::window(config.window_tokens, reported, tokens);
-    Observation {
-        tokens,
-        limits: Limits::compute(window, &config.policy()),
-        source: Source::Statusline,
-        boundary_at: None,
-        reported_window: reported,
-    }
+        .map(|u| u.counts().context_tokens())
+        .filter(|t| *t > 0);
+    let (tokens, source, reply_at) = match (from_payload, transcript) {
+        (Some(t), _) => (Some(t), Source::Statusline, None),
+        (None, Some(r)) => (r.tokens, Source::Transcript, r.reply_at),
+        (None, None) => (None, Source::Statusline, None),
+    };
+    let model = (!input.model.is_empty())
+        .then_some(input.model.as_str())
+        .or_else(|| transcript.and_then(|r| r.model.as_deref()));
+    let limits = facts::limits_for(ctx, marker, model, reported, tokens, now);
+    let mut obs = limits.observation(tokens, source);
+    obs.reported_window = reported;
+    obs.model = model.map(str::to_string);
+    obs.reply_at = reply_at;
+    obs
 }
 
-/// The marker after this payload, and the gauge to draw.
+/// The marker after this payload, and the gauge to draw: this frame's usage, or the last known
+/// usage of this cycle when the frame had none.
 pub fn decide(
     marker: &Marker,
     observation: Observation,
     config: &Config,
     now: DateTime<Utc>,
 ) -> (Marker, Gauge) {
-    let gauge = Gauge {
-        tokens: observation.tokens,
-        limits: observation.limits,
-    };
     let stale = Duration::from_secs(config.stale_after_secs);
+    let limits = observation.limits;
+    let had_tokens = observation.tokens.is_some();
     let next = marker::transition(marker, &Event::Observe(observation), now, stale);
+    let gauge = Gauge {
+        tokens: next.tokens,
+        limits,
+        last_known: !had_tokens && next.tokens.is_some(),
+    };
     (next, gauge)
 }
 
@@ -67,13 +91,15 @@ pub fn render(gauge: &Gauge, color: bool) -> String {
     let Some(tokens) = gauge.tokens else {
         return format!("ctx ?/{}", human(l.window));
     };
+    // The last known reading is marked, so a frame without usage does not look current.
+    let mark = if gauge.last_known { "~" } else { "" };
     let distance = if tokens >= l.compact_at {
         "compaction due".to_string()
     } else {
         format!("compacts in {}", human(l.headroom(tokens)))
     };
     let text = format!(
-        "ctx {}% · {}/{} · {distance}",
+        "ctx {mark}{}% · {}/{} · {distance}",
         percent(tokens, l.window),
         human(tokens),
         human(l.window)
@@ -158,24 +184,64 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     }
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
-    let observation = observe(&input, &config);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
+    let marker = match store.peek() {
+        Ok(Some(m)) => m,
+        _ => Marker::new(&input.session_id),
+    };
+    let no_usage = input
+        .context_window
+        .current_usage
+        .is_none_or(|u| u.counts().context_tokens() == 0);
+    let transcript = if no_usage && !input.transcript_path.is_empty() {
+        let cached = store.load_reading();
+        match reading::read(Path::new(&input.transcript_path), cached.clone()) {
+            Ok(r) => {
+                if cached.as_ref() != Some(&r) {
+                    let _ = store.save_reading(&r);
+                }
+                Some(r)
+            }
+            Err(e) => {
+                diag.note(format!("{e:#}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
+    let ctx = Context {
+        config: &config,
+        env,
+        paths: &paths,
+        project,
+    };
+    let observation = observe(&input, &marker, &ctx, transcript.as_ref(), now);
+    // What the client reports for a model is remembered for sessions without a status line.
+    if let (Some(model), Some(window)) = (&observation.model, observation.reported_window) {
+        if observation.tokens.is_none_or(|t| t <= window) {
+            if let Err(e) = facts::learn(&paths, model, window) {
+                diag.note(format!("{e:#}"));
+            }
+        }
+    }
     // The gauge is drawn even when the state cannot be recorded.
     let recorded = store.update(&input.session_id, diag, |current, _| {
         Ok(decide(current, observation.clone(), &config, now))
     });
-    let gauge = match recorded {
-        Ok(gauge) => Some(gauge),
+    match recorded {
+        Ok(gauge) => Ok(gauge),
         Err(e) => {
             diag.note(format!("{e:#}"));
-            None
+            Ok(Gauge {
+                tokens: observation.tokens,
+                limits: observation.limits,
+                last_known: false,
+            })
         }
-    };
-    Ok(gauge.unwrap_or(Gauge {
-        tokens: observation.tokens,
-        limits: observation.limits,
-    }))
+    }
 }
 
 #[cfg(test)]
@@ -189,29 +255,40 @@ mod tests {
 
     fn payload(tokens: u64, window: u64) -> StatusLineInput {
         input(&format!(
-            r#"{{"session_id":"s","context_window":{{"context_window_size":{window},"current_usage":{{"input_tokens":{tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":7}}}}}}"#
+            r#"{{"session_id":"s","model":{{"id":"claude-opus-5-5"}},"context_window":{{"context_window_size":{window},"current_usage":{{"input_tokens":{tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":7}}}}}}"#
         ))
+    }
+
+    /// Observes `input` in an empty state dir with `config`.
+    fn observed(
+        input: &StatusLineInput,
+        config: &Config,
+        transcript: Option<&Reading>,
+    ) -> Observation {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::isolated(dir.path().join("state"), dir.path().join("home"));
+        let paths = env.paths().unwrap();
+        let ctx = Context {
+            config,
+            env: &env,
+            paths: &paths,
+            project: None,
+        };
+        observe(input, &Marker::new("s"), &ctx, transcript, Utc::now())
     }
 
     #[test]
     fn arms_past_the_trigger_on_the_reported_window() {
         let config = Config::default();
         let now = Utc::now();
-        let (m, g) = decide(
-            &Marker::new("s"),
-            observe(&payload(930_000, 1_000_000), &config),
-            &config,
-            now,
-        );
+        let obs = observed(&payload(930_000, 1_000_000), &config, None);
+        assert_eq!(obs.model.as_deref(), Some("claude-opus-5-5"));
+        let (m, g) = decide(&Marker::new("s"), obs, &config, now);
         assert_eq!(m.state, State::Armed);
         assert_eq!(m.window, Some(1_000_000));
         assert_eq!(g.limits.compact_at, 967_000);
-        let (m, _) = decide(
-            &Marker::new("s"),
-            observe(&payload(926_999, 1_000_000), &config),
-            &config,
-            now,
-        );
+        let obs = observed(&payload(926_999, 1_000_000), &config, None);
+        let (m, _) = decide(&Marker::new("s"), obs, &config, now);
         assert_eq!(m.state, State::Idle);
     }
 
@@ -221,26 +298,47 @@ mod tests {
             window_tokens: Some(200_000),
             ..Config::default()
         };
-        let obs = observe(&payload(130_000, 1_000_000), &config);
+        let obs = observed(&payload(130_000, 1_000_000), &config, None);
         assert_eq!(obs.limits.window, 200_000);
         assert_eq!(obs.reported_window, Some(1_000_000));
     }
 
     #[test]
-    fn null_usage_is_unknown() {
+    fn a_frame_without_usage_keeps_the_last_known_reading_or_reads_the_transcript() {
         let config = Config::default();
-        let obs = observe(
-            &input(
-                r#"{"session_id":"s","context_window":{"context_window_size":1000000,"current_usage":null}}"#,
-            ),
-            &config,
+        let now = Utc::now();
+        let null = input(
+            r#"{"session_id":"s","context_window":{"context_window_size":1000000,"current_usage":null}}"#,
         );
+        let obs = observed(&null, &config, None);
         assert_eq!(obs.tokens, None);
-        let g = Gauge {
-            tokens: None,
-            limits: obs.limits,
-        };
+        // Nothing known yet: unknown.
+        let (_, g) = decide(&Marker::new("s"), obs.clone(), &config, now);
         assert_eq!(render(&g, false), "ctx ?/1M");
+        // Known before: the last reading, marked, and the cycle goes on.
+        let (m, _) = decide(
+            &Marker::new("s"),
+            observed(&payload(500_000, 1_000_000), &config, None),
+            &config,
+            now,
+        );
+        let (m2, g) = decide(&m, obs, &config, now);
+        assert_eq!((m2.cycle, m2.tokens), (m.cycle, Some(500_000)));
+        assert_eq!(render(&g, false), "ctx ~50% · 500k/1M · compacts in 467k");
+        // A zero frame is no reading either.
+        let zero = observed(&payload(0, 1_000_000), &config, None);
+        let (m3, _) = decide(&m2, zero, &config, now);
+        assert_eq!((m3.cycle, m3.tokens), (m.cycle, Some(500_000)));
+        // An old client without usage: the transcript's reading.
+        let reading = Reading {
+            tokens: Some(42_000),
+            model: Some("claude-sonnet-4-5".into()),
+            ..Reading::default()
+        };
+        let old = input(r#"{"session_id":"s","context_window":{"context_window_size":200000}}"#);
+        let obs = observed(&old, &config, Some(&reading));
+        assert_eq!((obs.tokens, obs.source), (Some(42_000), Source::Transcript));
+        assert_eq!(obs.limits.window, 200_000);
     }
 
     #[test]
@@ -249,6 +347,7 @@ mod tests {
         let g = |tokens| Gauge {
             tokens: Some(tokens),
             limits,
+            last_known: false,
         };
         assert_eq!(
             render(&g(128_000), false),

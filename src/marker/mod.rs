@@ -14,15 +14,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::usage::Limits;
+use crate::window::{CompactSource, WindowSource};
 
 pub use store::{all_sessions, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
 /// second; each write is an fsync).
 pub const REFRESH: Duration = Duration::from_secs(15);
-
-/// How recent a status-line report must be for the marker alone to be trusted.
-pub const STATUSLINE_FRESH: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -118,6 +116,21 @@ pub struct Marker {
     /// When the compaction gate held an auto-compaction; cleared when a compaction passes.
     /// While set, the gate never holds again.
     pub gate_held_at: Option<DateTime<Utc>>,
+    /// The model of the newest reply (the window follows it).
+    pub model: Option<String>,
+    /// Where `window` came from.
+    pub window_source: Option<WindowSource>,
+    /// Where `compact_at` came from.
+    pub compact_source: Option<CompactSource>,
+    /// When the limits were last computed from the config and the client's settings.
+    pub limits_at: Option<DateTime<Utc>>,
+    /// When PreCompact last ran: a reading from a reply older than this is stale.
+    pub compacted_at: Option<DateTime<Utc>>,
+    /// The usage when the session last compacted, until a new figure is seen: a status line
+    /// that still reports exactly it right after a compaction is reporting the old context.
+    pub tokens_at_compaction: Option<u64>,
+    /// Where this session's client last auto-compacted: the tokens then, on which window.
+    pub auto_compacted_at: Option<(u64, u64)>,
 }
 
 /// A usage reading, from the status line or the transcript.
@@ -131,6 +144,33 @@ pub struct Observation {
     pub boundary_at: Option<DateTime<Utc>>,
     /// The window the status line reported.
     pub reported_window: Option<u64>,
+    /// The model of the reply the reading comes from.
+    pub model: Option<String>,
+    /// When that reply was written, if known: older than the last compaction means stale.
+    pub reply_at: Option<DateTime<Utc>>,
+    /// Recent replies grew fast enough to reach the compaction point within the configured
+    /// number of replies: arm now, whatever the trigger says.
+    pub growth_due: bool,
+    pub window_source: Option<WindowSource>,
+    pub compact_source: Option<CompactSource>,
+}
+
+impl Observation {
+    /// A reading with these numbers and nothing else known.
+    pub fn new(tokens: Option<u64>, limits: Limits, source: Source) -> Observation {
+        Observation {
+            tokens,
+            limits,
+            source,
+            boundary_at: None,
+            reported_window: None,
+            model: None,
+            reply_at: None,
+            growth_due: false,
+            window_source: None,
+            compact_source: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -139,8 +179,11 @@ pub enum Event {
     /// A nudge of this level was emitted.
     Nudged(Nudge),
     /// PreCompact wrote this checkpoint: a new cycle starts and a recovery is pending.
+    /// `tokens` were in context; `auto` when the client compacted by itself.
     Compacted {
         checkpoint: String,
+        tokens: Option<u64>,
+        auto: bool,
     },
     /// SessionStart injected the pending recovery.
     Recovered,
@@ -205,6 +248,23 @@ impl Marker {
     }
 }
 
+/// The tokens of an observation that may be applied: a zero reading is a transient frame, a
+/// reading from a reply written before the last compaction is stale (the client may not have
+/// flushed the compaction to the transcript yet), and a status line still reporting exactly the
+/// usage the session compacted at is reporting the old context.
+fn fresh_tokens(m: &Marker, obs: &Observation) -> Option<u64> {
+    let t = obs.tokens.filter(|t| *t > 0)?;
+    if let (Some(reply), Some(compacted)) = (obs.reply_at, m.compacted_at) {
+        if reply < compacted {
+            return None;
+        }
+    }
+    if obs.source == Source::Statusline && m.tokens_at_compaction == Some(t) {
+        return None;
+    }
+    Some(t)
+}
+
 /// The one place the marker changes.
 pub fn transition(
     marker: &Marker,
@@ -219,32 +279,53 @@ pub fn transition(
     match event {
         Event::Observe(obs) => {
             let limits = obs.limits;
+            let tokens = fresh_tokens(&m, obs);
             if m.state != State::Idle {
                 let boundary_after_arming = obs
                     .boundary_at
                     .is_some_and(|b| m.armed_at.is_none_or(|armed| b > armed));
-                let dropped = obs.tokens.is_some_and(|t| limits.dropped_below(t));
+                let dropped = tokens.is_some_and(|t| limits.dropped_below(t));
                 if boundary_after_arming || dropped {
                     m.clear_cycle();
                     m.cycle += 1;
+                    m.tokens = None;
                 }
             }
-            m.tokens = obs.tokens;
+            if tokens.is_some() {
+                m.tokens = tokens;
+                m.tokens_at_compaction = None;
+            } else if obs
+                .boundary_at
+                .is_some_and(|b| m.armed_at.is_none_or(|a| b > a))
+            {
+                m.tokens = None;
+            }
             m.window = Some(limits.window);
             m.compact_at = Some(limits.compact_at);
             m.trigger_at = Some(limits.trigger_at);
             m.critical_at = limits.critical_at;
-            if m.state == State::Idle && obs.tokens.is_some_and(|t| t >= limits.trigger_at) {
+            if obs.window_source.is_some() {
+                m.window_source = obs.window_source;
+                m.compact_source = obs.compact_source.clone();
+                m.limits_at = Some(now);
+            }
+            let due = tokens.is_some_and(|t| t >= limits.trigger_at || obs.growth_due);
+            if m.state == State::Idle && due {
                 m.state = State::Armed;
                 m.armed_at = Some(now);
             }
-            if obs.source == Source::Statusline && obs.tokens.is_some() {
+            if obs.source == Source::Statusline && tokens.is_some() {
                 m.statusline_at = Some(now);
             }
             if obs.reported_window.is_some() {
                 m.reported_window = obs.reported_window;
             }
-            m.source = Some(obs.source);
+            if obs.model.is_some() {
+                m.model = obs.model.clone();
+            }
+            if tokens.is_some() {
+                m.source = Some(obs.source);
+            }
         }
         Event::Nudged(level) => {
             m.state = match level {
@@ -253,10 +334,22 @@ pub fn transition(
             };
             m.nudged_at = Some(now);
         }
-        Event::Compacted { checkpoint } => {
+        Event::Compacted {
+            checkpoint,
+            tokens,
+            auto,
+        } => {
+            let before = tokens.or(m.tokens);
+            if *auto {
+                if let (Some(t), Some(w)) = (before, m.window) {
+                    m.auto_compacted_at = Some((t, w));
+                }
+            }
             m.clear_cycle();
             m.cycle += 1;
             m.tokens = None;
+            m.compacted_at = Some(now);
+            m.tokens_at_compaction = before;
             m.compactions += 1;
             m.last_checkpoint = Some(checkpoint.clone());
             m.recovery_pending = true;
@@ -278,12 +371,17 @@ pub fn transition(
     m
 }
 
-/// Does `new` differ from `old` enough to be written? Timestamps alone are refreshed at most
-/// every `refresh` (the status line redraws many times a second; each write is an fsync).
+/// Does `new` differ from `old` enough to be written? A new usage figure alone, and timestamps
+/// alone, are written at most every `refresh` (the status line redraws many times a second and
+/// PreToolUse runs on every tool call; each write is an fsync). Anything else (the state, the
+/// cycle, the limits, a recovery) is written at once.
 pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
     let strip = |m: &Marker| Marker {
         updated_at: None,
         statusline_at: None,
+        tokens: None,
+        source: None,
+        limits_at: None,
         ..m.clone()
     };
     if strip(old) != strip(new) {
@@ -294,7 +392,10 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         (None, Some(_)) => true,
         _ => false,
     };
-    aged(old.updated_at, new.updated_at) || aged(old.statusline_at, new.statusline_at)
+    let moved = old.tokens != new.tokens || old.source != new.source;
+    aged(old.updated_at, new.updated_at)
+        || aged(old.statusline_at, new.statusline_at)
+        || (moved && old.tokens.is_none())
 }
 
 #[cfg(test)]
@@ -320,6 +421,7 @@ mod tests {
             source: Source::Statusline,
             boundary_at: None,
             reported_window: Some(200_000),
+            ..Observation::new(None, limits(), Source::Statusline)
         })
     }
 
@@ -364,6 +466,8 @@ mod tests {
         // PreCompact: next cycle, usage unknown, a recovery pending.
         let compacted = Event::Compacted {
             checkpoint: "/cp_001.json".into(),
+            tokens: None,
+            auto: false,
         };
         let m = transition(&m, &compacted, t(5), STALE);
         assert_eq!((m.state, m.cycle, m.tokens), (State::Idle, 1, None));
@@ -397,6 +501,7 @@ mod tests {
             source: Source::Transcript,
             boundary_at: None,
             reported_window: None,
+            ..Observation::new(None, limits(), Source::Statusline)
         });
         let m = run(&[(0, obs.clone())]);
         assert_eq!(m.pending_nudge(), Some(Nudge::Normal));
@@ -431,6 +536,7 @@ mod tests {
                 source: Source::Transcript,
                 boundary_at: Some(t(at)),
                 reported_window: None,
+                ..Observation::new(None, limits(), Source::Statusline)
             })
         };
         let armed = run(&[
@@ -482,6 +588,8 @@ mod tests {
                 1,
                 Event::Compacted {
                     checkpoint: "x".into(),
+                    tokens: None,
+                    auto: false,
                 },
             ),
             (2, observe(Some(130_000))),
@@ -497,7 +605,17 @@ mod tests {
         assert!(!worth_saving(&a, &same, Duration::from_secs(15)));
         let later = transition(&a, &observe(Some(1_000)), t(15), STALE);
         assert!(worth_saving(&a, &later, Duration::from_secs(15)));
+        // A new usage figure alone waits for the refresh too (PreToolUse sees one per call)...
         let moved = transition(&a, &observe(Some(1_001)), t(1), STALE);
-        assert!(worth_saving(&a, &moved, Duration::from_secs(15)));
+        assert!(!worth_saving(&a, &moved, Duration::from_secs(15)));
+        // ...but the first figure, and anything that changes the state, is written at once.
+        let first = transition(&Marker::new("s"), &observe(Some(1_000)), t(0), STALE);
+        assert!(worth_saving(
+            &Marker::new("s"),
+            &first,
+            Duration::from_secs(15)
+        ));
+        let armed = transition(&a, &observe(Some(130_000)), t(1), STALE);
+        assert!(worth_saving(&a, &armed, Duration::from_secs(15)));
     }
 }

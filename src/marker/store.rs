@@ -17,6 +17,7 @@ use super::{worth_saving, Marker, REFRESH};
 use crate::diag::Diag;
 use crate::files;
 use crate::paths::Paths;
+use crate::reading::Reading;
 
 /// The files of one session: `marker.json` and its `lock`.
 #[derive(Debug, Clone)]
@@ -51,6 +52,25 @@ impl Store {
 
     fn lock_path(&self) -> PathBuf {
         self.dir.join("lock")
+    }
+
+    fn reading_path(&self) -> PathBuf {
+        self.dir.join("reading.json")
+    }
+
+    /// The cached transcript reading of this session, if any (a bad cache is no cache).
+    pub fn load_reading(&self) -> Option<Reading> {
+        let bytes = files::read_state_file_in(&self.root, &self.reading_path(), "reading")
+            .ok()
+            .flatten()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Caches a transcript reading (atomically, without fsync: losing it costs one tail scan).
+    pub fn save_reading(&self, reading: &Reading) -> Result<()> {
+        files::ensure_state_dir(&self.root, &self.dir)?;
+        let bytes = serde_json::to_vec(reading).context("encoding the transcript reading")?;
+        files::replace_cache(&self.reading_path(), &bytes)
     }
 
     /// Reads the marker without locking (safe: writes are atomic renames). `Ok(None)` when the

@@ -358,14 +358,20 @@ mod tests {
     fn install_keeps_everything_else_in_order_and_is_idempotent() {
         let mut s = their_settings();
         let edit = install(&mut s, BIN, StatusLineMode::Wrap);
-        assert_eq!(edit.changes.len(), 4, "{edit:?}");
+        assert_eq!(edit.changes.len(), hook_events().count() + 1, "{edit:?}");
         assert_eq!(edit.note, Note::Keep);
         let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["model", "hooks", "statusLine", "env"]);
         let hook_keys: Vec<&String> = s["hooks"].as_object().unwrap().keys().collect();
         assert_eq!(
             hook_keys,
-            ["PreToolUse", "Stop", "PreCompact", "SessionStart"]
+            [
+                "PreToolUse",
+                "Stop",
+                "UserPromptSubmit",
+                "PreCompact",
+                "SessionStart"
+            ]
         );
         // Theirs first, ours appended.
         assert_eq!(
@@ -390,7 +396,7 @@ mod tests {
         // A moved binary is updated in place, not added twice, and the status line is not
         // wrapped again.
         let edit = install(&mut s, "/opt/ctxguard", StatusLineMode::Wrap);
-        assert_eq!(edit.changes.len(), 4, "{edit:?}");
+        assert_eq!(edit.changes.len(), hook_events().count() + 1, "{edit:?}");
         assert_eq!(s["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
         assert_eq!(
             s["statusLine"]["command"],
@@ -414,7 +420,11 @@ mod tests {
             }
             assert_eq!(text(&s), once, "{bin}");
             let edit = super::uninstall(&mut s, bin, &none, None).unwrap();
-            assert_eq!(edit.changes.len(), 4, "{bin}: {edit:?}");
+            assert_eq!(
+                edit.changes.len(),
+                hook_events().count() + 1,
+                "{bin}: {edit:?}"
+            );
             assert_eq!(text(&s), text(&their_settings()), "{bin}");
         }
         // A link to the binary counts as the binary.
@@ -511,7 +521,12 @@ mod tests {
                 _ => None,
             };
             let edit = uninstall(&mut s, note.as_ref());
-            let expected = if mode == StatusLineMode::Skip { 3 } else { 4 };
+            let hooks = hook_events().count();
+            let expected = if mode == StatusLineMode::Skip {
+                hooks
+            } else {
+                hooks + 1
+            };
             assert_eq!(edit.changes.len(), expected, "{mode:?}: {edit:?}");
             assert_eq!(edit.note, Note::Remove);
             assert_eq!(text(&s), text(&original), "{mode:?}");

@@ -394,6 +394,7 @@ mod tests {
             lines(&none),
             [
                 "fail: PreToolUse does not run `ctxguard pretooluse`",
+                "fail: UserPromptSubmit does not run `ctxguard userpromptsubmit`",
                 "fail: PreCompact does not run `ctxguard precompact`",
                 "fail: SessionStart does not run `ctxguard sessionstart`",
             ]
@@ -402,6 +403,7 @@ mod tests {
 
         let user = hooks_json(&[
             ("PreToolUse", "/bin/ctxguard pretooluse"),
+            ("UserPromptSubmit", "/bin/ctxguard userpromptsubmit"),
             ("PreCompact", "/bin/ctxguard precompact"),
             ("SessionStart", "/bin/ctxguard sessionstart"),
         ]);
@@ -422,13 +424,13 @@ mod tests {
             "warn: PreToolUse runs `ctxguard pretooluse` 3 times: /home/u/.claude/settings.json; \
              /p/.claude/settings.json; the ctxguard plugin (enabled in /p/.claude/settings.json)"
         );
-        assert!(lines(&twice)[1].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"));
+        assert!(lines(&twice)[2].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"));
 
         // A plugin turned off in a more specific file does not run.
         let off = r#"{"enabledPlugins": {"ctxguard@tools": false}}"#;
         let plugin_off = hooks(&ctx(&[(Scope::Project, project), (Scope::Local, off)]));
         assert_eq!(plugin_off[0].status, Status::Ok);
-        assert_eq!(plugin_off[1].status, Status::Fail);
+        assert_eq!(plugin_off[2].status, Status::Fail);
     }
 
     #[test]

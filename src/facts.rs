@@ -1,0 +1,336 @@
+//! The I/O behind [`crate::window`]'s rules: the windows learned from status lines (kept in
+//! `models.json` under the state root), Claude Code's settings for this project, and the running
+//! client's own command line (`--autocompact N`, read from `/proc/$CLAUDE_PID/cmdline` on
+//! Linux; elsewhere that source is simply absent).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use chrono::{DateTime, Utc};
+
+use crate::client::{self, AutoCompactWindow};
+use crate::config::{Config, Env};
+use crate::files;
+use crate::marker::{Marker, Observation, Source};
+use crate::paths::Paths;
+use crate::usage::Limits;
+use crate::window::{self, CompactFacts, CompactSource, WindowFacts, WindowSource};
+
+/// No more models than this are remembered (a guard against a flood of made-up ids).
+const MAX_LEARNED: usize = 64;
+
+fn learned_path(paths: &Paths) -> PathBuf {
+    paths.root().join("models.json")
+}
+
+/// Windows status lines reported, by model id.
+pub fn learned(paths: &Paths) -> BTreeMap<String, u64> {
+    files::read_state_file_in(paths.root(), &learned_path(paths), "learned windows")
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Remembers that `model` has `window` (written only when that is news).
+pub fn learn(paths: &Paths, model: &str, window: u64) -> Result<()> {
+    let model = model.trim();
+    if model.is_empty() || model.len() > 200 || window == 0 {
+        return Ok(());
+    }
+    let mut known = learned(paths);
+    if known.get(model) == Some(&window) {
+        return Ok(());
+    }
+    if known.len() >= MAX_LEARNED && !known.contains_key(model) {
+        return Ok(());
+    }
+    known.insert(model.to_string(), window);
+    files::ensure_state_dir(paths.root(), paths.root())?;
+    let bytes = serde_json::to_vec_pretty(&known).context("encoding learned windows")?;
+    files::write_atomic(&learned_path(paths), &bytes, false)
+}
+
+/// `--autocompact N` (or `--autocompact=N`) in an argument list.
+pub fn autocompact_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
+    let mut it = args.iter().map(AsRef::as_ref);
+    while let Some(arg) = it.next() {
+        if arg == "--autocompact" {
+            return it.next().and_then(client::window_tokens);
+        }
+        if let Some(v) = arg.strip_prefix("--autocompact=") {
+            return client::window_tokens(v);
+        }
+    }
+    None
+}
+
+/// The running client's `--autocompact` argument, where the OS lets a hook read its parent's
+/// command line.
+pub fn client_flag(env: &Env) -> Option<u64> {
+    let pid = env.client_pid?;
+    read_cmdline(pid).and_then(|args| autocompact_arg(&args))
+}
+
+#[cfg(target_os = "linux")]
+fn read_cmdline(pid: u32) -> Option<Vec<String>> {
+    use std::io::Read;
+    let path = PathBuf::from(format!("/proc/{pid}/cmdline"));
+    let (file, _) = files::open_regular(&path, "command line").ok()?;
+    let mut bytes = Vec::new();
+    file.take(64 * 1024).read_to_end(&mut bytes).ok()?;
+    Some(
+        bytes
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_cmdline(_pid: u32) -> Option<Vec<String>> {
+    None
+}
+
+/// Claude Code's settings for a project (user, project, local, managed).
+pub fn client_settings(env: &Env, project: Option<&Path>) -> client::Settings {
+    let project = env.project_dir.as_deref().or(project);
+    client::Settings::read(
+        client::locations(
+            env.home.as_deref(),
+            project,
+            Path::new(client::MANAGED_SETTINGS),
+        ),
+        env.client.clone(),
+    )
+}
+
+/// What the hooks know about a session's window and compaction point.
+pub struct Resolved {
+    pub limits: Limits,
+    pub window_source: WindowSource,
+    pub compact_source: CompactSource,
+}
+
+/// Limits for an observation: resolved afresh (with their sources), or kept from the marker.
+pub struct LimitsFor {
+    pub limits: Limits,
+    /// Set when resolved afresh.
+    pub sources: Option<(WindowSource, CompactSource)>,
+}
+
+impl LimitsFor {
+    /// An observation of `tokens` from `source` on these limits.
+    pub fn observation(self, tokens: Option<u64>, source: Source) -> Observation {
+        let mut obs = Observation::new(tokens, self.limits, source);
+        if let Some((w, c)) = self.sources {
+            obs.window_source = Some(w);
+            obs.compact_source = Some(c);
+        }
+        obs
+    }
+}
+
+/// What resolving the limits needs.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    pub env: &'a Env,
+    pub paths: &'a Paths,
+    /// The session's directory (settings of the project), if known.
+    pub project: Option<&'a Path>,
+}
+
+/// Limits older than this are resolved again from the config and the client's settings.
+pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
+
+/// The limits kept in the marker, if they may still be used: resolved less than
+/// [`LIMITS_FRESH`] ago, for the same model and reported window, and with usage inside them.
+fn cached_limits(
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> Option<Limits> {
+    let fresh = marker.limits_at.is_some_and(|at| {
+        now.signed_duration_since(at)
+            .to_std()
+            .is_ok_and(|age| age <= LIMITS_FRESH)
+    });
+    let same_model = model.is_none() || model == marker.model.as_deref();
+    let same_report = reported.is_none() || reported == marker.reported_window;
+    if !fresh || !same_model || !same_report {
+        return None;
+    }
+    let limits = Limits {
+        window: marker.window?,
+        compact_at: marker.compact_at?,
+        trigger_at: marker.trigger_at?,
+        critical_at: marker.critical_at,
+    };
+    // Usage over the window proves it wrong.
+    tokens.is_none_or(|t| t <= limits.window).then_some(limits)
+}
+
+/// The limits for a reading of `tokens` from a reply of `model` (and the window the status line
+/// reported, if it did): the marker's while fresh, else resolved from every source.
+pub fn limits_for(
+    ctx: &Context,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> LimitsFor {
+    if let Some(limits) = cached_limits(marker, model, reported, tokens, now) {
+        return LimitsFor {
+            limits,
+            sources: None,
+        };
+    }
+    let r = resolve(
+        ctx.config,
+        ctx.env,
+        ctx.paths,
+        ctx.project,
+        marker,
+        model,
+        reported,
+        tokens,
+    );
+    LimitsFor {
+        limits: r.limits,
+        sources: Some((r.window_source, r.compact_source)),
+    }
+}
+
+/// The limits of a session on `model` with `tokens` in context, from every source: the config,
+/// what the status line reported (`reported`, else what the marker remembers), learned windows,
+/// the model, the client's command line, environment and settings, and where the session was
+/// seen auto-compacting.
+pub fn resolve(
+    config: &Config,
+    env: &Env,
+    paths: &Paths,
+    project: Option<&Path>,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+) -> Resolved {
+    let model = model.or(marker.model.as_deref());
+    let learned = model.and_then(|m| learned(paths).get(m).copied());
+    let window = window::resolve(&WindowFacts {
+        config_models: Some(&config.model_windows),
+        config: config.window_tokens,
+        model,
+        reported: reported.or(marker.reported_window),
+        learned,
+        tokens,
+    });
+    let settings = client_settings(env, project);
+    let setting: Option<(AutoCompactWindow, String)> = settings
+        .auto_compact_window()
+        .filter(|r| matches!(r.origin, client::Origin::Setting { .. }))
+        .and_then(|r| Some((r.value?, r.origin.to_string())));
+    let (limits, compact_source) = window::limits(
+        window.tokens,
+        &config.policy(),
+        &CompactFacts {
+            flag: client_flag(env),
+            env: config.autocompact_window,
+            setting: setting.as_ref().map(|(w, f)| (w, f.clone())),
+            model,
+            observed: marker.auto_compacted_at,
+        },
+    );
+    Resolved {
+        limits,
+        window_source: window.source,
+        compact_source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_autocompact_argument_in_both_spellings() {
+        assert_eq!(
+            autocompact_arg(&["claude", "-p", "--autocompact", "300000", "hi"]),
+            Some(300_000)
+        );
+        assert_eq!(
+            autocompact_arg(&["claude", "--autocompact=250000"]),
+            Some(250_000)
+        );
+        assert_eq!(autocompact_arg(&["claude", "--autocompact"]), None);
+        assert_eq!(autocompact_arg(&["claude", "--autocompact", "lots"]), None);
+        assert_eq!(autocompact_arg(&["claude", "-p", "300000"]), None);
+    }
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        use chrono::TimeZone;
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    #[test]
+    fn cached_limits_are_used_while_fresh_and_for_the_same_model() {
+        let marker = Marker {
+            model: Some("claude-opus-5-5".into()),
+            window: Some(1_000_000),
+            compact_at: Some(967_000),
+            trigger_at: Some(927_000),
+            critical_at: Some(952_000),
+            limits_at: Some(t(0)),
+            reported_window: Some(1_000_000),
+            ..Marker::new("s")
+        };
+        assert_eq!(
+            cached_limits(&marker, Some("claude-opus-5-5"), None, None, t(60))
+                .map(|l| l.trigger_at),
+            Some(927_000)
+        );
+        assert_eq!(
+            cached_limits(&marker, None, Some(1_000_000), Some(1_000_000), t(60)).map(|l| l.window),
+            Some(1_000_000)
+        );
+        assert_eq!(
+            cached_limits(&marker, Some("claude-opus-5-5"), None, None, t(61)),
+            None
+        );
+        assert_eq!(
+            cached_limits(&marker, Some("claude-sonnet-4-5"), None, None, t(1)),
+            None
+        );
+        // A different report, or usage over the window: resolve again.
+        assert_eq!(
+            cached_limits(&marker, None, Some(200_000), None, t(1)),
+            None
+        );
+        assert_eq!(
+            cached_limits(&marker, None, None, Some(1_000_001), t(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn learned_windows_round_trip_and_stay_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().join("state"));
+        assert!(learned(&paths).is_empty());
+        learn(&paths, "claude-opus-5-5", 1_000_000).unwrap();
+        learn(&paths, "", 5).unwrap();
+        assert_eq!(
+            learned(&paths),
+            BTreeMap::from([("claude-opus-5-5".to_string(), 1_000_000)])
+        );
+        for i in 0..100 {
+            learn(&paths, &format!("m{i}"), 200_000).unwrap();
+        }
+        assert_eq!(learned(&paths).len(), MAX_LEARNED);
+    }
+}

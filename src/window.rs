@@ -1,0 +1,351 @@
+//! Which context window a session has, and where its client compacts, from every place the
+//! client takes them. Pure rules over facts the callers gather; every choice says where it came
+//! from, so `status`, `usage` and `doctor` can show it.
+//!
+//! The window, first match wins:
+//! 1. `model_windows` in the config, for this model;
+//! 2. `window_tokens` in the config;
+//! 3. what the status line reported for this session (unless usage already exceeds it: some
+//!    client versions report 200k for 1M sessions);
+//! 4. what status lines reported for this model before (learned, kept in the state dir);
+//! 5. the model id: a table of known ids, and the `[1m]` suffix;
+//! 6. usage over 200k proves the window is at least 1M;
+//! 7. 200k.
+//!
+//! The compaction window (what the client computes its compaction point against), first match:
+//! the running client's `--autocompact N`, `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, then the
+//! `autoCompactWindow` setting (per-model entry before the global one; managed, local, project,
+//! user settings in that order). Never above the window. Then, when this session's client was
+//! seen auto-compacting on the same window, that point bounds the computed one.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{AutoCompactWindow, Window as SettingWindow};
+use crate::usage::{Limits, Policy, DEFAULT_WINDOW, LARGE_WINDOW};
+
+/// Where the window came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    ConfigModel,
+    Config,
+    Reported,
+    Learned,
+    Model,
+    Usage,
+    Default,
+}
+
+impl WindowSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            WindowSource::ConfigModel => "model_windows in the config",
+            WindowSource::Config => "window_tokens in the config",
+            WindowSource::Reported => "reported by the status line",
+            WindowSource::Learned => "learned from an earlier status line for this model",
+            WindowSource::Model => "known for this model",
+            WindowSource::Usage => "usage above 200k",
+            WindowSource::Default => "default (nothing better known)",
+        }
+    }
+}
+
+/// Where the compaction window came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactSource {
+    /// The model's window, with the client's default buffer.
+    Window,
+    /// `--autocompact N` on the running client's command line.
+    Flag,
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
+    Env,
+    /// `autoCompactWindow` in a settings file (named).
+    Setting(String),
+    /// This session's client was seen auto-compacting there.
+    Observed,
+}
+
+impl CompactSource {
+    pub fn describe(&self) -> String {
+        match self {
+            CompactSource::Window => "the window".into(),
+            CompactSource::Flag => "the client's --autocompact argument".into(),
+            CompactSource::Env => "CLAUDE_CODE_AUTO_COMPACT_WINDOW".into(),
+            CompactSource::Setting(file) => format!("autoCompactWindow in {file}"),
+            CompactSource::Observed => "where this session last auto-compacted".into(),
+        }
+    }
+}
+
+/// What is known about a session's window.
+#[derive(Debug, Clone, Default)]
+pub struct WindowFacts<'a> {
+    pub config_models: Option<&'a BTreeMap<String, u64>>,
+    pub config: Option<u64>,
+    pub model: Option<&'a str>,
+    pub reported: Option<u64>,
+    pub learned: Option<u64>,
+    /// The tokens in context now, if known.
+    pub tokens: Option<u64>,
+}
+
+/// A window and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub tokens: u64,
+    pub source: WindowSource,
+}
+
+/// The window a model id is known to have: the `[1m]` suffix, a table of families.
+pub fn known(model: &str) -> Option<u64> {
+    let id = model.trim().to_ascii_lowercase();
+    if id.ends_with("[1m]") {
+        return Some(LARGE_WINDOW);
+    }
+    let rest = id.strip_prefix("claude-")?;
+    // `claude-3-5-sonnet-...`, `claude-3-opus-...`: the 3.x generation had 200k.
+    if rest.starts_with("3-") || rest.starts_with("2") || rest.starts_with("instant") {
+        return Some(DEFAULT_WINDOW);
+    }
+    // `claude-<family>-<major>[-<minor>][-<date>]`.
+    let mut parts = rest.split('-');
+    let family = parts.next()?;
+    if !matches!(family, "opus" | "sonnet" | "haiku") {
+        return None;
+    }
+    let major: u32 = parts.next()?.parse().ok()?;
+    Some(if major >= 5 {
+        LARGE_WINDOW
+    } else {
+        DEFAULT_WINDOW
+    })
+}
+
+/// The session's window: see the module documentation for the order.
+pub fn resolve(f: &WindowFacts) -> Window {
+    let fits = |w: u64| f.tokens.is_none_or(|t| t <= w);
+    let pick = |tokens, source| Window { tokens, source };
+    if let (Some(models), Some(model)) = (f.config_models, f.model) {
+        if let Some(w) = models.get(model).filter(|w| **w > 0) {
+            return pick(*w, WindowSource::ConfigModel);
+        }
+    }
+    if let Some(w) = f.config.filter(|w| *w > 0) {
+        return pick(w, WindowSource::Config);
+    }
+    if let Some(w) = f.reported.filter(|w| *w > 0 && fits(*w)) {
+        return pick(w, WindowSource::Reported);
+    }
+    if let Some(w) = f.learned.filter(|w| *w > 0 && fits(*w)) {
+        return pick(w, WindowSource::Learned);
+    }
+    if let Some(w) = f.model.and_then(known).filter(|w| fits(*w)) {
+        return pick(w, WindowSource::Model);
+    }
+    match f.tokens {
+        Some(t) if t > DEFAULT_WINDOW => pick(LARGE_WINDOW.max(t), WindowSource::Usage),
+        _ => pick(DEFAULT_WINDOW, WindowSource::Default),
+    }
+}
+
+/// What is known about where the client compacts.
+#[derive(Debug, Clone, Default)]
+pub struct CompactFacts<'a> {
+    /// `--autocompact N` of the running client.
+    pub flag: Option<u64>,
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
+    pub env: Option<u64>,
+    /// `autoCompactWindow`, with the file it came from.
+    pub setting: Option<(&'a AutoCompactWindow, String)>,
+    pub model: Option<&'a str>,
+    /// This session's last auto-compaction: the tokens then, and the window at the time.
+    pub observed: Option<(u64, u64)>,
+}
+
+/// The token count the setting gives for `model` (`"auto"` means the window).
+fn setting_tokens(setting: &AutoCompactWindow, model: Option<&str>) -> Option<u64> {
+    let tokens = |w: &SettingWindow| match w {
+        SettingWindow::Tokens(n) => Some(*n),
+        SettingWindow::Auto => None,
+    };
+    match setting {
+        AutoCompactWindow::Every(w) => tokens(w),
+        AutoCompactWindow::PerModel(entries) => {
+            let model = model?;
+            entries
+                .iter()
+                .find(|(id, _)| id == model)
+                .and_then(|(_, w)| tokens(w))
+        }
+    }
+}
+
+/// Limits for `window`, with the compaction window from `facts`, and where it came from.
+pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, CompactSource) {
+    let chosen = facts
+        .flag
+        .map(|w| (w, CompactSource::Flag))
+        .or_else(|| facts.env.map(|w| (w, CompactSource::Env)))
+        .or_else(|| {
+            let (setting, file) = facts.setting.as_ref()?;
+            setting_tokens(setting, facts.model).map(|w| (w, CompactSource::Setting(file.clone())))
+        })
+        .filter(|(w, _)| *w > 0 && *w < window);
+    let mut policy = policy.clone();
+    policy.autocompact_window = chosen.as_ref().map(|(w, _)| *w);
+    let mut source = chosen.map_or(CompactSource::Window, |(_, s)| s);
+    let mut limits = Limits::compute(window, &policy);
+    if let Some((at, seen_window)) = facts.observed {
+        if seen_window == window && at > 0 && at < limits.compact_at {
+            limits = limits.compacting_at(at, &policy);
+            source = CompactSource::Observed;
+        }
+    }
+    (limits, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_model_ids() {
+        for (id, w) in [
+            ("claude-opus-5-5", Some(LARGE_WINDOW)),
+            ("claude-sonnet-5", Some(LARGE_WINDOW)),
+            ("claude-opus-6-0-20270101", Some(LARGE_WINDOW)),
+            ("claude-sonnet-4-5-20250929", Some(DEFAULT_WINDOW)),
+            ("claude-sonnet-4-5[1m]", Some(LARGE_WINDOW)),
+            ("claude-opus-4-1", Some(DEFAULT_WINDOW)),
+            ("claude-haiku-4-5", Some(DEFAULT_WINDOW)),
+            ("claude-3-5-sonnet-20241022", Some(DEFAULT_WINDOW)),
+            ("claude-3-opus-20240229", Some(DEFAULT_WINDOW)),
+            ("gpt-5", None),
+            ("claude-newfamily-9", None),
+            ("<synthetic>", None),
+            ("", None),
+        ] {
+            assert_eq!(known(id), w, "{id}");
+        }
+    }
+
+    #[test]
+    fn the_window_follows_the_rules_in_order() {
+        let models = BTreeMap::from([("claude-opus-5-5".to_string(), 500_000)]);
+        let mut f = WindowFacts {
+            config_models: Some(&models),
+            config: Some(300_000),
+            model: Some("claude-opus-5-5"),
+            reported: Some(200_000),
+            learned: Some(400_000),
+            tokens: Some(100_000),
+        };
+        let source = |f: &WindowFacts| (resolve(f).tokens, resolve(f).source);
+        assert_eq!(source(&f), (500_000, WindowSource::ConfigModel));
+        f.config_models = None;
+        assert_eq!(source(&f), (300_000, WindowSource::Config));
+        f.config = None;
+        assert_eq!(source(&f), (200_000, WindowSource::Reported));
+        f.reported = None;
+        assert_eq!(source(&f), (400_000, WindowSource::Learned));
+        f.learned = None;
+        assert_eq!(source(&f), (1_000_000, WindowSource::Model));
+        f.model = Some("something-else");
+        assert_eq!(source(&f), (200_000, WindowSource::Default));
+        f.tokens = Some(250_000);
+        assert_eq!(source(&f), (1_000_000, WindowSource::Usage));
+    }
+
+    #[test]
+    fn a_reported_window_smaller_than_usage_is_wrong() {
+        let f = WindowFacts {
+            model: Some("claude-sonnet-4-5"),
+            reported: Some(200_000),
+            tokens: Some(350_000),
+            ..WindowFacts::default()
+        };
+        // 200k reported and known for the model, but 350k are in context: at least 1M.
+        assert_eq!(
+            resolve(&f),
+            Window {
+                tokens: 1_000_000,
+                source: WindowSource::Usage
+            }
+        );
+    }
+
+    #[test]
+    fn a_1m_model_is_never_200k_without_a_status_line() {
+        let f = WindowFacts {
+            model: Some("claude-opus-5-5"),
+            tokens: Some(151_000),
+            ..WindowFacts::default()
+        };
+        assert_eq!(resolve(&f).tokens, 1_000_000);
+    }
+
+    #[test]
+    fn the_compaction_window_from_flag_env_and_settings() {
+        let policy = Policy::default();
+        let per_model = AutoCompactWindow::PerModel(vec![(
+            "claude-opus-5-5".into(),
+            SettingWindow::Tokens(400_000),
+        )]);
+        let mut f = CompactFacts {
+            flag: Some(300_000),
+            env: Some(500_000),
+            setting: Some((&per_model, "/u/.claude/settings.json".into())),
+            model: Some("claude-opus-5-5"),
+            observed: None,
+        };
+        let (l, s) = limits(1_000_000, &policy, &f);
+        assert_eq!((l.compact_at, s), (267_000, CompactSource::Flag));
+        f.flag = None;
+        let (l, s) = limits(1_000_000, &policy, &f);
+        assert_eq!((l.compact_at, s), (467_000, CompactSource::Env));
+        f.env = None;
+        let (l, s) = limits(1_000_000, &policy, &f);
+        assert_eq!(
+            (l.compact_at, l.trigger_at, s),
+            (
+                367_000,
+                327_000,
+                CompactSource::Setting("/u/.claude/settings.json".into())
+            )
+        );
+        // Another model: the per-model entry does not apply.
+        f.model = Some("claude-sonnet-5");
+        let (l, s) = limits(1_000_000, &policy, &f);
+        assert_eq!((l.compact_at, s), (967_000, CompactSource::Window));
+        // "auto" and a window above the model's change nothing.
+        let auto = AutoCompactWindow::Every(SettingWindow::Auto);
+        f.setting = Some((&auto, "x".into()));
+        assert_eq!(limits(1_000_000, &policy, &f).0.compact_at, 967_000);
+        f.flag = Some(2_000_000);
+        assert_eq!(limits(1_000_000, &policy, &f).1, CompactSource::Window);
+    }
+
+    #[test]
+    fn an_observed_auto_compaction_moves_the_point_earlier_on_the_same_window() {
+        let policy = Policy::default();
+        let f = CompactFacts {
+            observed: Some((280_000, 1_000_000)),
+            ..CompactFacts::default()
+        };
+        let (l, s) = limits(1_000_000, &policy, &f);
+        assert_eq!(
+            (l.compact_at, l.trigger_at, s),
+            (280_000, 240_000, CompactSource::Observed)
+        );
+        assert_eq!(l.critical_at, Some(265_000));
+        // Seen on another window (the model changed): ignored.
+        let f = CompactFacts {
+            observed: Some((150_000, 200_000)),
+            ..CompactFacts::default()
+        };
+        assert_eq!(limits(1_000_000, &policy, &f).1, CompactSource::Window);
+    }
+}
