@@ -464,6 +464,21 @@ impl Config {
         }
     }
 
+    /// A fingerprint of every setting the limits depend on: limits kept in a marker are reused
+    /// only while it matches.
+    pub fn limits_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!(
+            "{:?}|{:?}|{:?}",
+            self.policy(),
+            self.window_tokens,
+            self.model_windows
+        )
+        .hash(&mut h);
+        h.finish()
+    }
+
     pub fn policy(&self) -> Policy {
         Policy {
             headroom_tokens: self.headroom_tokens,

@@ -117,17 +117,18 @@ pub struct Resolved {
 /// Limits for an observation: resolved afresh (with their sources), or kept from the marker.
 pub struct LimitsFor {
     pub limits: Limits,
-    /// Set when resolved afresh.
-    pub sources: Option<(WindowSource, CompactSource)>,
+    /// Set when resolved afresh, with the config fingerprint.
+    pub sources: Option<(WindowSource, CompactSource, u64)>,
 }
 
 impl LimitsFor {
     /// An observation of `tokens` from `source` on these limits.
     pub fn observation(self, tokens: Option<u64>, source: Source) -> Observation {
         let mut obs = Observation::new(tokens, self.limits, source);
-        if let Some((w, c)) = self.sources {
+        if let Some((w, c, key)) = self.sources {
             obs.window_source = Some(w);
             obs.compact_source = Some(c);
+            obs.limits_key = Some(key);
         }
         obs
     }
@@ -149,6 +150,7 @@ pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
 /// [`LIMITS_FRESH`] ago, for the same model and reported window, and with usage inside them.
 fn cached_limits(
     marker: &Marker,
+    key: u64,
     model: Option<&str>,
     reported: Option<u64>,
     tokens: Option<u64>,
@@ -161,7 +163,7 @@ fn cached_limits(
     });
     let same_model = model.is_none() || model == marker.model.as_deref();
     let same_report = reported.is_none() || reported == marker.reported_window;
-    if !fresh || !same_model || !same_report {
+    if !fresh || !same_model || !same_report || marker.limits_key != Some(key) {
         return None;
     }
     let limits = Limits {
@@ -184,25 +186,17 @@ pub fn limits_for(
     tokens: Option<u64>,
     now: DateTime<Utc>,
 ) -> LimitsFor {
-    if let Some(limits) = cached_limits(marker, model, reported, tokens, now) {
+    let key = ctx.config.limits_key();
+    if let Some(limits) = cached_limits(marker, key, model, reported, tokens, now) {
         return LimitsFor {
             limits,
             sources: None,
         };
     }
-    let r = resolve(
-        ctx.config,
-        ctx.env,
-        ctx.paths,
-        ctx.project,
-        marker,
-        model,
-        reported,
-        tokens,
-    );
+    let r = resolve(ctx, marker, model, reported, tokens);
     LimitsFor {
         limits: r.limits,
-        sources: Some((r.window_source, r.compact_source)),
+        sources: Some((r.window_source, r.compact_source, key)),
     }
 }
 
@@ -211,15 +205,18 @@ pub fn limits_for(
 /// the model, the client's command line, environment and settings, and where the session was
 /// seen auto-compacting.
 pub fn resolve(
-    config: &Config,
-    env: &Env,
-    paths: &Paths,
-    project: Option<&Path>,
+    ctx: &Context,
     marker: &Marker,
     model: Option<&str>,
     reported: Option<u64>,
     tokens: Option<u64>,
 ) -> Resolved {
+    let Context {
+        config,
+        env,
+        paths,
+        project,
+    } = ctx;
     let model = model.or(marker.model.as_deref());
     let learned = model.and_then(|m| learned(paths).get(m).copied());
     let window = window::resolve(&WindowFacts {
@@ -230,7 +227,7 @@ pub fn resolve(
         learned,
         tokens,
     });
-    let settings = client_settings(env, project);
+    let settings = client_settings(env, *project);
     let setting: Option<(AutoCompactWindow, String)> = settings
         .auto_compact_window()
         .filter(|r| matches!(r.origin, client::Origin::Setting { .. }))
@@ -287,32 +284,35 @@ mod tests {
             critical_at: Some(952_000),
             limits_at: Some(t(0)),
             reported_window: Some(1_000_000),
+            limits_key: Some(7),
             ..Marker::new("s")
         };
         assert_eq!(
-            cached_limits(&marker, Some("claude-opus-5-5"), None, None, t(60))
+            cached_limits(&marker, 7, Some("claude-opus-5-5"), None, None, t(60))
                 .map(|l| l.trigger_at),
             Some(927_000)
         );
         assert_eq!(
-            cached_limits(&marker, None, Some(1_000_000), Some(1_000_000), t(60)).map(|l| l.window),
+            cached_limits(&marker, 7, None, Some(1_000_000), Some(1_000_000), t(60))
+                .map(|l| l.window),
             Some(1_000_000)
         );
         assert_eq!(
-            cached_limits(&marker, Some("claude-opus-5-5"), None, None, t(61)),
+            cached_limits(&marker, 7, Some("claude-opus-5-5"), None, None, t(61)),
             None
         );
         assert_eq!(
-            cached_limits(&marker, Some("claude-sonnet-4-5"), None, None, t(1)),
+            cached_limits(&marker, 7, Some("claude-sonnet-4-5"), None, None, t(1)),
             None
         );
-        // A different report, or usage over the window: resolve again.
+        // Another config, a different report, or usage over the window: resolve again.
+        assert_eq!(cached_limits(&marker, 8, None, None, None, t(1)), None);
         assert_eq!(
-            cached_limits(&marker, None, Some(200_000), None, t(1)),
+            cached_limits(&marker, 7, None, Some(200_000), None, t(1)),
             None
         );
         assert_eq!(
-            cached_limits(&marker, None, None, Some(1_000_001), t(1)),
+            cached_limits(&marker, 7, None, None, Some(1_000_001), t(1)),
             None
         );
     }

@@ -83,6 +83,14 @@ pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Is this error, somewhere in its chain, a file that does not exist?
+pub fn is_not_found(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::NotFound)
+    })
+}
+
 /// Reads a file the user may keep as a symlink (the config): a regular file or nothing, never
 /// blocking on a FIFO, at most [`MAX_STATE_FILE`] bytes. `Ok(None)` if it does not exist.
 pub fn read_user_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {

@@ -30,6 +30,9 @@ pub struct Reading {
     pub ino: u64,
     /// The end of the last complete line read.
     pub offset: u64,
+    /// A hash of the bytes just before `offset`: a file rewritten in place (same inode, not
+    /// only appended to) does not match and is read afresh.
+    pub seal: u64,
     /// Context tokens of the newest main-chain reply after the newest compaction.
     pub tokens: Option<u64>,
     /// That reply's model.
@@ -107,7 +110,8 @@ pub fn read(path: &Path, cached: Option<Reading>) -> Result<Reading> {
     let (dev, ino) = identity(&file)?;
     let continues = cached
         .filter(|c| (c.dev, c.ino) == (dev, ino) && c.offset <= len)
-        .filter(|c| len - c.offset <= MAX_APPENDED);
+        .filter(|c| len - c.offset <= MAX_APPENDED)
+        .filter(|c| seal(&mut file, c.offset).is_ok_and(|s| s == c.seal));
     let result = match continues {
         Some(c) if c.offset == len => Ok(c),
         Some(c) => forward(&mut file, c, len),
@@ -117,7 +121,24 @@ pub fn read(path: &Path, cached: Option<Reading>) -> Result<Reading> {
             r
         }),
     };
-    result.with_context(|| format!("reading transcript {}", path.display()))
+    let mut reading = result.with_context(|| format!("reading transcript {}", path.display()))?;
+    reading.seal = seal(&mut file, reading.offset)
+        .with_context(|| format!("reading transcript {}", path.display()))?;
+    Ok(reading)
+}
+
+/// Bytes hashed before the offset to recognise the same file content.
+const SEAL_BYTES: u64 = 64;
+
+/// FNV-1a of the [`SEAL_BYTES`] before `offset`.
+fn seal(file: &mut File, offset: u64) -> std::io::Result<u64> {
+    let start = offset.saturating_sub(SEAL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::with_capacity(SEAL_BYTES as usize);
+    file.take(offset - start).read_to_end(&mut bytes)?;
+    Ok(bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    }))
 }
 
 /// Reads the lines appended after `from.offset`, up to the last complete one.
@@ -242,6 +263,9 @@ mod tests {
         stale.ino += 1;
         stale.tokens = Some(1);
         assert_eq!(read(&path, Some(stale)).unwrap().tokens, Some(2_000));
+        // Rewritten in place and longer: the seal does not match, so it is not continued.
+        std::fs::write(&path, reply(3_000, T2) + "\n" + &reply(4_000, T2) + "\n").unwrap();
+        assert_eq!(read(&path, Some(again)).unwrap().tokens, Some(4_000));
     }
 
     fn fs_len(path: &Path) -> u64 {

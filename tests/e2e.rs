@@ -234,7 +234,9 @@ const RECOVERY: &str = "SessionStart hook additional context: ## ctxguard recove
 
 #[test]
 fn below_the_trigger_no_nudge_across_three_tool_calls() {
-    let Some(rig) = Rig::new(3, 10_000) else {
+    // 150k on the client's default model, claude-opus-5-5, with no status line: 15% of its 1M
+    // window (a 200k guess would nudge here).
+    let Some(rig) = Rig::new(3, 150_000) else {
         return;
     };
     let out = rig.claude("run three commands", None, &[]);
@@ -255,14 +257,19 @@ fn below_the_trigger_no_nudge_across_three_tool_calls() {
     let m = rig.env.marker(session);
     assert_eq!(
         (m["state"].as_str(), m["tokens"].as_u64()),
-        (Some("idle"), Some(10_010))
+        (Some("idle"), Some(150_010))
+    );
+    assert_eq!(
+        (m["window"].as_u64(), m["window_source"].as_str()),
+        (Some(1_000_000), Some("model"))
     );
     rig.assert_hooks_only_added_context();
 }
 
 #[test]
 fn above_the_trigger_the_nudge_is_injected_once_and_the_tools_still_run() {
-    let Some(rig) = Rig::new(3, 150_000) else {
+    // 940k of the default model's 1M: past its trigger (927k), short of critical (952k).
+    let Some(rig) = Rig::new(3, 940_000) else {
         return;
     };
     let out = rig.claude("run three commands", None, &[]);
@@ -278,7 +285,7 @@ fn above_the_trigger_the_nudge_is_injected_once_and_the_tools_still_run() {
     assert!(monotonic && counts.iter().all(|c| *c <= 1), "{counts:?}");
     assert_eq!(*counts.last().unwrap(), 1, "{counts:?}");
     let last = requests.last().unwrap().to_string();
-    assert!(last.contains("75% full (150k of 200k tokens)"));
+    assert!(last.contains("94% full (940k of 1M tokens)"), "{last}");
     let last = requests.last().unwrap().to_string();
     for n in 1..=3 {
         assert!(

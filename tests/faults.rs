@@ -147,7 +147,10 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
     for entry in fs::read_dir(marker.parent().unwrap()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         assert!(
-            name == "marker.json" || name == "lock" || name.starts_with(".tmp-"),
+            name == "marker.json"
+                || name == "lock"
+                || name == "reading.json"
+                || name.starts_with(".tmp-"),
             "{name}"
         );
     }

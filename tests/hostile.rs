@@ -232,14 +232,12 @@ fn every_hook_survives_every_class_of_bad_input() {
         ];
         // A wrong type for each field the hook reads.
         let read: &[&str] = if hook == "statusline" {
-            &["session_id", "transcript_path", "context_window"]
+            &["session_id", "transcript_path", "cwd", "context_window"]
         } else {
             &[
                 "session_id",
                 "transcript_path",
                 "cwd",
-                "hook_event_name",
-                "tool_name",
                 "trigger",
                 "custom_instructions",
                 "source",

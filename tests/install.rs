@@ -264,7 +264,7 @@ fn doctor_fails_until_installed_then_passes() {
     assert_eq!(code, 1);
     assert_eq!(report["ok"], false);
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 3);
+    assert_eq!(hooks.len(), 4);
     assert!(hooks.iter().all(|h| h.starts_with("fail:")), "{hooks:?}");
     let fixes: Vec<&Value> = report["findings"]
         .as_array()
@@ -330,7 +330,7 @@ fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
         "{hooks:?}"
     );
     assert!(
-        hooks[1].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"),
+        hooks[2].starts_with("warn: PreCompact runs `ctxguard precompact` 2 times"),
         "{hooks:?}"
     );
     let binary = statuses(&report, "binary");

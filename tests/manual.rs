@@ -22,7 +22,10 @@ struct SessionStatus {
     cycle: u64,
     tokens: Option<u64>,
     window: Option<u64>,
+    window_source: Option<String>,
+    model: Option<String>,
     compact_at: Option<u64>,
+    compact_source: Option<String>,
     trigger_at: Option<u64>,
     armed_at: Option<String>,
     nudged_at: Option<String>,
@@ -169,20 +172,23 @@ fn usage_on_the_real_transcript() {
     let p = path.to_str().unwrap();
     let run = env.run(&["usage", p], "");
     assert_eq!(run.code, 0, "{run:?}");
+    // The transcript's model, claude-opus-5-5, has a 1M window.
     assert_eq!(
         run.stdout,
-        "tokens       150,510 (75% of a 200,000 window, armed)\n\
-         compacts at  167,000 (16,490 to go)\n\
-         nudge at     127,000\n\
-         critical at  152,000\n"
+        "tokens       150,510 (15% of a 1,000,000 window, below)\n\
+         window       1,000,000 (known for this model; model claude-opus-5-5)\n\
+         compacts at  967,000 (816,490 to go; from the window)\n\
+         nudge at     927,000\n\
+         critical at  952,000\n"
     );
-    let run = env.run(&["usage", p, "--window", "1000000", "--json"], "");
+    let run = env.run(&["usage", p, "--window", "200000", "--json"], "");
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         v,
-        json!({"transcript": p, "tokens": 150_510, "window": 1_000_000, "percent": 15,
-               "compact_at": 967_000, "trigger_at": 927_000, "critical_at": 952_000,
-               "level": "below", "just_compacted": false})
+        json!({"transcript": p, "tokens": 150_510, "window": 200_000, "percent": 75,
+               "compact_at": 167_000, "trigger_at": 127_000, "critical_at": 152_000,
+               "level": "armed", "just_compacted": false, "model": "claude-opus-5-5",
+               "window_source": "config", "compact_source": "window"})
     );
 }
 

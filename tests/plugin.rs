@@ -81,9 +81,12 @@ fn launch(bin: Option<&str>, input: &str) -> std::process::Output {
 #[test]
 fn the_launcher_runs_ctxguard_or_does_nothing_quietly() {
     let env = TestEnv::new();
-    let transcript = env.write("t.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let transcript = env.write(
+        "t.jsonl",
+        &(assistant_line(150_000, &time_from_now(-5)) + "\n"),
+    );
     let payload = pretooluse_payload(SESSION, &transcript).to_string();
-    // Found: it is ctxguard that answers (here with a nudge: 150k of a 200k window).
+    // Found: it is ctxguard that answers (here with a nudge: 150k of a 200k model's window).
     let state = env.state();
     let mut cmd = Command::new(repo("hooks/run.sh"));
     let out = cmd

@@ -81,11 +81,34 @@ fn the_fast_path_does_not_read_the_transcript() {
 }
 
 #[test]
+fn without_a_status_line_the_real_1m_session_is_not_nudged_at_151k() {
+    let env = TestEnv::new();
+    // The real transcript: 150,510 tokens after its last compaction, on claude-opus-5-5, the
+    // client's default model, whose window is 1M. Without a status line the model decides the
+    // window: no nudge at 15%.
+    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "idle");
+    assert_eq!(m["source"], "transcript");
+    assert_eq!(m["tokens"], 150_510);
+    assert_eq!(
+        (
+            m["window"].as_u64(),
+            m["window_source"].as_str(),
+            m["model"].as_str()
+        ),
+        (Some(1_000_000), Some("model"), Some("claude-opus-5-5"))
+    );
+    assert_eq!(m["trigger_at"], 927_000);
+}
+
+#[test]
 fn without_a_status_line_the_transcript_arms_and_nudges() {
     let env = TestEnv::new();
-    // The real transcript: 150,510 tokens after its last compaction; no status line means no
-    // reported window, so the 200k default applies (trigger 127k, critical 152k).
-    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    // A 200k model (claude-sonnet-4-5) at 150k: trigger 127k, critical 152k.
+    let path = transcript_with(&env, 150_510);
     let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
     let text = decode_nudge(&run.stdout);
     assert!(text.contains("75% full (151k of 200k tokens)"), "{text}");

@@ -68,19 +68,32 @@ fn arms_past_the_trigger_on_a_1m_window() {
 }
 
 #[test]
-fn a_payload_without_window_size_uses_200k() {
+fn a_payload_without_window_size_uses_the_models_window() {
+    // Old clients send no window: the model decides (claude-opus-5-5 has 1M)...
     let env = TestEnv::new();
     let run = env.run(
         &["statusline", "--no-color"],
         statusline_payload(SESSION, Some(130_000), None).to_string(),
     );
-    assert_eq!(run.stdout, "ctx 65% · 130k/200k · compacts in 37k\n");
-    let m = env.marker(SESSION);
-    assert_eq!(
-        (m["state"].as_str(), m["trigger_at"].as_u64()),
-        (Some("armed"), Some(127_000))
-    );
-    assert_eq!(m["reported_window"], Value::Null);
+    assert_eq!(run.stdout, "ctx 13% · 130k/1M · compacts in 837k\n");
+    assert_eq!(env.marker(SESSION)["window_source"], "model");
+    // ...a 200k model, or an unknown one, gets 200k.
+    for model in ["claude-sonnet-4-5-20250929", "some-new-model"] {
+        let env = TestEnv::new();
+        let mut payload = statusline_payload(SESSION, Some(130_000), None);
+        payload["model"]["id"] = json!(model);
+        let run = env.run(&["statusline", "--no-color"], payload.to_string());
+        assert_eq!(
+            run.stdout, "ctx 65% · 130k/200k · compacts in 37k\n",
+            "{model}"
+        );
+        let m = env.marker(SESSION);
+        assert_eq!(
+            (m["state"].as_str(), m["trigger_at"].as_u64()),
+            (Some("armed"), Some(127_000))
+        );
+        assert_eq!(m["reported_window"], Value::Null);
+    }
 }
 
 #[test]

@@ -189,11 +189,17 @@ pub fn pretooluse_payload(session: &str, transcript: &Path) -> Value {
     p
 }
 
-/// One main-chain assistant transcript line with `tokens` of context.
+/// One main-chain assistant transcript line with `tokens` of context, from a model with a 200k
+/// window (`claude-sonnet-4-5`); [`assistant_line_of`] names another.
 pub fn assistant_line(tokens: u64, timestamp: &str) -> String {
+    assistant_line_of("claude-sonnet-4-5", tokens, timestamp)
+}
+
+/// [`assistant_line`] from `model`.
+pub fn assistant_line_of(model: &str, tokens: u64, timestamp: &str) -> String {
     json!({
         "type": "assistant", "isSidechain": false, "timestamp": timestamp,
-        "message": {"id": "msg_x", "model": "claude-opus-5-5", "role": "assistant",
+        "message": {"id": "msg_x", "model": model, "role": "assistant",
                     "content": [{"type": "text", "text": "working"}],
                     "usage": {"input_tokens": 5, "cache_creation_input_tokens": 5,
                               "cache_read_input_tokens": tokens - 10, "output_tokens": 300}}

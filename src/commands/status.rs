@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::config::{Config, Env};
 use crate::marker::{Marker, Source};
 use crate::usage::human;
+use crate::window::{CompactSource, WindowSource};
 
 /// One session in `status --json`. Exactly these fields: scripts rely on them.
 #[derive(Debug, Serialize)]
@@ -18,7 +19,12 @@ pub struct SessionStatus {
     pub cycle: u64,
     pub tokens: Option<u64>,
     pub window: Option<u64>,
+    /// Where the window came from (`window::WindowSource`), and the model it follows.
+    pub window_source: Option<WindowSource>,
+    pub model: Option<String>,
     pub compact_at: Option<u64>,
+    /// Where the compaction point came from.
+    pub compact_source: Option<CompactSource>,
     pub trigger_at: Option<u64>,
     pub armed_at: Option<DateTime<Utc>>,
     pub nudged_at: Option<DateTime<Utc>>,
@@ -43,7 +49,10 @@ impl SessionStatus {
             cycle: m.cycle,
             tokens: m.tokens,
             window: m.window,
+            window_source: m.window_source,
+            model: m.model.clone(),
             compact_at: m.compact_at,
+            compact_source: m.compact_source.clone(),
             trigger_at: m.trigger_at,
             armed_at: m.armed_at,
             nudged_at: m.nudged_at,
@@ -127,9 +136,23 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
         println!("state       {}{stale_note}", s.state);
         println!("cycle       {}", s.cycle);
         println!("tokens      {}", opt_tokens(s.tokens));
-        println!("window      {}", opt_tokens(s.window));
+        println!(
+            "window      {}{}",
+            opt_tokens(s.window),
+            s.window_source
+                .map(|w| format!(" ({})", w.describe()))
+                .unwrap_or_default()
+        );
+        println!("model       {}", s.model.as_deref().unwrap_or("-"));
         println!("trigger_at  {}", opt_tokens(s.trigger_at));
-        println!("compact_at  {}", opt_tokens(s.compact_at));
+        println!(
+            "compact_at  {}{}",
+            opt_tokens(s.compact_at),
+            s.compact_source
+                .as_ref()
+                .map(|c| format!(" (from {})", c.describe()))
+                .unwrap_or_default()
+        );
         println!("armed_at    {}", opt_time(s.armed_at, now));
         println!("nudged_at   {}", opt_time(s.nudged_at, now));
         println!("updated_at  {}", opt_time(s.updated_at, now));

@@ -5,9 +5,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::{Config, Env};
+use crate::facts::{self, Context};
 use crate::marker::Store;
 use crate::transcript;
-use crate::usage::{self, percent, Level, Limits};
+use crate::usage::{percent, Level};
+use crate::window::{CompactSource, WindowSource};
 
 #[derive(Debug, Serialize)]
 pub struct UsageReport {
@@ -22,6 +24,10 @@ pub struct UsageReport {
     pub level: Option<&'static str>,
     /// The newest event is a compaction: usage is unknown until the next reply.
     pub just_compacted: bool,
+    /// The model of the newest reply, and where the window and compaction point came from.
+    pub model: Option<String>,
+    pub window_source: WindowSource,
+    pub compact_source: CompactSource,
 }
 
 fn level_name(level: Level) -> &'static str {
@@ -60,15 +66,27 @@ pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()
             path.display()
         );
     }
-    // Claude Code names a transcript after its session: if the status line has reported this
-    // session's window, use it, as the hooks do.
-    let reported = path
+    // Claude Code names a transcript after its session: what the hooks know of this session
+    // (a window the status line reported, an observed auto-compaction) applies, as it does for
+    // the hooks.
+    let marker = path
         .file_stem()
         .and_then(|s| s.to_str())
         .and_then(|id| Store::new(&paths, id).peek().ok().flatten())
-        .and_then(|m| m.reported_window);
-    let window = usage::window(window.or(config.window_tokens), reported, scan.tokens);
-    let limits = Limits::compute(window, &config.policy());
+        .unwrap_or_default();
+    let config = Config {
+        window_tokens: window.or(config.window_tokens),
+        ..config
+    };
+    let ctx = Context {
+        config: &config,
+        env: &env,
+        paths: &paths,
+        project: None,
+    };
+    let resolved = facts::resolve(&ctx, &marker, scan.model.as_deref(), None, scan.tokens);
+    let limits = resolved.limits;
+    let window = limits.window;
     let report = UsageReport {
         transcript: path.display().to_string(),
         tokens: scan.tokens,
@@ -79,6 +97,9 @@ pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()
         critical_at: limits.critical_at,
         level: scan.tokens.map(|t| level_name(limits.level(t))),
         just_compacted: scan.boundary_at.is_some(),
+        model: scan.model.clone(),
+        window_source: resolved.window_source,
+        compact_source: resolved.compact_source.clone(),
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -101,11 +122,28 @@ pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()
             grouped(window)
         ),
     }
+    println!(
+        "window       {} ({}{})",
+        grouped(window),
+        report.window_source.describe(),
+        report
+            .model
+            .as_deref()
+            .map(|m| format!(
+                "; model {}",
+                crate::text::cut(&crate::text::sanitize(m, true), 80)
+            ))
+            .unwrap_or_default()
+    );
     let to_go = report
         .tokens
-        .map(|t| format!(" ({} to go)", grouped(limits.headroom(t))))
+        .map(|t| format!("{} to go; ", grouped(limits.headroom(t))))
         .unwrap_or_default();
-    println!("compacts at  {}{to_go}", grouped(limits.compact_at));
+    println!(
+        "compacts at  {} ({to_go}from {})",
+        grouped(limits.compact_at),
+        report.compact_source.describe()
+    );
     println!("nudge at     {}", grouped(limits.trigger_at));
     match limits.critical_at {
         Some(c) => println!("critical at  {}", grouped(c)),

@@ -92,7 +92,12 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
 
 /// The transcript reading for this call: continues from the session's cached reading, and
 /// caches the new one. `None` (with a note) when the transcript cannot be read.
-fn read_transcript(store: &Store, input: &HookInput, diag: &mut Diag) -> Option<Reading> {
+fn read_transcript(
+    store: &Store,
+    input: &HookInput,
+    quiet_if_missing: bool,
+    diag: &mut Diag,
+) -> Option<Reading> {
     if input.transcript_path.is_empty() {
         diag.note("no transcript_path in the input; usage unknown");
         return None;
@@ -114,7 +119,10 @@ fn read_transcript(store: &Store, input: &HookInput, diag: &mut Diag) -> Option<
             Some(r)
         }
         Err(e) => {
-            diag.note(format!("{e:#}; usage unknown"));
+            // With a fresh status-line report the marker knows the usage anyway.
+            if !(quiet_if_missing && crate::files::is_not_found(&e)) {
+                diag.note(format!("{e:#}; usage unknown"));
+            }
             None
         }
     }
@@ -149,7 +157,8 @@ pub fn handle_event(
             Marker::new(&input.session_id)
         }
     };
-    let reading = read_transcript(&store, &input, diag);
+    let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
+    let reading = read_transcript(&store, &input, reporting, diag);
     let config = super::config(&paths, env, diag);
     let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
     let ctx = Context {
@@ -158,7 +167,15 @@ pub fn handle_event(
         paths: &paths,
         project,
     };
-    let observation = reading.map(|r| observe(&r, &marker, &ctx, now));
+    // A reply older than the status line's last (fresh) report is older news than the marker
+    // holds.
+    let newer = |r: &Reading| match (r.reply_at, marker.statusline_at) {
+        (Some(reply), Some(report)) if reporting => reply >= report,
+        _ => true,
+    };
+    let observation = reading
+        .filter(newer)
+        .map(|r| observe(&r, &marker, &ctx, now));
     let (next, nudge) = decide(&marker, observation.as_ref(), &config, now);
     if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
         return Ok(Outcome::Quiet);

@@ -204,7 +204,10 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
                 Some(r)
             }
             Err(e) => {
-                diag.note(format!("{e:#}"));
+                // Before the first reply the client may not have created it yet.
+                if !crate::files::is_not_found(&e) {
+                    diag.note(format!("{e:#}"));
+                }
                 None
             }
         }

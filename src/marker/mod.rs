@@ -122,8 +122,10 @@ pub struct Marker {
     pub window_source: Option<WindowSource>,
     /// Where `compact_at` came from.
     pub compact_source: Option<CompactSource>,
-    /// When the limits were last computed from the config and the client's settings.
+    /// When the limits were last computed from the config and the client's settings, and a
+    /// fingerprint of the config they were computed with.
     pub limits_at: Option<DateTime<Utc>>,
+    pub limits_key: Option<u64>,
     /// When PreCompact last ran: a reading from a reply older than this is stale.
     pub compacted_at: Option<DateTime<Utc>>,
     /// The usage when the session last compacted, until a new figure is seen: a status line
@@ -153,6 +155,8 @@ pub struct Observation {
     pub growth_due: bool,
     pub window_source: Option<WindowSource>,
     pub compact_source: Option<CompactSource>,
+    /// The config fingerprint the limits were resolved with (when resolved afresh).
+    pub limits_key: Option<u64>,
 }
 
 impl Observation {
@@ -169,6 +173,7 @@ impl Observation {
             growth_due: false,
             window_source: None,
             compact_source: None,
+            limits_key: None,
         }
     }
 }
@@ -308,6 +313,7 @@ pub fn transition(
                 m.window_source = obs.window_source;
                 m.compact_source = obs.compact_source.clone();
                 m.limits_at = Some(now);
+                m.limits_key = obs.limits_key;
             }
             let due = tokens.is_some_and(|t| t >= limits.trigger_at || obs.growth_due);
             if m.state == State::Idle && due {
@@ -384,7 +390,15 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         limits_at: None,
         ..m.clone()
     };
-    if strip(old) != strip(new) {
+    // Crossing the trigger or the critical point matters at once: it decides a nudge.
+    let level = |m: &Marker| {
+        let t = m.tokens?;
+        Some((
+            m.trigger_at.is_some_and(|a| t >= a),
+            m.critical_at.is_some_and(|c| t >= c),
+        ))
+    };
+    if strip(old) != strip(new) || level(old) != level(new) {
         return true;
     }
     let aged = |a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>| match (a, b) {
