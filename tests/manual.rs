@@ -87,9 +87,16 @@ fn status_reports_a_stale_marker_as_idle() {
     let env = TestEnv::new();
     env.statusline(&statusline_payload(SESSION, Some(930_000), Some(1_000_000)));
     env.edit_marker(SESSION, |m| m["updated_at"] = json!(time_from_now(-3600)));
+    let s = &status(&env, &["status", "--json"]).sessions[0];
+    assert_eq!(s.state, "idle");
+    // Where the numbers came from.
     assert_eq!(
-        status(&env, &["status", "--json"]).sessions[0].state,
-        "idle"
+        (
+            s.window_source.as_deref(),
+            s.model.as_deref(),
+            s.compact_source.as_deref()
+        ),
+        (Some("reported"), Some("claude-opus-5-5"), Some("window"))
     );
     let out = env
         .command(&["status", "--session", SESSION])
@@ -98,6 +105,16 @@ fn status_reports_a_stale_marker_as_idle() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         text.contains("state       idle (stale; stored as armed)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "window      1M (reported by the status line)\nmodel       claude-opus-5-5\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("compact_at  967k (from the window)"),
         "{text}"
     );
 }
