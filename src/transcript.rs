@@ -300,6 +300,29 @@ pub fn scan_backwards<R: Read + Seek>(
     Ok(scan)
 }
 
+/// The time of the newest `compact_boundary` in the file at `path`, reading backwards at most
+/// [`MAX_SCAN`] bytes. `Ok(None)` when there is none that recent (or it has no time).
+pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
+    let (mut file, len) = crate::files::open_regular(path, "transcript")?;
+    let mut found = None;
+    scan_backwards(
+        &mut file,
+        len,
+        FIRST_CHUNK,
+        MAX_SCAN,
+        MAX_LINE,
+        |line, _| match classify(line) {
+            Verdict::Boundary { at, .. } => {
+                found = at;
+                true
+            }
+            _ => false,
+        },
+    )
+    .with_context(|| format!("reading transcript {}", path.display()))?;
+    Ok(found)
+}
+
 /// Is this line a `compact_boundary`?
 pub fn is_boundary(line: &[u8]) -> bool {
     matches!(classify(line), Verdict::Boundary { .. })

@@ -66,15 +66,35 @@ struct FakeApi {
     log: PathBuf,
 }
 
+/// What the stand-in answers.
+#[derive(Clone, Copy)]
+struct Script {
+    /// Bash calls per prompt (in the subagent, with `agent`).
+    tool_calls: u32,
+    /// Tokens in context in every reply...
+    context_tokens: u64,
+    /// ...and in every reply after a compaction, when set.
+    after_compact_tokens: Option<u64>,
+    /// A prompt with SPAWN first gets a foreground subagent that makes the Bash calls.
+    agent: bool,
+}
+
 impl FakeApi {
-    fn start(dir: &Path, tool_calls: u32, context_tokens: u64) -> FakeApi {
+    fn start(dir: &Path, script: Script) -> FakeApi {
         let log = dir.join("requests.jsonl");
-        let mut child = Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_api.py"))
+        let mut cmd = Command::new("python3");
+        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_api.py"))
             .args(["--log", log.to_str().unwrap()])
-            .args(["--tool-calls", &tool_calls.to_string()])
-            .args(["--context-tokens", &context_tokens.to_string()])
-            .args(["--idle-exit", "120"])
+            .args(["--tool-calls", &script.tool_calls.to_string()])
+            .args(["--context-tokens", &script.context_tokens.to_string()])
+            .args(["--idle-exit", "120"]);
+        if let Some(t) = script.after_compact_tokens {
+            cmd.args(["--after-compact-tokens", &t.to_string()]);
+        }
+        if script.agent {
+            cmd.args(["--script", "agent"]);
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the stand-in API");
@@ -119,6 +139,15 @@ struct Rig {
 
 impl Rig {
     fn new(tool_calls: u32, context_tokens: u64) -> Option<Rig> {
+        Rig::with(Script {
+            tool_calls,
+            context_tokens,
+            after_compact_tokens: None,
+            agent: false,
+        })
+    }
+
+    fn with(script: Script) -> Option<Rig> {
         let client = client()?.to_path_buf();
         let env = TestEnv::new();
         fs::write(
@@ -137,11 +166,12 @@ impl Rig {
         let settings = env.dir.path().join("settings.json");
         let config = json!({"hooks": {
             "PreToolUse": [{"matcher": "*", "hooks": hook("pretooluse")}],
+            "UserPromptSubmit": [{"hooks": hook("userpromptsubmit")}],
             "PreCompact": [{"matcher": "auto|manual", "hooks": hook("precompact")}],
             "SessionStart": [{"hooks": hook("sessionstart")}],
         }});
         fs::write(&settings, config.to_string()).unwrap();
-        let api = FakeApi::start(env.dir.path(), tool_calls, context_tokens);
+        let api = FakeApi::start(env.dir.path(), script);
         Some(Rig {
             env,
             api,
@@ -189,16 +219,30 @@ impl Rig {
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
-    /// Every hook run: (subcommand, exit code, stdout).
+    /// Every hook run: (subcommand, exit code, stdout), in order.
     fn hook_runs(&self) -> Vec<(String, i32, String)> {
+        self.hook_runs_by()
+            .into_iter()
+            .map(|(sub, code, _, out)| (sub, code, out))
+            .collect()
+    }
+
+    /// Every hook run: (subcommand, exit code, whether a subagent's, stdout), in order.
+    fn hook_runs_by(&self) -> Vec<(String, i32, bool, String)> {
         fs::read_to_string(&self.hook_log)
             .unwrap_or_default()
             .lines()
             .map(|l| {
-                let mut parts = l.splitn(3, '\t');
+                let mut parts = l.splitn(4, '\t');
                 let sub = parts.next().unwrap().to_string();
                 let code = parts.next().unwrap().parse().unwrap();
-                (sub, code, parts.next().unwrap_or_default().to_string())
+                let subagent = parts.next() == Some("sub");
+                (
+                    sub,
+                    code,
+                    subagent,
+                    parts.next().unwrap_or_default().to_string(),
+                )
             })
             .collect()
     }
@@ -208,6 +252,7 @@ impl Rig {
         let runs = self.hook_runs();
         assert!(!runs.is_empty());
         for (sub, code, out) in runs {
+            // The shell form keeps the output on one line; a nudge is one JSON object.
             assert_eq!(code, 0, "{sub} exited {code}");
             for forbidden in ["permissionDecision", "\"decision\"", "\"continue\""] {
                 assert!(!out.contains(forbidden), "{sub} printed {forbidden}: {out}");
@@ -371,7 +416,12 @@ fn manual_compact_checkpoints_and_the_next_prompt_carries_the_recovery_once() {
 
 #[test]
 fn auto_compaction_runs_precompact_with_trigger_auto() {
-    let Some(rig) = Rig::new(2, 150_000) else {
+    let Some(rig) = Rig::with(Script {
+        tool_calls: 2,
+        context_tokens: 150_000,
+        after_compact_tokens: Some(20_000),
+        agent: false,
+    }) else {
         return;
     };
     let out = rig.claude("run two commands", None, &["--autocompact", "100000"]);
@@ -386,5 +436,187 @@ fn auto_compaction_runs_precompact_with_trigger_auto() {
     assert_eq!(cp["meta"]["trigger"], "auto");
     assert_eq!(cp["meta"]["custom_instructions"], Value::Null);
     assert!(rig.env.marker(session)["compactions"].as_u64().unwrap() >= 1);
+    rig.assert_hooks_only_added_context();
+}
+
+/// The hook runs after the last `precompact` one (2.1.330 may run PreCompact twice for one
+/// compaction, with a legitimate tool call between the two).
+fn after_precompact(runs: &[(String, i32, String)]) -> &[(String, i32, String)] {
+    let at = runs
+        .iter()
+        .rposition(|r| r.0 == "precompact")
+        .expect("the client compacted");
+    &runs[at + 1..]
+}
+
+#[test]
+fn after_an_auto_compaction_the_old_usage_never_nudges() {
+    // 150k in context on a 100k compaction window: the client compacts before its next request,
+    // after which replies report 20k. The first tool calls after the compaction race the
+    // client's flush of the transcript; a reading from before the compaction must never nudge.
+    // Ten sessions, each with its own compaction.
+    let Some(rig) = Rig::with(Script {
+        tool_calls: 3,
+        context_tokens: 150_000,
+        after_compact_tokens: Some(20_000),
+        agent: false,
+    }) else {
+        return;
+    };
+    for round in 0..10 {
+        let before = rig.hook_runs().len();
+        let out = rig.claude("run three commands", None, &["--autocompact", "100000"]);
+        let session = out["session_id"].as_str().unwrap();
+        let runs = rig.hook_runs()[before..].to_vec();
+        let after = after_precompact(&runs);
+        assert!(
+            after.iter().any(|r| r.0 == "pretooluse"),
+            "round {round}: tool calls after the compaction: {runs:?}"
+        );
+        for (sub, _, printed) in after {
+            if sub == "pretooluse" || sub == "userpromptsubmit" {
+                assert_eq!(
+                    printed, "",
+                    "round {round}: a stale nudge after the compaction"
+                );
+            }
+        }
+        let m = rig.env.marker(session);
+        // Counted once, however many times PreCompact ran for it.
+        assert_eq!(m["compactions"], 1, "round {round}: {runs:?}");
+        assert!(
+            m["tokens"].as_u64().is_none_or(|t| t < 100_000),
+            "round {round}: {m}"
+        );
+        rig.api.clear();
+    }
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn autocompact_argument_and_setting_move_the_nudge_before_the_compaction() {
+    // The default 1M model at 240k: far below its own trigger (927k), but past the trigger of a
+    // 300k compaction window (227k, compaction at 267k).
+    let Some(rig) = Rig::new(2, 240_000) else {
+        return;
+    };
+    let out = rig.claude("run two commands", None, &["--autocompact", "300000"]);
+    let session = out["session_id"].as_str().unwrap();
+    // Nudged at a tool call (the first, unless the client had not flushed its reply yet).
+    let last = rig.api.requests().last().unwrap().to_string();
+    assert_eq!(count(rig.api.requests().last().unwrap(), NUDGE), 1);
+    assert!(last.contains("240k of 1M tokens"), "{last}");
+    let m = rig.env.marker(session);
+    assert_eq!(
+        (m["compact_at"].as_u64(), m["compact_source"].as_str()),
+        (Some(267_000), Some("flag"))
+    );
+
+    // The same with `autoCompactWindow` in the user's settings (what /autocompact writes).
+    rig.api.clear();
+    fs::create_dir_all(rig.env.home().join(".claude")).unwrap();
+    fs::write(
+        rig.env.home().join(".claude/settings.json"),
+        r#"{"autoCompactWindow": {"claude-opus-5-5": 300000}}"#,
+    )
+    .unwrap();
+    let out = rig.claude("run two commands", None, &[]);
+    let session = out["session_id"].as_str().unwrap();
+    assert_eq!(count(rig.api.requests().last().unwrap(), NUDGE), 1);
+    let m = rig.env.marker(session);
+    assert_eq!(m["compact_at"], 267_000);
+    assert!(
+        m["compact_source"]["setting"]
+            .as_str()
+            .is_some_and(|f| f.ends_with(".claude/settings.json")),
+        "{m}"
+    );
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn a_text_only_turn_is_nudged_through_user_prompt_submit() {
+    // No tool calls at all: 940k of 1M after the first answer.
+    let Some(rig) = Rig::new(0, 940_000) else {
+        return;
+    };
+    let out = rig.claude("just talk", None, &[]);
+    let session = out["session_id"].as_str().unwrap().to_string();
+    // The first prompt comes before any reply: nothing known, nothing said.
+    assert_eq!(
+        count(&rig.api.requests()[0], "hook additional context: ctxguard"),
+        0
+    );
+    rig.api.clear();
+    rig.claude("and more", Some(&session), &[]);
+    let requests = rig.api.requests();
+    let nudge = "UserPromptSubmit hook additional context: ctxguard:";
+    assert_eq!(
+        count(&requests[0], nudge),
+        1,
+        "the second prompt carries the nudge"
+    );
+    assert!(requests[0]
+        .to_string()
+        .contains("94% full (940k of 1M tokens)"));
+    assert_eq!(rig.env.marker(&session)["state"], "nudged");
+    // Once: a third prompt does not repeat it (the second carries it in its history only).
+    rig.api.clear();
+    rig.claude("once more", Some(&session), &[]);
+    assert_eq!(
+        count(&rig.api.requests()[0], nudge),
+        1,
+        "only the old one, in the history"
+    );
+    let printed = rig
+        .hook_runs()
+        .iter()
+        .filter(|r| r.0 == "userpromptsubmit" && !r.2.is_empty())
+        .count();
+    assert_eq!(printed, 1);
+    rig.assert_hooks_only_added_context();
+}
+
+#[test]
+fn a_subagents_tool_calls_neither_take_nor_receive_the_nudge() {
+    // 940k of 1M: the nudge is due. The main thread spawns a foreground subagent (one tool
+    // call), and the subagent runs two Bash calls.
+    let Some(rig) = Rig::with(Script {
+        tool_calls: 2,
+        context_tokens: 940_000,
+        after_compact_tokens: None,
+        agent: true,
+    }) else {
+        return;
+    };
+    let out = rig.claude("SPAWN a helper", None, &[]);
+    let session = out["session_id"].as_str().unwrap();
+    let runs = rig.hook_runs_by();
+    let sub: Vec<_> = runs.iter().filter(|r| r.0 == "pretooluse" && r.2).collect();
+    assert_eq!(sub.len(), 2, "the subagent's two Bash calls: {runs:?}");
+    assert!(sub.iter().all(|r| r.3.is_empty()), "{sub:?}");
+    // A subagent's requests start from its own prompt (SUBTASK): none carries the nudge.
+    let is_sub = |r: &Value| r["messages"][0]["content"].to_string().contains("SUBTASK");
+    let nudge = "hook additional context: ctxguard";
+    let requests = rig.api.requests();
+    assert!(requests.iter().any(&is_sub), "the subagent ran");
+    for r in requests.iter().filter(|r| is_sub(r)) {
+        assert_eq!(count(r, nudge), 0, "a subagent request carries the nudge");
+    }
+    // The nudge was not used up by the subagent: the main thread gets it, at its own tool call
+    // (if the client had flushed the reply by then) or with the next prompt.
+    let main_had_it = requests.iter().any(|r| !is_sub(r) && count(r, nudge) == 1);
+    if !main_had_it {
+        rig.api.clear();
+        rig.claude("and then?", Some(session), &[]);
+        let next = &rig.api.requests()[0];
+        assert!(!is_sub(next));
+        assert_eq!(
+            count(next, "UserPromptSubmit hook additional context: ctxguard:"),
+            1,
+            "the main thread receives it with the next prompt"
+        );
+    }
+    assert_eq!(rig.env.marker(session)["state"], "nudged");
     rig.assert_hooks_only_added_context();
 }

@@ -46,12 +46,18 @@ fn three_hooks_hammering_one_session_never_tear_or_lose_state() {
         (vec!["precompact"], vec![compact]),
     ] {
         let (env, stop) = (Arc::clone(&env), Arc::clone(&stop));
+        let transcript = transcript.clone();
         workers.push(std::thread::spawn(move || {
             let mut runs = 0usize;
             while !stop.load(Ordering::Relaxed) {
                 let input = &inputs[runs % inputs.len()];
                 let status = spawn_with(&env, &args, input).wait().unwrap();
                 assert_eq!(status.code(), Some(0), "{args:?}");
+                if args[0] == "precompact" {
+                    // As the client does: the compaction's boundary follows, so the next
+                    // PreCompact is a new compaction, not a repeat of this one.
+                    append_lines(&transcript, &[boundary_line(&time_from_now(0))]);
+                }
                 runs += 1;
             }
             runs

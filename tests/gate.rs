@@ -5,11 +5,24 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
+/// Runs PreCompact; when it lets the compaction through, the transcript then gets what the
+/// client writes: the boundary, and a reply after it (150k again).
 fn precompact(env: &TestEnv, trigger: &str, transcript: &std::path::Path) -> Run {
     let mut p = fixture_json("PreCompact-auto.json");
     p["transcript_path"] = json!(transcript.to_str().unwrap());
     p["trigger"] = json!(trigger);
-    env.run(&["precompact"], p.to_string())
+    let run = env.run(&["precompact"], p.to_string());
+    if run.code == 0 && transcript.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        append_lines(
+            transcript,
+            &[
+                boundary_line(&time_from_now(0)),
+                assistant_line(150_000, &time_from_now(0)),
+            ],
+        );
+    }
+    run
 }
 
 fn checkpoints(env: &TestEnv) -> usize {

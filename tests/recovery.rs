@@ -230,8 +230,9 @@ fn a_missing_transcript_still_yields_a_checkpoint() {
 fn checkpoints_are_numbered_kept_five_and_logged() {
     let env = TestEnv::new();
     let path = env.write("real.jsonl", &before_first_compaction());
-    for _ in 0..7 {
-        let run = env.run(
+    for n in 0..7 {
+        let run = env.run_at(
+            n * 300,
             &["precompact"],
             precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
         );
@@ -462,8 +463,11 @@ fn memory_files_and_budgets() {
     fs::write(project.join(".claude/memory/MEMORY.md"), project_memory).unwrap();
     env.set("CLAUDE_PROJECT_DIR", project.to_str().unwrap());
     let path = env.write("real.jsonl", &before_first_compaction());
+    let round = std::cell::Cell::new(0);
     let compact = |env: &TestEnv| {
-        env.run(
+        round.set(round.get() + 1);
+        env.run_at(
+            round.get() * 300,
             &["precompact"],
             precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
         );
@@ -514,7 +518,8 @@ fn many_compactions_suggest_a_fresh_session() {
     let env = TestEnv::new();
     let path = env.write("real.jsonl", &before_first_compaction());
     for n in 1..=4 {
-        env.run(
+        env.run_at(
+            n * 300,
             &["precompact"],
             precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
         );
@@ -671,4 +676,40 @@ fn an_oversized_line_is_skipped_and_the_rest_still_read() {
         latest(&env, SESSION)["asks"],
         json!(["before the big line", "after the big line"])
     );
+}
+
+#[test]
+fn a_precompact_run_twice_for_one_compaction_is_counted_once() {
+    // 2.1.330 runs PreCompact twice for one auto-compaction, sometimes with a reply between.
+    let env = TestEnv::new();
+    let path = env.write("real.jsonl", &before_first_compaction());
+    let payload = precompact_payload(SESSION, &path, "auto", Value::Null).to_string();
+    assert_eq!(env.run(&["precompact"], &payload).code, 0);
+    append_lines(&path, &[assistant_line(150_000, &time_from_now(0))]);
+    assert_eq!(env.run(&["precompact"], &payload).code, 0);
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["compactions"].as_u64(), m["cycle"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let cp = latest(&env, SESSION);
+    assert_eq!(
+        cp["meta"]["compaction"], 1,
+        "the fresher checkpoint, same compaction"
+    );
+    let block = decode_block(
+        &env.run(
+            &["sessionstart"],
+            sessionstart_payload(SESSION, "compact", CWD).to_string(),
+        )
+        .stdout,
+    );
+    assert!(
+        block.starts_with("## ctxguard recovery: compaction #1 of this session"),
+        "{block}"
+    );
+    // Once the compaction's boundary is written, the next PreCompact is a new compaction.
+    append_lines(&path, &[boundary_line(&time_from_now(1))]);
+    assert_eq!(env.run(&["precompact"], &payload).code, 0);
+    assert_eq!(env.marker(SESSION)["compactions"], 2);
 }

@@ -327,3 +327,23 @@ pub fn decode_block(stdout: &str) -> String {
     assert_eq!(out.hook_specific_output.hook_event_name, "SessionStart");
     out.hook_specific_output.additional_context
 }
+
+/// Appends lines to a transcript, as the client does.
+pub fn append_lines(path: &Path, lines: &[String]) {
+    use std::io::Write;
+    let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+    for line in lines {
+        writeln!(f, "{line}").unwrap();
+    }
+}
+
+impl TestEnv {
+    /// Runs `ctxguard ARGS` as if `secs` from now (`CTXGUARD_NOW`): consecutive compactions of
+    /// one transcript minutes apart, so none is taken for a repeat of the one before.
+    pub fn run_at(&self, secs: i64, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
+        let mut cmd = self.command(args);
+        cmd.env("CTXGUARD_NOW", time_from_now(secs));
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        Run::from(feed(cmd, stdin).wait_with_output().unwrap())
+    }
+}

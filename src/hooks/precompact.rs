@@ -142,6 +142,24 @@ fn try_gate(
     })
 }
 
+/// A second PreCompact this soon after one, with no compaction finished in between (no
+/// `compact_boundary` written since), belongs to the same compaction: 2.1.330 runs PreCompact
+/// twice for one auto-compaction, sometimes with a reply in between.
+pub const REPEAT_WITHIN: Duration = Duration::from_secs(120);
+
+/// Is this PreCompact a repeat of the one the marker recorded? `boundary` is the time of the
+/// transcript's newest `compact_boundary`, if any.
+pub fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    let Some(compacted) = marker.compacted_at else {
+        return false;
+    };
+    let recent = now
+        .signed_duration_since(compacted)
+        .to_std()
+        .is_ok_and(|age| age <= REPEAT_WITHIN);
+    recent && boundary.is_none_or(|b| b < compacted)
+}
+
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "PreCompact")?;
@@ -168,9 +186,16 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         diag.note(format!("{e}; the checkpoint holds only metadata"));
     }
 
+    // The newest boundary, to tell a repeated PreCompact from a new compaction.
+    let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
+        .ok()
+        .flatten();
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
     let stale = Duration::from_secs(config.stale_after_secs);
-    let (cp, cp_path) = store.update(&input.session_id, diag, |current, diag| {
+    let written = store.update(&input.session_id, diag, |current, diag| {
+        // A repeat replaces the first run's checkpoint with a fresher one of the same
+        // compaction: same number, same cycle.
+        let repeat = is_repeat(current, boundary, now);
         let previous = match checkpoints.latest() {
             Ok(latest) => latest.map(|cp| cp.id),
             Err(e) => {
@@ -178,7 +203,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
                 None
             }
         };
-        let cp = decide(
+        let mut cp = decide(
             &input,
             reading,
             current,
@@ -187,11 +212,16 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
+        if repeat {
+            cp.meta.compaction = current.compactions.max(1);
+            cp.meta.cycle = current.cycle.saturating_sub(1);
+        }
         let cp_path = checkpoints.save(&cp)?;
         let event = Event::Compacted {
             checkpoint: cp_path.display().to_string(),
             tokens: cp.meta.tokens_before,
             auto: input.trigger == "auto",
+            repeat,
         };
         // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
         for dir in [store.dir(), checkpoints.dir()] {
@@ -202,6 +232,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             (cp, cp_path),
         ))
     })?;
+    let (cp, cp_path) = written;
 
     let local = now.with_timezone(&Local);
     if let Err(e) = daily_log::append(
@@ -231,6 +262,28 @@ mod tests {
             updated_at: Some(Utc::now()),
             ..Marker::new("s")
         }
+    }
+
+    #[test]
+    fn a_repeated_precompact_is_recognised() {
+        let now = Utc::now();
+        let secs = |s: i64| now - chrono::Duration::seconds(s);
+        let compacted = Marker {
+            compacted_at: Some(secs(5)),
+            ..Marker::new("s")
+        };
+        // No compaction finished since the last PreCompact: a repeat.
+        assert!(is_repeat(&compacted, Some(secs(300)), now));
+        assert!(is_repeat(&compacted, None, now));
+        // Its boundary was written: a new compaction.
+        assert!(!is_repeat(&compacted, Some(secs(1)), now));
+        // Too long ago, or never compacted: new.
+        assert!(!is_repeat(
+            &compacted,
+            None,
+            now + chrono::Duration::seconds(200)
+        ));
+        assert!(!is_repeat(&Marker::new("s"), None, now));
     }
 
     #[test]

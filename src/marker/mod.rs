@@ -184,11 +184,14 @@ pub enum Event {
     /// A nudge of this level was emitted.
     Nudged(Nudge),
     /// PreCompact wrote this checkpoint: a new cycle starts and a recovery is pending.
-    /// `tokens` were in context; `auto` when the client compacted by itself.
+    /// `tokens` were in context; `auto` when the client compacted by itself; `repeat` when it
+    /// is the same compaction as the last one (PreCompact ran again before it finished): the
+    /// checkpoint is replaced, no new cycle is counted.
     Compacted {
         checkpoint: String,
         tokens: Option<u64>,
         auto: bool,
+        repeat: bool,
     },
     /// SessionStart injected the pending recovery.
     Recovered,
@@ -344,19 +347,22 @@ pub fn transition(
             checkpoint,
             tokens,
             auto,
+            repeat,
         } => {
-            let before = tokens.or(m.tokens);
+            let before = tokens.or(m.tokens).or(m.tokens_at_compaction);
             if *auto {
                 if let (Some(t), Some(w)) = (before, m.window) {
                     m.auto_compacted_at = Some((t, w));
                 }
             }
             m.clear_cycle();
-            m.cycle += 1;
+            if !*repeat || m.compactions == 0 {
+                m.cycle += 1;
+                m.compactions += 1;
+            }
             m.tokens = None;
             m.compacted_at = Some(now);
             m.tokens_at_compaction = before;
-            m.compactions += 1;
             m.last_checkpoint = Some(checkpoint.clone());
             m.recovery_pending = true;
             m.digest_given = false;
@@ -482,6 +488,7 @@ mod tests {
             checkpoint: "/cp_001.json".into(),
             tokens: None,
             auto: false,
+            repeat: false,
         };
         let m = transition(&m, &compacted, t(5), STALE);
         assert_eq!((m.state, m.cycle, m.tokens), (State::Idle, 1, None));
@@ -604,6 +611,7 @@ mod tests {
                     checkpoint: "x".into(),
                     tokens: None,
                     auto: false,
+                    repeat: false,
                 },
             ),
             (2, observe(Some(130_000))),

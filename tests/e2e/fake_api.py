@@ -8,9 +8,13 @@ Every POST body is appended to LOG (one JSON object per line: path and body). Re
     last prompt gets a Bash tool_use (`echo ctxguard-e2e-N`);
   - otherwise a short text reply with stop_reason end_turn;
   - a request without tools (a compaction summary) gets a text summary.
-Each reply's usage puts CONTEXT_TOKENS in context (cache_read_input_tokens).
+Each reply's usage puts CONTEXT_TOKENS in context (cache_read_input_tokens); after a compaction
+summary was served, AFTER_COMPACT_TOKENS when given. With --script agent, a prompt containing
+SPAWN first gets an Agent (or Task) tool call in the foreground whose prompt says SUBTASK; the
+subagent's requests then get the Bash calls.
 
-usage: fake_api.py --log FILE [--tool-calls N] [--context-tokens T]
+usage: fake_api.py --log FILE [--tool-calls N] [--context-tokens T] [--after-compact-tokens T]
+                   [--script bash|agent]
 Prints the port it listens on, then serves until killed (or --idle-exit seconds without requests).
 """
 import argparse
@@ -40,6 +44,29 @@ def tool_results_since_prompt(messages):
         if texts and not results:
             break
     return count
+
+
+COMPACTED = [False]
+
+
+def first_text(messages):
+    for m in messages:
+        if m.get("role") == "user":
+            return json.dumps(m.get("content"))
+    return ""
+
+
+def is_compaction(body):
+    """A compaction request: no tools (older clients), or the summary instruction (2.1.330 sends
+    its tools along and asks for text only)."""
+    if not body.get("tools"):
+        return True
+    last = (body.get("messages") or [{}])[-1]
+    return "create a detailed summary of the conversation" in json.dumps(last.get("content"))
+
+
+def is_sub(messages):
+    return "SUBTASK" in first_text(messages)
 
 
 def sse(event, data):
@@ -97,21 +124,39 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages"):
             return self.send_json({})
         messages = body.get("messages") or []
-        if not body.get("tools"):
-            blocks = [("text", "Summary: the user asked for shell commands; they ran.")]
+        spawn = (ARGS.script == "agent" and not is_sub(messages)
+                 and "SPAWN" in first_text(messages))
+        if not is_compaction(body) and tool_results_since_prompt(messages) == 0 \
+                and sum(1 for m in messages if m.get("role") == "assistant") == 0:
+            COMPACTED[0] = False  # a new conversation
+        if is_compaction(body):
+            blocks = [("text", "<analysis>short</analysis>\n<summary>Summary: the user asked "
+                               "for shell commands; they ran.</summary>")]
             stop = "end_turn"
-        elif tool_results_since_prompt(messages) < ARGS.tool_calls:
+            COMPACTED[0] = True
+        elif spawn and tool_results_since_prompt(messages) == 0:
+            names = [t.get("name") for t in body.get("tools") or []]
+            agent = "Agent" if "Agent" in names else "Task"
+            blocks = [("tool_use:" + agent, {"description": "sub job", "prompt": "SUBTASK: run echo",
+                                             "subagent_type": "general-purpose",
+                                             "run_in_background": False})]
+            stop = "tool_use"
+        elif not spawn and tool_results_since_prompt(messages) < ARGS.tool_calls:
             n = tool_results_since_prompt(messages) + 1
             blocks = [("tool_use", {"command": "echo ctxguard-e2e-%d" % n, "description": "echo"})]
             stop = "tool_use"
         else:
             blocks = [("text", "Done.")]
             stop = "end_turn"
+        tokens = ARGS.context_tokens
+        if COMPACTED[0] and ARGS.after_compact_tokens is not None:
+            tokens = ARGS.after_compact_tokens
         usage = {"input_tokens": 10, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": ARGS.context_tokens, "output_tokens": 1}
+                 "cache_read_input_tokens": tokens, "output_tokens": 1}
         if not body.get("stream"):
             content = [{"type": "text", "text": b[1]} if b[0] == "text" else
-                       {"type": "tool_use", "id": "toolu_%d" % time.time_ns(), "name": "Bash", "input": b[1]}
+                       {"type": "tool_use", "id": "toolu_%d" % time.time_ns(),
+                        "name": b[0].split(":")[1] if ":" in b[0] else "Bash", "input": b[1]}
                        for b in blocks]
             return self.send_json({"id": "msg_e2e", "type": "message", "role": "assistant",
                                    "model": body.get("model", "claude"), "content": content,
@@ -130,7 +175,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 out.append(sse("content_block_start", {"type": "content_block_start", "index": i,
                                                        "content_block": {"type": "tool_use",
                                                                          "id": "toolu_%d" % time.time_ns(),
-                                                                         "name": "Bash", "input": {}}}))
+                                                                         "name": kind.split(":")[1] if ":" in kind else "Bash",
+                                                                         "input": {}}}))
                 out.append(sse("content_block_delta", {"type": "content_block_delta", "index": i,
                                                        "delta": {"type": "input_json_delta",
                                                                  "partial_json": json.dumps(value)}}))
@@ -159,6 +205,8 @@ def main():
     p.add_argument("--tool-calls", type=int, default=1)
     p.add_argument("--context-tokens", type=int, default=10_000)
     p.add_argument("--idle-exit", type=float, default=300)
+    p.add_argument("--after-compact-tokens", type=int, default=None)
+    p.add_argument("--script", default="bash")
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)

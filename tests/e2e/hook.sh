@@ -1,10 +1,17 @@
 #!/bin/sh
 # Runs a ctxguard hook for the end-to-end tests and logs what it did, so the tests can assert on
-# every hook output the real client received: `hook.sh LOG ctxguard SUBCOMMAND`.
+# every hook output the real client received: `hook.sh LOG ctxguard SUBCOMMAND`. Each log line is
+# SUBCOMMAND, exit code, `sub` for a subagent's event (its input has an agent_id) or `main`, and
+# the hook's stdout.
 log=$1
 shift
-out=$("$@")
+input=$(cat)
+out=$(printf '%s' "$input" | "$@")
 code=$?
-printf '%s\t%s\t%s\n' "$2" "$code" "$out" >>"$log"
+case $input in
+*'"agent_id"'*) who=sub ;;
+*) who=main ;;
+esac
+printf '%s\t%s\t%s\t%s\n' "$2" "$code" "$who" "$out" >>"$log"
 printf '%s' "$out"
 exit "$code"

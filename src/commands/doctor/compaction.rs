@@ -6,6 +6,9 @@ use crate::client::{AutoCompactWindow, Origin, Window};
 use crate::config::Config;
 use crate::usage::Policy;
 
+/// The client compacts an idle attended session from this many tokens on.
+pub const IDLE_COMPACTION_TOKENS: u64 = 200_000;
+
 /// Whether Claude Code compacts on its own at all.
 pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
     vec![match ctx.client.auto_compact_off() {
@@ -92,6 +95,73 @@ pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
             ),
         },
     }]
+}
+
+/// Idle compaction (`idleCompaction`, on by default): the client compacts an attended session of
+/// 200k tokens or more while it is idle, whatever the thresholds say.
+pub fn idle_compaction(ctx: &Context) -> Vec<Finding> {
+    let off = matches!(
+        ctx.client.get("idleCompaction"),
+        Some((_, serde_json::Value::Bool(false)))
+    );
+    vec![if off {
+        finding(
+            "idle",
+            Status::Info,
+            "idle compaction is off (idleCompaction: false)".into(),
+            None,
+        )
+    } else {
+        finding(
+            "idle",
+            Status::Info,
+            format!(
+                "idle compaction is on (the default): an attended session with {} tokens or more \
+                 may be compacted while it waits for you, before the thresholds below; the status \
+                 line marks such a session `idle≥{}`, and the checkpoint is still written",
+                IDLE_COMPACTION_TOKENS,
+                crate::usage::human(IDLE_COMPACTION_TOKENS)
+            ),
+            None,
+        )
+    }]
+}
+
+/// Where the hooks take the window and the compaction point from, and the windows learned so far.
+pub fn sources(ctx: &Context) -> Vec<Finding> {
+    let learned = ctx
+        .paths
+        .as_ref()
+        .map(crate::facts::learned)
+        .unwrap_or_default();
+    let learned = if learned.is_empty() {
+        "none yet".to_string()
+    } else {
+        learned
+            .iter()
+            .map(|(m, w)| {
+                format!(
+                    "{} {}",
+                    crate::text::cut(&crate::text::sanitize(m, true), 80),
+                    crate::usage::human(*w)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![finding(
+        "window",
+        Status::Info,
+        format!(
+            "each hook takes the window from, first match: model_windows and window_tokens in the \
+             config, the status line's report, windows learned from status lines ({learned}), the \
+             model id, usage over 200k; and the compaction point from the running client's \
+             --autocompact argument, CLAUDE_CODE_AUTO_COMPACT_WINDOW, autoCompactWindow (per model \
+             first), and where the session was seen auto-compacting. `ctxguard status --session ID` \
+             shows what decided for a session"
+        ),
+        None,
+    )]
 }
 
 /// The policy the thresholds are computed with: ctxguard's configuration (the defaults if it

@@ -73,6 +73,8 @@ const CHECKS: &[Check] = &[
     compaction::auto_compaction,
     compaction::autocompact_pct,
     compaction::autocompact_window,
+    compaction::idle_compaction,
+    compaction::sources,
 ];
 
 /// What the checks look at, read once.
