@@ -112,23 +112,26 @@ pub struct Resolved {
     pub limits: Limits,
     pub window_source: WindowSource,
     pub compact_source: CompactSource,
+    /// The client's idle compaction (`idleCompaction`, on unless set to false).
+    pub idle_compaction: bool,
 }
 
 /// Limits for an observation: resolved afresh (with their sources), or kept from the marker.
 pub struct LimitsFor {
     pub limits: Limits,
-    /// Set when resolved afresh, with the config fingerprint.
-    pub sources: Option<(WindowSource, CompactSource, u64)>,
+    /// Set when resolved afresh, with the config fingerprint and whether idle compaction is on.
+    pub sources: Option<(WindowSource, CompactSource, u64, bool)>,
 }
 
 impl LimitsFor {
     /// An observation of `tokens` from `source` on these limits.
     pub fn observation(self, tokens: Option<u64>, source: Source) -> Observation {
         let mut obs = Observation::new(tokens, self.limits, source);
-        if let Some((w, c, key)) = self.sources {
+        if let Some((w, c, key, idle)) = self.sources {
             obs.window_source = Some(w);
             obs.compact_source = Some(c);
             obs.limits_key = Some(key);
+            obs.idle_compaction = Some(idle);
         }
         obs
     }
@@ -196,7 +199,7 @@ pub fn limits_for(
     let r = resolve(ctx, marker, model, reported, tokens);
     LimitsFor {
         limits: r.limits,
-        sources: Some((r.window_source, r.compact_source, key)),
+        sources: Some((r.window_source, r.compact_source, key, r.idle_compaction)),
     }
 }
 
@@ -243,10 +246,15 @@ pub fn resolve(
             observed: marker.auto_compacted_at,
         },
     );
+    let idle_compaction = !matches!(
+        settings.get("idleCompaction"),
+        Some((_, serde_json::Value::Bool(false)))
+    );
     Resolved {
         limits,
         window_source: window.source,
         compact_source,
+        idle_compaction,
     }
 }
 

@@ -26,6 +26,7 @@ struct SessionStatus {
     model: Option<String>,
     compact_at: Option<u64>,
     compact_source: Option<String>,
+    idle_compaction_applies: bool,
     trigger_at: Option<u64>,
     armed_at: Option<String>,
     nudged_at: Option<String>,
@@ -97,6 +98,10 @@ fn status_reports_a_stale_marker_as_idle() {
             s.compact_source.as_deref()
         ),
         (Some("reported"), Some("claude-opus-5-5"), Some("window"))
+    );
+    assert!(
+        s.idle_compaction_applies,
+        "930k: the client may compact it while idle"
     );
     let out = env
         .command(&["status", "--session", SESSION])

@@ -53,14 +53,20 @@ fn arms_past_the_trigger_on_a_1m_window() {
         &["statusline", "--no-color"],
         statusline_payload(SESSION, Some(926_999), Some(1_000_000)).to_string(),
     );
-    assert_eq!(below.stdout, "ctx 92% · 927k/1M · compacts in 40k\n");
+    assert_eq!(
+        below.stdout,
+        "ctx 92% · 927k/1M · compacts in 40k · idle≥200k\n"
+    );
     assert_eq!(env.marker(SESSION)["state"], "idle");
 
     let above = env.run(
         &["statusline", "--no-color"],
         statusline_payload(SESSION, Some(927_000), Some(1_000_000)).to_string(),
     );
-    assert_eq!(above.stdout, "ctx 92% · 927k/1M · compacts in 40k\n");
+    assert_eq!(
+        above.stdout,
+        "ctx 92% · 927k/1M · compacts in 40k · idle≥200k\n"
+    );
     let m = env.marker(SESSION);
     assert_eq!(m["state"], "armed");
     assert!(m["armed_at"].is_string());
@@ -185,4 +191,35 @@ fn a_usage_drop_after_arming_starts_a_new_cycle() {
         (Some("idle"), Some(1))
     );
     assert_eq!(m["armed_at"], Value::Null);
+}
+
+#[test]
+fn the_gauge_says_when_idle_compaction_can_come_first() {
+    let env = TestEnv::new();
+    let below = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(150_000), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(below.stdout, "ctx 15% · 150k/1M · compacts in 817k\n");
+    let above = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(250_000), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(
+        above.stdout,
+        "ctx 25% · 250k/1M · compacts in 717k · idle≥200k\n"
+    );
+    // Turned off in the user's settings: not shown.
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"idleCompaction": false}"#,
+    )
+    .unwrap();
+    let off = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(250_000), Some(1_000_000)).to_string(),
+    );
+    assert_eq!(off.stdout, "ctx 25% · 250k/1M · compacts in 717k\n");
 }

@@ -25,6 +25,8 @@ pub struct SessionStatus {
     pub compact_at: Option<u64>,
     /// Where the compaction point came from.
     pub compact_source: Option<CompactSource>,
+    /// The client may compact this session while it waits for the user (≥ 200k tokens).
+    pub idle_compaction_applies: bool,
     pub trigger_at: Option<u64>,
     pub armed_at: Option<DateTime<Utc>>,
     pub nudged_at: Option<DateTime<Utc>>,
@@ -53,6 +55,7 @@ impl SessionStatus {
             model: m.model.clone(),
             compact_at: m.compact_at,
             compact_source: m.compact_source.clone(),
+            idle_compaction_applies: m.idle_compaction_applies(),
             trigger_at: m.trigger_at,
             armed_at: m.armed_at,
             nudged_at: m.nudged_at,
@@ -153,6 +156,9 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
                 .map(|c| format!(" (from {})", c.describe()))
                 .unwrap_or_default()
         );
+        if s.idle_compaction_applies {
+            println!("idle        the client may compact it while idle (200k or more tokens)");
+        }
         println!("armed_at    {}", opt_time(s.armed_at, now));
         println!("nudged_at   {}", opt_time(s.nudged_at, now));
         println!("updated_at  {}", opt_time(s.updated_at, now));

@@ -26,6 +26,8 @@ pub struct Gauge {
     pub limits: Limits,
     /// `tokens` is the last known reading of this cycle, not this frame's (which had none).
     pub last_known: bool,
+    /// The client may compact this session while it is idle, before the compaction point.
+    pub idle: bool,
 }
 
 /// The reading carried by one status-line payload. A frame without usage (before the first
@@ -76,6 +78,7 @@ pub fn decide(
         tokens: next.tokens,
         limits,
         last_known: !had_tokens && next.tokens.is_some(),
+        idle: next.idle_compaction_applies(),
     };
     (next, gauge)
 }
@@ -98,8 +101,10 @@ pub fn render(gauge: &Gauge, color: bool) -> String {
     } else {
         format!("compacts in {}", human(l.headroom(tokens)))
     };
+    // Idle compaction can come before the compaction point: say so.
+    let idle = if gauge.idle { " · idle≥200k" } else { "" };
     let text = format!(
-        "ctx {mark}{}% · {}/{} · {distance}",
+        "ctx {mark}{}% · {}/{} · {distance}{idle}",
         percent(tokens, l.window),
         human(tokens),
         human(l.window)
@@ -242,6 +247,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
                 tokens: observation.tokens,
                 limits: observation.limits,
                 last_known: false,
+                idle: false,
             })
         }
     }
@@ -327,7 +333,10 @@ mod tests {
         );
         let (m2, g) = decide(&m, obs, &config, now);
         assert_eq!((m2.cycle, m2.tokens), (m.cycle, Some(500_000)));
-        assert_eq!(render(&g, false), "ctx ~50% · 500k/1M · compacts in 467k");
+        assert_eq!(
+            render(&g, false),
+            "ctx ~50% · 500k/1M · compacts in 467k · idle≥200k"
+        );
         // A zero frame is no reading either.
         let zero = observed(&payload(0, 1_000_000), &config, None);
         let (m3, _) = decide(&m2, zero, &config, now);
@@ -351,6 +360,7 @@ mod tests {
             tokens: Some(tokens),
             limits,
             last_known: false,
+            idle: false,
         };
         assert_eq!(
             render(&g(128_000), false),
@@ -364,5 +374,15 @@ mod tests {
         assert!(render(&g(130_000), true).starts_with(YELLOW));
         assert!(render(&g(155_000), true).starts_with(RED));
         assert!(render(&g(155_000), true).ends_with(RESET));
+        let idle = Gauge {
+            tokens: Some(250_000),
+            limits: Limits::compute(1_000_000, &Default::default()),
+            last_known: false,
+            idle: true,
+        };
+        assert_eq!(
+            render(&idle, false),
+            "ctx 25% · 250k/1M · compacts in 717k · idle≥200k"
+        );
     }
 }

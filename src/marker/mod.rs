@@ -133,6 +133,23 @@ pub struct Marker {
     pub tokens_at_compaction: Option<u64>,
     /// Where this session's client last auto-compacted: the tokens then, on which window.
     pub auto_compacted_at: Option<(u64, u64)>,
+    /// Whether the client's idle compaction is on (from its settings, when last resolved).
+    pub idle_compaction: Option<bool>,
+}
+
+/// The client's idle compaction applies to an attended session from this many tokens on.
+pub const IDLE_COMPACTION_TOKENS: u64 = 200_000;
+
+impl Marker {
+    /// Can the client compact this session while it waits for the user, before `compact_at`?
+    /// It does so from 200k tokens on (unless `idleCompaction` is off), which matters on larger
+    /// windows.
+    pub fn idle_compaction_applies(&self) -> bool {
+        let (Some(t), Some(c)) = (self.tokens, self.compact_at) else {
+            return false;
+        };
+        self.idle_compaction != Some(false) && t >= IDLE_COMPACTION_TOKENS && t < c
+    }
 }
 
 /// A usage reading, from the status line or the transcript.
@@ -157,6 +174,8 @@ pub struct Observation {
     pub compact_source: Option<CompactSource>,
     /// The config fingerprint the limits were resolved with (when resolved afresh).
     pub limits_key: Option<u64>,
+    /// Whether the client's idle compaction is on (when resolved afresh).
+    pub idle_compaction: Option<bool>,
 }
 
 impl Observation {
@@ -174,6 +193,7 @@ impl Observation {
             window_source: None,
             compact_source: None,
             limits_key: None,
+            idle_compaction: None,
         }
     }
 }
@@ -317,6 +337,7 @@ pub fn transition(
                 m.compact_source = obs.compact_source.clone();
                 m.limits_at = Some(now);
                 m.limits_key = obs.limits_key;
+                m.idle_compaction = obs.idle_compaction;
             }
             let due = tokens.is_some_and(|t| t >= limits.trigger_at || obs.growth_due);
             if m.state == State::Idle && due {

@@ -4,10 +4,8 @@
 use super::{finding, Context, Finding, Status};
 use crate::client::{AutoCompactWindow, Origin, Window};
 use crate::config::Config;
+use crate::marker::IDLE_COMPACTION_TOKENS;
 use crate::usage::Policy;
-
-/// The client compacts an idle attended session from this many tokens on.
-pub const IDLE_COMPACTION_TOKENS: u64 = 200_000;
 
 /// Whether Claude Code compacts on its own at all.
 pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
@@ -219,6 +217,25 @@ mod tests {
             ["warn: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=\"most\" is not a percent"]
         );
         assert_eq!(policy(&bad).autocompact_pct, None);
+    }
+
+    #[test]
+    fn idle_compaction_and_the_sources_are_explained() {
+        let on = lines(&idle_compaction(&ctx(&[])));
+        assert!(
+            on[0].starts_with("info: idle compaction is on (the default)"),
+            "{on:?}"
+        );
+        let off = lines(&idle_compaction(&ctx(&[(
+            Scope::User,
+            r#"{"idleCompaction": false}"#,
+        )])));
+        assert_eq!(
+            off,
+            ["info: idle compaction is off (idleCompaction: false)"]
+        );
+        let sources = lines(&sources(&ctx(&[])));
+        assert!(sources[0].contains("--autocompact"), "{sources:?}");
     }
 
     #[test]
