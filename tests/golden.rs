@@ -29,10 +29,13 @@ const OTHER: &str = "7f3e9c1a-0b2d-4e5f-8a6b-1c2d3e4f5a6b";
 /// A third session, for lists.
 const THIRD: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 
+/// A golden case: the expected file under `fixtures/golden/`, and the steps producing the output.
+type Case = (&'static str, fn(&Scene) -> String);
+
 /// Every golden case: the expected file under `fixtures/golden/`, and the steps producing the
 /// output compared with it. One line each, so not formatted.
 #[rustfmt::skip]
-const CASES: &[(&str, fn(&Scene) -> String)] = &[
+const CASES: &[Case] = &[
     // SessionStart: the recovery block, decoded from its one-line JSON envelope.
     ("recovery-compact.md", |s| s.compacted(0).start(1, SESSION, "compact", CWD)),
     ("recovery-resume.md", |s| s.compacted(0).start(1, SESSION, "resume", CWD)),
@@ -217,17 +220,23 @@ impl Scene {
 
     /// The stdout of a run that must succeed without a word on stderr.
     #[track_caller]
-    fn ok(&self, minutes: i64, args: &[&str]) -> String {
-        let run = self.run(minutes, args, "");
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{args:?}: {run:?}");
+    fn quiet(&self, minutes: i64, args: &[&str], stdin: &str) -> String {
+        let run = self.run(minutes, args, stdin);
+        let ok = run.code == 0 && run.stderr.is_empty();
+        assert!(ok, "{args:?}: {run:?}");
         run.stdout
+    }
+
+    /// A command's stdout (it reads no stdin).
+    #[track_caller]
+    fn ok(&self, minutes: i64, args: &[&str]) -> String {
+        self.quiet(minutes, args, "")
     }
 
     /// A status-line report of `tokens` on `window` for `session`.
     fn report(&self, minutes: i64, session: &str, tokens: u64, window: u64) -> &Scene {
         let payload = statusline_payload(session, Some(tokens), Some(window));
-        let run = self.run(minutes, &["statusline", "--quiet"], &payload.to_string());
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+        self.quiet(minutes, &["statusline", "--quiet"], &payload.to_string());
         self
     }
 
@@ -235,9 +244,7 @@ impl Scene {
     fn nudge(&self, minutes: i64, session: &str) -> String {
         let transcript = self.env.dir.path().join("no-transcript.jsonl");
         let payload = pretooluse_payload(session, &transcript);
-        let run = self.run(minutes, &["pretooluse"], &payload.to_string());
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-        decode_nudge(&run.stdout)
+        decode_nudge(&self.quiet(minutes, &["pretooluse"], &payload.to_string()))
     }
 
     /// `SESSION` at 130k of 200k, nudged once.
@@ -253,14 +260,16 @@ impl Scene {
             .env
             .write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
         let payload = pretooluse_payload(SESSION, &path);
-        let run = self.run(minutes, &["pretooluse"], &payload.to_string());
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-        decode_nudge(&run.stdout)
+        decode_nudge(&self.quiet(minutes, &["pretooluse"], &payload.to_string()))
     }
 
-    /// PreCompact of `session` on `transcript` (a file under the temp dir).
+    /// PreCompact of `session` on `transcript`: manual with compaction instructions, else auto.
     fn precompact(&self, minutes: i64, session: &str, transcript: &Path, instructions: Value) {
-        let trigger = if instructions.is_null() { "auto" } else { "manual" };
+        let trigger = if instructions.is_null() {
+            "auto"
+        } else {
+            "manual"
+        };
         let payload = precompact_payload(session, transcript, trigger, instructions);
         let run = self.run(minutes, &["precompact"], &payload.to_string());
         assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
@@ -291,9 +300,7 @@ impl Scene {
     /// The recovery block SessionStart(`source`) injects for `session` in `cwd`.
     fn start(&self, minutes: i64, session: &str, source: &str, cwd: &str) -> String {
         let payload = sessionstart_payload(session, source, cwd);
-        let run = self.run(minutes, &["sessionstart"], &payload.to_string());
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-        decode_block(&run.stdout)
+        decode_block(&self.quiet(minutes, &["sessionstart"], &payload.to_string()))
     }
 
     /// A user memory file and a project memory file.
