@@ -1,5 +1,5 @@
 //! Golden tests: whole outputs of the real binary (recovery blocks, nudges, `status`,
-//! `checkpoint show`, `doctor`) compared in full with the expected files in `fixtures/golden/`.
+//! `checkpoint show`, `install`, `doctor`) compared in full with the expected files in `fixtures/golden/`.
 //!
 //! After an intended change to an output, regenerate the expected files and review the diff:
 //!
@@ -32,8 +32,7 @@ const THIRD: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 /// A golden case: the expected file under `fixtures/golden/`, and the steps producing the output.
 type Case = (&'static str, fn(&Scene) -> String);
 
-/// Every golden case: the expected file under `fixtures/golden/`, and the steps producing the
-/// output compared with it. One line each, so not formatted.
+/// Every golden case, one line each (so not formatted).
 #[rustfmt::skip]
 const CASES: &[Case] = &[
     // SessionStart: the recovery block, decoded from its one-line JSON envelope.
@@ -82,7 +81,7 @@ fn golden_outputs() {
                 "{name} differs (- expected, + actual):\n{}",
                 line_diff(&expected, &actual).trim_end()
             )),
-            Err(e) => failures.push(format!("{name}: {e}")),
+            Err(e) => failures.push(format!("{name}: {e} (never blessed?)")),
         }
     }
     failures.extend(orphans(&dir, bless));
