@@ -6,6 +6,7 @@ mod util;
 mod e2e;
 mod faults;
 mod gate;
+mod golden;
 mod hostile;
 mod install;
 mod manual;

@@ -103,25 +103,6 @@ fn status_reports_a_stale_marker_as_idle() {
         s.idle_compaction_applies,
         "930k: the client may compact it while idle"
     );
-    let out = env
-        .command(&["status", "--session", SESSION])
-        .assert()
-        .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        text.contains("state       idle (stale; stored as armed)"),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            "window      1M (reported by the status line)\nmodel       claude-opus-5-5\n"
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("compact_at  967k (from the window)"),
-        "{text}"
-    );
 }
 
 #[test]
@@ -138,9 +119,6 @@ fn status_table_and_unknown_session() {
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[0].starts_with("SESSION"));
     assert!(lines[1].starts_with(SESSION));
-    for cell in ["armed", "130k", "200k", "127k", "167k", "statusline"] {
-        assert!(lines[1].contains(cell), "{cell} in {text}");
-    }
     let run = env.run(&["status", "--session", "nope"], "");
     assert_eq!(run.code, 1);
     assert!(

@@ -1,265 +1,19 @@
-//! Claude Code's own settings and environment, read the way the client reads them: which settings
-//! files there are, in the client's precedence order (user, project, local, managed: for a key
-//! set in several, the later file wins), their merged `env` block, and typed accessors for what
-//! moves auto-compaction. `doctor` reports on all of it; `config` takes Claude Code's variables
-//! from [`ClientEnv`], so a hook and `doctor` read a value the same way.
+//! Claude Code's settings as a project sees them: every file that exists, merged key by key (a
+//! later file wins) with their `env` blocks, and the typed questions `doctor` and `config` ask.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::env::{
+    read_pct, window_tokens, AutoCompactWindow, ClientEnv, Origin, Reading, Window,
+    AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT,
+};
+#[cfg(test)]
+use super::files::MANAGED_SETTINGS;
+use super::files::{Scope, SettingsFile};
 use crate::settings::shell_quote;
-
-/// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`: compaction at this percent of the window, if earlier.
-pub const AUTOCOMPACT_PCT: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
-/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`: the window auto-compaction is computed against.
-pub const AUTO_COMPACT_WINDOW: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
-/// `DISABLE_AUTO_COMPACT`: any value but `0` or `false` turns auto-compaction off.
-pub const DISABLE_AUTO_COMPACT: &str = "DISABLE_AUTO_COMPACT";
-
-/// The client's variables ctxguard reads.
-pub const VARS: [&str; 3] = [AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT];
-
-/// Where Claude Code looks for the organisation's managed settings.
-#[cfg(target_os = "macos")]
-pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/managed-settings.json";
-#[cfg(not(target_os = "macos"))]
-pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
-
-/// Claude Code's variables ([`VARS`]) as found in a process environment; blank ones are unset.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientEnv {
-    vars: Vec<(&'static str, String)>,
-}
-
-impl ClientEnv {
-    /// Looks each of [`VARS`] up with `lookup` (which should treat a blank value as unset).
-    pub fn read(lookup: impl Fn(&str) -> Option<String>) -> ClientEnv {
-        ClientEnv {
-            vars: VARS
-                .iter()
-                .filter_map(|name| lookup(name).map(|v| (*name, v)))
-                .collect(),
-        }
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` from the process alone (what a hook sees: the client
-    /// has already applied its settings' `env` blocks to its own environment).
-    pub fn autocompact_pct(&self) -> Option<Reading<f64>> {
-        self.get(AUTOCOMPACT_PCT).map(read_pct)
-    }
-
-    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` from the process alone.
-    pub fn auto_compact_window(&self) -> Option<Reading<u64>> {
-        self.get(AUTO_COMPACT_WINDOW).map(|raw| Reading {
-            origin: Origin::Variable(AUTO_COMPACT_WINDOW),
-            raw: raw.to_string(),
-            value: window_tokens(raw),
-        })
-    }
-}
-
-/// A value as written and what it means; `value` is `None` when it is unusable.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading<T> {
-    pub origin: Origin,
-    /// The text as written (a JSON value's own text for a setting).
-    pub raw: String,
-    pub value: Option<T>,
-}
-
-/// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// An environment variable (set in the process or in a settings file's `env` block).
-    Variable(&'static str),
-    /// A top-level key of a settings file.
-    Setting { key: &'static str, file: PathBuf },
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Variable(name) => f.write_str(name),
-            Origin::Setting { key, file } => write!(f, "{key} in {}", file.display()),
-        }
-    }
-}
-
-/// A percent in (0, 100].
-pub fn percent(text: &str) -> Option<f64> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|p| *p > 0.0 && *p <= 100.0)
-}
-
-/// A whole number of tokens above 0.
-pub fn window_tokens(text: &str) -> Option<u64> {
-    text.trim().parse::<u64>().ok().filter(|w| *w > 0)
-}
-
-fn read_pct(raw: &str) -> Reading<f64> {
-    Reading {
-        origin: Origin::Variable(AUTOCOMPACT_PCT),
-        raw: raw.to_string(),
-        value: percent(raw),
-    }
-}
-
-/// One window size in `autoCompactWindow`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Window {
-    /// `"auto"`: the client picks (the model's own window).
-    Auto,
-    Tokens(u64),
-}
-
-impl fmt::Display for Window {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Window::Auto => f.write_str("auto"),
-            Window::Tokens(w) => write!(f, "{w}"),
-        }
-    }
-}
-
-/// The auto-compaction window, as `autoCompactWindow` or `CLAUDE_CODE_AUTO_COMPACT_WINDOW` sets
-/// it: one for every model (a number or `"auto"`), or a map of model ids to one (the form
-/// `/autocompact` writes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AutoCompactWindow {
-    Every(Window),
-    /// In the file's order.
-    PerModel(Vec<(String, Window)>),
-}
-
-impl AutoCompactWindow {
-    /// The setting's JSON value; `None` for any other shape.
-    pub fn from_json(value: &Value) -> Option<AutoCompactWindow> {
-        fn window(value: &Value) -> Option<Window> {
-            match value {
-                Value::String(s) if s == "auto" => Some(Window::Auto),
-                Value::Number(n) => n.as_u64().filter(|w| *w > 0).map(Window::Tokens),
-                _ => None,
-            }
-        }
-        match value {
-            Value::Object(models) => models
-                .iter()
-                .map(|(model, w)| Some((model.clone(), window(w)?)))
-                .collect::<Option<Vec<_>>>()
-                .map(AutoCompactWindow::PerModel),
-            other => window(other).map(AutoCompactWindow::Every),
-        }
-    }
-}
-
-/// Which settings file, in the client's precedence order (a later one wins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scope {
-    /// `~/.claude/settings.json`
-    User,
-    /// `.claude/settings.json` in the project
-    Project,
-    /// `.claude/settings.local.json` in the project
-    Local,
-    /// The organisation's [`MANAGED_SETTINGS`]
-    Managed,
-}
-
-/// The settings files Claude Code reads for a project, lowest precedence first (present or not).
-pub fn locations(
-    home: Option<&Path>,
-    project: Option<&Path>,
-    managed: &Path,
-) -> Vec<(Scope, PathBuf)> {
-    let mut out = Vec::new();
-    if let Some(home) = home {
-        out.push((Scope::User, home.join(".claude/settings.json")));
-    }
-    if let Some(project) = project {
-        out.push((Scope::Project, project.join(".claude/settings.json")));
-        out.push((Scope::Local, project.join(".claude/settings.local.json")));
-    }
-    out.push((Scope::Managed, managed.to_path_buf()));
-    out
-}
-
-/// Why a settings file that exists cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    Unreadable(String),
-    NotJson(String),
-    NotObject,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Problem::Unreadable(e) => write!(f, "cannot be read ({e})"),
-            Problem::NotJson(e) => write!(f, "is not valid JSON ({e})"),
-            Problem::NotObject => f.write_str("is not a JSON object"),
-        }
-    }
-}
-
-/// One settings file that exists, parsed (or why not).
-#[derive(Debug, Clone)]
-pub struct SettingsFile {
-    pub scope: Scope,
-    pub path: PathBuf,
-    pub contents: Result<Map<String, Value>, Problem>,
-}
-
-impl SettingsFile {
-    /// `None` when there is no file.
-    pub fn read(scope: Scope, path: PathBuf) -> Option<SettingsFile> {
-        let contents = match fs::read(&path) {
-            Ok(bytes) => parse(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-            Err(e) => Err(Problem::Unreadable(e.to_string())),
-        };
-        Some(SettingsFile {
-            scope,
-            path,
-            contents,
-        })
-    }
-
-    /// A file with this text (for tests, which build settings from literals).
-    #[cfg(test)]
-    pub fn literal(scope: Scope, path: &str, text: &str) -> SettingsFile {
-        SettingsFile {
-            scope,
-            path: PathBuf::from(path),
-            contents: parse(text.as_bytes()),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.contents.as_ref().ok()?.get(key)
-    }
-}
-
-fn parse(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
-    match serde_json::from_slice(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(Problem::NotObject),
-        Err(e) => Err(Problem::NotJson(e.to_string())),
-    }
-}
 
 /// A command in a settings file, as `sh` would see it.
 #[derive(Debug, Clone)]
@@ -471,27 +225,13 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
+    use crate::client::{percent, Problem};
 
     fn settings(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Settings {
         Settings::literal(files, env)
-    }
-
-    #[test]
-    fn locations_follow_the_clients_precedence() {
-        let l = locations(
-            Some(Path::new("/home/u")),
-            Some(Path::new("/p")),
-            Path::new("/etc/m.json"),
-        );
-        let scopes: Vec<Scope> = l.iter().map(|(s, _)| *s).collect();
-        assert_eq!(
-            scopes,
-            [Scope::User, Scope::Project, Scope::Local, Scope::Managed]
-        );
-        assert!(scopes.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(l[2].1, Path::new("/p/.claude/settings.local.json"));
-        assert_eq!(locations(None, None, Path::new("/m")).len(), 1);
     }
 
     #[test]

@@ -1,0 +1,132 @@
+//! The settings files Claude Code reads, in its precedence order, and each one read and parsed
+//! (or why it cannot be used).
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// Where Claude Code looks for the organisation's managed settings.
+#[cfg(target_os = "macos")]
+pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/managed-settings.json";
+#[cfg(not(target_os = "macos"))]
+pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+
+/// Which settings file, in the client's precedence order (a later one wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// `~/.claude/settings.json`
+    User,
+    /// `.claude/settings.json` in the project
+    Project,
+    /// `.claude/settings.local.json` in the project
+    Local,
+    /// The organisation's [`MANAGED_SETTINGS`]
+    Managed,
+}
+
+/// The settings files Claude Code reads for a project, lowest precedence first (present or not).
+pub fn locations(
+    home: Option<&Path>,
+    project: Option<&Path>,
+    managed: &Path,
+) -> Vec<(Scope, PathBuf)> {
+    let mut out = Vec::new();
+    if let Some(home) = home {
+        out.push((Scope::User, home.join(".claude/settings.json")));
+    }
+    if let Some(project) = project {
+        out.push((Scope::Project, project.join(".claude/settings.json")));
+        out.push((Scope::Local, project.join(".claude/settings.local.json")));
+    }
+    out.push((Scope::Managed, managed.to_path_buf()));
+    out
+}
+
+/// Why a settings file that exists cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Unreadable(String),
+    NotJson(String),
+    NotObject,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Unreadable(e) => write!(f, "cannot be read ({e})"),
+            Problem::NotJson(e) => write!(f, "is not valid JSON ({e})"),
+            Problem::NotObject => f.write_str("is not a JSON object"),
+        }
+    }
+}
+
+/// One settings file that exists, parsed (or why not).
+#[derive(Debug, Clone)]
+pub struct SettingsFile {
+    pub scope: Scope,
+    pub path: PathBuf,
+    pub contents: Result<Map<String, Value>, Problem>,
+}
+
+impl SettingsFile {
+    /// `None` when there is no file.
+    pub fn read(scope: Scope, path: PathBuf) -> Option<SettingsFile> {
+        let contents = match fs::read(&path) {
+            Ok(bytes) => parse(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => Err(Problem::Unreadable(e.to_string())),
+        };
+        Some(SettingsFile {
+            scope,
+            path,
+            contents,
+        })
+    }
+
+    /// A file with this text (for tests, which build settings from literals).
+    #[cfg(test)]
+    pub fn literal(scope: Scope, path: &str, text: &str) -> SettingsFile {
+        SettingsFile {
+            scope,
+            path: PathBuf::from(path),
+            contents: parse(text.as_bytes()),
+        }
+    }
+
+    pub(super) fn get(&self, key: &str) -> Option<&Value> {
+        self.contents.as_ref().ok()?.get(key)
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Problem::NotObject),
+        Err(e) => Err(Problem::NotJson(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_follow_the_clients_precedence() {
+        let l = locations(
+            Some(Path::new("/home/u")),
+            Some(Path::new("/p")),
+            Path::new("/etc/m.json"),
+        );
+        let scopes: Vec<Scope> = l.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            scopes,
+            [Scope::User, Scope::Project, Scope::Local, Scope::Managed]
+        );
+        assert!(scopes.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(l[2].1, Path::new("/p/.claude/settings.local.json"));
+        assert_eq!(locations(None, None, Path::new("/m")).len(), 1);
+    }
+}
