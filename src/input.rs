@@ -79,6 +79,14 @@ where
     })
 }
 
+/// A number; anything else (null, a string, missing) is `None`, never an error.
+fn lenient_number<'de, D>(d: D) -> std::result::Result<Option<f64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(serde_json::Value::deserialize(d)?.as_f64())
+}
+
 /// A model id: a string, or an object's `id`; anything else is empty.
 fn model_id<'de, D>(d: D) -> std::result::Result<String, D::Error>
 where
@@ -159,6 +167,9 @@ pub struct ContextWindow {
     /// `null` before the first reply and right after compaction: usage unknown.
     #[serde(deserialize_with = "object_or_null")]
     pub current_usage: Option<UsageBlock>,
+    /// The client's own percent of the window (newer clients), when a number.
+    #[serde(deserialize_with = "lenient_number")]
+    pub used_percentage: Option<f64>,
 }
 
 /// An API `usage` object (status line `current_usage`, transcript `message.usage`).

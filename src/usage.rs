@@ -166,12 +166,13 @@ impl Limits {
     }
 }
 
-/// Whole percent of the window, rounded down (100 at or past it).
+/// Whole percent of the window, rounded to the nearest as the client's `used_percentage` is
+/// (100 at or past it).
 pub fn percent(tokens: u64, window: u64) -> u64 {
     if window == 0 {
         return 100;
     }
-    (tokens.saturating_mul(100) / window).min(100)
+    (tokens.saturating_mul(100).saturating_add(window / 2) / window).min(100)
 }
 
 /// Compact human form: `950`, `12k`, `128k`, `1M`, `1.2M`.
@@ -329,6 +330,9 @@ mod tests {
     #[test]
     fn percent_and_human() {
         assert_eq!(percent(128_000, 200_000), 64);
+        // 79.8% is 80, as the client shows it; 79.4% is 79.
+        assert_eq!(percent(159_600, 200_000), 80);
+        assert_eq!(percent(158_800, 200_000), 79);
         assert_eq!(percent(300_000, 200_000), 100);
         assert_eq!(percent(1, 0), 100);
         assert_eq!(human(950), "950");

@@ -184,7 +184,7 @@ fn a_fifo_marker_never_hangs_a_hook() {
     let status = statusline_payload(SESSION, Some(1_000), Some(200_000)).to_string();
     let run = env.run_within(&["statusline"], &status, limit, heap);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains("ctx 0%"), "{run:?}");
+    assert!(run.stdout.contains("ctx 1% · 1k/200k"), "{run:?}");
     // Another session's SessionStart(clear) scans every marker: the FIFO is skipped.
     let start = sessionstart_payload("other", "clear", CWD).to_string();
     let run = env.run_within(&["sessionstart"], &start, limit, heap);

@@ -55,7 +55,7 @@ fn arms_past_the_trigger_on_a_1m_window() {
     );
     assert_eq!(
         below.stdout,
-        "ctx 92% · 927k/1M · compacts in 40k · idle≥200k\n"
+        "ctx 93% · 927k/1M · compacts in 40k · idle≥200k\n"
     );
     assert_eq!(env.marker(SESSION)["state"], "idle");
 
@@ -65,7 +65,7 @@ fn arms_past_the_trigger_on_a_1m_window() {
     );
     assert_eq!(
         above.stdout,
-        "ctx 92% · 927k/1M · compacts in 40k · idle≥200k\n"
+        "ctx 93% · 927k/1M · compacts in 40k · idle≥200k\n"
     );
     let m = env.marker(SESSION);
     assert_eq!(m["state"], "armed");
@@ -222,4 +222,41 @@ fn the_gauge_says_when_idle_compaction_can_come_first() {
         statusline_payload(SESSION, Some(250_000), Some(1_000_000)).to_string(),
     );
     assert_eq!(off.stdout, "ctx 25% · 250k/1M · compacts in 717k\n");
+}
+
+#[test]
+fn the_percent_agrees_with_the_client() {
+    let env = TestEnv::new();
+    // Rounded to the nearest, as the client rounds: 79.8% is 80.
+    let run = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(159_600), Some(200_000)).to_string(),
+    );
+    assert!(run.stdout.starts_with("ctx 80% · 160k/200k"), "{run:?}");
+    // The client's own used_percentage wins when it describes the same window.
+    let mut payload = statusline_payload(SESSION, Some(159_000), Some(200_000));
+    payload["context_window"]["used_percentage"] = json!(79);
+    let run = env.run(&["statusline", "--no-color"], payload.to_string());
+    assert!(run.stdout.starts_with("ctx 79% · 159k/200k"), "{run:?}");
+}
+
+#[test]
+fn usage_above_the_reported_window_proves_it_wrong() {
+    // Some 2.1.x clients report 200k for a 1M session.
+    let env = TestEnv::new();
+    let run = env.run(
+        &["statusline", "--no-color"],
+        statusline_payload(SESSION, Some(350_000), Some(200_000)).to_string(),
+    );
+    assert_eq!(
+        run.stdout,
+        "ctx 35% · 350k/1M · compacts in 617k · idle≥200k\n"
+    );
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["window"].as_u64(), m["state"].as_str()),
+        (Some(1_000_000), Some("idle"))
+    );
+    // The model's own window (claude-opus-5-5: 1M) replaces the impossible report.
+    assert_eq!(m["window_source"], "model");
 }

@@ -178,6 +178,11 @@ pub fn statusline_payload(session: &str, tokens: Option<u64>, window: Option<u64
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": t - 10}),
         None => Value::Null,
     };
+    // As the client computes it: the percent of its window, rounded.
+    cw["used_percentage"] = match (tokens, window) {
+        (Some(t), Some(w)) => json!((t * 100 + w / 2) / w),
+        _ => Value::Null,
+    };
     p
 }
 

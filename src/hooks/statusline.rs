@@ -28,6 +28,9 @@ pub struct Gauge {
     pub last_known: bool,
     /// The client may compact this session while it is idle, before the compaction point.
     pub idle: bool,
+    /// The client's own percent for this frame, shown instead of ctxguard's so the two agree
+    /// (only when this frame's usage and the client's window are the ones the gauge shows).
+    pub client_pct: Option<u64>,
 }
 
 /// The reading carried by one status-line payload. A frame without usage (before the first
@@ -79,6 +82,7 @@ pub fn decide(
         limits,
         last_known: !had_tokens && next.tokens.is_some(),
         idle: next.idle_compaction_applies(),
+        client_pct: None,
     };
     (next, gauge)
 }
@@ -103,9 +107,12 @@ pub fn render(gauge: &Gauge, color: bool) -> String {
     };
     // Idle compaction can come before the compaction point: say so.
     let idle = if gauge.idle { " · idle≥200k" } else { "" };
+    let pct = gauge
+        .client_pct
+        .filter(|_| !gauge.last_known)
+        .unwrap_or_else(|| percent(tokens, l.window));
     let text = format!(
-        "ctx {mark}{}% · {}/{} · {distance}{idle}",
-        percent(tokens, l.window),
+        "ctx {mark}{pct}% · {}/{} · {distance}{idle}",
         human(tokens),
         human(l.window)
     );
@@ -236,11 +243,22 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
         }
     }
     // The gauge is drawn even when the state cannot be recorded.
+    // The client's percent, when it describes the same usage on the same window.
+    let client_pct = input
+        .context_window
+        .used_percentage
+        .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
+        .filter(|_| observation.source == Source::Statusline)
+        .filter(|_| observation.reported_window == Some(observation.limits.window))
+        .map(|p| p.round() as u64);
     let recorded = store.update(&input.session_id, diag, |current, _| {
         Ok(decide(current, observation.clone(), &config, now))
     });
     match recorded {
-        Ok(gauge) => Ok(gauge),
+        Ok(gauge) => Ok(Gauge {
+            client_pct,
+            ..gauge
+        }),
         Err(e) => {
             diag.note(format!("{e:#}"));
             Ok(Gauge {
@@ -248,6 +266,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
                 limits: observation.limits,
                 last_known: false,
                 idle: false,
+                client_pct,
             })
         }
     }
@@ -361,6 +380,7 @@ mod tests {
             limits,
             last_known: false,
             idle: false,
+            client_pct: None,
         };
         assert_eq!(
             render(&g(128_000), false),
@@ -379,6 +399,7 @@ mod tests {
             limits: Limits::compute(1_000_000, &Default::default()),
             last_known: false,
             idle: true,
+            client_pct: None,
         };
         assert_eq!(
             render(&idle, false),
