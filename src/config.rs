@@ -34,6 +34,8 @@ pub struct Env {
     pub client: ClientEnv,
     /// `PATH`, where a registered command's bare program name is found.
     pub search_path: Option<OsString>,
+    /// `CLAUDE_CONFIG_DIR`: where the client keeps its state instead of `~/.claude`.
+    pub client_config_dir: Option<PathBuf>,
     /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
     pub client_pid: Option<u32>,
     /// `CTXGUARD_NOW` (RFC 3339): the time every command and hook takes as now, for tests and
@@ -63,11 +65,19 @@ impl Env {
             client: ClientEnv::read(var),
             search_path: std::env::var_os("PATH"),
             client_pid: var("CLAUDE_PID").and_then(|p| p.trim().parse().ok()),
+            client_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
                 .map(|t| t.with_timezone(&Utc)),
             overrides: OnceCell::new(),
         }
+    }
+
+    /// The client's own state directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub fn client_dir(&self) -> Option<PathBuf> {
+        self.client_config_dir
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".claude")))
     }
 
     /// Now: `CTXGUARD_NOW` when set, else the clock.

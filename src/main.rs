@@ -19,6 +19,7 @@ mod reading;
 mod recovery;
 mod registry;
 mod settings;
+mod tasks;
 mod text;
 mod transcript;
 mod usage;

@@ -32,7 +32,14 @@ struct Section {
     title: String,
     items: Vec<String>,
     dropped: usize,
+    /// How much this section is worth keeping: over budget, the lowest rank loses items first.
+    rank: u8,
+    /// A short name for it, when it is left out entirely.
+    short: &'static str,
 }
+
+/// How the one line for an empty checkpoint starts.
+const NOTHING: &str = "ctxguard: nothing to recover from the transcript";
 
 /// A section never shows more items than this (the rest are counted): trimming to the budget
 /// then takes a bounded number of steps whatever the checkpoint holds.
@@ -44,7 +51,7 @@ const MAX_ITEM_CHARS: usize = 2_000;
 impl Section {
     /// Items are sanitised again here, whatever wrote the checkpoint (an older version, a hand
     /// edit): outside text is data wherever it comes from.
-    fn new(title: &str, mut items: Vec<String>) -> Section {
+    fn new(title: &str, short: &'static str, rank: u8, mut items: Vec<String>) -> Section {
         let dropped = items.len().saturating_sub(MAX_SECTION_ITEMS);
         items.truncate(MAX_SECTION_ITEMS);
         let items = items
@@ -55,17 +62,15 @@ impl Section {
             title: title.to_string(),
             items,
             dropped,
+            rank,
+            short,
         }
     }
 
+    /// The section, unless it has nothing left to show (what was left out is named once, in
+    /// [`left_out`], so trimming a section never makes the block longer).
     fn render(&self, out: &mut String) {
         if self.items.is_empty() {
-            if self.dropped > 0 {
-                out.push_str(&format!(
-                    "{} ({} left out for space; see the checkpoint file)\n\n",
-                    self.title, self.dropped
-                ));
-            }
             return;
         }
         out.push_str(&self.title);
@@ -75,6 +80,23 @@ impl Section {
             out.push_str(&format!("({} more in the checkpoint file)\n", self.dropped));
         }
         out.push('\n');
+    }
+}
+
+/// One line naming the sections left out entirely for space, if any.
+fn left_out(sections: &[Section]) -> String {
+    let gone: Vec<String> = sections
+        .iter()
+        .filter(|s| s.items.is_empty() && s.dropped > 0)
+        .map(|s| format!("{} ({})", s.short, s.dropped))
+        .collect();
+    if gone.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "(Left out for space, in the checkpoint file: {}.)\n\n",
+            gone.join(", ")
+        )
     }
 }
 
@@ -136,6 +158,8 @@ pub fn render_checkpoint(
 
     let mut asks = cp.asks.clone();
     asks.reverse();
+    let mut earlier = cp.earlier_asks.clone();
+    earlier.reverse();
     let open: Vec<String> = cp
         .todos
         .iter()
@@ -163,18 +187,53 @@ pub fn render_checkpoint(
         (Some(c), Kind::Compact | Kind::Resume) => vec![cut(&sanitize(c, false), 500)],
         _ => Vec::new(),
     };
-    // Highest value first: trimming takes from the end of this list.
+    // Over budget, the lowest rank loses items first (each list loses its oldest first): the
+    // newest ask, every open task, the modified files and the last failure stay longest.
     let mut sections = vec![
-        Section::new("Recent user requests (newest first):", asks),
-        Section::new(&todo_title, open),
+        Section::new("Recent user requests (newest first):", "requests", 7, asks),
+        Section::new(
+            "Earlier requests, before a previous compaction (newest first):",
+            "earlier requests",
+            1,
+            earlier,
+        ),
+        Section::new(&todo_title, "open todos", 6, open),
         Section::new(
             "Your last message before the compaction (gist):",
+            "gist",
+            3,
             cp.last_assistant.iter().cloned().collect(),
         ),
-        Section::new("The compaction was asked to keep:", custom),
-        Section::new("Files modified (newest first):", files),
-        Section::new("Recent tool failures (newest first):", failures),
+        Section::new(
+            "The compaction was asked to keep:",
+            "compaction instructions",
+            2,
+            custom,
+        ),
+        Section::new("Files modified (newest first):", "files", 5, files),
+        Section::new(
+            "Recent tool failures (newest first):",
+            "failures",
+            4,
+            failures,
+        ),
     ];
+    if sections.iter().all(|s| s.items.is_empty()) {
+        // Nothing to recover: one line, not a block of empty headings.
+        let unreadable = m
+            .transcript_error
+            .as_ref()
+            .map(|e| format!("it could not be read: {}; ", cut(&sanitize(e, true), 160)))
+            .unwrap_or_default();
+        return cut(
+            &format!(
+                "{NOTHING} for compaction #{} ({unreadable}checkpoint {}).\n",
+                m.compaction,
+                sanitize(&cp_path.display().to_string(), true)
+            ),
+            budget,
+        );
+    }
 
     let mut footer = String::new();
     if m.compaction > MANY_COMPACTIONS && kind != Kind::Previous {
@@ -202,11 +261,16 @@ pub fn render_checkpoint(
         for s in &sections {
             s.render(&mut text);
         }
+        text.push_str(&left_out(&sections));
         text.push_str(&footer);
         if char_len(&text) <= budget {
             return text;
         }
-        match sections.iter_mut().rev().find(|s| !s.items.is_empty()) {
+        match sections
+            .iter_mut()
+            .filter(|s| !s.items.is_empty())
+            .min_by_key(|s| s.rank)
+        {
             Some(s) => {
                 s.items.pop();
                 s.dropped += 1;
@@ -239,6 +303,10 @@ pub fn render(
     now: DateTime<Utc>,
 ) -> String {
     let mut out = render_checkpoint(cp, cp_path, kind, recovery_budget.min(total_budget), now);
+    if out.starts_with(NOTHING) {
+        // An empty checkpoint is one short line, memory files or not.
+        return out;
+    }
     let mut omitted = Vec::new();
     for trust in [Trust::User, Trust::Project] {
         let group: Vec<&Memory> = memory.iter().filter(|m| m.trust == trust).collect();
@@ -497,6 +565,54 @@ mod tests {
             ),
             "{tail}"
         );
+    }
+
+    #[test]
+    fn an_empty_checkpoint_is_one_short_line() {
+        let cp = Checkpoint {
+            meta: Meta {
+                compaction: 2,
+                ..Meta::default()
+            },
+            ..Checkpoint::default()
+        };
+        let memory = vec![Memory {
+            label: "m".into(),
+            content: "x".into(),
+            trust: Trust::User,
+        }];
+        let text = render(
+            &cp,
+            Path::new("/s/cp_002.json"),
+            Kind::Compact,
+            &memory,
+            3200,
+            12_000,
+            now(),
+        );
+        assert_eq!(
+            text,
+            "ctxguard: nothing to recover from the transcript for compaction #2 (checkpoint /s/cp_002.json).\n"
+        );
+    }
+
+    #[test]
+    fn earlier_asks_are_labelled_and_trimmed_before_open_tasks() {
+        let mut cp = sample();
+        cp.earlier_asks = vec!["the first request".into()];
+        let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+        assert!(
+            text.contains("Earlier requests, before a previous compaction (newest first):\n```text\nthe first request\n```"),
+            "{text}"
+        );
+        // Tight: the earlier ask goes first, before the open tasks and the newest ask.
+        let budget = char_len(&text) - 10;
+        let tight = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, budget, now());
+        assert!(
+            tight.contains("[pending] later") && tight.contains("second ask"),
+            "{tight}"
+        );
+        assert!(!tight.contains("the first request"), "{tight}");
     }
 
     #[test]

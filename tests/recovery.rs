@@ -685,3 +685,109 @@ fn a_precompact_run_twice_for_one_compaction_is_counted_once() {
     assert_eq!(env.run(&["precompact"], &payload).code, 0);
     assert_eq!(env.marker(SESSION)["compactions"], 2);
 }
+
+/// A user prompt, and an assistant reply creating tasks, as transcript lines.
+fn tasks_part(ask: &str, subjects: &[&str], first_id: u32) -> Vec<String> {
+    let ts = time_from_now(-60);
+    let mut lines = vec![json!({"type": "user", "cwd": CWD, "timestamp": ts,
+        "message": {"role": "user", "content": ask}})
+    .to_string()];
+    for (i, subject) in subjects.iter().enumerate() {
+        let id = format!("c{}", first_id + i as u32);
+        lines.push(
+            json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+                "content": [{"type": "tool_use", "id": id, "name": "TaskCreate",
+                             "input": {"subject": subject, "description": subject}}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 100_000}}})
+            .to_string(),
+        );
+        lines.push(
+            json!({"type": "user", "timestamp": ts, "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id,
+                 "content": format!("Task #{} created successfully: {subject}", first_id + i as u32)}]}})
+            .to_string(),
+        );
+    }
+    lines
+}
+
+#[test]
+fn a_second_compaction_still_lists_the_open_tasks_and_the_first_requests() {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", "");
+    append_lines(
+        &path,
+        &tasks_part(
+            "build the parser",
+            &["write the parser", "test the parser"],
+            1,
+        ),
+    );
+    let compact = |n: i64| {
+        env.run_at(
+            n * 300,
+            &["precompact"],
+            precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+        );
+        decode_block(
+            &env.run_at(
+                n * 300,
+                &["sessionstart"],
+                sessionstart_payload(SESSION, "compact", CWD).to_string(),
+            )
+            .stdout,
+        )
+    };
+    let first = compact(0);
+    assert!(first.contains("[pending] write the parser"), "{first}");
+    // The client compacts; the work goes on without touching the tasks.
+    append_lines(&path, &[boundary_line(&time_from_now(1))]);
+    let ts = time_from_now(2);
+    append_lines(
+        &path,
+        &[
+            json!({"type": "user", "timestamp": ts, "message": {"role": "user", "content": "now make it faster"}})
+                .to_string(),
+            json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+                "content": [{"type": "text", "text": "Profiling."}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 90_000}}})
+                .to_string(),
+        ],
+    );
+    let second = compact(1);
+    assert!(
+        second.starts_with("## ctxguard recovery: compaction #2"),
+        "{second}"
+    );
+    assert!(second.contains("now make it faster"), "{second}");
+    assert!(
+        second.contains("Earlier requests, before a previous compaction (newest first):\n```text\nbuild the parser\n```"),
+        "{second}"
+    );
+    assert!(
+        second.contains("[pending] write the parser\n[pending] test the parser"),
+        "{second}"
+    );
+
+    // The client keeps its own task store: it decides which are still open.
+    let store = env.home().join(".claude/tasks").join(SESSION);
+    fs::create_dir_all(&store).unwrap();
+    fs::write(
+        store.join("1.json"),
+        r#"{"id": "1", "subject": "write the parser", "status": "completed"}"#,
+    )
+    .unwrap();
+    fs::write(
+        store.join("2.json"),
+        r#"{"id": "2", "subject": "test the parser", "status": "in_progress"}"#,
+    )
+    .unwrap();
+    append_lines(&path, &[boundary_line(&time_from_now(3))]);
+    let third = compact(2);
+    assert!(
+        third.contains(
+            "Open todos (1 completed not shown):\n```text\n[in_progress] test the parser\n```"
+        ),
+        "{third}"
+    );
+}

@@ -50,6 +50,8 @@ pub struct Checkpoint {
     pub meta: Meta,
     /// The last real user prompts, oldest first.
     pub asks: Vec<String>,
+    /// Asks carried forward from before the previous compaction, oldest first.
+    pub earlier_asks: Vec<String>,
     /// The newest todo list, open items first.
     pub todos: Vec<Todo>,
     /// Newest first.
@@ -136,6 +138,8 @@ mod tests {
                 ..Meta::default()
             },
             asks: vec![text(ASK_CHARS); MAX_ASKS],
+            // Carried forward by PreCompact, capped there.
+            earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![
                 Todo {
                     content: text(TODO_CHARS),

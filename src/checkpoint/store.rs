@@ -88,6 +88,14 @@ impl CheckpointStore {
     pub fn latest(&self) -> Result<Option<Checkpoint>> {
         load(&self.latest_path())
     }
+
+    /// The checkpoint with this id (`cp_NNN`), if it is still kept.
+    pub fn load_id(&self, id: &str) -> Result<Option<Checkpoint>> {
+        if number_of(&format!("{id}.json")).is_none() {
+            return Ok(None);
+        }
+        load(&self.dir.join(format!("{id}.json")))
+    }
 }
 
 #[cfg(test)]

@@ -10,13 +10,14 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
 
-use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading};
+use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading, Todo};
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, State, Store};
+use crate::tasks;
 use crate::text::{cut, sanitize};
 use crate::transcript;
 use crate::usage;
@@ -69,6 +70,41 @@ pub fn decide(
             transcript_error: error,
         },
         ..body
+    }
+}
+
+/// Asks carried forward from earlier compactions, at most.
+const EARLIER_ASKS: usize = 3;
+/// Modified files kept across compactions, at most.
+const CARRIED_FILES: usize = 30;
+
+/// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
+/// was read from the part of the transcript after it: the asks (the previous ones become
+/// earlier asks), the open tasks when this part changed none, and the modified files. `store` is
+/// the client's own task store, when it keeps one: then it decides which tasks are open.
+pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
+    if let Some(prev) = previous {
+        let mut earlier: Vec<String> = prev.earlier_asks.clone();
+        earlier.extend(prev.asks.iter().cloned());
+        earlier.retain(|a| !cp.asks.contains(a));
+        earlier.dedup();
+        let skip = earlier.len().saturating_sub(EARLIER_ASKS);
+        cp.earlier_asks = earlier.into_iter().skip(skip).collect();
+        if cp.todos.is_empty() {
+            cp.todos = prev.todos.iter().filter(|t| t.is_open()).cloned().collect();
+        }
+        for file in &prev.files_modified {
+            if cp.files_modified.len() >= CARRIED_FILES {
+                break;
+            }
+            if !cp.files_modified.contains(file) {
+                cp.files_modified.push(file.clone());
+            }
+        }
+    }
+    if let Some(tasks) = store {
+        let (open, done): (Vec<Todo>, Vec<Todo>) = tasks.into_iter().partition(Todo::is_open);
+        cp.todos = open.into_iter().chain(done).collect();
     }
 }
 
@@ -191,18 +227,23 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .ok()
         .flatten();
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
+    let task_store = env
+        .client_dir()
+        .and_then(|d| tasks::dir(&d, &input.session_id))
+        .and_then(|d| tasks::read(&d));
     let stale = Duration::from_secs(config.stale_after_secs);
     let written = store.update(&input.session_id, diag, |current, diag| {
         // A repeat replaces the first run's checkpoint with a fresher one of the same
         // compaction: same number, same cycle.
         let repeat = is_repeat(current, boundary, now);
-        let previous = match checkpoints.latest() {
-            Ok(latest) => latest.map(|cp| cp.id),
+        let latest = match checkpoints.latest() {
+            Ok(latest) => latest,
             Err(e) => {
                 diag.note(format!("{e:#}"));
                 None
             }
         };
+        let previous = latest.as_ref().map(|cp| cp.id.clone());
         let mut cp = decide(
             &input,
             reading,
@@ -212,9 +253,20 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
+        // A repeat replaces the previous checkpoint: carry from the one before it.
+        let carried_from = if repeat {
+            latest
+                .as_ref()
+                .and_then(|l| l.meta.previous.as_deref())
+                .and_then(|id| checkpoints.load_id(id).ok().flatten())
+        } else {
+            latest
+        };
+        carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
             cp.meta.compaction = current.compactions.max(1);
             cp.meta.cycle = current.cycle.saturating_sub(1);
+            cp.meta.previous = carried_from.map(|c| c.id);
         }
         let cp_path = checkpoints.save(&cp)?;
         let event = Event::Compacted {
@@ -262,6 +314,61 @@ mod tests {
             updated_at: Some(Utc::now()),
             ..Marker::new("s")
         }
+    }
+
+    fn todo(content: &str, status: &str) -> Todo {
+        Todo {
+            content: content.into(),
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn a_second_compaction_carries_asks_open_tasks_and_files_forward() {
+        let previous = Checkpoint {
+            id: "cp_001".into(),
+            asks: vec!["build the parser".into(), "and the lexer".into()],
+            earlier_asks: vec!["set up the repo".into()],
+            todos: vec![todo("lexer", "completed"), todo("parser", "in_progress")],
+            files_modified: vec!["/p/lexer.rs".into(), "/p/parser.rs".into()],
+            ..Checkpoint::default()
+        };
+        // The part after the first compaction: one new ask, an edit, no task activity.
+        let mut cp = Checkpoint {
+            asks: vec!["now the tests".into()],
+            files_modified: vec!["/p/tests.rs".into(), "/p/parser.rs".into()],
+            ..Checkpoint::default()
+        };
+        carry_forward(&mut cp, Some(&previous), None);
+        assert_eq!(cp.asks, ["now the tests"]);
+        assert_eq!(
+            cp.earlier_asks,
+            ["set up the repo", "build the parser", "and the lexer"]
+        );
+        assert_eq!(cp.todos, [todo("parser", "in_progress")]);
+        assert_eq!(
+            cp.files_modified,
+            ["/p/tests.rs", "/p/parser.rs", "/p/lexer.rs"]
+        );
+
+        // The client's own task store decides which tasks are open.
+        let mut cp = Checkpoint::default();
+        let store = vec![todo("parser", "completed"), todo("tests", "pending")];
+        carry_forward(&mut cp, Some(&previous), Some(store));
+        assert_eq!(
+            cp.todos,
+            [todo("tests", "pending"), todo("parser", "completed")]
+        );
+
+        // At most three earlier asks, the newest.
+        let mut many = previous.clone();
+        many.earlier_asks = (0..5).map(|i| format!("old {i}")).collect();
+        let mut cp = Checkpoint::default();
+        carry_forward(&mut cp, Some(&many), None);
+        assert_eq!(
+            cp.earlier_asks,
+            ["old 4", "build the parser", "and the lexer"]
+        );
     }
 
     #[test]

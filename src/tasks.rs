@@ -1,0 +1,141 @@
+//! The client's own task store. Claude Code 2.1.330 keeps a session's task list (TaskCreate,
+//! TaskUpdate) itself, one file per task: `~/.claude/tasks/<session id>/<id>.json` with
+//! `{"id", "subject", "status", ...}` (under `$CLAUDE_CONFIG_DIR` instead of `~/.claude` when
+//! that is set). Where it exists it is the authority for which tasks are open, whatever part of
+//! the transcript a checkpoint reads. Read like any outside data: no symlinks, regular files
+//! only, bounded in number and size, sanitised.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::checkpoint::Todo;
+use crate::files;
+use crate::text::{cut, sanitize};
+
+/// At most this many tasks are read.
+const MAX_TASKS: usize = 200;
+/// A task file larger than this is not a task file.
+const MAX_TASK_FILE: u64 = 64 * 1024;
+
+#[derive(Deserialize)]
+struct TaskFile {
+    #[serde(default)]
+    id: serde_json::Value,
+    #[serde(default)]
+    subject: String,
+    #[serde(default)]
+    status: String,
+}
+
+/// The task directory of `session_id` under the client's config dir, if the id can name one.
+pub fn dir(config_dir: &Path, session_id: &str) -> Option<PathBuf> {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    safe.then(|| config_dir.join("tasks").join(session_id))
+}
+
+/// The tasks in `dir`, by id, or `None` when there is no such directory (the client keeps no
+/// store for this session). Unreadable, oversized or malformed entries are skipped.
+pub fn read(dir: &Path) -> Option<Vec<Todo>> {
+    let meta = fs::symlink_metadata(dir).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    let mut tasks: Vec<(u64, String, Todo)> = Vec::new();
+    for entry in fs::read_dir(dir).ok()?.flatten().take(MAX_TASKS * 2) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.ends_with(".json") || name.starts_with('.') {
+            continue;
+        }
+        let Ok(Some(bytes)) = files::read_state_file(&entry.path(), "task") else {
+            continue;
+        };
+        if bytes.len() as u64 > MAX_TASK_FILE {
+            continue;
+        }
+        let Ok(task) = serde_json::from_slice::<TaskFile>(&bytes) else {
+            continue;
+        };
+        let id = match &task.id {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => name.trim_end_matches(".json").to_string(),
+        };
+        let subject = cut(&sanitize(&task.subject, true), 200);
+        if subject.is_empty() {
+            continue;
+        }
+        tasks.push((
+            id.parse().unwrap_or(u64::MAX),
+            id,
+            Todo {
+                content: subject,
+                status: cut(&sanitize(&task.status, true), 20),
+            },
+        ));
+        if tasks.len() >= MAX_TASKS {
+            break;
+        }
+    }
+    tasks.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    Some(tasks.into_iter().map(|(_, _, t)| t).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_read_by_id_and_safely() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = dir(root.path(), "15806bdf-3cba").unwrap();
+        assert!(read(&dir).is_none(), "no store");
+        fs::create_dir_all(&dir).unwrap();
+        let task = |id: &str, subject: &str, status: &str| {
+            serde_json::json!({"id": id, "subject": subject, "status": status, "blocks": []})
+                .to_string()
+        };
+        fs::write(dir.join("10.json"), task("10", "ship it", "pending")).unwrap();
+        fs::write(
+            dir.join("2.json"),
+            task("2", "test the parser", "in_progress"),
+        )
+        .unwrap();
+        fs::write(
+            dir.join("1.json"),
+            task("1", "write the parser\u{1b}[31m", "completed"),
+        )
+        .unwrap();
+        fs::write(dir.join(".lock"), "").unwrap();
+        fs::write(dir.join("3.json"), "{not json").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("4.json")).unwrap();
+        let got: Vec<(String, String)> = read(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.content, t.status))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("write the parser".to_string(), "completed".to_string()),
+                ("test the parser".into(), "in_progress".into()),
+                ("ship it".into(), "pending".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn odd_session_ids_name_no_directory() {
+        let root = Path::new("/c");
+        assert!(dir(root, "../x").is_none());
+        assert!(dir(root, "").is_none());
+        assert!(dir(root, "a/b").is_none());
+        assert_eq!(dir(root, "abc-1").unwrap(), Path::new("/c/tasks/abc-1"));
+    }
+}
