@@ -7,6 +7,7 @@
 //! [`render`] the text form. Nothing is written and nothing but the config and the transcript is
 //! read: no marker, no learned windows, no Claude Code settings.
 
+mod line;
 mod render;
 mod report;
 mod simulate;

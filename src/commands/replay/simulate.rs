@@ -15,13 +15,11 @@
 //! [`transcript_observation`] and [`statusline_observation`] build the observations
 //! [`pretooluse::observe`] and [`statusline::observe`] would (a test holds them equal).
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use super::line::Shape;
 use super::report::{
     Compaction, Cycle, Event, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict, What,
 };
@@ -144,130 +142,6 @@ pub fn statusline_observation(
     obs.reported_window = reported;
     obs.model = model.map(str::to_string);
     obs
-}
-
-/// The parts of a transcript line the hooks' events depend on, beyond what
-/// [`transcript::classify`] says: who wrote it, its message id (one reply spans several lines),
-/// its content blocks, and a boundary's metadata. Read leniently: a line that does not fit is
-/// no event.
-#[derive(Deserialize)]
-struct Shape<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(rename = "isSidechain", default)]
-    is_sidechain: Option<bool>,
-    #[serde(rename = "isMeta", default)]
-    is_meta: Option<bool>,
-    #[serde(rename = "isCompactSummary", default)]
-    is_compact_summary: Option<bool>,
-    #[serde(rename = "isVisibleInTranscriptOnly", default)]
-    transcript_only: Option<bool>,
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    message: Option<Message<'a>>,
-    #[serde(rename = "compactMetadata", default)]
-    compact: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-impl Shape<'_> {
-    fn parse(line: &[u8]) -> Option<Shape<'_>> {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        serde_json::from_slice(line).ok()
-    }
-
-    fn time(&self) -> Option<DateTime<Utc>> {
-        DateTime::parse_from_rfc3339(self.timestamp.as_deref()?)
-            .ok()
-            .map(|t| t.with_timezone(&Utc))
-    }
-
-    fn main_chain(&self, kind: &str) -> bool {
-        self.kind.as_deref() == Some(kind) && self.is_sidechain != Some(true)
-    }
-
-    fn blocks(&self) -> Vec<Block<'_>> {
-        self.message
-            .as_ref()
-            .and_then(|m| m.content)
-            .filter(|c| c.get().starts_with('['))
-            .and_then(|c| serde_json::from_str(c.get()).ok())
-            .unwrap_or_default()
-    }
-
-    /// Tool calls a main-chain reply makes: one PreToolUse each.
-    fn tool_calls(&self) -> usize {
-        if !self.main_chain("assistant") {
-            return 0;
-        }
-        self.blocks()
-            .iter()
-            .filter(|b| b.kind.as_deref() == Some("tool_use"))
-            .count()
-    }
-
-    /// Is this a prompt the user typed (a UserPromptSubmit)? The same test the checkpoint uses
-    /// for "the last user requests": not meta, not a compaction summary, not a command's output
-    /// or a notification.
-    fn is_prompt(&self) -> bool {
-        if !self.main_chain("user")
-            || self.is_meta == Some(true)
-            || self.is_compact_summary == Some(true)
-            || self.transcript_only == Some(true)
-        {
-            return false;
-        }
-        let Some(content) = self.message.as_ref().and_then(|m| m.content) else {
-            return false;
-        };
-        let text = if content.get().starts_with('"') {
-            serde_json::from_str::<String>(content.get()).ok()
-        } else {
-            let texts: Vec<String> = self
-                .blocks()
-                .into_iter()
-                .filter(|b| b.kind.as_deref() == Some("text"))
-                .filter_map(|b| b.text.map(Cow::into_owned))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        };
-        text.is_some_and(|t| crate::checkpoint::clean_prompt(&t).is_some())
-    }
-
-    /// `compactMetadata.trigger` is `auto`: what PreCompact's `trigger` says.
-    fn trigger(&self) -> Trigger {
-        let auto = self
-            .compact
-            .as_ref()
-            .and_then(|c| c.get("trigger")?.as_str().map(|t| t == "auto"))
-            .unwrap_or(false);
-        if auto {
-            Trigger::Auto
-        } else {
-            Trigger::Manual
-        }
-    }
-
-    fn pre_tokens(&self) -> Option<u64> {
-        self.compact.as_ref()?.get("preTokens")?.as_u64()
-    }
 }
 
 /// The cycle being replayed (until the next compaction).
