@@ -12,6 +12,8 @@ use crate::usage::human;
 const BAR: usize = 70;
 /// The chart has at most about this many rows of replies.
 const ROWS: usize = 40;
+/// Event letters after a row's bar, at most.
+const MARKS: usize = 8;
 
 fn time(at: Option<DateTime<Utc>>) -> String {
     at.map_or_else(
@@ -259,7 +261,8 @@ fn column(tokens: u64, scale: u64) -> usize {
     ((u128::from(tokens) * BAR as u128 / u128::from(scale)) as usize).min(BAR - 1)
 }
 
-/// Events before a cycle's first reply (a prompt right after a compaction) go on its first row.
+/// One row: `#` to the peak, `|` and `!`, then a letter per event. Events before a cycle's first
+/// reply (a prompt right after a compaction) go on its first row.
 fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event]) -> String {
     let (first, last) = (row[0], row[row.len() - 1]);
     let peak = row.iter().map(|s| s.tokens).max().unwrap_or(0);
@@ -268,7 +271,7 @@ fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event])
     bar[..filled].fill(b'#');
     bar[column(last.limits.trigger_at, scale)] = b'|';
     bar[column(last.limits.compact_at, scale)] = b'!';
-    let marks: String = events
+    let mut marks: String = events
         .iter()
         .filter(|e| e.cycle == first.cycle && e.reply <= last.reply)
         .filter(|e| e.reply >= first.reply || first_of_cycle)
@@ -285,6 +288,11 @@ fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event])
             _ => None,
         })
         .collect();
+    // Nudges repeated on every call would overflow the line.
+    if marks.len() > MARKS {
+        marks.truncate(MARKS - 1);
+        marks.push('+');
+    }
     let label = if first.reply == last.reply {
         first.reply.to_string()
     } else {

@@ -326,8 +326,13 @@ impl Simulation {
         };
     }
 
-    /// Applies a hook's new marker, noting what changed that matters.
+    /// Keeps a hook's new marker if the hook would have saved it (the store's rule: a new usage
+    /// figure or timestamps alone are written at most every [`marker::REFRESH`]), noting what
+    /// changed that matters.
     fn record(&mut self, hook: Hook, next: Marker, nudge: Option<Nudge>) {
+        if !marker::worth_saving(&self.marker, &next, marker::REFRESH) {
+            return;
+        }
         let now = self.clock();
         let prev = std::mem::replace(&mut self.marker, next);
         let was_idle = prev.effective_state(now, self.stale) == State::Idle;
