@@ -115,6 +115,27 @@ Exits 1 when something is broken; every finding says how to fix it."
         #[arg(long)]
         json: bool,
     },
+    /// Replay the hooks' decisions over a transcript and judge each compaction cycle
+    #[command(
+        after_help = "Examples:\n  ctxguard replay ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl\n  ctxguard replay session.jsonl --statusline --window 200000 --json\n\n\
+Each reply, tool call, prompt and compaction of the transcript goes through the hooks' own \
+decision code, in memory (nothing is read but the config and the transcript, nothing is written). \
+Prints the timeline (armed, nudges, compactions), a verdict per cycle (in time, late, missed, \
+false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
+    )]
+    Replay {
+        /// Path of a Claude Code transcript (.jsonl)
+        transcript: PathBuf,
+        /// Context window in tokens (default: window_tokens from the config, else the model's)
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        window: Option<u64>,
+        /// Simulate a status line reporting the window on every reply (default: none, as in -p mode)
+        #[arg(long)]
+        statusline: bool,
+        /// Print the timeline and the cycles as JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Which settings file `install` and `uninstall` edit, and whether to write it.

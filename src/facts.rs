@@ -151,7 +151,7 @@ pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
 
 /// The limits kept in the marker, if they may still be used: resolved less than
 /// [`LIMITS_FRESH`] ago, for the same model and reported window, and with usage inside them.
-fn cached_limits(
+pub fn cached_limits(
     marker: &Marker,
     key: u64,
     model: Option<&str>,

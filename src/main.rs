@@ -90,6 +90,12 @@ fn run() -> Exit {
             window,
             json,
         } => commands::usage::run(&transcript, window, json),
+        Command::Replay {
+            transcript,
+            window,
+            statusline,
+            json,
+        } => commands::replay::run(&transcript, window, statusline, json),
     };
     match result {
         Ok(()) => Exit::Ok,

@@ -61,7 +61,7 @@ impl Reading {
             .unwrap_or(0)
     }
 
-    fn apply(&mut self, verdict: Verdict) {
+    pub fn apply(&mut self, verdict: Verdict) {
         match verdict {
             Verdict::Usage { tokens, model, at } => {
                 if self.recent.last() != Some(&tokens) {

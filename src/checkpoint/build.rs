@@ -73,7 +73,7 @@ fn strip_tag(text: &str, tag: &str) -> String {
 }
 
 /// A real user prompt, cleaned, or `None` for wrappers and empty text.
-fn clean_prompt(text: &str) -> Option<String> {
+pub fn clean_prompt(text: &str) -> Option<String> {
     let stripped = strip_tag(text, "system-reminder");
     let t = stripped.trim();
     if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) {

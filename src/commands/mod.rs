@@ -4,6 +4,7 @@
 pub mod checkpoint;
 pub mod doctor;
 pub mod install;
+pub mod replay;
 pub mod reset;
 pub mod status;
 pub mod usage;

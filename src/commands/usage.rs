@@ -38,7 +38,7 @@ fn level_name(level: Level) -> &'static str {
     }
 }
 
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

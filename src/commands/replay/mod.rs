@@ -1,0 +1,55 @@
+//! `ctxguard replay TRANSCRIPT`: runs the hooks' own decisions over a real transcript, as if
+//! they had been installed when it was recorded, and judges each compaction cycle: was the agent
+//! nudged in time, late, or not at all? A way to check ctxguard's thresholds against real
+//! sessions, and to explain a missed nudge after the fact.
+//!
+//! [`simulate`] is the replay (pure: lines in, a [`report::Report`] out), [`report`] what it finds, and
+//! [`render`] the text form. Nothing is written and nothing but the config and the transcript is
+//! read: no marker, no learned windows, no Claude Code settings.
+
+mod line;
+mod render;
+mod report;
+mod simulate;
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+
+use crate::config::{Config, Env};
+use crate::transcript::{Line, LineReader, MAX_LINE};
+
+use simulate::{Options, Simulation};
+
+pub fn run(path: &Path, window: Option<u64>, statusline: bool, json: bool) -> Result<()> {
+    let env = Env::from_process();
+    let paths = env.paths()?;
+    let loaded = Config::load(&paths, &env)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let (file, _) = crate::files::open_regular(path, "transcript")?;
+    let mut sim = Simulation::new(&loaded.config, Options { statusline, window });
+    let mut lines = LineReader::new(file, MAX_LINE);
+    while let Some(line) = lines
+        .next_line()
+        .with_context(|| format!("reading transcript {}", path.display()))?
+    {
+        match line {
+            Line::Text(text) => sim.feed(text),
+            // Still a line: the numbering stays the file's.
+            Line::TooLong => sim.feed(b""),
+        }
+    }
+    let mut report = sim.finish();
+    report.transcript = path.display().to_string();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render::render(&report));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+//! The replay for a terminal: a header, the timeline, one verdict per cycle, and an ASCII chart
+//! of usage against the trigger and the compaction point.
+
+use chrono::{DateTime, Utc};
+
+use super::report::{Cycle, Event, Level, Report, Sample, What};
+use crate::commands::usage::grouped;
+use crate::text::{cut, sanitize};
+use crate::usage::human;
+
+/// Columns of the chart's bar.
+const BAR: usize = 70;
+/// The chart has at most about this many rows of replies.
+const ROWS: usize = 40;
+/// Event letters after a row's bar, at most.
+const MARKS: usize = 8;
+
+fn time(at: Option<DateTime<Utc>>) -> String {
+    at.map_or_else(
+        || "-".repeat(19),
+        |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+    )
+}
+
+fn tokens(t: Option<u64>) -> String {
+    t.map_or_else(|| "unknown".into(), grouped)
+}
+
+fn plural(n: usize, one: &str) -> String {
+    match (n, one.strip_suffix('y')) {
+        (1, _) => format!("{n} {one}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        (_, None) => format!("{n} {one}s"),
+    }
+}
+
+/// The whole text report.
+pub fn render(report: &Report) -> String {
+    let mut out = Vec::new();
+    out.push(format!("ctxguard replay: {}", report.transcript));
+    out.push(if report.statusline {
+        let window = report
+            .window
+            .map_or("the model's known window".into(), grouped);
+        format!("mode         a status line refreshed on every reply, reporting {window}")
+    } else {
+        "mode         no status line: the hooks read the transcript (as in -p mode)".into()
+    });
+    out.push(format!(
+        "replies      {} in {} lines; {}, {}",
+        report.replies,
+        report.lines,
+        plural(report.compactions, "compaction"),
+        plural(report.cycles.len(), "cycle")
+    ));
+    if let Some(l) = &report.limits {
+        let model = report
+            .model
+            .as_deref()
+            .map(|m| format!("; model {}", cut(&sanitize(m, true), 80)))
+            .unwrap_or_default();
+        let source = report
+            .window_source
+            .map(|s| format!(" ({})", s.describe()))
+            .unwrap_or_default();
+        out.push(format!("window       {}{source}{model}", grouped(l.window)));
+        out.push(format!(
+            "limits       nudge at {}, critical at {}, compacts at {}",
+            grouped(l.trigger_at),
+            l.critical_at.map_or("off".into(), grouped),
+            grouped(l.compact_at)
+        ));
+        if let Some(s) = &report.compact_source {
+            out.push(format!("             (compaction point: {})", s.describe()));
+        }
+    }
+    out.push(String::new());
+    out.push("timeline".into());
+    if report.events.is_empty() {
+        out.push("  (nothing: no arming, nudge or compaction)".into());
+    }
+    out.extend(report.events.iter().map(|e| format!("  {}", event(e))));
+    out.push(String::new());
+    out.push("cycles".into());
+    out.push(format!("  {}", cycles_header()));
+    out.extend(report.cycles.iter().map(|c| format!("  {}", cycle(c))));
+    let chart = chart(report);
+    if !chart.is_empty() {
+        out.push(String::new());
+        out.extend(chart);
+    }
+    out.join("\n") + "\n"
+}
+
+fn event(e: &Event) -> String {
+    let what = match &e.what {
+        What::Armed {
+            tokens: t,
+            trigger_at,
+            growth,
+            by,
+            ..
+        } => {
+            let why = if *growth {
+                "growth, trigger"
+            } else {
+                "trigger"
+            };
+            format!(
+                "armed       {} tokens ({why} {}; {})",
+                tokens(*t),
+                grouped(*trigger_at),
+                by.name()
+            )
+        }
+        What::Nudge {
+            level,
+            tokens: t,
+            compact_at,
+            repeat,
+            by,
+        } => {
+            let name = match (level, repeat) {
+                (Level::Critical, _) => "critical",
+                (Level::Normal, true) => "nudge again",
+                (Level::Normal, false) => "nudge",
+            };
+            let left = match (t, compact_at) {
+                (Some(t), Some(c)) if t < c => format!(", {} before compaction", grouped(c - t)),
+                (Some(_), Some(_)) => ", past the compaction point".into(),
+                _ => String::new(),
+            };
+            format!("{name:<11} {} tokens{left} ({})", tokens(*t), by.name())
+        }
+        What::Compaction {
+            trigger,
+            pre_tokens,
+            tokens: t,
+        } => format!(
+            "compaction  {} at {} (preTokens; last reply {})",
+            trigger.name(),
+            tokens(*pre_tokens),
+            tokens(*t)
+        ),
+        What::Stale { by } => format!(
+            "stale       idle again: no refresh for stale_after_secs ({})",
+            by.name()
+        ),
+        What::NewCycle { tokens: t, by } => format!(
+            "new cycle   usage fell to {} (far below the trigger; {})",
+            tokens(*t),
+            by.name()
+        ),
+    };
+    format!("{} reply {:<4} {what}", time(e.at), e.reply)
+}
+
+fn cycles_header() -> String {
+    format!(
+        "{:>3}  {:<11}  {:>7}  {:>8}  {:<26}  {}",
+        "#", "verdict", "replies", "peak", "first nudge (replies left)", "compaction (preTokens)"
+    )
+}
+
+fn cycle(c: &Cycle) -> String {
+    let nudge = match &c.nudge {
+        Some(n) => format!(
+            "{}{} ({} left)",
+            tokens(n.tokens),
+            match n.level {
+                Level::Normal => "",
+                Level::Critical => " critical",
+            },
+            n.replies_left
+        ),
+        None => "-".into(),
+    };
+    let ended = match &c.compaction {
+        Some(comp) => format!("{} {}", comp.trigger.name(), tokens(comp.pre_tokens)),
+        None => "-".into(),
+    };
+    format!(
+        "{:>3}  {:<11}  {:>7}  {:>8}  {nudge:<26}  {ended}",
+        c.cycle,
+        c.verdict.name(),
+        c.replies,
+        c.peak_tokens.map_or("-".into(), grouped),
+    )
+}
+
+/// One chart row per `per` replies of a cycle: the peak of the row as `#`, the trigger `|` and
+/// the compaction point `!` (the row's last limits), then what happened in it.
+pub fn chart(report: &Report) -> Vec<String> {
+    let samples = &report.samples;
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    let per = samples.len().div_ceil(ROWS).max(1);
+    let scale = samples
+        .iter()
+        .map(|s| s.tokens.max(s.limits.compact_at))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut out = vec![
+        format!(
+            "chart: one row per {}: # usage (the row's peak), | nudge trigger, ! compaction point,",
+            plural(per, "reply")
+        ),
+        "       then a (armed), n (nudge), c (critical nudge)".into(),
+        format!(
+            "{:>11} {:>6} 0{:>width$}",
+            "replies",
+            "peak",
+            human(scale),
+            width = BAR - 1
+        ),
+    ];
+    let mut cycle = 1;
+    for cycle_samples in samples.chunk_by(|a, b| a.cycle == b.cycle) {
+        let this = cycle_samples[0].cycle;
+        // Compactions with no reply in between still show.
+        while cycle < this {
+            out.push(separator(report, cycle));
+            cycle += 1;
+        }
+        for (i, row) in cycle_samples.chunks(per).enumerate() {
+            out.push(chart_row(row, i == 0, scale, &report.events));
+        }
+    }
+    while cycle <= report.compactions {
+        out.push(separator(report, cycle));
+        cycle += 1;
+    }
+    out
+}
+
+fn separator(report: &Report, cycle: usize) -> String {
+    let what = report
+        .cycles
+        .get(cycle - 1)
+        .and_then(|c| c.compaction.as_ref())
+        .map(|comp| {
+            format!(
+                " {} compaction at {} ",
+                comp.trigger.name(),
+                comp.pre_tokens.map_or("?".into(), human)
+            )
+        })
+        .unwrap_or_default();
+    let verdict = report
+        .cycles
+        .get(cycle - 1)
+        .map(|c| format!("(cycle {cycle}: {}) ", c.verdict.name()))
+        .unwrap_or_default();
+    let line = format!("{:>19}--{what}{verdict}", "");
+    format!("{line:-<width$}", width = 19 + BAR)
+}
+
+fn column(tokens: u64, scale: u64) -> usize {
+    ((u128::from(tokens) * BAR as u128 / u128::from(scale)) as usize).min(BAR - 1)
+}
+
+/// One row: `#` to the peak, `|` and `!`, then a letter per event. Events before a cycle's first
+/// reply (a prompt right after a compaction) go on its first row.
+fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event]) -> String {
+    let (first, last) = (row[0], row[row.len() - 1]);
+    let peak = row.iter().map(|s| s.tokens).max().unwrap_or(0);
+    let mut bar = vec![b' '; BAR];
+    let filled = ((u128::from(peak) * BAR as u128 / u128::from(scale)) as usize).clamp(1, BAR);
+    bar[..filled].fill(b'#');
+    bar[column(last.limits.trigger_at, scale)] = b'|';
+    bar[column(last.limits.compact_at, scale)] = b'!';
+    let mut marks: String = events
+        .iter()
+        .filter(|e| e.cycle == first.cycle && e.reply <= last.reply)
+        .filter(|e| e.reply >= first.reply || first_of_cycle)
+        .filter_map(|e| match &e.what {
+            What::Armed { .. } => Some('a'),
+            What::Nudge {
+                level: Level::Normal,
+                ..
+            } => Some('n'),
+            What::Nudge {
+                level: Level::Critical,
+                ..
+            } => Some('c'),
+            _ => None,
+        })
+        .collect();
+    // Nudges repeated on every call would overflow the line.
+    if marks.len() > MARKS {
+        marks.truncate(MARKS - 1);
+        marks.push('+');
+    }
+    let label = if first.reply == last.reply {
+        first.reply.to_string()
+    } else {
+        format!("{}-{}", first.reply, last.reply)
+    };
+    let bar = String::from_utf8_lossy(&bar).into_owned();
+    format!("{label:>11} {:>6} {bar} {marks}", human(peak))
+        .trim_end()
+        .to_string()
+}

@@ -1,0 +1,255 @@
+//! What a replay found, as `--json` prints it: the timeline of events that matter, and each
+//! compaction cycle with its verdict. Typed, so the output is exactly these fields.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::usage::Limits;
+use crate::window::{CompactSource, WindowSource};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub transcript: String,
+    /// A status line was simulated.
+    pub statusline: bool,
+    /// `--window`, when given.
+    pub window: Option<u64>,
+    pub lines: usize,
+    /// Main-chain replies (one per message, however many lines it spans).
+    pub replies: usize,
+    pub compactions: usize,
+    /// The model of the newest reply.
+    pub model: Option<String>,
+    /// The limits the hooks held at the end, and where they came from.
+    pub limits: Option<Limits>,
+    pub window_source: Option<WindowSource>,
+    pub compact_source: Option<CompactSource>,
+    pub events: Vec<Event>,
+    pub cycles: Vec<Cycle>,
+    /// Usage after each reply, for the chart.
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+}
+
+/// One event of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// The transcript line (from 1) that caused it.
+    pub line: usize,
+    pub at: Option<DateTime<Utc>>,
+    /// Main-chain replies so far.
+    pub reply: usize,
+    /// The compaction cycle (from 1): cycle n ends with the n-th compaction.
+    pub cycle: usize,
+    #[serde(flatten)]
+    pub what: What,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum What {
+    /// The marker armed: a nudge is due at the next tool call or prompt. `growth` when usage
+    /// was below the trigger (replies grew fast enough to reach the compaction point soon).
+    Armed {
+        tokens: Option<u64>,
+        trigger_at: u64,
+        compact_at: u64,
+        window: u64,
+        growth: bool,
+        by: Hook,
+    },
+    /// A nudge reached the agent. `repeat` when this cycle already had a normal nudge (the
+    /// marker went stale and re-armed).
+    Nudge {
+        level: Level,
+        tokens: Option<u64>,
+        compact_at: Option<u64>,
+        repeat: bool,
+        by: Hook,
+    },
+    /// A `compact_boundary`: `pre_tokens` from its metadata, `tokens` the newest reply's, as
+    /// PreCompact reads them.
+    Compaction {
+        trigger: Trigger,
+        pre_tokens: Option<u64>,
+        tokens: Option<u64>,
+    },
+    /// The marker had not been refreshed for `stale_after_secs`: back to idle.
+    Stale { by: Hook },
+    /// A new marker cycle without a compaction line (usage dropped far below the trigger).
+    NewCycle { tokens: Option<u64>, by: Hook },
+}
+
+/// The hook whose decision it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    Statusline,
+    #[serde(rename = "pretooluse")]
+    PreToolUse,
+    #[serde(rename = "userpromptsubmit")]
+    UserPromptSubmit,
+}
+
+impl Hook {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Statusline => "status line",
+            Hook::PreToolUse => "PreToolUse",
+            Hook::UserPromptSubmit => "UserPromptSubmit",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Normal,
+    Critical,
+}
+
+/// What started a compaction: `compactMetadata.trigger`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    Auto,
+    Manual,
+}
+
+impl Trigger {
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// How a cycle went (see docs/replay.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Nudged, then compacted after at least one more reply.
+    InTime,
+    /// Nudged, then compacted with no reply in between: the agent never acted on it.
+    Late,
+    /// Compacted without a nudge: automatically, or by hand after usage had reached the
+    /// trigger.
+    Missed,
+    /// Nudged, but the cycle ended without a compaction and usage never reached the trigger.
+    FalseAlarm,
+    /// No nudge and no compaction.
+    Quiet,
+    /// Compacted by hand (`/compact`) before usage reached the trigger: nothing was due.
+    Manual,
+    /// Nudged with usage past the trigger, and the transcript ends before a compaction.
+    Open,
+}
+
+impl Verdict {
+    /// `replies_left`: replies after the first nudge until the cycle ended (`None`: no nudge);
+    /// `compaction`: what ended it (`None`: the end of the transcript).
+    pub fn of(
+        replies_left: Option<usize>,
+        compaction: Option<Trigger>,
+        reached_trigger: bool,
+    ) -> Verdict {
+        match (replies_left, compaction) {
+            (Some(0), Some(_)) => Verdict::Late,
+            (Some(_), Some(_)) => Verdict::InTime,
+            (None, Some(Trigger::Auto)) => Verdict::Missed,
+            (None, Some(Trigger::Manual)) if reached_trigger => Verdict::Missed,
+            (None, Some(Trigger::Manual)) => Verdict::Manual,
+            (Some(_), None) if reached_trigger => Verdict::Open,
+            (Some(_), None) => Verdict::FalseAlarm,
+            (None, None) => Verdict::Quiet,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::InTime => "in time",
+            Verdict::Late => "late",
+            Verdict::Missed => "missed",
+            Verdict::FalseAlarm => "false alarm",
+            Verdict::Quiet => "quiet",
+            Verdict::Manual => "manual",
+            Verdict::Open => "open",
+        }
+    }
+}
+
+/// One compaction cycle: from the start (or a compaction) to the next compaction (or the end).
+#[derive(Debug, Clone, Serialize)]
+pub struct Cycle {
+    pub cycle: usize,
+    pub verdict: Verdict,
+    pub first_line: usize,
+    pub last_line: usize,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+    pub replies: usize,
+    pub peak_tokens: Option<u64>,
+    /// Usage reached the trigger (on the limits the hooks held then).
+    pub reached_trigger: bool,
+    /// Nudges given in this cycle (normal and critical, repeats included).
+    pub nudges: usize,
+    /// The first of them.
+    pub nudge: Option<FirstNudge>,
+    /// What ended the cycle; `None` at the end of the transcript.
+    pub compaction: Option<Compaction>,
+}
+
+/// A nudge as it was given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NudgeSeen {
+    pub level: Level,
+    pub tokens: Option<u64>,
+    pub compact_at: Option<u64>,
+    pub at: Option<DateTime<Utc>>,
+    pub line: usize,
+    pub by: Hook,
+}
+
+impl NudgeSeen {
+    pub fn with_replies_left(self, replies_left: usize) -> FirstNudge {
+        FirstNudge {
+            level: self.level,
+            tokens: self.tokens,
+            compact_at: self.compact_at,
+            at: self.at,
+            line: self.line,
+            by: self.by,
+            replies_left,
+        }
+    }
+}
+
+/// A cycle's first nudge, and how many replies came after it before the cycle ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct FirstNudge {
+    pub level: Level,
+    pub tokens: Option<u64>,
+    pub compact_at: Option<u64>,
+    pub at: Option<DateTime<Utc>>,
+    pub line: usize,
+    pub by: Hook,
+    pub replies_left: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Compaction {
+    pub trigger: Trigger,
+    pub pre_tokens: Option<u64>,
+    pub line: usize,
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Usage after one reply, and the limits the hooks held (or would resolve) then.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub reply: usize,
+    pub cycle: usize,
+    pub tokens: u64,
+    pub limits: Limits,
+}

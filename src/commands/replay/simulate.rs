@@ -1,0 +1,512 @@
+//! The replay itself, pure: transcript lines in, the hooks' decisions out. Nothing here reads a
+//! file, the environment or the clock: each line's `timestamp` is `now`, the limits come from the
+//! config alone, and the marker lives in memory.
+//!
+//! What the hooks would have seen, line by line:
+//! - a main-chain reply (what [`transcript::classify`] calls usage) is a status-line refresh
+//!   when a status line is simulated, through [`statusline::decide`];
+//! - each `tool_use` block of a main-chain reply is a PreToolUse, and each real user prompt a
+//!   UserPromptSubmit, both through [`pretooluse::decide`] with the reading of the transcript
+//!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
+//! - a `compact_boundary` is a PreCompact: [`marker::Event::Compacted`].
+//!
+//! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
+//! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and no client settings, and
+//! [`transcript_observation`] and [`statusline_observation`] build the observations
+//! [`pretooluse::observe`] and [`statusline::observe`] would (a test holds them equal).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::line::Shape;
+use super::report::{
+    Compaction, Cycle, Event, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict, What,
+};
+use crate::config::Config;
+use crate::facts::{self, LimitsFor};
+use crate::hooks::{pretooluse, statusline};
+use crate::marker::{self, Marker, Nudge, Observation, Source, State};
+use crate::reading::Reading;
+use crate::transcript::{self, Verdict as Line};
+use crate::usage::Limits;
+use crate::window::{self, CompactFacts, CompactSource, WindowFacts, WindowSource};
+
+/// How the replay runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Simulate a status line: refreshed on every main-chain reply, reporting `window`, else the
+    /// window known for the reply's model.
+    pub statusline: bool,
+    /// `--window`: forces the window, as `window_tokens` in the config does.
+    pub window: Option<u64>,
+}
+
+/// [`facts::limits_for`] without I/O: the marker's limits while fresh (the hooks' own cache,
+/// [`facts::cached_limits`]), else [`resolve`]d from the config.
+pub fn limits_for(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> LimitsFor {
+    let key = config.limits_key();
+    if let Some(limits) = facts::cached_limits(marker, key, model, reported, tokens, now) {
+        return LimitsFor {
+            limits,
+            sources: None,
+        };
+    }
+    let (limits, window_source, compact_source) = resolve(config, marker, model, reported, tokens);
+    LimitsFor {
+        limits,
+        sources: Some((window_source, compact_source, key)),
+    }
+}
+
+/// [`facts::resolve`] with what only I/O could tell left out: no learned windows, no
+/// `--autocompact` of a running client, no `autoCompactWindow` from Claude Code's settings.
+/// The config (with `CLAUDE_CODE_AUTO_COMPACT_WINDOW`), the reported window, the model, the
+/// usage and where this session was seen auto-compacting all apply.
+pub fn resolve(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+) -> (Limits, WindowSource, CompactSource) {
+    let model = model.or(marker.model.as_deref());
+    let window = window::resolve(&WindowFacts {
+        config_models: Some(&config.model_windows),
+        config: config.window_tokens,
+        model,
+        reported: reported.or(marker.reported_window),
+        learned: None,
+        tokens,
+    });
+    let (limits, compact_source) = window::limits(
+        window.tokens,
+        &config.policy(),
+        &CompactFacts {
+            flag: None,
+            env: config.autocompact_window,
+            setting: None,
+            model,
+            observed: marker.auto_compacted_at,
+        },
+    );
+    (limits, window.source, compact_source)
+}
+
+/// The observation [`pretooluse::observe`] makes of a transcript reading.
+pub fn transcript_observation(
+    reading: &Reading,
+    marker: &Marker,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> Observation {
+    let limits = limits_for(
+        config,
+        marker,
+        reading.model.as_deref(),
+        None,
+        reading.tokens,
+        now,
+    );
+    let mut obs = limits.observation(reading.tokens, Source::Transcript);
+    obs.model = reading.model.clone();
+    obs.reply_at = reading.reply_at;
+    obs.boundary_at = reading.boundary_at;
+    obs.growth_due = reading.tokens.is_some_and(|t| {
+        obs.limits
+            .due_by_growth(t, reading.max_growth(), config.growth_replies)
+    });
+    obs
+}
+
+/// The observation [`statusline::observe`] makes of a frame that carries usage.
+pub fn statusline_observation(
+    tokens: u64,
+    model: Option<&str>,
+    reported: Option<u64>,
+    marker: &Marker,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> Observation {
+    let reported = reported.filter(|w| *w > 0);
+    let tokens = Some(tokens).filter(|t| *t > 0);
+    let limits = limits_for(config, marker, model, reported, tokens, now);
+    let mut obs = limits.observation(tokens, Source::Statusline);
+    obs.reported_window = reported;
+    obs.model = model.map(str::to_string);
+    obs
+}
+
+/// The cycle being replayed (until the next compaction).
+#[derive(Debug, Default)]
+struct Open {
+    first_line: usize,
+    start: Option<DateTime<Utc>>,
+    replies: usize,
+    peak: Option<u64>,
+    reached_trigger: bool,
+    nudges: usize,
+    first_nudge: Option<(NudgeSeen, usize)>,
+}
+
+/// A replay in progress: feed it lines, oldest first, then [`Simulation::finish`].
+pub struct Simulation {
+    config: Config,
+    options: Options,
+    stale: Duration,
+    marker: Marker,
+    reading: Reading,
+    /// The newest line time seen: hooks run on a clock that does not go back, and lines are
+    /// not always written in time order.
+    now: Option<DateTime<Utc>>,
+    line: usize,
+    replies: usize,
+    reply_id: Option<String>,
+    events: Vec<Event>,
+    samples: Vec<Sample>,
+    cycles: Vec<Cycle>,
+    open: Open,
+}
+
+impl Simulation {
+    pub fn new(config: &Config, options: Options) -> Simulation {
+        let config = Config {
+            window_tokens: options.window.or(config.window_tokens),
+            ..config.clone()
+        };
+        Simulation {
+            stale: Duration::from_secs(config.stale_after_secs),
+            config,
+            options,
+            marker: Marker::new("replay"),
+            reading: Reading::default(),
+            now: None,
+            line: 0,
+            replies: 0,
+            reply_id: None,
+            events: Vec::new(),
+            samples: Vec::new(),
+            cycles: Vec::new(),
+            open: Open {
+                first_line: 1,
+                ..Open::default()
+            },
+        }
+    }
+
+    fn clock(&self) -> DateTime<Utc> {
+        self.now.unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+    }
+
+    /// The next line of the transcript (without its newline).
+    pub fn feed(&mut self, line: &[u8]) {
+        self.line += 1;
+        let shape = Shape::parse(line);
+        if let Some(at) = shape.as_ref().and_then(Shape::time) {
+            self.now = Some(self.now.map_or(at, |now| now.max(at)));
+        }
+        if self.open.start.is_none() {
+            self.open.start = self.now;
+        }
+        match transcript::classify(line) {
+            Line::Usage { tokens, model, at } => {
+                self.reading.apply(Line::Usage {
+                    tokens,
+                    model: model.clone(),
+                    at,
+                });
+                let id = shape
+                    .as_ref()
+                    .and_then(|s| s.message.as_ref()?.id.as_deref().map(str::to_string));
+                let new_reply = id.is_none() || id != self.reply_id;
+                self.reply_id = id;
+                if new_reply {
+                    self.replies += 1;
+                    self.open.replies += 1;
+                    self.open.peak = self.open.peak.max(Some(tokens));
+                    if self.options.statusline {
+                        self.refresh_statusline(tokens, model.as_deref());
+                    }
+                }
+                for _ in 0..shape.as_ref().map_or(0, Shape::tool_calls) {
+                    self.nudge_hook(Hook::PreToolUse);
+                }
+                if new_reply {
+                    self.sample(tokens);
+                }
+            }
+            Line::Boundary {
+                at,
+                auto_pre_tokens,
+            } => {
+                let (trigger, pre_tokens) = shape
+                    .as_ref()
+                    .map_or((Trigger::Manual, None), |s| (s.trigger(), s.pre_tokens()));
+                self.compact(trigger, pre_tokens);
+                self.reading.apply(Line::Boundary {
+                    at,
+                    auto_pre_tokens,
+                });
+            }
+            Line::Irrelevant => {
+                let Some(shape) = shape else { return };
+                // A reply without usage still makes its tool calls.
+                for _ in 0..shape.tool_calls() {
+                    self.nudge_hook(Hook::PreToolUse);
+                }
+                if shape.is_prompt() {
+                    self.nudge_hook(Hook::UserPromptSubmit);
+                }
+            }
+        }
+    }
+
+    /// A status-line frame reporting this reply's usage.
+    fn refresh_statusline(&mut self, tokens: u64, model: Option<&str>) {
+        let now = self.clock();
+        let reported = self
+            .options
+            .window
+            .or_else(|| model.and_then(window::known));
+        let obs = statusline_observation(tokens, model, reported, &self.marker, &self.config, now);
+        let (next, _gauge) = statusline::decide(&self.marker, obs, &self.config, now);
+        self.record(Hook::Statusline, next, None);
+    }
+
+    /// PreToolUse or UserPromptSubmit: `pretooluse::handle_event` without the I/O.
+    fn nudge_hook(&mut self, hook: Hook) {
+        let now = self.clock();
+        // A reply older than the status line's last fresh report is older news than the
+        // marker holds.
+        let reporting = self.marker.statusline_fresh(now, facts::LIMITS_FRESH);
+        let newer = match (self.reading.reply_at, self.marker.statusline_at) {
+            (Some(reply), Some(report)) if reporting => reply >= report,
+            _ => true,
+        };
+        let observation =
+            newer.then(|| transcript_observation(&self.reading, &self.marker, &self.config, now));
+        let (next, nudge) =
+            pretooluse::decide(&self.marker, observation.as_ref(), &self.config, now);
+        self.record(hook, next, nudge);
+    }
+
+    /// PreCompact: a new cycle. The tokens are what its checkpoint reads from the transcript
+    /// (the newest reply since the last compaction), as the hook passes them.
+    fn compact(&mut self, trigger: Trigger, pre_tokens: Option<u64>) {
+        let now = self.clock();
+        let event = marker::Event::Compacted {
+            checkpoint: "replay".into(),
+            tokens: self.reading.tokens,
+            auto: trigger == Trigger::Auto,
+        };
+        self.marker = marker::transition(&self.marker, &event, now, self.stale);
+        self.push(What::Compaction {
+            trigger,
+            pre_tokens,
+            tokens: self.reading.tokens,
+        });
+        let compaction = Compaction {
+            trigger,
+            pre_tokens,
+            line: self.line,
+            at: self.now,
+        };
+        self.close(Some(compaction));
+        self.open = Open {
+            first_line: self.line + 1,
+            start: self.now,
+            ..Open::default()
+        };
+    }
+
+    /// Keeps a hook's new marker if the hook would have saved it (the store's rule: a new usage
+    /// figure or timestamps alone are written at most every [`marker::REFRESH`]), noting what
+    /// changed that matters.
+    fn record(&mut self, hook: Hook, next: Marker, nudge: Option<Nudge>) {
+        if !marker::worth_saving(&self.marker, &next, marker::REFRESH) {
+            return;
+        }
+        let now = self.clock();
+        let prev = std::mem::replace(&mut self.marker, next);
+        let was_idle = prev.effective_state(now, self.stale) == State::Idle;
+        if prev.state != State::Idle && was_idle {
+            self.push(What::Stale { by: hook });
+        }
+        let m = &self.marker;
+        let new_cycle = m.cycle > prev.cycle;
+        if new_cycle {
+            let tokens = m.tokens;
+            self.push(What::NewCycle { tokens, by: hook });
+        }
+        let m = &self.marker;
+        // Armed now: a new arming time, or armed again at the same instant after going idle.
+        if m.armed_at.is_some() && (m.armed_at != prev.armed_at || new_cycle || was_idle) {
+            let what = What::Armed {
+                tokens: m.tokens,
+                trigger_at: m.trigger_at.unwrap_or_default(),
+                compact_at: m.compact_at.unwrap_or_default(),
+                window: m.window.unwrap_or_default(),
+                growth: m.tokens.zip(m.trigger_at).is_some_and(|(t, at)| t < at),
+                by: hook,
+            };
+            self.push(what);
+        }
+        if let Some(level) = nudge {
+            let level = match level {
+                Nudge::Normal => Level::Normal,
+                Nudge::Critical => Level::Critical,
+            };
+            let m = &self.marker;
+            let seen = NudgeSeen {
+                level,
+                tokens: m.tokens,
+                compact_at: m.compact_at,
+                at: self.now,
+                line: self.line,
+                by: hook,
+            };
+            let repeat = self.open.nudges > 0 && level == Level::Normal;
+            self.push(What::Nudge {
+                level,
+                tokens: m.tokens,
+                compact_at: m.compact_at,
+                repeat,
+                by: hook,
+            });
+            self.open.nudges += 1;
+            if self.open.first_nudge.is_none() {
+                self.open.first_nudge = Some((seen, self.replies));
+            }
+        }
+        let m = &self.marker;
+        if let (Some(t), Some(at)) = (m.tokens, m.trigger_at) {
+            if t >= at {
+                self.open.reached_trigger = true;
+            }
+        }
+    }
+
+    /// The limits the hooks hold now, or would resolve for this reply when they hold none.
+    fn limits_now(&self, tokens: u64) -> Limits {
+        let m = &self.marker;
+        match (m.window, m.compact_at, m.trigger_at) {
+            (Some(window), Some(compact_at), Some(trigger_at)) => Limits {
+                window,
+                compact_at,
+                trigger_at,
+                critical_at: m.critical_at,
+            },
+            _ => {
+                let reported = if self.options.statusline {
+                    self.options
+                        .window
+                        .or_else(|| self.reading.model.as_deref().and_then(window::known))
+                } else {
+                    None
+                };
+                resolve(
+                    &self.config,
+                    m,
+                    self.reading.model.as_deref(),
+                    reported,
+                    Some(tokens),
+                )
+                .0
+            }
+        }
+    }
+
+    fn sample(&mut self, tokens: u64) {
+        let limits = self.limits_now(tokens);
+        if tokens >= limits.trigger_at {
+            self.open.reached_trigger = true;
+        }
+        self.samples.push(Sample {
+            reply: self.replies,
+            cycle: self.cycles.len() + 1,
+            tokens,
+            limits,
+        });
+    }
+
+    fn push(&mut self, what: What) {
+        self.events.push(Event {
+            line: self.line,
+            at: self.now,
+            reply: self.replies,
+            cycle: self.cycles.len() + 1,
+            what,
+        });
+    }
+
+    /// Ends the open cycle, with the compaction that ended it (none at the end of the file).
+    fn close(&mut self, compaction: Option<Compaction>) {
+        let open = std::mem::take(&mut self.open);
+        let nudge = open
+            .first_nudge
+            .map(|(seen, replies)| (seen, self.replies - replies));
+        let verdict = Verdict::of(
+            nudge.as_ref().map(|(_, left)| *left),
+            compaction.as_ref().map(|c| c.trigger),
+            open.reached_trigger,
+        );
+        self.cycles.push(Cycle {
+            cycle: self.cycles.len() + 1,
+            verdict,
+            first_line: open.first_line,
+            last_line: self.line,
+            start: open.start,
+            end: self.now,
+            replies: open.replies,
+            peak_tokens: open.peak,
+            reached_trigger: open.reached_trigger,
+            nudges: open.nudges,
+            nudge: nudge.map(|(seen, replies_left)| seen.with_replies_left(replies_left)),
+            compaction,
+        });
+    }
+
+    /// The whole replay: every cycle closed, with its verdict.
+    pub fn finish(mut self) -> Report {
+        // A transcript that ends right after a compaction has no cycle after it.
+        if self.open.replies > 0 || self.open.nudges > 0 || self.cycles.is_empty() {
+            self.close(None);
+        }
+        let m = &self.marker;
+        let limits = match (m.window, m.compact_at, m.trigger_at) {
+            (Some(window), Some(compact_at), Some(trigger_at)) => Some(Limits {
+                window,
+                compact_at,
+                trigger_at,
+                critical_at: m.critical_at,
+            }),
+            _ => self.samples.last().map(|s| s.limits),
+        };
+        Report {
+            transcript: String::new(),
+            statusline: self.options.statusline,
+            window: self.options.window,
+            lines: self.line,
+            replies: self.replies,
+            compactions: self
+                .cycles
+                .iter()
+                .filter(|c| c.compaction.is_some())
+                .count(),
+            model: self.reading.model.clone().or(m.model.clone()),
+            limits,
+            window_source: m.window_source,
+            compact_source: m.compact_source.clone(),
+            events: self.events,
+            cycles: self.cycles,
+            samples: self.samples,
+        }
+    }
+}
