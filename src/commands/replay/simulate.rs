@@ -62,7 +62,8 @@ pub fn limits_for(
     let (limits, window_source, compact_source) = resolve(config, marker, model, reported, tokens);
     LimitsFor {
         limits,
-        sources: Some((window_source, compact_source, key)),
+        // Idle compaction is on unless the client's settings say otherwise (not read here).
+        sources: Some((window_source, compact_source, key, true)),
     }
 }
 
@@ -305,6 +306,8 @@ impl Simulation {
             checkpoint: "replay".into(),
             tokens: self.reading.tokens,
             auto: trigger == Trigger::Auto,
+            // Each boundary in the transcript is a compaction that finished.
+            repeat: false,
         };
         self.marker = marker::transition(&self.marker, &event, now, self.stale);
         self.push(What::Compaction {
