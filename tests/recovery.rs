@@ -571,15 +571,19 @@ fn the_whole_cycle() {
     env.statusline(&statusline_payload(SESSION, Some(3_000), Some(1_000_000)));
     assert_eq!(env.pretooluse(&tool).stdout, "");
     env.statusline(&statusline_payload(SESSION, Some(931_000), Some(1_000_000)));
-    decode_nudge(&env.pretooluse(&tool).stdout);
+    // This session was seen auto-compacting at 120,510 tokens on this window: that is where
+    // its client compacts, so 931k is past it and the nudge is the critical one.
+    let nudge = decode_nudge(&env.pretooluse(&tool).stdout);
+    assert!(nudge.contains("imminent"), "{nudge}");
     let m = env.marker(SESSION);
     assert_eq!(
         (
             m["state"].as_str(),
             m["cycle"].as_u64(),
-            m["compactions"].as_u64()
+            m["compactions"].as_u64(),
+            m["compact_source"].as_str()
         ),
-        (Some("nudged"), Some(1), Some(1))
+        (Some("critical_nudged"), Some(1), Some(1), Some("observed"))
     );
 }
 

@@ -20,7 +20,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{render_text, Config, Env};
-use crate::facts::{self, Context};
+use crate::facts::{self, Context, LimitsFor};
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
@@ -42,13 +42,20 @@ pub fn observe(
         reading.tokens,
         now,
     );
+    observe_with(reading, limits, ctx.config.growth_replies)
+}
+
+/// The observation a transcript reading gives on these limits (no I/O: `replay` calls it too).
+pub fn observe_with(reading: &Reading, limits: LimitsFor, growth_replies: u64) -> Observation {
     let mut obs = limits.observation(reading.tokens, Source::Transcript);
     obs.model = reading.model.clone();
     obs.reply_at = reading.reply_at;
     obs.boundary_at = reading.boundary_at;
+    obs.growth = Some(reading.max_growth());
+    obs.auto_pre_tokens = reading.auto_compacted_at;
     obs.growth_due = reading.tokens.is_some_and(|t| {
         obs.limits
-            .due_by_growth(t, reading.max_growth(), ctx.config.growth_replies)
+            .due_by_growth(t, reading.max_growth(), growth_replies)
     });
     obs
 }

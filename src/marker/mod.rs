@@ -135,6 +135,12 @@ pub struct Marker {
     pub auto_compacted_at: Option<(u64, u64)>,
     /// Whether the client's idle compaction is on (from its settings, when last resolved).
     pub idle_compaction: Option<bool>,
+    /// The usage when this cycle armed: a later drop is measured from it (arming on growth
+    /// can happen far below the trigger).
+    pub armed_tokens: Option<u64>,
+    /// The largest recent growth from one reply to the next, from the newest transcript
+    /// reading: the critical nudge comes early when one more such reply reaches compaction.
+    pub growth: Option<u64>,
 }
 
 /// The client's idle compaction applies to an attended session from this many tokens on.
@@ -170,6 +176,11 @@ pub struct Observation {
     /// Recent replies grew fast enough to reach the compaction point within the configured
     /// number of replies: arm now, whatever the trigger says.
     pub growth_due: bool,
+    /// The largest recent growth from one reply to the next, if known.
+    pub growth: Option<u64>,
+    /// A `compact_boundary` of an automatic compaction says the client compacted at this many
+    /// tokens.
+    pub auto_pre_tokens: Option<u64>,
     pub window_source: Option<WindowSource>,
     pub compact_source: Option<CompactSource>,
     /// The config fingerprint the limits were resolved with (when resolved afresh).
@@ -190,6 +201,8 @@ impl Observation {
             model: None,
             reply_at: None,
             growth_due: false,
+            growth: None,
+            auto_pre_tokens: None,
             window_source: None,
             compact_source: None,
             limits_key: None,
@@ -257,10 +270,16 @@ impl Marker {
 
     /// The nudge this marker is waiting for, if any.
     pub fn pending_nudge(&self) -> Option<Nudge> {
-        let critical = match (self.tokens, self.critical_at) {
-            (Some(t), Some(c)) => t >= c,
+        // One more reply growing like the fastest recent one reaches compaction: critical now.
+        let one_reply_away = match (self.tokens, self.growth, self.compact_at) {
+            (Some(t), Some(g), Some(c)) => g > 0 && t.saturating_add(g) >= c,
             _ => false,
         };
+        let critical = one_reply_away
+            || match (self.tokens, self.critical_at) {
+                (Some(t), Some(c)) => t >= c,
+                _ => false,
+            };
         match self.state {
             State::Armed if critical => Some(Nudge::Critical),
             State::Armed => Some(Nudge::Normal),
@@ -272,6 +291,7 @@ impl Marker {
     fn clear_cycle(&mut self) {
         self.state = State::Idle;
         self.armed_at = None;
+        self.armed_tokens = None;
         self.nudged_at = None;
     }
 }
@@ -312,7 +332,14 @@ pub fn transition(
                 let boundary_after_arming = obs
                     .boundary_at
                     .is_some_and(|b| m.armed_at.is_none_or(|armed| b > armed));
-                let dropped = tokens.is_some_and(|t| limits.dropped_below(t));
+                // A drop is measured from where the cycle armed, when that was below the
+                // trigger (arming on growth).
+                let floor = m
+                    .armed_tokens
+                    .map_or(limits.trigger_at, |a| a.min(limits.trigger_at));
+                let dropped = tokens.is_some_and(|t| {
+                    limits.dropped_below(t) && t.saturating_add(limits.window / 10) < floor
+                });
                 if boundary_after_arming || dropped {
                     m.clear_cycle();
                     m.cycle += 1;
@@ -343,6 +370,7 @@ pub fn transition(
             if m.state == State::Idle && due {
                 m.state = State::Armed;
                 m.armed_at = Some(now);
+                m.armed_tokens = tokens;
             }
             if obs.source == Source::Statusline && tokens.is_some() {
                 m.statusline_at = Some(now);
@@ -352,6 +380,16 @@ pub fn transition(
             }
             if obs.model.is_some() {
                 m.model = obs.model.clone();
+            }
+            if tokens.is_some() {
+                m.growth = obs.growth;
+            }
+            if let Some(pre) = obs.auto_pre_tokens {
+                if m.auto_compacted_at.map(|(t, _)| t) != Some(pre) {
+                    // Where the client really compacted: resolve the limits again with it.
+                    m.auto_compacted_at = Some((pre, limits.window));
+                    m.limits_at = None;
+                }
             }
             if tokens.is_some() {
                 m.source = Some(obs.source);
@@ -382,8 +420,11 @@ pub fn transition(
                 m.compactions += 1;
             }
             m.tokens = None;
+            m.growth = None;
             m.compacted_at = Some(now);
             m.tokens_at_compaction = before;
+            // A new compaction point may have been observed: resolve the limits again.
+            m.limits_at = None;
             m.last_checkpoint = Some(checkpoint.clone());
             m.recovery_pending = true;
             m.digest_given = false;
@@ -415,6 +456,7 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         tokens: None,
         source: None,
         limits_at: None,
+        growth: None,
         ..m.clone()
     };
     // Crossing the trigger or the critical point matters at once: it decides a nudge.
@@ -604,6 +646,50 @@ mod tests {
         assert_eq!(
             (m.state, m.armed_at, m.cycle),
             (State::Armed, Some(t(5000)), 0)
+        );
+    }
+
+    #[test]
+    fn armed_by_growth_far_below_the_trigger_the_cycle_holds_until_a_real_drop() {
+        let grown = |tokens: u64, due: bool| {
+            let mut obs = Observation::new(Some(tokens), limits(), Source::Transcript);
+            obs.growth_due = due;
+            obs.growth = Some(40_000);
+            Event::Observe(obs)
+        };
+        let m = run(&[(0, grown(100_000, true)), (1, Event::Nudged(Nudge::Normal))]);
+        assert_eq!((m.state, m.armed_tokens), (State::Nudged, Some(100_000)));
+        // 101k, then 95k: no drop from where it armed; no new cycle, no second nudge.
+        let m = transition(&m, &grown(101_000, false), t(2), STALE);
+        let m = transition(&m, &grown(95_000, false), t(3), STALE);
+        assert_eq!((m.state, m.cycle), (State::Nudged, 0));
+        // A compaction-sized drop still starts a new cycle.
+        let m = transition(&m, &grown(20_000, false), t(4), STALE);
+        assert_eq!((m.state, m.cycle), (State::Idle, 1));
+    }
+
+    #[test]
+    fn one_fast_reply_from_compaction_is_critical() {
+        // 140k, below the critical point (152k), but the last replies grew 30k: the next one
+        // reaches 167k.
+        let mut obs = Observation::new(Some(140_000), limits(), Source::Transcript);
+        obs.growth = Some(30_000);
+        let m = run(&[(0, Event::Observe(obs))]);
+        assert_eq!(m.pending_nudge(), Some(Nudge::Critical));
+    }
+
+    #[test]
+    fn a_boundary_records_where_the_client_compacted_and_limits_are_resolved_again() {
+        let mut obs = Observation::new(None, limits(), Source::Transcript);
+        obs.auto_pre_tokens = Some(170_251);
+        let m = Marker {
+            limits_at: Some(t(0)),
+            ..Marker::new("s")
+        };
+        let m = transition(&m, &Event::Observe(obs), t(1), STALE);
+        assert_eq!(
+            (m.auto_compacted_at, m.limits_at),
+            (Some((170_251, 200_000)), None)
         );
     }
 

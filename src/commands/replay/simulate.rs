@@ -116,15 +116,7 @@ pub fn transcript_observation(
         reading.tokens,
         now,
     );
-    let mut obs = limits.observation(reading.tokens, Source::Transcript);
-    obs.model = reading.model.clone();
-    obs.reply_at = reading.reply_at;
-    obs.boundary_at = reading.boundary_at;
-    obs.growth_due = reading.tokens.is_some_and(|t| {
-        obs.limits
-            .due_by_growth(t, reading.max_growth(), config.growth_replies)
-    });
-    obs
+    pretooluse::observe_with(reading, limits, config.growth_replies)
 }
 
 /// The observation [`statusline::observe`] makes of a frame that carries usage.
