@@ -137,6 +137,12 @@ pub struct HookInput {
     /// PreCompact: the arguments of `/compact`; empty or null when none.
     #[serde(deserialize_with = "null_default")]
     pub custom_instructions: String,
+    /// SessionEnd: `clear`, `logout`, `prompt_input_exit`, `other`, ...
+    #[serde(deserialize_with = "lenient_text")]
+    pub reason: String,
+    /// PostCompact: the summary the compaction produced.
+    #[serde(deserialize_with = "lenient_text")]
+    pub compact_summary: String,
     /// SessionStart: `startup`, `resume`, `clear`, `compact` or `fork`.
     #[serde(deserialize_with = "null_default")]
     pub source: String,

@@ -141,8 +141,8 @@ pub fn render_checkpoint(
         ),
         Kind::Previous => format!(
             "## ctxguard: previous session in this project\n\
-             The last checkpoint of session {} in this directory ({when}), for context; \
-             the user may or may not want to continue it.",
+             The last checkpoint of session {} in this directory ({trigger}, {when}), for \
+             context; the user may or may not want to continue it.",
             cut(&sanitize(&m.session_id, true), 80)
         ),
     };

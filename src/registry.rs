@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, FromArgMatches};
 use crate::config::Env;
 use crate::diag::Diag;
 use crate::hooks::{
-    self, precompact, pretooluse, sessionstart, statusline, userpromptsubmit, Outcome,
+    self, precompact, pretooluse, sessionend, sessionstart, statusline, userpromptsubmit, Outcome,
 };
 
 /// One hook command.
@@ -99,6 +99,19 @@ auto-compaction (exit 2), once per cycle, while the nudge has not been delivered
         args: no_args,
         with_flags: None,
         handle: sessionstart::handle,
+    },
+    Hook {
+        name: "sessionend",
+        event: Some("SessionEnd"),
+        matcher: None,
+        about: "SessionEnd hook: writes a final checkpoint, for a digest in the next session",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"SessionEnd\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionend\"}]}]\n\n\
+After /clear (or exit), the next session in the same directory gets a short digest of this one, \
+once. Prints nothing and exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: sessionend::handle,
     },
 ];
 

@@ -3,7 +3,7 @@
 //! whole cycle from arming to the next cycle.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -794,4 +794,93 @@ fn a_second_compaction_still_lists_the_open_tasks_and_the_first_requests() {
         ),
         "{third}"
     );
+}
+
+fn sessionend_payload(session: &str, transcript: &Path, reason: &str) -> Value {
+    let mut p = fixture_json("SessionEnd.json");
+    p["session_id"] = json!(session);
+    p["transcript_path"] = json!(transcript.to_str().unwrap());
+    p["cwd"] = json!(CWD);
+    p["reason"] = json!(reason);
+    p
+}
+
+#[test]
+fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
+    let env = TestEnv::new();
+    // Session A works (no compaction), then the user runs /clear: SessionEnd(clear) for A,
+    // SessionStart(clear) for the new session B.
+    let a = env.write("a.jsonl", "");
+    append_lines(
+        &a,
+        &tasks_part("port the lexer to rust", &["write the lexer"], 1),
+    );
+    let end = env.run(
+        &["sessionend"],
+        sessionend_payload("session-a", &a, "clear").to_string(),
+    );
+    assert_eq!(
+        (end.code, end.stdout.as_str(), end.stderr.as_str()),
+        (0, "", "")
+    );
+    let start = |id: &str| {
+        env.run(
+            &["sessionstart"],
+            sessionstart_payload(id, "clear", CWD).to_string(),
+        )
+    };
+    let digest = decode_block(&start("session-b").stdout);
+    assert!(
+        digest.starts_with("## ctxguard: previous session in this project"),
+        "{digest}"
+    );
+    assert!(digest.contains("port the lexer to rust"), "{digest}");
+    assert!(digest.contains("[pending] write the lexer"), "{digest}");
+    assert!(digest.contains("(end: clear,"), "{digest}");
+    // Once.
+    assert_eq!(start("session-c").stdout, "");
+
+    // A session that did nothing worth recalling leaves nothing.
+    let empty = env.write("e.jsonl", "");
+    env.run(
+        &["sessionend"],
+        sessionend_payload("session-e", &empty, "clear").to_string(),
+    );
+    assert!(!checkpoint_dir(&env, "session-e").exists());
+}
+
+#[test]
+fn after_a_compaction_and_clear_the_digest_carries_the_whole_session() {
+    let env = TestEnv::new();
+    let a = env.write("a.jsonl", "");
+    append_lines(
+        &a,
+        &tasks_part("build the parser", &["write the parser"], 1),
+    );
+    let pre = precompact_payload("session-a", &a, "auto", Value::Null).to_string();
+    env.run(&["precompact"], &pre);
+    let own = env.run(
+        &["sessionstart"],
+        sessionstart_payload("session-a", "compact", CWD).to_string(),
+    );
+    assert!(decode_block(&own.stdout).contains("build the parser"));
+    append_lines(&a, &[boundary_line(&time_from_now(1))]);
+    append_lines(&a, &tasks_part("now the tests", &[], 2));
+    env.run(
+        &["sessionend"],
+        sessionend_payload("session-a", &a, "clear").to_string(),
+    );
+    let digest = decode_block(
+        &env.run(
+            &["sessionstart"],
+            sessionstart_payload("session-b", "clear", CWD).to_string(),
+        )
+        .stdout,
+    );
+    assert!(digest.contains("now the tests"), "{digest}");
+    assert!(
+        digest.contains("build the parser"),
+        "earlier asks carried: {digest}"
+    );
+    assert!(digest.contains("[pending] write the parser"), "{digest}");
 }

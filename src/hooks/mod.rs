@@ -5,6 +5,7 @@
 
 pub mod precompact;
 pub mod pretooluse;
+pub mod sessionend;
 pub mod sessionstart;
 pub mod statusline;
 pub mod userpromptsubmit;

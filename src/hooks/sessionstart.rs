@@ -62,11 +62,14 @@ pub struct Candidate {
     pub created_at: Option<DateTime<Utc>>,
     pub recovery_pending: bool,
     pub digest_given: bool,
+    /// The session ended (SessionEnd wrote this checkpoint): no owner will claim it.
+    pub ended: bool,
 }
 
 /// Which candidate's checkpoint a new session in `cwd` gets as a digest: the newest checkpoint of
-/// another session in the same directory, less than a day old, whose owner never took it and is
-/// no longer compacting, and that no session has had as a digest yet.
+/// another session in the same directory, less than a day old, that no session has had as a
+/// digest yet, and either written when that session ended, or a compaction recovery its owner
+/// never took and can no longer be waiting for.
 pub fn pick_previous(
     candidates: &[Candidate],
     session_id: &str,
@@ -84,10 +87,11 @@ pub fn pick_previous(
             c.session_id != session_id
                 && !cwd.is_empty()
                 && c.cwd == cwd
-                && c.recovery_pending
                 && !c.digest_given
                 // An unknown or future time is not old enough to be safe.
-                && age(c).is_some_and(|a| a >= OWNER_GRACE && a <= PREVIOUS_MAX_AGE)
+                && age(c).is_some_and(|a| {
+                    a <= PREVIOUS_MAX_AGE && (c.ended || (c.recovery_pending && a >= OWNER_GRACE))
+                })
         })
         .max_by_key(|(_, c)| c.created_at)
         .map(|(i, _)| i)
@@ -129,6 +133,13 @@ fn own(
     Ok(path.and_then(|p| load_checkpoint(&p, diag)))
 }
 
+/// Is the newest checkpoint of this session the one SessionEnd wrote?
+fn ended_checkpoint(m: &Marker) -> bool {
+    m.ended_at
+        .is_some_and(|ended| m.compacted_at.is_none_or(|c| c < ended))
+        && m.last_checkpoint.is_some()
+}
+
 /// The digest of the previous session in this directory, marked as given on that session.
 fn previous(
     paths: &Paths,
@@ -143,7 +154,8 @@ fn previous(
     let mut stores: Vec<(Store, Marker, Checkpoint, PathBuf)> = Vec::new();
     for (store, marker) in all_sessions(paths)? {
         let Ok(m) = marker else { continue };
-        if !m.recovery_pending || m.digest_given || m.session_id == input.session_id {
+        let ended = ended_checkpoint(&m);
+        if !(m.recovery_pending || ended) || m.digest_given || m.session_id == input.session_id {
             continue;
         }
         let Some(path) = m.last_checkpoint.clone() else {
@@ -161,6 +173,7 @@ fn previous(
             created_at: cp.meta.created_at,
             recovery_pending: m.recovery_pending,
             digest_given: m.digest_given,
+            ended: ended_checkpoint(m),
         })
         .collect();
     let Some(i) = pick_previous(&candidates, &input.session_id, &input.cwd, now) else {
@@ -170,7 +183,7 @@ fn previous(
     let checkpoint = path.display().to_string();
     // Once: under the owner's lock, and only if nothing changed since it was read.
     let given = store.update(&m.session_id, diag, |current, _| {
-        let same = current.recovery_pending
+        let same = (current.recovery_pending || ended_checkpoint(current))
             && !current.digest_given
             && current.last_checkpoint.as_deref() == Some(checkpoint.as_str());
         if !same {
@@ -229,6 +242,7 @@ mod tests {
             created_at: Some(t(at)),
             recovery_pending: true,
             digest_given: false,
+            ended: false,
         }
     }
 
@@ -280,7 +294,17 @@ mod tests {
         let future = candidate("a", "/p", 20_000);
         let mut unknown = candidate("a", "/p", 0);
         unknown.created_at = None;
-        for c in [taken, given, old, future, unknown] {
+        // Ended: no owner is coming back, so no grace is needed; still once, still a day.
+        let mut ended = candidate("a", "/p", 10_000 - 5);
+        ended.recovery_pending = false;
+        ended.ended = true;
+        assert_eq!(
+            pick_previous(std::slice::from_ref(&ended), "me", "/p", now),
+            Some(0)
+        );
+        let mut ended_given = ended.clone();
+        ended_given.digest_given = true;
+        for c in [taken, given, old, future, unknown, ended_given] {
             assert_eq!(
                 pick_previous(std::slice::from_ref(&c), "me", "/p", now),
                 None,

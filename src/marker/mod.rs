@@ -138,6 +138,9 @@ pub struct Marker {
     /// The usage when this cycle armed: a later drop is measured from it (arming on growth
     /// can happen far below the trigger).
     pub armed_tokens: Option<u64>,
+    /// When SessionEnd wrote the final checkpoint (the session ended: clear, exit, logout):
+    /// its checkpoint may be shown once to the next session in the same directory.
+    pub ended_at: Option<DateTime<Utc>>,
     /// The largest recent growth from one reply to the next, from the newest transcript
     /// reading: the critical nudge comes early when one more such reply reaches compaction.
     pub growth: Option<u64>,
@@ -230,6 +233,10 @@ pub enum Event {
     Recovered,
     /// Another session's SessionStart showed the newest checkpoint as a digest.
     DigestGiven,
+    /// SessionEnd wrote this final checkpoint.
+    Ended {
+        checkpoint: String,
+    },
     /// The compaction gate held an auto-compaction: the nudge is due now.
     GateHeld,
     /// Back to idle by hand.
@@ -439,6 +446,12 @@ pub fn transition(
         }
         Event::Recovered => m.recovery_pending = false,
         Event::DigestGiven => m.digest_given = true,
+        Event::Ended { checkpoint } => {
+            m.clear_cycle();
+            m.ended_at = Some(now);
+            m.last_checkpoint = Some(checkpoint.clone());
+            m.digest_given = false;
+        }
         Event::Reset => m.clear_cycle(),
     }
     m.updated_at = Some(now);

@@ -370,7 +370,8 @@ mod tests {
                 "Stop",
                 "UserPromptSubmit",
                 "PreCompact",
-                "SessionStart"
+                "SessionStart",
+                "SessionEnd"
             ]
         );
         // Theirs first, ours appended.

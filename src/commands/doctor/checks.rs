@@ -397,6 +397,7 @@ mod tests {
                 "fail: UserPromptSubmit does not run `ctxguard userpromptsubmit`",
                 "fail: PreCompact does not run `ctxguard precompact`",
                 "fail: SessionStart does not run `ctxguard sessionstart`",
+                "fail: SessionEnd does not run `ctxguard sessionend`",
             ]
         );
         assert!(none[0].fix.as_deref().unwrap().contains("ctxguard install"));
@@ -406,6 +407,7 @@ mod tests {
             ("UserPromptSubmit", "/bin/ctxguard userpromptsubmit"),
             ("PreCompact", "/bin/ctxguard precompact"),
             ("SessionStart", "/bin/ctxguard sessionstart"),
+            ("SessionEnd", "/bin/ctxguard sessionend"),
         ]);
         let once = hooks(&ctx(&[(Scope::User, &user)]));
         assert!(once.iter().all(|f| f.status == Status::Ok), "{once:?}");

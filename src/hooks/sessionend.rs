@@ -1,0 +1,82 @@
+//! `ctxguard sessionend`: when a session ends (`/clear`, exit, logout), writes a final
+//! checkpoint of it: what was being worked on since its last compaction, carried forward as at a
+//! compaction. The next session started in the same directory (`clear`, and `startup` when
+//! enabled) gets a short digest of it, once (see [`super::sessionstart`]). Nothing on stdout:
+//! SessionEnd accepts no output. A session that did nothing worth recalling writes nothing.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::checkpoint::{self, CheckpointStore};
+use crate::config::Env;
+use crate::hooks::{precompact, Diag, Outcome};
+use crate::input::HookInput;
+use crate::marker::{self, Event, Store};
+use crate::tasks;
+
+/// Does this checkpoint hold anything a later session could use?
+fn worth_a_digest(cp: &checkpoint::Checkpoint) -> bool {
+    !cp.asks.is_empty()
+        || !cp.earlier_asks.is_empty()
+        || cp.todos.iter().any(checkpoint::Todo::is_open)
+        || !cp.files_modified.is_empty()
+}
+
+/// The hook, given its input and environment.
+pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
+    let mut input: HookInput = super::parse_event(bytes, "SessionEnd")?;
+    if !input.agent_id.is_empty() {
+        return Ok(Outcome::Quiet);
+    }
+    let paths = env.paths()?;
+    let config = super::config(&paths, env, diag);
+    let now = env.now();
+    let reading = if input.transcript_path.is_empty() {
+        Err("no transcript_path in the SessionEnd input".to_string())
+    } else {
+        checkpoint::read_transcript(Path::new(&input.transcript_path)).map_err(|e| format!("{e:#}"))
+    };
+    // The checkpoint says how the session ended.
+    let reason = crate::text::cut(&crate::text::sanitize(&input.reason, true), 20);
+    input.trigger = if reason.is_empty() {
+        "end".to_string()
+    } else {
+        format!("end: {reason}")
+    };
+    let task_store = env
+        .client_dir()
+        .and_then(|d| tasks::dir(&d, &input.session_id))
+        .and_then(|d| tasks::read(&d));
+    let checkpoints = CheckpointStore::new(&paths, &input.session_id);
+    let store = Store::new(&paths, &input.session_id);
+    let stale = Duration::from_secs(config.stale_after_secs);
+    store.update(&input.session_id, diag, |current, diag| {
+        let latest = checkpoints.latest().unwrap_or_else(|e| {
+            diag.note(format!("{e:#}"));
+            None
+        });
+        let mut cp = precompact::decide(
+            &input,
+            reading,
+            current,
+            checkpoints.next_id()?,
+            latest.as_ref().map(|l| l.id.clone()),
+            &config,
+            now,
+        );
+        precompact::carry_forward(&mut cp, latest.as_ref(), task_store);
+        // Not a compaction: it keeps the session's compaction count.
+        cp.meta.compaction = current.compactions;
+        if !worth_a_digest(&cp) {
+            return Ok((current.clone(), ()));
+        }
+        let path = checkpoints.save(&cp)?;
+        let event = Event::Ended {
+            checkpoint: path.display().to_string(),
+        };
+        Ok((marker::transition(current, &event, now, stale), ()))
+    })?;
+    Ok(Outcome::Quiet)
+}
