@@ -10,7 +10,8 @@ use clap::{ArgMatches, Args, FromArgMatches};
 use crate::config::Env;
 use crate::diag::Diag;
 use crate::hooks::{
-    self, precompact, pretooluse, sessionend, sessionstart, statusline, userpromptsubmit, Outcome,
+    self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline,
+    userpromptsubmit, Outcome,
 };
 
 /// One hook command.
@@ -88,6 +89,18 @@ auto-compaction (exit 2), once per cycle, while the nudge has not been delivered
         args: no_args,
         with_flags: None,
         handle: precompact::handle,
+    },
+    Hook {
+        name: "postcompact",
+        event: Some("PostCompact"),
+        matcher: Some("auto|manual"),
+        about: "PostCompact hook: keeps the compaction's summary with its checkpoint",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PostCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard postcompact\"}]}]\n\n\
+Prints nothing and exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: postcompact::handle,
     },
     Hook {
         name: "sessionstart",

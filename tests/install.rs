@@ -264,7 +264,7 @@ fn doctor_fails_until_installed_then_passes() {
     assert_eq!(code, 1);
     assert_eq!(report["ok"], false);
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 5);
+    assert_eq!(hooks.len(), 6, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.starts_with("fail:")), "{hooks:?}");
     let fixes: Vec<&Value> = report["findings"]
         .as_array()

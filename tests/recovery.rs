@@ -884,3 +884,52 @@ fn after_a_compaction_and_clear_the_digest_carries_the_whole_session() {
     );
     assert!(digest.contains("[pending] write the parser"), "{digest}");
 }
+
+#[test]
+fn post_compact_keeps_the_summary_and_a_later_block_leaves_out_what_it_names() {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &busy_transcript());
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    let mut post = fixture_json("PostCompact-auto.json");
+    post["session_id"] = json!(SESSION);
+    post["compact_summary"] = json!(
+        "Summary: the parser in /home/user/proj/src/parser.rs; next: Fix the precedence bug."
+    );
+    let run = env.run(&["postcompact"], post.to_string());
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    let kept = checkpoint_dir(&env, SESSION).join("cp_001.summary.md");
+    assert!(fs::read_to_string(&kept)
+        .unwrap()
+        .starts_with("Summary: the parser"));
+    let log = fs::read_dir(env.state().join("logs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert!(fs::read_to_string(log.path())
+        .unwrap()
+        .contains("compaction summary: 83 characters"));
+    // The session is resumed later: the block leaves out what the summary names.
+    let block = decode_block(
+        &env.run(
+            &["sessionstart"],
+            sessionstart_payload(SESSION, "resume", CWD).to_string(),
+        )
+        .stdout,
+    );
+    assert!(
+        block.contains("(2 open todos and modified files are left out"),
+        "{block}"
+    );
+    assert!(
+        !block.contains("[in_progress] Fix the precedence bug"),
+        "{block}"
+    );
+    assert!(block.contains("[pending] Update docs"), "{block}");
+}

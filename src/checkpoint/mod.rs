@@ -63,6 +63,10 @@ pub struct Checkpoint {
     /// Oldest first.
     pub failures: Vec<Failure>,
     pub last_assistant: Option<String>,
+    /// Items left out of the recovery block because the compaction's own summary names them
+    /// verbatim (set when rendering; never stored).
+    #[serde(skip)]
+    pub named_in_summary: usize,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -164,6 +168,7 @@ mod tests {
                 MAX_FAILURES
             ],
             last_assistant: Some(text(GIST_CHARS)),
+            named_in_summary: 0,
         };
         let bytes = serde_json::to_vec_pretty(&cp).unwrap();
         assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());

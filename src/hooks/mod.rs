@@ -3,6 +3,7 @@
 //! turns every error and panic into one stderr line and exit 0, so a hook can never block or
 //! break the session it serves.
 
+pub mod postcompact;
 pub mod precompact;
 pub mod pretooluse;
 pub mod sessionend;

@@ -209,9 +209,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
     };
-    let Some((cp, path)) = found else {
+    let Some((mut cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
+    if let Some(summary) = super::postcompact::load_summary(paths.root(), &path) {
+        recovery::leave_out_named(&mut cp, &summary);
+    }
     let (memory, notes) = memory::for_session(&config, env, &input.cwd);
     notes.into_iter().for_each(|n| diag.note(n));
     let block = recovery::render(

@@ -363,17 +363,14 @@ mod tests {
         let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["model", "hooks", "statusLine", "env"]);
         let hook_keys: Vec<&String> = s["hooks"].as_object().unwrap().keys().collect();
-        assert_eq!(
-            hook_keys,
-            [
-                "PreToolUse",
-                "Stop",
-                "UserPromptSubmit",
-                "PreCompact",
-                "SessionStart",
-                "SessionEnd"
-            ]
+        // The user's own events stay first, in their order; ours follow in registry order.
+        let mut expected = vec!["PreToolUse", "Stop"];
+        expected.extend(
+            hook_events()
+                .map(|(e, _, _)| e)
+                .filter(|e| *e != "PreToolUse"),
         );
+        assert_eq!(hook_keys, expected);
         // Theirs first, ours appended.
         assert_eq!(
             s["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
