@@ -126,14 +126,14 @@ pub fn env_name(key: &str) -> String {
 
 pub const DEFAULT_NUDGE_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
 {window} tokens); auto-compaction will summarise and drop the history in about {headroom} \
-tokens. Before continuing, save durable knowledge to your memory now (MEMORY.md or your memory \
-tool): decisions and their reasons, user preferences, debugging insights, project facts, open \
-tasks and next steps. Keep it brief, then continue with the task.";
+tokens. Before continuing, save durable knowledge to memory now, {where}: decisions and their \
+reasons, user preferences, debugging insights, project facts, open tasks and next steps. Keep it \
+brief, then continue with the task.";
 
 pub const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
 {window} tokens); auto-compaction is imminent (about {headroom} tokens left). If decisions, open \
-tasks and next steps are not yet in your memory (MEMORY.md or your memory tool), save them now, \
-in a few lines, before anything else; then continue.";
+tasks and next steps are not yet saved, save them now, {where}, in a few lines, before anything \
+else; then continue.";
 
 /// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
 /// environment), what a valid value looks like, and how a raw value is checked and stored.
@@ -501,14 +501,16 @@ impl Config {
     }
 }
 
-/// Fills `{tokens}`, `{window}`, `{headroom}` and `{pct}` in a nudge text.
-pub fn render_text(template: &str, tokens: u64, window: u64, headroom: u64) -> String {
+/// Fills `{tokens}`, `{window}`, `{headroom}`, `{pct}` and `{where}` (where to save memories)
+/// in a nudge text.
+pub fn render_text(template: &str, tokens: u64, window: u64, headroom: u64, place: &str) -> String {
     use crate::usage::{human, percent};
     template
         .replace("{tokens}", &human(tokens))
         .replace("{window}", &human(window))
         .replace("{headroom}", &human(headroom))
         .replace("{pct}", &percent(tokens, window).to_string())
+        .replace("{where}", place)
 }
 
 #[cfg(test)]
@@ -725,12 +727,13 @@ mod tests {
     fn placeholders_render() {
         assert_eq!(
             render_text(
-                "{pct}% {tokens}/{window}, {headroom} left",
+                "{pct}% {tokens}/{window}, {headroom} left; save {where}",
                 128_000,
                 200_000,
-                39_000
+                39_000,
+                "in /m"
             ),
-            "64% 128k/200k, 39k left"
+            "64% 128k/200k, 39k left; save in /m"
         );
     }
 }

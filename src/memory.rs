@@ -83,6 +83,69 @@ pub fn for_session(config: &Config, env: &Env, cwd: &str) -> (Vec<Memory>, Vec<S
     read_all(&entries, &places)
 }
 
+/// Claude Code's own memory ("auto memory", on by default): the folder it tells the model to
+/// save one file per memory in, with a `MEMORY.md` index it loads into every session itself.
+/// `None` when it is turned off (`autoMemoryEnabled: false`, `CLAUDE_CODE_DISABLE_AUTO_MEMORY`).
+pub fn client_memory_dir(
+    env: &Env,
+    settings: &crate::client::Settings,
+    transcript_path: &str,
+    cwd: &str,
+) -> Option<PathBuf> {
+    let off_var = settings
+        .var("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+        .is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    let off_setting = matches!(
+        settings.get("autoMemoryEnabled"),
+        Some((_, serde_json::Value::Bool(false)))
+    );
+    if off_var || off_setting {
+        return None;
+    }
+    if let Some((_, serde_json::Value::String(dir))) = settings.get("autoMemoryDirectory") {
+        let places = Places {
+            home: env.home.as_deref(),
+            project: Path::new(cwd),
+        };
+        return Some(resolve(dir, &places));
+    }
+    // The project's folder is the one its transcripts are in: ~/.claude/projects/<folder>/.
+    let client = env.client_dir()?;
+    let projects = client.join("projects");
+    let folder = Path::new(transcript_path)
+        .parent()
+        .filter(|p| p.parent() == Some(projects.as_path()))
+        .and_then(Path::file_name)
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| {
+            cwd.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect()
+        });
+    Some(projects.join(folder).join("memory"))
+}
+
+/// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
+/// memory folder in its format when auto memory is on, else ctxguard's user memory file, which
+/// every recovery block shows.
+pub fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String {
+    let shown = |p: &Path| cut(&sanitize(&p.display().to_string(), true), 300);
+    match (client_dir, own_file) {
+        (Some(dir), _) => format!(
+            "in Claude Code's memory folder {}: one file per memory, with frontmatter (name, \
+             description, metadata.type), and a one-line pointer to it in {}, which Claude Code \
+             loads into every session",
+            shown(dir),
+            shown(&dir.join("MEMORY.md"))
+        ),
+        (None, Some(file)) => format!(
+            "in {} (ctxguard shows it again after every compaction)",
+            shown(file)
+        ),
+        (None, None) => "in your memory file or tool".to_string(),
+    }
+}
+
 /// Every configured memory file that can be read safely, in order. Files that are missing are
 /// skipped silently; refusals (a symlink, a path outside the allowed places) are returned as
 /// notes so a hook can say why a file was not shown.
@@ -349,6 +412,60 @@ mod tests {
             !found[0].label.contains("</system-reminder"),
             "{:?}",
             found[0].label
+        );
+    }
+
+    #[test]
+    fn the_save_place_names_the_folder_or_the_file() {
+        let dir = Path::new("/h/.claude/projects/-h-proj/memory");
+        let text = save_place(Some(dir), Some(Path::new("/h/.claude-memory/MEMORY.md")));
+        assert!(text.starts_with("in Claude Code's memory folder /h/.claude/projects/-h-proj/memory: one file per memory"), "{text}");
+        assert!(text.contains("/h/.claude/projects/-h-proj/memory/MEMORY.md"));
+        let text = save_place(None, Some(Path::new("/h/.claude-memory/MEMORY.md")));
+        assert_eq!(
+            text,
+            "in /h/.claude-memory/MEMORY.md (ctxguard shows it again after every compaction)"
+        );
+    }
+
+    #[test]
+    fn the_client_memory_folder_follows_the_transcript_and_the_settings() {
+        let env = Env::isolated(PathBuf::from("/state"), PathBuf::from("/h"));
+        let none = crate::client::Settings::default();
+        let dir = client_memory_dir(
+            &env,
+            &none,
+            "/h/.claude/projects/-h-proj/abc.jsonl",
+            "/h/proj",
+        );
+        assert_eq!(
+            dir.unwrap(),
+            Path::new("/h/.claude/projects/-h-proj/memory")
+        );
+        // No transcript under the projects folder: the cwd, as the client names its folders.
+        let dir = client_memory_dir(&env, &none, "", "/h/my.proj");
+        assert_eq!(
+            dir.unwrap(),
+            Path::new("/h/.claude/projects/-h-my-proj/memory")
+        );
+        let off = crate::client::Settings::literal(
+            &[(
+                crate::client::Scope::User,
+                r#"{"autoMemoryEnabled": false}"#,
+            )],
+            &[],
+        );
+        assert!(client_memory_dir(&env, &off, "", "/h/proj").is_none());
+        let moved = crate::client::Settings::literal(
+            &[(
+                crate::client::Scope::User,
+                r#"{"autoMemoryDirectory": "~/notes/mem"}"#,
+            )],
+            &[],
+        );
+        assert_eq!(
+            client_memory_dir(&env, &moved, "", "/h/proj").unwrap(),
+            Path::new("/h/notes/mem")
         );
     }
 

@@ -439,3 +439,55 @@ fn a_corrupt_marker_is_replaced_not_fatal() {
     assert!(run.stderr.contains("corrupt"), "{}", run.stderr);
     assert_eq!(env.marker(SESSION)["state"], "nudged");
 }
+
+#[test]
+fn the_nudge_says_exactly_where_to_save() {
+    // Auto memory is on by default: Claude Code's memory folder of this project, in its format.
+    let env = TestEnv::new();
+    let folder = env.home().join(".claude/projects/-home-user-proj");
+    std::fs::create_dir_all(&folder).unwrap();
+    let transcript = folder.join(format!("{SESSION}.jsonl"));
+    std::fs::write(
+        &transcript,
+        assistant_line(150_000, &time_from_now(-5)) + "\n",
+    )
+    .unwrap();
+    let nudge = decode_nudge(
+        &env.pretooluse(&pretooluse_payload(SESSION, &transcript))
+            .stdout,
+    );
+    let dir = folder.join("memory");
+    assert!(
+        nudge.contains(&format!(
+            "in Claude Code's memory folder {}: one file per memory",
+            dir.display()
+        )),
+        "{nudge}"
+    );
+    assert!(
+        nudge.contains(&format!("{}/MEMORY.md", dir.display())),
+        "{nudge}"
+    );
+
+    // Turned off: ctxguard's own memory file, by its full path.
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"autoMemoryEnabled": false}"#,
+    )
+    .unwrap();
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line(150_000, &time_from_now(-5)) + "\n"),
+    );
+    let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    let own = env.home().join(".claude-memory/MEMORY.md");
+    assert!(
+        nudge.contains(&format!(
+            "save durable knowledge to memory now, in {} (ctxguard shows it again",
+            own.display()
+        )),
+        "{nudge}"
+    );
+}

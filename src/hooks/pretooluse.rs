@@ -24,6 +24,7 @@ use crate::facts::{self, Context, LimitsFor};
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
+use crate::memory;
 use crate::reading::{self, Reading};
 use crate::usage;
 
@@ -85,8 +86,8 @@ pub fn decide(
     }
 }
 
-/// The text of a nudge, from the configured template and the marker's numbers.
-pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
+/// The text of a nudge, from the configured template, the marker's numbers, and where to save.
+pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config, place: &str) -> String {
     let template = match level {
         Nudge::Normal => &config.nudge_text,
         Nudge::Critical => &config.critical_text,
@@ -94,7 +95,7 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config) -> String {
     let tokens = marker.tokens.unwrap_or(0);
     let window = marker.window.unwrap_or(usage::DEFAULT_WINDOW);
     let headroom = marker.compact_at.map_or(0, |c| c.saturating_sub(tokens));
-    render_text(template, tokens, window, headroom)
+    render_text(template, tokens, window, headroom, place)
 }
 
 /// The transcript reading for this call: continues from the session's cached reading, and
@@ -193,9 +194,34 @@ pub fn handle_event(
         let (next, nudge) = decide(current, observation.as_ref(), &config, now);
         Ok((next.clone(), (next, nudge)))
     })?;
-    Ok(nudge
-        .map(|level| additional_context(event, nudge_text(level, &next, &config)))
-        .into())
+    let Some(level) = nudge else {
+        return Ok(Outcome::Quiet);
+    };
+    let place = save_place(env, &input, &config);
+    Ok(Outcome::Print(additional_context(
+        event,
+        nudge_text(level, &next, &config, &place),
+    )))
+}
+
+/// Where this session's memories should go (only worked out when a nudge is given).
+fn save_place(env: &Env, input: &HookInput, config: &Config) -> String {
+    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
+    let settings = facts::client_settings(env, project);
+    let client = memory::client_memory_dir(env, &settings, &input.transcript_path, &input.cwd);
+    let own = config
+        .memory_files
+        .as_ref()
+        .and_then(|l| l.first().cloned())
+        .unwrap_or_else(|| memory::DEFAULT_FILES[0].to_string());
+    let own = memory::resolve(
+        &own,
+        &memory::Places {
+            home: env.home.as_deref(),
+            project: project.unwrap_or(Path::new(".")),
+        },
+    );
+    memory::save_place(client.as_deref(), Some(&own))
 }
 
 #[cfg(test)]
@@ -314,7 +340,7 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(
-            nudge_text(Nudge::Normal, &marker, &config),
+            nudge_text(Nudge::Normal, &marker, &config, "here"),
             "64|128k|200k|39k"
         );
     }
