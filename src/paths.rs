@@ -1,6 +1,8 @@
-//! Every on-disk location ctxguard uses, derived from one root (`$CTXGUARD_HOME`, default
-//! `~/.claude-memory/ctxguard`), and the session-id sanitiser that keeps every per-session path
-//! inside that root. Session ids come from hook payloads, so they are untrusted input.
+//! The state root (`$CTXGUARD_HOME`, default `~/.claude-memory/ctxguard`) and the locations
+//! derived from it that several modules share (the config file, the sessions directory), plus
+//! the session-id sanitiser that keeps every per-session path inside that root. Session ids come
+//! from hook payloads, so they are untrusted input. Locations only one module uses are named
+//! there (checkpoints in `checkpoint::store`, logs in `daily_log`, learned windows in `facts`).
 
 use std::path::{Path, PathBuf};
 
