@@ -146,6 +146,18 @@ pub struct Context<'a> {
     pub project: Option<&'a Path>,
 }
 
+impl<'a> Context<'a> {
+    /// The context of a hook run in the session directory `cwd` (empty when unknown).
+    pub fn new(config: &'a Config, env: &'a Env, paths: &'a Paths, cwd: &'a str) -> Context<'a> {
+        Context {
+            config,
+            env,
+            paths,
+            project: (!cwd.is_empty()).then(|| Path::new(cwd)),
+        }
+    }
+}
+
 /// Limits older than this are resolved again from the config and the client's settings.
 pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
 
@@ -189,17 +201,71 @@ pub fn limits_for(
     tokens: Option<u64>,
     now: DateTime<Utc>,
 ) -> LimitsFor {
-    let key = ctx.config.limits_key();
+    cached_or(ctx.config, marker, model, reported, tokens, now, || {
+        resolve(ctx, marker, model, reported, tokens)
+    })
+}
+
+/// The marker's limits while they may be used ([`cached_limits`]), else `resolve()`'s.
+pub fn cached_or(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+    resolve: impl FnOnce() -> Resolved,
+) -> LimitsFor {
+    let key = config.limits_key();
     if let Some(limits) = cached_limits(marker, key, model, reported, tokens, now) {
         return LimitsFor {
             limits,
             sources: None,
         };
     }
-    let r = resolve(ctx, marker, model, reported, tokens);
+    let r = resolve();
     LimitsFor {
         limits: r.limits,
         sources: Some((r.window_source, r.compact_source, key, r.idle_compaction)),
+    }
+}
+
+/// What only I/O tells about the limits: a learned window for the model, the running client's
+/// `--autocompact`, its `autoCompactWindow` setting (with the file), and its idle compaction.
+#[derive(Debug, Clone)]
+pub struct Gathered {
+    pub learned: Option<u64>,
+    pub flag: Option<u64>,
+    pub setting: Option<(AutoCompactWindow, String)>,
+    pub idle_compaction: bool,
+}
+
+impl Default for Gathered {
+    /// Nothing known: no learned window, no flag, no setting, idle compaction on (the default).
+    fn default() -> Gathered {
+        Gathered {
+            learned: None,
+            flag: None,
+            setting: None,
+            idle_compaction: true,
+        }
+    }
+}
+
+/// Gathers [`Gathered`] for a session on `model`.
+fn gather(ctx: &Context, model: Option<&str>) -> Gathered {
+    let settings = client_settings(ctx.env, ctx.project);
+    Gathered {
+        learned: model.and_then(|m| learned(ctx.paths).get(m).copied()),
+        flag: client_flag(ctx.env),
+        setting: settings
+            .auto_compact_window()
+            .filter(|r| matches!(r.origin, client::Origin::Setting { .. }))
+            .and_then(|r| Some((r.value?, r.origin.to_string()))),
+        idle_compaction: !matches!(
+            settings.get("idleCompaction"),
+            Some((_, serde_json::Value::Bool(false)))
+        ),
     }
 }
 
@@ -214,47 +280,46 @@ pub fn resolve(
     reported: Option<u64>,
     tokens: Option<u64>,
 ) -> Resolved {
-    let Context {
-        config,
-        env,
-        paths,
-        project,
-    } = ctx;
     let model = model.or(marker.model.as_deref());
-    let learned = model.and_then(|m| learned(paths).get(m).copied());
+    let gathered = gather(ctx, model);
+    resolve_with(ctx.config, marker, model, reported, tokens, &gathered)
+}
+
+/// [`resolve`] on facts already gathered: no I/O (`replay` calls it with what a transcript
+/// alone tells).
+pub fn resolve_with(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    gathered: &Gathered,
+) -> Resolved {
+    let model = model.or(marker.model.as_deref());
     let window = window::resolve(&WindowFacts {
         config_models: Some(&config.model_windows),
         config: config.window_tokens,
         model,
         reported: reported.or(marker.reported_window),
-        learned,
+        learned: gathered.learned,
         tokens,
     });
-    let settings = client_settings(env, *project);
-    let setting: Option<(AutoCompactWindow, String)> = settings
-        .auto_compact_window()
-        .filter(|r| matches!(r.origin, client::Origin::Setting { .. }))
-        .and_then(|r| Some((r.value?, r.origin.to_string())));
     let (limits, compact_source) = window::limits(
         window.tokens,
         &config.policy(),
         &CompactFacts {
-            flag: client_flag(env),
+            flag: gathered.flag,
             env: config.autocompact_window,
-            setting: setting.as_ref().map(|(w, f)| (w, f.clone())),
+            setting: gathered.setting.as_ref().map(|(w, f)| (w, f.clone())),
             model,
             observed: marker.auto_compacted_at,
         },
-    );
-    let idle_compaction = !matches!(
-        settings.get("idleCompaction"),
-        Some((_, serde_json::Value::Bool(false)))
     );
     Resolved {
         limits,
         window_source: window.source,
         compact_source,
-        idle_compaction,
+        idle_compaction: gathered.idle_compaction,
     }
 }
 

@@ -25,7 +25,7 @@ use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
 use crate::memory;
-use crate::reading::{self, Reading};
+use crate::reading::Reading;
 use crate::usage;
 
 /// The observation a transcript reading gives.
@@ -98,8 +98,8 @@ pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config, place: &str) -
     render_text(template, tokens, window, headroom, place)
 }
 
-/// The transcript reading for this call: continues from the session's cached reading, and
-/// caches the new one. `None` (with a note) when the transcript cannot be read.
+/// The transcript reading for this call (continued from the session's cached one). `None`
+/// (with a note) when the transcript cannot be read.
 fn read_transcript(
     store: &Store,
     input: &HookInput,
@@ -110,19 +110,13 @@ fn read_transcript(
         diag.note("no transcript_path in the input; usage unknown");
         return None;
     }
-    let cached = store.load_reading();
-    match reading::read(Path::new(&input.transcript_path), cached.clone()) {
+    match store.transcript_reading(Path::new(&input.transcript_path)) {
         Ok(r) => {
             if r.gave_up {
                 diag.note(format!(
                     "no usage in the tail of {}; usage unknown",
                     input.transcript_path
                 ));
-            }
-            if cached.as_ref() != Some(&r) {
-                if let Err(e) = store.save_reading(&r) {
-                    diag.note(format!("{e:#}"));
-                }
             }
             Some(r)
         }
@@ -168,13 +162,7 @@ pub fn handle_event(
     let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
     let reading = read_transcript(&store, &input, reporting, diag);
     let config = super::config(&paths, env, diag);
-    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
-    let ctx = Context {
-        config: &config,
-        env,
-        paths: &paths,
-        project,
-    };
+    let ctx = Context::new(&config, env, &paths, &input.cwd);
     // A reply older than the status line's last (fresh) report is older news than the marker
     // holds.
     let newer = |r: &Reading| match (r.reply_at, marker.statusline_at) {

@@ -13,7 +13,7 @@ use crate::facts::{self, Context};
 use crate::hooks::{Diag, Outcome};
 use crate::input::{self, StatusLineInput};
 use crate::marker::{self, Event, Marker, Observation, Source, Store};
-use crate::reading::{self, Reading};
+use crate::reading::Reading;
 use crate::usage::{human, percent, Level, Limits};
 
 /// The segment shown when the input cannot be read.
@@ -207,14 +207,8 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
         .current_usage
         .is_none_or(|u| u.counts().context_tokens() == 0);
     let transcript = if no_usage && !input.transcript_path.is_empty() {
-        let cached = store.load_reading();
-        match reading::read(Path::new(&input.transcript_path), cached.clone()) {
-            Ok(r) => {
-                if cached.as_ref() != Some(&r) {
-                    let _ = store.save_reading(&r);
-                }
-                Some(r)
-            }
+        match store.transcript_reading(Path::new(&input.transcript_path)) {
+            Ok(r) => Some(r),
             Err(e) => {
                 // Before the first reply the client may not have created it yet.
                 if !crate::files::is_not_found(&e) {
@@ -226,13 +220,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     } else {
         None
     };
-    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
-    let ctx = Context {
-        config: &config,
-        env,
-        paths: &paths,
-        project,
-    };
+    let ctx = Context::new(&config, env, &paths, &input.cwd);
     let observation = observe(&input, &marker, &ctx, transcript.as_ref(), now);
     // What the client reports for a model is remembered for sessions without a status line.
     if let (Some(model), Some(window)) = (&observation.model, observation.reported_window) {

@@ -73,6 +73,17 @@ impl Store {
         files::replace_cache(&self.reading_path(), &bytes)
     }
 
+    /// The reading of the transcript at `path`, continued from this session's cached one, and
+    /// the cache updated (a cache that cannot be written only costs a tail scan next time).
+    pub fn transcript_reading(&self, path: &Path) -> Result<Reading> {
+        let cached = self.load_reading();
+        let reading = crate::reading::read(path, cached.clone())?;
+        if cached.as_ref() != Some(&reading) {
+            let _ = self.save_reading(&reading);
+        }
+        Ok(reading)
+    }
+
     /// Reads the marker without locking (safe: writes are atomic renames). `Ok(None)` when the
     /// session has no marker yet.
     pub fn peek(&self) -> Result<Option<Marker>> {

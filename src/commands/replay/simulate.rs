@@ -24,13 +24,13 @@ use super::report::{
     Compaction, Cycle, Event, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict, What,
 };
 use crate::config::Config;
-use crate::facts::{self, LimitsFor};
+use crate::facts::{self, Gathered, LimitsFor};
 use crate::hooks::{pretooluse, statusline};
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
 use crate::reading::Reading;
 use crate::transcript::{self, Verdict as Line};
 use crate::usage::Limits;
-use crate::window::{self, CompactFacts, CompactSource, WindowFacts, WindowSource};
+use crate::window;
 
 /// How the replay runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,8 +42,11 @@ pub struct Options {
     pub window: Option<u64>,
 }
 
-/// [`facts::limits_for`] without I/O: the marker's limits while fresh (the hooks' own cache,
-/// [`facts::cached_limits`]), else [`resolve`]d from the config.
+/// [`facts::limits_for`] without I/O: the hooks' own cache ([`facts::cached_or`]) and
+/// resolution ([`facts::resolve_with`]), with what only I/O could tell left out: no learned
+/// windows, no `--autocompact` of a running client, no Claude Code settings. The config (with
+/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`), the reported window, the model, the usage and where this
+/// session was seen auto-compacting all apply.
 pub fn limits_for(
     config: &Config,
     marker: &Marker,
@@ -52,53 +55,16 @@ pub fn limits_for(
     tokens: Option<u64>,
     now: DateTime<Utc>,
 ) -> LimitsFor {
-    let key = config.limits_key();
-    if let Some(limits) = facts::cached_limits(marker, key, model, reported, tokens, now) {
-        return LimitsFor {
-            limits,
-            sources: None,
-        };
-    }
-    let (limits, window_source, compact_source) = resolve(config, marker, model, reported, tokens);
-    LimitsFor {
-        limits,
-        // Idle compaction is on unless the client's settings say otherwise (not read here).
-        sources: Some((window_source, compact_source, key, true)),
-    }
-}
-
-/// [`facts::resolve`] with what only I/O could tell left out: no learned windows, no
-/// `--autocompact` of a running client, no `autoCompactWindow` from Claude Code's settings.
-/// The config (with `CLAUDE_CODE_AUTO_COMPACT_WINDOW`), the reported window, the model, the
-/// usage and where this session was seen auto-compacting all apply.
-pub fn resolve(
-    config: &Config,
-    marker: &Marker,
-    model: Option<&str>,
-    reported: Option<u64>,
-    tokens: Option<u64>,
-) -> (Limits, WindowSource, CompactSource) {
-    let model = model.or(marker.model.as_deref());
-    let window = window::resolve(&WindowFacts {
-        config_models: Some(&config.model_windows),
-        config: config.window_tokens,
-        model,
-        reported: reported.or(marker.reported_window),
-        learned: None,
-        tokens,
-    });
-    let (limits, compact_source) = window::limits(
-        window.tokens,
-        &config.policy(),
-        &CompactFacts {
-            flag: None,
-            env: config.autocompact_window,
-            setting: None,
+    facts::cached_or(config, marker, model, reported, tokens, now, || {
+        facts::resolve_with(
+            config,
+            marker,
             model,
-            observed: marker.auto_compacted_at,
-        },
-    );
-    (limits, window.source, compact_source)
+            reported,
+            tokens,
+            &Gathered::default(),
+        )
+    })
 }
 
 /// The observation [`pretooluse::observe`] makes of a transcript reading.
@@ -406,14 +372,15 @@ impl Simulation {
                 } else {
                     None
                 };
-                resolve(
+                facts::resolve_with(
                     &self.config,
                     m,
                     self.reading.model.as_deref(),
                     reported,
                     Some(tokens),
+                    &Gathered::default(),
                 )
-                .0
+                .limits
             }
         }
     }
