@@ -205,6 +205,37 @@ mod tests {
         assert_eq!((STATUSLINE.name, STATUSLINE.event), ("statusline", None));
     }
 
+    /// The code map (docs/architecture.md) names every file in src/.
+    #[test]
+    fn the_code_map_lists_every_source_file() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p.display().to_string());
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let map = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+        let mut files = Vec::new();
+        walk(&root.join("src"), &mut files);
+        let missing: Vec<String> = files
+            .iter()
+            .map(|f| {
+                f.trim_start_matches(&format!("{}/", root.display()))
+                    .to_string()
+            })
+            .filter(|f| !map.contains(&format!("`{f}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in docs/architecture.md: {missing:?}"
+        );
+    }
+
     /// The plugin's hooks.json registers exactly the registry's events, matchers and
     /// subcommands, through the launcher.
     #[test]
