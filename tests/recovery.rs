@@ -81,7 +81,7 @@ fn precompact_checkpoints_the_real_transcript() {
 fn precompact_reads_only_the_part_after_the_newest_boundary() {
     let env = TestEnv::new();
     // The whole real transcript: after its last boundary there is one failing Bash call and
-    // a synthetic API error, and no user prompt.
+    // a synthetic API error, and no user prompt, only the client's record of the last one.
     let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
     let mut payload = fixture_json("PreCompact-auto.json");
     payload["transcript_path"] = json!(path.to_str().unwrap());
@@ -91,7 +91,7 @@ fn precompact_reads_only_the_part_after_the_newest_boundary() {
         (0, "", "")
     );
     let cp = latest(&env, SESSION);
-    assert_eq!(cp["asks"], json!([]));
+    assert_eq!(cp["asks"], json!(["and again"]));
     assert_eq!(cp["tools_used"], json!([{"name": "Bash", "count": 1}]));
     assert_eq!(
         cp["failures"],

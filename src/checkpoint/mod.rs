@@ -28,6 +28,8 @@ pub use store::{checkpoints_dir, CheckpointStore};
 // thousand characters of it, and the file stays tens of KB even with every list full.
 const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
+/// A longer ask keeps its end too, where a long paste usually says what to do with it.
+const ASK_TAIL_CHARS: usize = 80;
 const MAX_TODOS: usize = 100;
 const TODO_CHARS: usize = 200;
 const STATUS_CHARS: usize = 20;
