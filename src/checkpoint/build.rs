@@ -180,11 +180,27 @@ fn push_line(all: &mut Option<String>, text: &str) {
     }
 }
 
+/// How a background task's notification starts.
+const NOTIFICATION: &str = "<task-notification>";
+
 /// A `last-prompt` record.
 #[derive(Deserialize)]
 struct LastPrompt {
     #[serde(rename = "lastPrompt", default)]
     last_prompt: Option<String>,
+}
+
+/// An attachment line; a queued command's `prompt` may be a task notification.
+#[derive(Deserialize)]
+struct Queued<'a> {
+    #[serde(borrow, default)]
+    attachment: Option<QueuedAttachment<'a>>,
+}
+
+#[derive(Deserialize)]
+struct QueuedAttachment<'a> {
+    #[serde(borrow, default)]
+    prompt: Option<&'a RawValue>,
 }
 
 /// Accumulates a checkpoint from transcript lines, oldest first.
@@ -216,8 +232,10 @@ impl Builder {
         if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
             self.git_branch = Some(cut(branch, BRANCH_CHARS));
         }
-        if entry.kind.as_deref() == Some("last-prompt") {
-            return self.last_prompt(line);
+        match entry.kind.as_deref() {
+            Some("last-prompt") => return self.last_prompt(line),
+            Some("attachment") if line.contains(NOTIFICATION) => return self.queued(line),
+            _ => {}
         }
         let is_reply = entry.is_main_reply();
         let Some(message) = entry.message else {
@@ -239,14 +257,14 @@ impl Builder {
         };
         let raw = content.get();
         if raw.starts_with('"') {
-            if let (true, Ok(text)) = (is_prompt, serde_json::from_str::<String>(raw)) {
-                self.ask(&text);
+            if let Ok(text) = serde_json::from_str::<String>(raw) {
+                self.typed(&text, is_prompt);
             }
             return;
         }
         let mut typed = None;
         bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
-            Some("text") if is_prompt => {
+            Some("text") => {
                 if let Some(text) = block.text.as_deref() {
                     push_line(&mut typed, text);
                 }
@@ -255,13 +273,19 @@ impl Builder {
             _ => {}
         });
         if let Some(typed) = typed {
-            self.ask(&typed);
+            self.typed(&typed, is_prompt);
         }
     }
 
-    fn ask(&mut self, text: &str) {
-        if let Some(prompt) = clean_prompt(text) {
-            self.push_ask(prompt);
+    /// A user message's text: notifications of background tasks (whoever the client says sent
+    /// them), or an ask.
+    fn typed(&mut self, text: &str, is_prompt: bool) {
+        if text.trim_start().starts_with(NOTIFICATION) {
+            self.tools.notification(text);
+        } else if is_prompt {
+            if let Some(prompt) = clean_prompt(text) {
+                self.push_ask(prompt);
+            }
         }
     }
 
@@ -293,6 +317,21 @@ impl Builder {
         }
     }
 
+    /// An attachment line holding a task notification (one delivered while a turn ran).
+    fn queued(&mut self, line: &str) {
+        let Ok(queued) = serde_json::from_str::<Queued>(line) else {
+            return;
+        };
+        // A string, or text blocks: read as a tool result's content is.
+        if let Some(text) = queued
+            .attachment
+            .and_then(|a| a.prompt)
+            .and_then(result_text)
+        {
+            self.tools.notification(&text);
+        }
+    }
+
     fn assistant(&mut self, message: EntryMessage) {
         if let Some(tokens) = message.usage.map(|u| u.counts().context_tokens()) {
             if tokens > 0 {
@@ -311,7 +350,7 @@ impl Builder {
                     }
                 }
             }
-            Some("tool_use") => self.tools.call(&block),
+            Some("tool_use") => self.tools.call(&block, self.cwd.as_deref()),
             _ => {}
         });
     }
@@ -515,6 +554,32 @@ mod tests {
         assert_eq!(cp.asks, ["/apply-grant help me apply"]);
     }
 
+    /// Background tasks that failed, notified in a user message (as spotter-4d5611e5.jsonl's,
+    /// with a failed status) or in a queued command attachment (2.1.330): failures, not asks.
+    #[test]
+    fn failed_task_notifications_are_failures() {
+        let note = |id: &str| {
+            format!("<task-notification>\n<task-id>{id}</task-id>\n<output-file>/tmp/claude-1000/tasks/{id}.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/{id}.output")
+        };
+        let cp = build(&[
+            user(json!(note("b7636e2"))),
+            line(json!({"type": "attachment", "isSidechain": false,
+                "attachment": {"type": "queued_command", "prompt": note("c8888e2"), "isMeta": true}})),
+            user(json!("<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<summary>Agent \"Poem\" completed</summary>\n</task-notification>")),
+        ]);
+        assert!(cp.asks.is_empty(), "{:?}", cp.asks);
+        // Two tasks failing the same way: one failure, counted.
+        assert_eq!(
+            cp.failures,
+            [Failure {
+                tool: "background task".into(),
+                error:
+                    "Background command \"Run SessionLive tests\" failed with exit code 2 (2 times)"
+                        .into()
+            }]
+        );
+    }
+
     #[test]
     fn files_tools_failures_and_gist() {
         let reading = read(&[
@@ -547,8 +612,8 @@ mod tests {
             assistant(json!([{"type": "text", "text": "Now I will\nfix the \x07types."}])),
         ]);
         let cp = &reading.body;
+        // The edits' results never came: in flight, they count.
         assert_eq!(cp.files_modified, ["/p/n.ipynb", "/p/a.rs", "/p/b.rs"]);
-        assert_eq!(cp.files_read, ["/p/a.rs"]);
         assert_eq!(
             cp.tools_used[0],
             ToolCount {
@@ -562,7 +627,7 @@ mod tests {
             [
                 Failure {
                     tool: "Bash".into(),
-                    error: "error[E0308]: mismatched types".into()
+                    error: "cargo test → error[E0308]: mismatched types".into()
                 },
                 Failure {
                     tool: "WebFetch".into(),
@@ -665,7 +730,7 @@ mod tests {
         {
             let id = format!("{i}{}", "i".repeat(len));
             b.feed(reply(&[call(&id, "Bash", "{}")]).as_bytes());
-            b.feed(&tool_result(&id, json!("boom"), true));
+            b.feed(&tool_result(&id, json!(format!("boom {i}")), true));
         }
         let todos: Vec<_> = (0..MAX_TODOS * 3)
             .map(|i| json!({"content": format!("{i}{}", "x".repeat(1000)), "status": "pending"}))
@@ -677,8 +742,6 @@ mod tests {
         assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
         assert_eq!(cp.files_modified.len(), MAX_FILES);
         assert_eq!(cp.files_modified[0], "/e/19998");
-        assert_eq!(cp.files_read.len(), MAX_FILES);
-        assert_eq!(cp.files_read[0], "/r/19999");
         assert_eq!(cp.tools_used.len(), MAX_TOOLS);
         let top: Vec<_> = cp.tools_used[..2]
             .iter()
