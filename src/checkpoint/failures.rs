@@ -7,6 +7,7 @@
 //!
 //! Never more than one line of a tool's output is kept, cut to [`LINE_CHARS`].
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use super::build::tag_text;
@@ -17,6 +18,14 @@ use crate::text::{cut, sanitize};
 pub(super) const LINE_CHARS: usize = 160;
 /// A failure's subject (command or path), at most.
 pub(super) const SUBJECT_CHARS: usize = 80;
+
+/// How much of a result is searched for its line. The client cuts a command's output short
+/// before it reaches the transcript, so a real one is searched whole; a hostile one of
+/// megabytes costs no more than this.
+const SCAN_BYTES: usize = 256 * 1024;
+
+/// How much of the chosen line is cleaned up before it is cut to [`LINE_CHARS`].
+const LINE_BYTES: usize = 4096;
 
 /// Words that make a line of output the one worth showing (matched in any case). The first line
 /// holding one, not preceded by `0 ` or `no ` ("0 failed", "no errors"), wins.
@@ -124,11 +133,13 @@ impl Failures {
 /// The line worth keeping of a failed call's result, or `None` when the result is only the
 /// client's boilerplate. For Bash, the [most informative](bash_line) line.
 pub(super) fn error_line(text: &str, bash: bool) -> Option<String> {
+    let text = within(text, 0, SCAN_BYTES);
     let rejected = text.contains(REJECTED);
-    let mut body = text.to_string();
+    // Copied only when there is something to remove: a result may be megabytes.
+    let mut body = Cow::Borrowed(text);
     for noise in ERROR_TAGS.iter().chain(BOILERPLATE) {
         if body.contains(noise) {
-            body = body.replace(noise, "");
+            body = Cow::Owned(body.replace(noise, ""));
         }
     }
     let start = body.trim_start();
@@ -150,18 +161,14 @@ pub(super) fn error_line(text: &str, bash: bool) -> Option<String> {
 /// A Bash error's most informative line: the first naming a failure, else the first non-empty
 /// line after `Exit code N`, else `Exit code N`.
 fn bash_line(body: &str) -> Option<String> {
-    let mut lines = body.lines().skip_while(|l| l.trim().is_empty()).peekable();
-    let exit = lines
-        .peek()
-        .map(|l| l.trim())
-        .filter(|l| is_exit_line(l))
-        .map(str::to_string);
-    if exit.is_some() {
-        lines.next();
-    }
-    let rest: Vec<&str> = lines.collect();
-    informative(&rest)
-        .or_else(|| first_line(rest.iter().copied()))
+    let body = body.trim_start();
+    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+    let (exit, rest) = match first.trim() {
+        line if is_exit_line(line) => (Some(line.to_string()), rest),
+        _ => (None, body),
+    };
+    informative(rest)
+        .or_else(|| first_line(rest.lines()))
         .or(exit)
 }
 
@@ -175,31 +182,48 @@ fn is_exit_line(line: &str) -> bool {
 fn first_line<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
     lines
         .into_iter()
-        .map(|l| sanitize(l, true))
+        .map(|l| sanitize(within(l, 0, LINE_BYTES), true))
         .find(|l| !l.is_empty())
         .map(|l| cut(&l, LINE_CHARS))
 }
 
-/// The first line naming a failure, as an excerpt around the word that names it. After a
-/// Python `Traceback` line, the exception line it leads to (the first unindented one naming a
-/// failure) is the one that says what happened.
-fn informative(lines: &[&str]) -> Option<String> {
-    let (at, _) = lines
-        .iter()
-        .enumerate()
-        .find(|(_, l)| failure_word(l).is_some())?;
-    let mut chosen = lines[at];
-    if find_ci(chosen, "traceback").is_some() {
-        if let Some(exception) = lines[at + 1..]
-            .iter()
-            .find(|l| !l.starts_with(char::is_whitespace) && failure_word(l).is_some())
+/// `s[from..to]`, each end moved back to a character boundary (and clamped to `s`).
+fn within(s: &str, from: usize, to: usize) -> &str {
+    let floor = |mut i: usize| {
+        i = i.min(s.len());
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    &s[floor(from)..floor(to)]
+}
+
+/// The first line of `text` naming a failure, as an excerpt around the word that names it.
+/// After a Python `Traceback` line, the exception line it leads to (the first unindented one
+/// naming a failure) is the one that says what happened.
+fn informative(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let mut chosen = lines.by_ref().find(|l| failure_word(l).is_some())?;
+    if chosen.to_ascii_lowercase().contains("traceback") {
+        if let Some(exception) =
+            lines.find(|l| !l.starts_with(char::is_whitespace) && failure_word(l).is_some())
         {
             chosen = exception;
         }
     }
-    let clean = sanitize(chosen, true);
+    // A long line is cleaned only around its word: the excerpt shows no more.
+    let at = failure_word(chosen).unwrap_or(0);
+    let from = at.saturating_sub(LINE_BYTES / 2);
+    let part = within(chosen, from, from + LINE_BYTES);
+    let clean = sanitize(part, true);
+    let clean = if from > 0 && !part.is_empty() {
+        format!("…{clean}")
+    } else {
+        clean
+    };
     Some(match failure_word(&clean) {
-        Some(pos) => excerpt(&clean, pos),
+        Some(at) => excerpt(&clean, at),
         None => cut(&clean, LINE_CHARS),
     })
 }
@@ -215,32 +239,17 @@ fn failure_word(line: &str) -> Option<usize> {
     if words < 2 {
         return None;
     }
+    // Lowercasing ASCII keeps every byte where it was.
+    let lower = line.to_ascii_lowercase();
     FAILURE_WORDS
         .iter()
         .filter_map(|word| {
-            let mut from = 0;
-            while let Some(i) = find_ci(&line[from..], word) {
-                let at = from + i;
-                let before = &line.as_bytes()[..at];
-                let negated = before.ends_with(b"0 ")
-                    || before.len() >= 3 && before[at - 3..].eq_ignore_ascii_case(b"no ");
-                if !negated {
-                    return Some(at);
-                }
-                from = at + word.len();
-            }
-            None
+            lower.match_indices(word).map(|(at, _)| at).find(|&at| {
+                let before = &lower.as_bytes()[..at];
+                !(before.ends_with(b"0 ") || before.ends_with(b"no "))
+            })
         })
         .min()
-}
-
-/// The byte offset of `needle` (lowercase ASCII) in `hay`, in any case.
-fn find_ci(hay: &str, needle: &str) -> Option<usize> {
-    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
-    (0..=hay.len() - needle.len()).find(|&i| hay[i..i + needle.len()].eq_ignore_ascii_case(needle))
 }
 
 /// `line` cut to [`LINE_CHARS`], starting a little before byte `at` when that is far in.
@@ -257,6 +266,7 @@ fn excerpt(line: &str, at: usize) -> String {
 /// A `TaskOutput` or `BashOutput` result that reports its background command `failed`: the
 /// command's most informative line (stderr first), else its exit code.
 pub(super) fn background_output(text: &str) -> Option<String> {
+    let text = within(text, 0, SCAN_BYTES);
     if tag_text(text, "status")?.trim() != "failed" {
         return None;
     }
@@ -362,6 +372,30 @@ mod tests {
         assert!(!bash("Exit code 1\nerror: one\nerror: two")
             .unwrap()
             .contains("two"));
+    }
+
+    /// Only the first [`SCAN_BYTES`] of a result are searched, and only [`LINE_BYTES`] of a
+    /// line are cleaned: a hostile result of megabytes costs no more.
+    #[test]
+    fn huge_results_are_searched_within_bounds() {
+        let filler = "cc -O2 -c src/file.c -o file.o\n";
+        let near = format!(
+            "Exit code 2\n{}make: *** [all] Error 2",
+            filler.repeat(1000)
+        );
+        assert_eq!(bash(&near).as_deref(), Some("make: *** [all] Error 2"));
+        let far = format!(
+            "Exit code 2\n{}make: *** [all] Error 2",
+            filler.repeat(SCAN_BYTES / filler.len() + 1)
+        );
+        assert_eq!(
+            bash(&far).as_deref(),
+            Some("cc -O2 -c src/file.c -o file.o")
+        );
+        let wide = format!("Exit code 1\n{}error: at last", "日本 ".repeat(1 << 20));
+        let line = bash(&wide).unwrap();
+        assert!(line.chars().count() <= LINE_CHARS, "{line}");
+        assert_eq!(within("日本", 1, 5), "日");
     }
 
     #[test]
