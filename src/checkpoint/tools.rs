@@ -99,6 +99,16 @@ fn shown_path(path: &str, cwd: Option<&str>) -> String {
     }
 }
 
+/// A command as a failure names it: one line, cut. Only its start is cleaned (a heredoc may
+/// carry a whole file).
+fn command_subject(command: &str) -> String {
+    let end = command
+        .char_indices()
+        .nth(SUBJECT_CHARS * 8)
+        .map_or(command.len(), |(i, _)| i);
+    cut(&sanitize(&command[..end], true), SUBJECT_CHARS)
+}
+
 /// Pushes `item` to a small list of recent items, forgetting the oldest past `cap`.
 fn remember<T>(list: &mut VecDeque<T>, item: T, cap: usize) {
     list.push_back(item);
@@ -131,7 +141,7 @@ impl ToolLog {
                     call.subject = serde_json::from_str::<BashInput>(input)
                         .ok()
                         .and_then(|b| b.command)
-                        .map(|c| cut(&sanitize(&c, true), SUBJECT_CHARS))
+                        .map(|c| command_subject(&c))
                         .filter(|c| !c.is_empty());
                 }
                 "TaskOutput" | "BashOutput" => call.subject = self.background_subject(input),
@@ -710,5 +720,12 @@ mod tests {
         let s = shown_path(&deep, Some("/q"));
         assert!(s.starts_with('…') && s.ends_with("d/end.rs"), "{s}");
         assert_eq!(s.chars().count(), SUBJECT_CHARS);
+        let heredoc = format!("cat > big.txt <<'EOF'\n{}EOF", "line\n".repeat(200_000));
+        let subject = command_subject(&heredoc);
+        assert!(
+            subject.starts_with("cat > big.txt <<'EOF' line line"),
+            "{subject}"
+        );
+        assert_eq!(subject.chars().count(), SUBJECT_CHARS);
     }
 }
