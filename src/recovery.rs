@@ -112,6 +112,24 @@ fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// The modified files as the block lists them: relative to the session's directory when under
+/// it (the agent works from there), absolute otherwise.
+fn file_list(cp: &Checkpoint) -> Vec<String> {
+    let cwd = Path::new(&cp.meta.cwd);
+    cp.files_modified
+        .iter()
+        .map(|file| match Path::new(file).strip_prefix(cwd) {
+            // Not against `/`: every path would lose its root and say less.
+            Ok(rel)
+                if cwd.is_absolute() && cwd.parent().is_some() && !rel.as_os_str().is_empty() =>
+            {
+                rel.display().to_string()
+            }
+            _ => file.clone(),
+        })
+        .collect()
+}
+
 /// The checkpoint part, within `budget` characters.
 pub fn render_checkpoint(
     cp: &Checkpoint,
@@ -178,7 +196,7 @@ pub fn render_checkpoint(
         .rev()
         .map(|f| format!("{}: {}", f.tool, f.error))
         .collect();
-    let mut files = cp.files_modified.clone();
+    let mut files = file_list(cp);
     if kind == Kind::Previous {
         failures.clear();
         files.truncate(10);
@@ -437,7 +455,7 @@ mod tests {
             "Open todos (1 completed not shown):\n```text\n[in_progress] doing\n[pending] later\n```",
             "I was fixing the parser",
             "keep the open items",
-            "/p/a.rs\n/p/b.rs",
+            "a.rs\nb.rs",
             "Bash: Exit code 1",
             "Details: full checkpoint /s/cp_002.json; transcript /t/s1.jsonl",
         ];
@@ -471,7 +489,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("/p/file29.rs")
+            text.contains("\nfile29.rs")
                 && text.contains("second ask")
                 && text.contains("[pending] later")
         );
@@ -479,6 +497,31 @@ mod tests {
         let tiny = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 700, now());
         assert!(char_len(&tiny) <= 700, "{}", char_len(&tiny));
         assert!(tiny.starts_with("## ctxguard recovery"));
+    }
+
+    #[test]
+    fn files_are_listed_relative_to_the_session_directory() {
+        let mut cp = sample();
+        cp.meta.cwd = "/home/user/proj".into();
+        cp.files_modified = vec![
+            "/home/user/proj/src/parser.rs".into(),
+            "/home/user/proj2/README.md".into(),
+            "/home/user/proj".into(),
+            "relative/already.rs".into(),
+        ];
+        assert_eq!(
+            file_list(&cp),
+            [
+                "src/parser.rs",
+                "/home/user/proj2/README.md",
+                "/home/user/proj",
+                "relative/already.rs"
+            ]
+        );
+        for cwd in ["", "/", "relative"] {
+            cp.meta.cwd = cwd.into();
+            assert_eq!(file_list(&cp), cp.files_modified, "{cwd:?}");
+        }
     }
 
     #[test]

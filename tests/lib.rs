@@ -13,6 +13,7 @@ mod manual;
 mod plugin;
 mod pretooluse;
 mod recovery;
+mod recovery_build;
 mod replay;
 mod security;
 mod statusline;

@@ -50,11 +50,16 @@ impl RecentList {
 }
 
 /// What a tool call's result needs from the call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Call {
     pub(super) tool: String,
-    /// The task a TaskCreate call made, until its result gives the task's id.
-    pub(super) task: Option<u64>,
+    /// What a failure of this call names: a Bash command or a file, cut short.
+    pub(super) subject: Option<String>,
+    /// The file an edit changes: listed as modified once the result says it succeeded.
+    pub(super) file: Option<String>,
+    /// The todo change this call makes (a key into [`super::todos::Todos`]), applied once the
+    /// result says it succeeded.
+    pub(super) todo: Option<u64>,
 }
 
 /// The newest [`MAX_CALLS`] tool calls by id; ids over [`ID_BYTES`] are never stored.
@@ -66,21 +71,32 @@ pub(super) struct Calls {
 }
 
 impl Calls {
-    pub(super) fn insert(&mut self, id: &str, call: Call) {
+    /// Remembers `call`; returns the call it pushed out (the oldest, or one with the same id),
+    /// whose result will now pair with nothing. An id over [`ID_BYTES`] is not stored, and the
+    /// call comes straight back.
+    pub(super) fn insert(&mut self, id: &str, call: Call) -> Option<Call> {
         if id.len() > ID_BYTES {
-            return;
+            return Some(call);
         }
         if let Some(known) = self.by_id.get_mut(id) {
-            *known = call;
-            return;
+            return Some(std::mem::replace(known, call));
         }
+        let mut gone = None;
         if self.order.len() == MAX_CALLS {
             if let Some(oldest) = self.order.pop_front() {
-                self.by_id.remove(&oldest);
+                gone = self.by_id.remove(&oldest);
             }
         }
         self.order.push_back(id.to_string());
         self.by_id.insert(id.to_string(), call);
+        gone
+    }
+
+    /// The calls whose results never came, oldest first.
+    pub(super) fn into_unanswered(mut self) -> impl Iterator<Item = Call> {
+        self.order
+            .into_iter()
+            .filter_map(move |id| self.by_id.remove(&id))
     }
 
     pub(super) fn get_mut(&mut self, id: &str) -> Option<&mut Call> {
@@ -170,7 +186,7 @@ mod tests {
     fn call(tool: &str) -> Call {
         Call {
             tool: tool.into(),
-            task: None,
+            ..Call::default()
         }
     }
 
@@ -204,7 +220,10 @@ mod tests {
     fn calls_forget_the_oldest_past_the_cap() {
         let mut calls = Calls::default();
         for i in 0..MAX_CALLS + 10 {
-            calls.insert(&format!("id{i}"), call(&format!("T{i}")));
+            let gone = calls.insert(&format!("id{i}"), call(&format!("T{i}")));
+            // The oldest goes back to the caller, to settle without its result.
+            let expected = i.checked_sub(MAX_CALLS).map(|j| call(&format!("T{j}")));
+            assert_eq!(gone, expected);
         }
         assert_eq!(calls.len(), MAX_CALLS);
         assert_eq!(calls.get_mut("id9"), None);
@@ -212,20 +231,24 @@ mod tests {
         let newest = format!("id{}", MAX_CALLS + 9);
         assert!(calls.get_mut(&newest).is_some());
         // A repeated id replaces its call without taking a second place.
-        calls.insert("id10", call("Again"));
+        assert_eq!(calls.insert("id10", call("Again")), Some(call("T10")));
         assert_eq!(calls.len(), MAX_CALLS);
         assert_eq!(calls.get_mut("id10").unwrap().tool, "Again");
+        let unanswered: Vec<_> = calls.into_unanswered().map(|c| c.tool).collect();
+        assert_eq!(unanswered.len(), MAX_CALLS);
+        assert_eq!(unanswered[0], "Again");
+        assert_eq!(unanswered[MAX_CALLS - 1], format!("T{}", MAX_CALLS + 9));
     }
 
     #[test]
     fn calls_ignore_overlong_ids() {
         let mut calls = Calls::default();
         let long = "i".repeat(ID_BYTES + 1);
-        calls.insert(&long, call("Bash"));
+        assert_eq!(calls.insert(&long, call("Bash")), Some(call("Bash")));
         assert_eq!(calls.len(), 0);
         assert_eq!(calls.get_mut(&long), None);
         let longest = "i".repeat(ID_BYTES);
-        calls.insert(&longest, call("Bash"));
+        assert_eq!(calls.insert(&longest, call("Bash")), None);
         assert_eq!(calls.len(), 1);
     }
 

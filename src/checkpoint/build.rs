@@ -1,8 +1,12 @@
 //! Reading a transcript into a checkpoint: [`read_transcript`] scans the part after the newest
 //! `compact_boundary` line by line, and a [`Builder`] keeps what the checkpoint needs from each:
-//! the real user prompts, the last assistant text, and (through [`ToolLog`]) what the tool calls
-//! and results say. Everything kept is capped and a line costs time linear in its length, so a
+//! the user's asks, the last assistant text, and (through [`ToolLog`]) what the tool calls and
+//! results say. Everything kept is capped and a line costs time linear in its length, so a
 //! transcript of any size or shape gives a small checkpoint in linear time (see [`bounded`]).
+//!
+//! An ask is a prompt the user typed, or a slash command given arguments (`/fix-issue 12`,
+//! a skill), as `/name args`. The client's `last-prompt` records name the newest one too, which
+//! matters after an auto-compaction: the prompt itself is then before the boundary.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -15,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::bounded;
 use super::tools::ToolLog;
-use super::{Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, MAX_ASKS};
+use super::{Checkpoint, ASK_CHARS, ASK_TAIL_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, MAX_ASKS};
 use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
@@ -72,15 +76,82 @@ fn strip_tag(text: &str, tag: &str) -> String {
     out
 }
 
-/// A real user prompt, cleaned, or `None` for wrappers and empty text.
+/// Slash commands whose arguments set the client up rather than ask for work. `/compact`'s
+/// are the compaction's own instructions, which the checkpoint keeps apart.
+const NOT_ASKS: &[&str] = &[
+    "compact",
+    "clear",
+    "model",
+    "config",
+    "add-dir",
+    "resume",
+    "rename",
+    "export",
+    "mcp",
+    "plugin",
+    "permissions",
+    "login",
+    "logout",
+    "theme",
+    "output-style",
+    "effort",
+    "color",
+];
+
+/// The text between `<name>` and `</name>` in `text` (the first such pair).
+pub(super) fn tag_text<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let len = text[start..].find(&format!("</{name}>"))?;
+    Some(&text[start..start + len])
+}
+
+/// An ask as the user gave it, cleaned, or `None` for wrappers, slash commands without
+/// arguments and empty text.
 pub fn clean_prompt(text: &str) -> Option<String> {
     let stripped = strip_tag(text, "system-reminder");
     let t = stripped.trim();
+    if t.starts_with("<command-") {
+        return command_ask(t);
+    }
     if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) {
         return None;
     }
-    let clean = sanitize(t, true);
-    (!clean.is_empty()).then(|| cut(&clean, ASK_CHARS))
+    ask_text(t)
+}
+
+/// A slash command given arguments, as `/name args`.
+fn command_ask(text: &str) -> Option<String> {
+    let name = tag_text(text, "command-name")?.trim();
+    let args = tag_text(text, "command-args").unwrap_or_default().trim();
+    let bare = name.trim_start_matches('/');
+    if args.is_empty() || bare.is_empty() || NOT_ASKS.contains(&bare) {
+        return None;
+    }
+    ask_text(&format!("/{bare} {args}"))
+}
+
+/// `text` on one line, sanitised, and if long its head and its tail: the instruction at the end
+/// of a long paste survives.
+fn ask_text(text: &str) -> Option<String> {
+    let clean = sanitize(text, true);
+    let n = clean.chars().count();
+    if n == 0 {
+        return None;
+    }
+    if n <= ASK_CHARS {
+        return Some(clean);
+    }
+    let head: String = clean.chars().take(ASK_CHARS - 1 - ASK_TAIL_CHARS).collect();
+    let tail: String = clean.chars().skip(n - ASK_TAIL_CHARS).collect();
+    Some(format!("{}…{}", head.trim_end(), tail.trim_start()))
+}
+
+/// Whether two asks are the same prompt: the client's `last-prompt` cuts a long one after 200
+/// characters, so only their starts are compared.
+fn same_ask(a: &str, b: &str) -> bool {
+    const START: usize = 100;
+    a.chars().take(START).eq(b.chars().take(START))
 }
 
 /// The text of a tool result's `content`: a string, or an array of text blocks.
@@ -107,6 +178,29 @@ fn push_line(all: &mut Option<String>, text: &str) {
         }
         None => *all = Some(text.to_string()),
     }
+}
+
+/// How a background task's notification starts.
+const NOTIFICATION: &str = "<task-notification>";
+
+/// A `last-prompt` record.
+#[derive(Deserialize)]
+struct LastPrompt {
+    #[serde(rename = "lastPrompt", default)]
+    last_prompt: Option<String>,
+}
+
+/// An attachment line; a queued command's `prompt` may be a task notification.
+#[derive(Deserialize)]
+struct Queued<'a> {
+    #[serde(borrow, default)]
+    attachment: Option<QueuedAttachment<'a>>,
+}
+
+#[derive(Deserialize)]
+struct QueuedAttachment<'a> {
+    #[serde(borrow, default)]
+    prompt: Option<&'a RawValue>,
 }
 
 /// Accumulates a checkpoint from transcript lines, oldest first.
@@ -138,6 +232,11 @@ impl Builder {
         if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
             self.git_branch = Some(cut(branch, BRANCH_CHARS));
         }
+        match entry.kind.as_deref() {
+            Some("last-prompt") => return self.last_prompt(line),
+            Some("attachment") if line.contains(NOTIFICATION) => return self.queued(line),
+            _ => {}
+        }
         let is_reply = entry.is_main_reply();
         let Some(message) = entry.message else {
             return;
@@ -158,14 +257,14 @@ impl Builder {
         };
         let raw = content.get();
         if raw.starts_with('"') {
-            if let (true, Ok(text)) = (is_prompt, serde_json::from_str::<String>(raw)) {
-                self.ask(&text);
+            if let Ok(text) = serde_json::from_str::<String>(raw) {
+                self.typed(&text, is_prompt);
             }
             return;
         }
         let mut typed = None;
         bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
-            Some("text") if is_prompt => {
+            Some("text") => {
                 if let Some(text) = block.text.as_deref() {
                     push_line(&mut typed, text);
                 }
@@ -174,16 +273,62 @@ impl Builder {
             _ => {}
         });
         if let Some(typed) = typed {
-            self.ask(&typed);
+            self.typed(&typed, is_prompt);
         }
     }
 
-    fn ask(&mut self, text: &str) {
-        if let Some(prompt) = clean_prompt(text) {
-            self.asks.push_back(prompt);
-            if self.asks.len() > MAX_ASKS {
-                self.asks.pop_front();
+    /// A user message's text: notifications of background tasks (whoever the client says sent
+    /// them), or an ask.
+    fn typed(&mut self, text: &str, is_prompt: bool) {
+        if text.trim_start().starts_with(NOTIFICATION) {
+            self.tools.notification(text);
+        } else if is_prompt {
+            if let Some(prompt) = clean_prompt(text) {
+                self.push_ask(prompt);
             }
+        }
+    }
+
+    fn push_ask(&mut self, prompt: String) {
+        self.asks.push_back(prompt);
+        if self.asks.len() > MAX_ASKS {
+            self.asks.pop_front();
+        }
+    }
+
+    /// A `last-prompt` record: the client's own note of the newest ask (a slash command as
+    /// `/name args`, a shell command as `! command`, which is not an ask). New only when the
+    /// prompt itself is before the boundary.
+    fn last_prompt(&mut self, line: &str) {
+        let Ok(record) = serde_json::from_str::<LastPrompt>(line) else {
+            return;
+        };
+        let Some(text) = record.last_prompt.as_deref() else {
+            return;
+        };
+        if text.starts_with("! ") {
+            return;
+        }
+        let text = text.strip_suffix('…').unwrap_or(text);
+        if let Some(prompt) = clean_prompt(text) {
+            if !self.asks.iter().any(|a| same_ask(a, &prompt)) {
+                self.push_ask(prompt);
+            }
+        }
+    }
+
+    /// An attachment line holding a task notification (one delivered while a turn ran).
+    fn queued(&mut self, line: &str) {
+        let Ok(queued) = serde_json::from_str::<Queued>(line) else {
+            return;
+        };
+        // A string, or text blocks: read as a tool result's content is.
+        if let Some(text) = queued
+            .attachment
+            .and_then(|a| a.prompt)
+            .and_then(result_text)
+        {
+            self.tools.notification(&text);
         }
     }
 
@@ -205,7 +350,7 @@ impl Builder {
                     }
                 }
             }
-            Some("tool_use") => self.tools.call(&block),
+            Some("tool_use") => self.tools.call(&block, self.cwd.as_deref()),
             _ => {}
         });
     }
@@ -333,6 +478,108 @@ mod tests {
         assert!(!cp.asks[2].contains('\x1b'));
     }
 
+    /// Slash commands as the real transcripts hold them (kronix.jsonl, spotter-subagent.jsonl,
+    /// session-share-0ccf1a04.jsonl, spotter-ae4a77f8.jsonl): with arguments, an ask.
+    #[test]
+    fn slash_commands_with_arguments_are_asks() {
+        let cp = build(&[
+            user(json!("<command-message>apply-grant</command-message>\n<command-name>/apply-grant</command-name>")),
+            user(json!("<command-name>/plugin</command-name>\n            <command-message>plugin</command-message>\n            <command-args></command-args>")),
+            user(json!("<command-message>apply-grant</command-message>\n<command-name>/apply-grant</command-name>\n<command-args>help me apply for the agentic engineering grant by Superteam</command-args>")),
+            // The skill's expansion is meta: not the user's words.
+            line(json!({"type": "user", "isMeta": true, "message": {"content": [{"type": "text", "text": "Base directory for this skill: /home/u/.claude/skills/apply-grant"}]}})),
+            user(json!("<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args>and continue with the reamining tasks</command-args>")),
+            user(json!("<command-name>/model</command-name>\n<command-args>opus</command-args>")),
+            user(json!("<command-message>handgemacht:create-beads</command-message>\n<command-name>/handgemacht:create-beads</command-name>\n<command-args>websearch to learn how to fastest setup credo, dialyzer\n\nMaybe there are igniter scripts?</command-args>")),
+        ]);
+        assert_eq!(
+            cp.asks,
+            [
+                "/apply-grant help me apply for the agentic engineering grant by Superteam",
+                "/handgemacht:create-beads websearch to learn how to fastest setup credo, dialyzer Maybe there are igniter scripts?",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_prompt_keeps_its_head_and_its_tail() {
+        let paste = format!(
+            "Here is the log:\n{}\nNow find why the second request times out and fix it.",
+            "2026-05-01 12:00:00 GET /api/items 200 13ms\n".repeat(1100)
+        );
+        assert!(paste.len() > 46_000);
+        let cp = build(&[user(json!(paste))]);
+        let ask = &cp.asks[0];
+        assert_eq!(ask.chars().count(), ASK_CHARS);
+        assert!(
+            ask.starts_with("Here is the log: 2026-05-01 12:00:00 GET"),
+            "{ask}"
+        );
+        assert!(
+            ask.ends_with("Now find why the second request times out and fix it."),
+            "{ask}"
+        );
+        assert_eq!(ask.matches('…').count(), 1);
+    }
+
+    /// The 2.1.330 fixture's auto-compactions: the prompt is before the boundary, its
+    /// `last-prompt` record after it.
+    #[test]
+    fn last_prompt_records_name_an_ask_from_before_the_boundary() {
+        let record = |text: &str| {
+            line(json!({"type": "last-prompt", "lastPrompt": text,
+                "leafUuid": "d41100e3-3fb5-41c7-b637-59d2983a22cd", "sessionId": "225d8c26-5cbd-4b52-b720-e8fe94443567"}))
+        };
+        let cp = build(&[
+            record("and again"),
+            record("and again"),
+            line(json!({"type": "last-prompt", "leafUuid": "92379bcb", "sessionId": "f4d29f5c"})),
+        ]);
+        assert_eq!(cp.asks, ["and again"]);
+        // Already there (the client cuts a long one at 200 characters), or a shell command:
+        // nothing new.
+        let long = format!("please {}", "refactor ".repeat(60));
+        let cut_by_client = format!("{}…", long.chars().take(200).collect::<String>());
+        let cp = build(&[
+            user(json!(long)),
+            record(&cut_by_client),
+            record("! ls -la"),
+            user(json!("now the docs")),
+            record("now the docs"),
+        ]);
+        assert_eq!(cp.asks.len(), 2, "{:?}", cp.asks);
+        assert_eq!(cp.asks[1], "now the docs");
+        // A slash command as the client records it.
+        let cp = build(&[record("/apply-grant help me apply")]);
+        assert_eq!(cp.asks, ["/apply-grant help me apply"]);
+    }
+
+    /// Background tasks that failed, notified in a user message (as spotter-4d5611e5.jsonl's,
+    /// with a failed status) or in a queued command attachment (2.1.330): failures, not asks.
+    #[test]
+    fn failed_task_notifications_are_failures() {
+        let note = |id: &str| {
+            format!("<task-notification>\n<task-id>{id}</task-id>\n<output-file>/tmp/claude-1000/tasks/{id}.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/{id}.output")
+        };
+        let cp = build(&[
+            user(json!(note("b7636e2"))),
+            line(json!({"type": "attachment", "isSidechain": false,
+                "attachment": {"type": "queued_command", "prompt": note("c8888e2"), "isMeta": true}})),
+            user(json!("<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<summary>Agent \"Poem\" completed</summary>\n</task-notification>")),
+        ]);
+        assert!(cp.asks.is_empty(), "{:?}", cp.asks);
+        // Two tasks failing the same way: one failure, counted.
+        assert_eq!(
+            cp.failures,
+            [Failure {
+                tool: "background task".into(),
+                error:
+                    "Background command \"Run SessionLive tests\" failed with exit code 2 (2 times)"
+                        .into()
+            }]
+        );
+    }
+
     #[test]
     fn files_tools_failures_and_gist() {
         let reading = read(&[
@@ -365,8 +612,8 @@ mod tests {
             assistant(json!([{"type": "text", "text": "Now I will\nfix the \x07types."}])),
         ]);
         let cp = &reading.body;
+        // The edits' results never came: in flight, they count.
         assert_eq!(cp.files_modified, ["/p/n.ipynb", "/p/a.rs", "/p/b.rs"]);
-        assert_eq!(cp.files_read, ["/p/a.rs"]);
         assert_eq!(
             cp.tools_used[0],
             ToolCount {
@@ -380,7 +627,7 @@ mod tests {
             [
                 Failure {
                     tool: "Bash".into(),
-                    error: "error[E0308]: mismatched types".into()
+                    error: "cargo test → error[E0308]: mismatched types".into()
                 },
                 Failure {
                     tool: "WebFetch".into(),
@@ -483,7 +730,7 @@ mod tests {
         {
             let id = format!("{i}{}", "i".repeat(len));
             b.feed(reply(&[call(&id, "Bash", "{}")]).as_bytes());
-            b.feed(&tool_result(&id, json!("boom"), true));
+            b.feed(&tool_result(&id, json!(format!("boom {i}")), true));
         }
         let todos: Vec<_> = (0..MAX_TODOS * 3)
             .map(|i| json!({"content": format!("{i}{}", "x".repeat(1000)), "status": "pending"}))
@@ -495,8 +742,6 @@ mod tests {
         assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
         assert_eq!(cp.files_modified.len(), MAX_FILES);
         assert_eq!(cp.files_modified[0], "/e/19998");
-        assert_eq!(cp.files_read.len(), MAX_FILES);
-        assert_eq!(cp.files_read[0], "/r/19999");
         assert_eq!(cp.tools_used.len(), MAX_TOOLS);
         let top: Vec<_> = cp.tools_used[..2]
             .iter()

@@ -1,14 +1,16 @@
 //! Mechanical checkpoints: what the agent was doing, taken from the transcript just before a
 //! compaction, with no model and no network. This file is the checkpoint itself: its fields, the
 //! caps that keep it small whatever the transcript, and [`load`]. Reading a transcript into one
-//! is [`build`]'s job, with [`tools`] for tool calls, [`todos`] for the todo list and the
-//! fixed-size collections of [`bounded`]; keeping checkpoints on disk is [`store`]'s.
+//! is [`build`]'s job, with [`tools`] for tool calls, [`failures`] for what a failed call says,
+//! [`todos`] for the todo list and the fixed-size collections of [`bounded`]; keeping
+//! checkpoints on disk is [`store`]'s.
 //!
 //! Everything taken from the transcript is sanitised (no control characters or escape sequences)
-//! and cut to size; tool output bodies are never kept, only the first line of an error.
+//! and cut to size; tool output bodies are never kept, only one line of an error.
 
 mod bounded;
 mod build;
+mod failures;
 mod store;
 mod todos;
 mod tools;
@@ -28,6 +30,8 @@ pub use store::{checkpoints_dir, CheckpointStore};
 // thousand characters of it, and the file stays tens of KB even with every list full.
 const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
+/// A longer ask keeps its end too, where a long paste usually says what to do with it.
+const ASK_TAIL_CHARS: usize = 80;
 const MAX_TODOS: usize = 100;
 const TODO_CHARS: usize = 200;
 const STATUS_CHARS: usize = 20;
@@ -36,7 +40,8 @@ const PATH_CHARS: usize = 300;
 const MAX_TOOLS: usize = 30;
 const NAME_CHARS: usize = 80;
 const MAX_FAILURES: usize = 5;
-const FAILURE_CHARS: usize = 160;
+/// A subject, ` → `, a line of the error and a repeat count.
+const FAILURE_CHARS: usize = 280;
 const GIST_CHARS: usize = 300;
 /// Linux's PATH_MAX: a real working directory is never cut (it is matched against a later
 /// session's).
@@ -54,10 +59,10 @@ pub struct Checkpoint {
     pub earlier_asks: Vec<String>,
     /// The newest todo list, open items first.
     pub todos: Vec<Todo>,
-    /// Newest first.
+    /// Files whose edits succeeded (or were still in flight), absolute as the tools named
+    /// them, newest first. Files only read are not kept: after a compaction the client attaches
+    /// the ones read last itself.
     pub files_modified: Vec<String>,
-    /// Newest first.
-    pub files_read: Vec<String>,
     /// Most used first.
     pub tools_used: Vec<ToolCount>,
     /// Oldest first.
@@ -111,6 +116,8 @@ pub(crate) struct ToolCount {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     pub tool: String,
+    /// What failed and how: `cargo test → test parser::precedence ... FAILED`, with
+    /// ` (N times)` when it failed the same way again.
     pub error: String,
 }
 
@@ -152,7 +159,6 @@ mod tests {
                 MAX_TODOS
             ],
             files_modified: vec![text(PATH_CHARS); MAX_FILES],
-            files_read: vec![text(PATH_CHARS); MAX_FILES],
             tools_used: vec![
                 ToolCount {
                     name: text(NAME_CHARS),

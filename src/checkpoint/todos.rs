@@ -1,6 +1,13 @@
 //! The checkpoint's todo list. Claude Code has two mechanisms: `TodoWrite` sends the whole list
 //! each time, `TaskCreate`/`TaskUpdate` change one task at a time; whichever was used last wins.
 //! Either way the list holds at most [`MAX_TODOS`] items.
+//!
+//! A call changes the list only once its result says it succeeded: a `TodoWrite` the client
+//! refused (an invalid list, a tool that is disabled) or a `TaskUpdate` of an unknown task
+//! changed nothing. Until its result arrives a change waits, parsed and capped; one whose result
+//! never comes (the compaction started first) is applied at the end, as the newest.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -11,6 +18,10 @@ use crate::text::{cut, sanitize};
 
 /// Task ids are small numbers; this only bounds a hostile one.
 const TASK_ID_CHARS: usize = 40;
+
+/// Changes waiting for their results. A result follows its call within a few lines; past this
+/// many, the oldest waiting change is taken as done (its result is as good as lost).
+const MAX_WAITING: usize = 16;
 
 #[derive(Deserialize)]
 struct TodoWriteInput {
@@ -44,13 +55,14 @@ struct TaskInput<'a> {
 /// A task id given as a string or a number.
 fn task_id(raw: &RawValue) -> Option<String> {
     let s = raw.get();
-    if s.starts_with('"') {
+    let id = if s.starts_with('"') {
         serde_json::from_str::<String>(s).ok()
     } else {
         serde_json::from_str::<serde_json::Number>(s)
             .ok()
             .map(|n| n.to_string())
-    }
+    }?;
+    Some(cut(&sanitize(&id, true), TASK_ID_CHARS))
 }
 
 fn subject(s: &str) -> String {
@@ -61,11 +73,32 @@ fn status(s: &str) -> String {
     cut(&sanitize(s, true), STATUS_CHARS)
 }
 
+/// The id a TaskCreate result gives its task: "Task #3 created successfully: ...".
+fn created_id(result: &str) -> Option<String> {
+    let (_, rest) = result.split_once('#')?;
+    let digits: String = rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .take(TASK_ID_CHARS) // as TaskUpdate's id is cut
+        .collect();
+    (!digits.is_empty()).then_some(digits)
+}
+
+/// What one call does to the list, parsed and capped when the call is seen.
+#[derive(Debug)]
+enum Change {
+    Write(Vec<Todo>),
+    Create(Todo),
+    Update {
+        id: String,
+        status: Option<String>,
+        subject: Option<String>,
+    },
+}
+
 #[derive(Debug)]
 struct Task {
-    /// Ours, to find the task again when its TaskCreate result arrives.
-    key: u64,
-    /// Claude Code's, once known: what TaskUpdate names.
+    /// Claude Code's id, once known: what TaskUpdate names.
     id: Option<String>,
     todo: Todo,
 }
@@ -74,95 +107,113 @@ struct Task {
 pub(super) struct Todos {
     list: Option<Vec<Todo>>,
     tasks: Vec<Task>,
+    /// Changes whose results have not arrived, oldest first, with their keys.
+    waiting: VecDeque<(u64, Change)>,
     next_key: u64,
     /// Which of the two mechanisms was used last.
     tasks_newer: bool,
 }
 
 impl Todos {
-    /// A TodoWrite call's input: the newest list replaces the last.
-    pub(super) fn write(&mut self, input: &str) {
-        let Ok(todos) = serde_json::from_str::<TodoWriteInput>(input) else {
-            return;
-        };
-        self.list = Some(
-            todos
-                .todos
-                .into_iter()
-                .map(|t| Todo {
-                    content: subject(&t.content),
-                    status: status(&t.status),
-                })
-                .collect(),
-        );
-        self.tasks_newer = false;
+    /// A TodoWrite call's input: the newest list replaces the last. Returns the key its result
+    /// settles ([`Todos::settle`]).
+    pub(super) fn write(&mut self, input: &str) -> Option<u64> {
+        let todos = serde_json::from_str::<TodoWriteInput>(input).ok()?;
+        let list = todos
+            .todos
+            .into_iter()
+            .map(|t| Todo {
+                content: subject(&t.content),
+                status: status(&t.status),
+            })
+            .collect();
+        Some(self.wait(Change::Write(list)))
     }
 
-    /// A TaskCreate call's input. Returns the new task's key for [`Todos::created`]: its id
-    /// comes later, in the call's result.
+    /// A TaskCreate call's input. Its id comes with its result.
     pub(super) fn create(&mut self, input: &str) -> Option<u64> {
         let task = serde_json::from_str::<TaskInput>(input).ok()?;
         let todo = Todo {
             content: subject(&task.subject.unwrap_or_default()),
             status: "pending".into(),
         };
-        self.tasks_newer = true;
-        Some(self.add(None, todo))
-    }
-
-    /// A TaskCreate result: "Task #3 created successfully: ..." carries the id TaskUpdate will
-    /// use.
-    pub(super) fn created(&mut self, key: u64, result: &str) {
-        let Some(num) = result
-            .split_once('#')
-            .map(|(_, rest)| {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                cut(&digits, TASK_ID_CHARS) // as TaskUpdate's id is cut
-            })
-            .filter(|n| !n.is_empty())
-        else {
-            return;
-        };
-        if let Some(task) = self.tasks.iter_mut().find(|t| t.key == key) {
-            task.id = Some(num);
-        }
+        Some(self.wait(Change::Create(todo)))
     }
 
     /// A TaskUpdate call's input: a new status or subject, or `deleted`.
-    pub(super) fn update(&mut self, input: &str) {
-        let Ok(update) = serde_json::from_str::<TaskInput>(input) else {
+    pub(super) fn update(&mut self, input: &str) -> Option<u64> {
+        let update = serde_json::from_str::<TaskInput>(input).ok()?;
+        let id = update.task_id.and_then(task_id)?;
+        Some(self.wait(Change::Update {
+            id,
+            status: update.status.as_deref().map(status),
+            subject: update.subject.as_deref().map(subject),
+        }))
+    }
+
+    fn wait(&mut self, change: Change) -> u64 {
+        if self.waiting.len() >= MAX_WAITING {
+            if let Some((_, oldest)) = self.waiting.pop_front() {
+                self.apply(oldest, None);
+            }
+        }
+        let key = self.next_key;
+        self.next_key += 1;
+        self.waiting.push_back((key, change));
+        key
+    }
+
+    /// The result of the call that made change `key`: applied if it succeeded, dropped if not.
+    pub(super) fn settle(&mut self, key: u64, succeeded: bool, result: &str) {
+        let Some(at) = self.waiting.iter().position(|(k, _)| *k == key) else {
             return;
         };
-        let Some(id) = update.task_id.and_then(task_id) else {
-            return;
-        };
-        let id = cut(&sanitize(&id, true), TASK_ID_CHARS);
-        let new_status = update.status.as_deref().map(status);
+        if let Some((_, change)) = self.waiting.remove(at) {
+            if succeeded {
+                self.apply(change, created_id(result));
+            }
+        }
+    }
+
+    fn apply(&mut self, change: Change, created: Option<String>) {
+        match change {
+            Change::Write(list) => {
+                self.list = Some(list);
+                self.tasks_newer = false;
+                return;
+            }
+            Change::Create(todo) => self.add(created, todo),
+            Change::Update {
+                id,
+                status,
+                subject,
+            } => self.update_task(id, status, subject),
+        }
+        self.tasks_newer = true;
+    }
+
+    fn update_task(&mut self, id: String, status: Option<String>, subject: Option<String>) {
         let known = |t: &Task| t.id.as_deref() == Some(id.as_str());
-        if new_status.as_deref() == Some("deleted") {
+        if status.as_deref() == Some("deleted") {
             self.tasks.retain(|t| !known(t));
         } else if let Some(task) = self.tasks.iter_mut().find(|t| known(t)) {
-            if let Some(s) = new_status {
+            if let Some(s) = status {
                 task.todo.status = s;
             }
-            if let Some(s) = update.subject {
-                task.todo.content = subject(&s);
+            if let Some(s) = subject {
+                task.todo.content = s;
             }
         } else {
             // Created before the last compaction: known by id only.
-            let content = update
-                .subject
-                .map(|s| subject(&s))
-                .unwrap_or_else(|| format!("task #{id}"));
-            let status = new_status.unwrap_or_else(|| "pending".into());
+            let content = subject.unwrap_or_else(|| format!("task #{id}"));
+            let status = status.unwrap_or_else(|| "pending".into());
             self.add(Some(id), Todo { content, status });
         }
-        self.tasks_newer = true;
     }
 
     /// Adds a task; when the list is full, the oldest completed one goes first, else the
     /// oldest.
-    fn add(&mut self, id: Option<String>, todo: Todo) -> u64 {
+    fn add(&mut self, id: Option<String>, todo: Todo) {
         if self.tasks.len() >= MAX_TODOS {
             let oldest = self
                 .tasks
@@ -171,14 +222,15 @@ impl Todos {
                 .unwrap_or(0);
             self.tasks.remove(oldest);
         }
-        let key = self.next_key;
-        self.next_key += 1;
-        self.tasks.push(Task { key, id, todo });
-        key
+        self.tasks.push(Task { id, todo });
     }
 
     /// The list: in progress first, then pending, then completed, in list order within each.
-    pub(super) fn finish(self) -> Vec<Todo> {
+    /// Changes still waiting for their results count as done, the newest last.
+    pub(super) fn finish(mut self) -> Vec<Todo> {
+        while let Some((_, change)) = self.waiting.pop_front() {
+            self.apply(change, None);
+        }
         let mut todos: Vec<Todo> = if self.tasks_newer {
             self.tasks.into_iter().map(|t| t.todo).collect()
         } else {
@@ -260,7 +312,7 @@ mod tests {
     fn tasks_are_capped_and_completed_ones_go_first() {
         let mut todos = Todos::default();
         let first = create(&mut todos, "first");
-        todos.created(first, "Task #1 created successfully: first");
+        todos.settle(first, true, "Task #1 created successfully: first");
         todos.update(r#"{"taskId": "1", "status": "completed"}"#);
         for i in 0..MAX_TODOS + 20 {
             create(&mut todos, &format!("task {i}"));
@@ -287,11 +339,11 @@ mod tests {
     fn a_result_pairs_with_its_task_after_others_were_deleted() {
         let mut todos = Todos::default();
         let a = create(&mut todos, "a");
-        todos.created(a, "Task #1 created");
+        todos.settle(a, true, "Task #1 created");
         let b = create(&mut todos, "b");
         // Task 1 is deleted before task b's result arrives: b must still get its id.
         todos.update(r#"{"taskId": "1", "status": "deleted"}"#);
-        todos.created(b, "Task #2 created");
+        todos.settle(b, true, "Task #2 created");
         todos.update(r#"{"taskId": "2", "status": "in_progress"}"#);
         assert_eq!(pairs(&todos.finish()), [("b", "in_progress")]);
     }
@@ -311,5 +363,65 @@ mod tests {
             list[1].content.chars().count(),
             "task #".len() + TASK_ID_CHARS
         );
+    }
+
+    /// Results as 2.1.330 writes them: a disabled TodoWrite, a TaskUpdate of a task that does
+    /// not exist (not flagged as an error), a TaskCreate refused for a bad input.
+    #[test]
+    fn changes_whose_results_failed_are_not_recorded() {
+        let mut todos = Todos::default();
+        let listed = todos
+            .write(r#"{"todos": [{"content": "Ship it", "status": "pending", "activeForm": "Shipping"}]}"#)
+            .unwrap();
+        todos.settle(
+            listed,
+            false,
+            "<tool_use_error>Error: No such tool available: TodoWrite</tool_use_error>",
+        );
+        let made = create(&mut todos, "Parse input");
+        todos.settle(made, true, "Task #1 created successfully: Parse input");
+        let refused = create(&mut todos, "Never made");
+        todos.settle(
+            refused,
+            false,
+            "<tool_use_error>InputValidationError: TaskCreate failed</tool_use_error>",
+        );
+        let moved = todos
+            .update(r#"{"taskId": "1", "status": "in_progress"}"#)
+            .unwrap();
+        todos.settle(moved, true, "Updated task #1 status");
+        let missing = todos
+            .update(r#"{"taskId": "7", "status": "completed"}"#)
+            .unwrap();
+        todos.settle(missing, false, "Task not found");
+        assert_eq!(pairs(&todos.finish()), [("Parse input", "in_progress")]);
+    }
+
+    #[test]
+    fn changes_still_waiting_count_as_done_in_order() {
+        let mut todos = Todos::default();
+        let made = create(&mut todos, "Parse input");
+        todos.update(r#"{"taskId": "1", "status": "completed"}"#);
+        todos.settle(made, true, "Task #1 created successfully: Parse input");
+        // The compaction started before this TaskCreate's result: it counts, without an id.
+        create(&mut todos, "Write tests");
+        // A result for a change that is not waiting (settled twice, or never made) is ignored.
+        todos.settle(made, false, "");
+        todos.settle(999, true, "Task #9 created");
+        assert_eq!(
+            pairs(&todos.finish()),
+            [("Write tests", "pending"), ("Parse input", "completed")]
+        );
+    }
+
+    #[test]
+    fn waiting_changes_are_capped() {
+        let mut todos = Todos::default();
+        for i in 0..MAX_WAITING * 3 {
+            create(&mut todos, &format!("task {i}"));
+        }
+        assert_eq!(todos.waiting.len(), MAX_WAITING);
+        assert_eq!(todos.tasks.len(), MAX_WAITING * 2);
+        assert_eq!(todos.finish().len(), MAX_WAITING * 3);
     }
 }

@@ -1,22 +1,26 @@
 //! What a checkpoint keeps of tool calls and their results: how often each tool was used, the
-//! files read and modified, the todo list the todo tools carry, and the last failures, each
-//! result paired with its call by tool-use id. Inputs are read only for paths and todos; result
-//! bodies only for an error's first line and a created task's id.
+//! files modified, the todo list the todo tools carry, and the last failures, each result paired
+//! with its call by tool-use id. A call that changes something (an edit, a todo change) counts
+//! once its result says it succeeded; one whose result never came counts too, as the newest
+//! thing in flight. Inputs are read only for paths, commands and todos; result bodies only for
+//! a failure's one line ([`failures`]), a created task's id and a background command's id.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
 use super::build::{result_text, Block};
+use super::failures::{self, Failures, SUBJECT_CHARS};
 use super::todos::Todos;
-use super::{
-    Checkpoint, Failure, ToolCount, FAILURE_CHARS, MAX_FAILURES, MAX_FILES, MAX_TOOLS, NAME_CHARS,
-    PATH_CHARS,
-};
+use super::{Checkpoint, ToolCount, MAX_FILES, MAX_TOOLS, NAME_CHARS, PATH_CHARS};
 use crate::text::{cut, sanitize};
+
+/// Background commands remembered by task id, so a later failure can name its command.
+const MAX_BACKGROUND: usize = 32;
 
 #[derive(Deserialize)]
 struct FileInput<'a> {
@@ -26,14 +30,42 @@ struct FileInput<'a> {
     notebook_path: Option<Cow<'a, str>>,
 }
 
+#[derive(Deserialize)]
+struct BashInput<'a> {
+    #[serde(borrow, default)]
+    command: Option<Cow<'a, str>>,
+}
+
+/// `TaskOutput` names its task `task_id`; `BashOutput` (2.0) `bash_id` or `shell_id`.
+#[derive(Deserialize)]
+struct OutputInput<'a> {
+    #[serde(borrow, default)]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    bash_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    shell_id: Option<Cow<'a, str>>,
+}
+
+/// A Bash result saying the command went to the background: "Command running in background
+/// with ID: b7636e2. Output is being written to: ...".
+const BACKGROUND_STARTED: &str = "running in background with ID: ";
+
+/// The label of a background command's failure.
+const BACKGROUND: &str = "Bash (background)";
+
 #[derive(Debug)]
 pub(super) struct ToolLog {
     counts: ToolCounts,
     calls: Calls,
     modified: RecentList,
-    read: RecentList,
     todos: Todos,
-    failures: VecDeque<Failure>,
+    failures: Failures,
+    /// Background commands (task id, command), oldest first.
+    background: VecDeque<(String, String)>,
+    /// Task ids whose failure a notification already reported (it may come twice: queued,
+    /// then delivered).
+    notified: VecDeque<String>,
 }
 
 impl Default for ToolLog {
@@ -42,102 +74,243 @@ impl Default for ToolLog {
             counts: ToolCounts::default(),
             calls: Calls::default(),
             modified: RecentList::new(MAX_FILES),
-            read: RecentList::new(MAX_FILES),
             todos: Todos::default(),
-            failures: VecDeque::new(),
+            failures: Failures::default(),
+            background: VecDeque::new(),
+            notified: VecDeque::new(),
         }
     }
 }
 
+/// `path` as a failure names it: relative to `cwd` when under it, its end kept when long.
+fn shown_path(path: &str, cwd: Option<&str>) -> String {
+    let relative = cwd
+        .filter(|c| !c.is_empty())
+        .and_then(|c| Path::new(path).strip_prefix(c).ok())
+        .and_then(Path::to_str)
+        .filter(|r| !r.is_empty())
+        .unwrap_or(path);
+    let n = relative.chars().count();
+    if n <= SUBJECT_CHARS {
+        relative.to_string()
+    } else {
+        let tail: String = relative.chars().skip(n - (SUBJECT_CHARS - 1)).collect();
+        format!("…{tail}")
+    }
+}
+
+/// A command as a failure names it: one line, cut. Only its start is cleaned (a heredoc may
+/// carry a whole file).
+fn command_subject(command: &str) -> String {
+    let end = command
+        .char_indices()
+        .nth(SUBJECT_CHARS * 8)
+        .map_or(command.len(), |(i, _)| i);
+    cut(&sanitize(&command[..end], true), SUBJECT_CHARS)
+}
+
+/// Pushes `item` to a small list of recent items, forgetting the oldest past `cap`.
+fn remember<T>(list: &mut VecDeque<T>, item: T, cap: usize) {
+    list.push_back(item);
+    if list.len() > cap {
+        list.pop_front();
+    }
+}
+
 impl ToolLog {
-    /// A `tool_use` block: counts the call, reads what its input says about files or todos,
-    /// and remembers it for its result.
-    pub(super) fn call(&mut self, block: &Block) {
+    /// A `tool_use` block: counts the call, reads what its input says about files, commands
+    /// or todos, and remembers it for its result. `cwd` is the session's directory then.
+    pub(super) fn call(&mut self, block: &Block, cwd: Option<&str>) {
         let name = sanitize(block.name.as_deref().unwrap_or("tool"), true);
         let name = cut(&name, NAME_CHARS);
         self.counts.count(&name);
-        let mut task = None;
+        let mut call = Call {
+            tool: name,
+            ..Call::default()
+        };
         if let Some(input) = block.input.map(RawValue::get) {
-            match name.as_str() {
-                "Read" => self.file_use(input, false),
-                "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => self.file_use(input, true),
-                "TodoWrite" => self.todos.write(input),
-                "TaskCreate" => task = self.todos.create(input),
-                "TaskUpdate" => self.todos.update(input),
+            match call.tool.as_str() {
+                "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
+                    if let Some(path) = file_path(input) {
+                        call.subject = Some(shown_path(&path, cwd));
+                        call.file = Some(path);
+                    }
+                }
+                "Read" => call.subject = file_path(input).map(|p| shown_path(&p, cwd)),
+                "Bash" => {
+                    call.subject = serde_json::from_str::<BashInput>(input)
+                        .ok()
+                        .and_then(|b| b.command)
+                        .map(|c| command_subject(&c))
+                        .filter(|c| !c.is_empty());
+                }
+                "TaskOutput" | "BashOutput" => call.subject = self.background_subject(input),
+                "TodoWrite" => call.todo = self.todos.write(input),
+                "TaskCreate" => call.todo = self.todos.create(input),
+                "TaskUpdate" => call.todo = self.todos.update(input),
                 _ => {}
             }
         }
-        if let Some(id) = block.id.as_deref() {
-            self.calls.insert(id, Call { tool: name, task });
-        }
-    }
-
-    fn file_use(&mut self, input: &str, modified: bool) {
-        let Ok(file) = serde_json::from_str::<FileInput>(input) else {
-            return;
+        let unpaired = match block.id.as_deref() {
+            Some(id) => self.calls.insert(id, call),
+            None => Some(call),
         };
-        if let Some(path) = file.file_path.or(file.notebook_path) {
-            let list = if modified {
-                &mut self.modified
-            } else {
-                &mut self.read
-            };
-            list.push(cut(&sanitize(&path, true), PATH_CHARS));
+        if let Some(call) = unpaired {
+            self.unanswered(call);
         }
     }
 
-    /// A `tool_result` block: a created task's id, or a failure.
+    /// A call whose result will never be paired with it: its edit counts (its todo change
+    /// waits in [`Todos`] and counts there).
+    fn unanswered(&mut self, call: Call) {
+        if let Some(file) = call.file {
+            self.modified.push(file);
+        }
+    }
+
+    /// The command a `TaskOutput`/`BashOutput` call asks about, or its task id.
+    fn background_subject(&self, input: &str) -> Option<String> {
+        let ids = serde_json::from_str::<OutputInput>(input).ok()?;
+        let id = ids.task_id.or(ids.bash_id).or(ids.shell_id)?;
+        let command = self.background.iter().rev().find(|(t, _)| *t == id);
+        Some(match command {
+            Some((_, command)) => command.clone(),
+            None => format!("task {}", cut(&sanitize(&id, true), 40)),
+        })
+    }
+
+    /// A `tool_result` block: settles its call's edit or todo change, records a failure, or
+    /// notes a command that went to the background.
     pub(super) fn result(&mut self, block: &Block) {
         let id = block.tool_use_id.as_deref().unwrap_or_default();
-        let (tool, task) = match self.calls.get_mut(id) {
-            Some(call) => (call.tool.clone(), call.task.take()),
-            None => ("tool".to_string(), None),
+        let call = match self.calls.get_mut(id) {
+            Some(call) => Call {
+                tool: call.tool.clone(),
+                subject: call.subject.clone(),
+                file: call.file.take(),
+                todo: call.todo.take(),
+            },
+            None => Call {
+                tool: "tool".into(),
+                ..Call::default()
+            },
         };
-        if let Some(key) = task {
-            let text = block.content.and_then(result_text).unwrap_or_default();
-            self.todos.created(key, &text);
+        let failed = block.is_error == Some(true);
+        let raw = block.content.map(RawValue::get).unwrap_or_default();
+        let text = || block.content.and_then(result_text).unwrap_or_default();
+        if let Some(file) = call.file.filter(|_| !failed) {
+            self.modified.push(file);
         }
-        if block.is_error != Some(true) {
+        if let Some(key) = call.todo {
+            let text = text();
+            // A TaskUpdate of an unknown task answers "Task not found" without `is_error`.
+            let refused = call.tool == "TaskUpdate"
+                && text.trim_start().starts_with("Task")
+                && text.contains("not found");
+            self.todos.settle(key, !failed && !refused, &text);
+        }
+        let subject = call.subject.as_deref();
+        if failed {
+            if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
+                self.failures.push(&call.tool, subject, &line);
+            }
             return;
         }
-        let text = block.content.and_then(result_text).unwrap_or_default();
-        let first = text
-            .lines()
-            .map(|l| sanitize(l, true))
-            .find(|l| !l.is_empty())
-            .unwrap_or_else(|| "(no message)".to_string());
-        self.failures.push_back(Failure {
-            tool,
-            error: cut(&first, FAILURE_CHARS),
-        });
-        if self.failures.len() > MAX_FAILURES {
-            self.failures.pop_front();
+        match call.tool.as_str() {
+            "Bash" if raw.contains(BACKGROUND_STARTED) => {
+                let text = text();
+                let task: String = text
+                    .split_once(BACKGROUND_STARTED)
+                    .map(|(_, rest)| {
+                        rest.chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                            .take(40)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let (false, Some(command)) = (task.is_empty(), subject) {
+                    remember(
+                        &mut self.background,
+                        (task, command.to_string()),
+                        MAX_BACKGROUND,
+                    );
+                }
+            }
+            "TaskOutput" | "BashOutput" if raw.contains("failed") => {
+                if let Some(line) = failures::background_output(&text()) {
+                    self.failures.push(BACKGROUND, subject, &line);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A user message or queued command carrying `<task-notification>`s: each failed task,
+    /// once.
+    pub(super) fn notification(&mut self, text: &str) {
+        for failed in failures::notifications(text) {
+            if !failed.task.is_empty() && self.notified.contains(&failed.task) {
+                continue;
+            }
+            let command = self
+                .background
+                .iter()
+                .rev()
+                .find(|(t, _)| *t == failed.task)
+                .map(|(_, c)| c.clone());
+            let tool = if command.is_some() {
+                BACKGROUND
+            } else {
+                "background task"
+            };
+            self.failures.push(tool, command.as_deref(), &failed.line);
+            remember(&mut self.notified, failed.task, MAX_BACKGROUND);
         }
     }
 
     /// A checkpoint with the fields this log fills: todos, files, tools and failures.
     pub(super) fn finish(self) -> Checkpoint {
-        let tools_used = self
-            .counts
+        let ToolLog {
+            counts,
+            calls,
+            mut modified,
+            todos,
+            failures,
+            ..
+        } = self;
+        // Edits whose results never came: in flight when the compaction started.
+        for call in calls.into_unanswered() {
+            if let Some(file) = call.file {
+                modified.push(file);
+            }
+        }
+        let tools_used = counts
             .most_used(MAX_TOOLS)
             .into_iter()
             .map(|(name, count)| ToolCount { name, count })
             .collect();
         Checkpoint {
-            todos: self.todos.finish(),
-            files_modified: self.modified.newest_first(),
-            files_read: self.read.newest_first(),
+            todos: todos.finish(),
+            files_modified: modified.newest_first(),
             tools_used,
-            failures: self.failures.into(),
+            failures: failures.finish(),
             ..Checkpoint::default()
         }
     }
+}
+
+/// The file an Edit, Write or NotebookEdit input names, sanitised and cut.
+fn file_path(input: &str) -> Option<String> {
+    let file = serde_json::from_str::<FileInput>(input).ok()?;
+    let path = file.file_path.or(file.notebook_path)?;
+    Some(cut(&sanitize(&path, true), PATH_CHARS))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::checkpoint::bounded::{ID_BYTES, MAX_CALLS, MAX_TOOL_NAMES};
+    use crate::checkpoint::MAX_FAILURES;
     use serde_json::{json, Value};
 
     fn with_block(v: Value, f: impl FnOnce(&Block)) {
@@ -147,7 +320,7 @@ mod tests {
 
     fn call(log: &mut ToolLog, id: &str, name: &str, input: Value) {
         let block = json!({"type": "tool_use", "id": id, "name": name, "input": input});
-        with_block(block, |b| log.call(b));
+        with_block(block, |b| log.call(b, Some("/home/user/proj")));
     }
 
     fn result(log: &mut ToolLog, id: &str, content: Value, is_error: bool) {
@@ -157,6 +330,13 @@ mod tests {
 
     fn failed_tools(cp: &Checkpoint) -> Vec<&str> {
         cp.failures.iter().map(|f| f.tool.as_str()).collect()
+    }
+
+    fn shown(cp: &Checkpoint) -> Vec<String> {
+        cp.failures
+            .iter()
+            .map(|f| format!("{}: {}", f.tool, f.error))
+            .collect()
     }
 
     #[test]
@@ -170,6 +350,217 @@ mod tests {
         assert_eq!(cp.failures.len(), MAX_FAILURES);
         assert_eq!(cp.failures[0].error, "fail 3");
         assert_eq!(cp.failures[4].error, "fail 7");
+    }
+
+    /// Failures as the real transcripts hold them (fixtures/transcripts/SOURCES.txt): the
+    /// command or file, then the line that says what went wrong; repeats counted.
+    #[test]
+    fn failures_name_the_command_or_file_and_the_error() {
+        let mut log = ToolLog::default();
+        call(
+            &mut log,
+            "toolu_01",
+            "Bash",
+            json!({"command": "git push 2>&1", "description": "Push"}),
+        );
+        let push = "Exit code 128\nfatal: The current branch spotter-dov has no upstream branch.\nTo push the current branch and set the remote as upstream, use";
+        result(&mut log, "toolu_01", json!(push), true);
+        call(
+            &mut log,
+            "toolu_02",
+            "Edit",
+            json!({"file_path": "/home/user/proj/lib/otel.ex", "old_string": "defp do_setup do", "new_string": "x"}),
+        );
+        result(
+            &mut log,
+            "toolu_02",
+            json!("<tool_use_error>String to replace not found in file.\nString:   defp do_setup do</tool_use_error>"),
+            true,
+        );
+        for id in ["toolu_03", "toolu_04"] {
+            call(
+                &mut log,
+                id,
+                "Bash",
+                json!({"command": "false", "description": "fails"}),
+            );
+            result(&mut log, id, json!("Exit code 1"), true);
+        }
+        // A long command is cut; a rejected call with nothing but boilerplate is no failure.
+        call(
+            &mut log,
+            "toolu_05",
+            "Bash",
+            json!({"command": format!("cargo test {}", "--flag ".repeat(30))}),
+        );
+        result(
+            &mut log,
+            "toolu_05",
+            json!([{"type": "text", "text": "Exit code 101\ntest parser::precedence ... FAILED"}]),
+            true,
+        );
+        call(
+            &mut log,
+            "toolu_06",
+            "Write",
+            json!({"file_path": "/etc/x"}),
+        );
+        result(
+            &mut log,
+            "toolu_06",
+            json!("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."),
+            true,
+        );
+        let cp = log.finish();
+        let long = format!("cargo test {}", "--flag ".repeat(30));
+        assert_eq!(
+            shown(&cp),
+            [
+                "Bash: git push 2>&1 → fatal: The current branch spotter-dov has no upstream branch.".to_string(),
+                "Edit: lib/otel.ex → String to replace not found in file.".to_string(),
+                "Bash: false → Exit code 1 (2 times)".to_string(),
+                format!(
+                    "Bash: {} → test parser::precedence ... FAILED",
+                    cut(&long, SUBJECT_CHARS)
+                ),
+            ]
+        );
+    }
+
+    /// A background command (spotter-4d5611e5.jsonl's shapes, with a failed status): its
+    /// notification and its output name the command that started it.
+    #[test]
+    fn failed_background_commands_are_recorded() {
+        let mut log = ToolLog::default();
+        call(
+            &mut log,
+            "toolu_bg",
+            "Bash",
+            json!({"command": "mix test test/spotter_web/live/session_live_test.exs", "run_in_background": true}),
+        );
+        result(
+            &mut log,
+            "toolu_bg",
+            json!("Command running in background with ID: b7636e2. Output is being written to: /tmp/claude-1000/tasks/b7636e2.output"),
+            false,
+        );
+        call(
+            &mut log,
+            "toolu_out",
+            "TaskOutput",
+            json!({"task_id": "b7636e2", "block": true, "timeout": 180000}),
+        );
+        result(
+            &mut log,
+            "toolu_out",
+            json!("<retrieval_status>success</retrieval_status>\n\n<task_id>b7636e2</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<output>\n==> spotter\n  1) test renders (SpotterWeb.SessionLiveTest)\n** (MatchError) no match of right hand side value: nil\n</output>"),
+            false,
+        );
+        let note = "<task-notification>\n<task-id>b7636e2</task-id>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>";
+        log.notification(note);
+        // The same notification again (queued, then delivered) is one failure.
+        log.notification(note);
+        // An unknown task: an agent's.
+        log.notification("<task-notification>\n<task-id>a5bdbc1</task-id>\n<status>failed</status>\n<summary>Agent \"Poem\" failed: API error</summary>\n</task-notification>");
+        let cp = log.finish();
+        assert_eq!(
+            shown(&cp),
+            [
+                "Bash (background): mix test test/spotter_web/live/session_live_test.exs → ** (MatchError) no match of right hand side value: nil",
+                "Bash (background): mix test test/spotter_web/live/session_live_test.exs → Background command \"Run SessionLive tests\" failed with exit code 2",
+                "background task: Agent \"Poem\" failed: API error",
+            ]
+        );
+    }
+
+    /// Edits count once they succeeded: `String to replace not found` (cctrace-phase0.jsonl)
+    /// changed nothing. One still waiting for its result when the compaction started counts,
+    /// as the newest.
+    #[test]
+    fn only_edits_that_succeeded_or_are_in_flight_are_modified() {
+        let mut log = ToolLog::default();
+        call(&mut log, "e1", "Edit", json!({"file_path": "/p/ok.rs"}));
+        result(
+            &mut log,
+            "e1",
+            json!("The file /p/ok.rs has been updated successfully."),
+            false,
+        );
+        call(&mut log, "e2", "Edit", json!({"file_path": "/p/missed.rs"}));
+        result(
+            &mut log,
+            "e2",
+            json!("<tool_use_error>String to replace not found in file.\nString: ### 5.2</tool_use_error>"),
+            true,
+        );
+        call(
+            &mut log,
+            "e3",
+            "MultiEdit",
+            json!({"file_path": "/p/flying.rs"}),
+        );
+        call(
+            &mut log,
+            "e4",
+            "NotebookEdit",
+            json!({"notebook_path": "/p/n.ipynb"}),
+        );
+        result(&mut log, "e4", json!("Updated cell"), false);
+        // A second result for the same call changes nothing.
+        result(&mut log, "e2", json!("ok"), false);
+        let cp = log.finish();
+        assert_eq!(
+            cp.files_modified,
+            ["/p/flying.rs", "/p/n.ipynb", "/p/ok.rs"]
+        );
+    }
+
+    #[test]
+    fn todo_changes_whose_results_failed_are_not_recorded() {
+        let mut log = ToolLog::default();
+        let todos = json!({"todos": [{"content": "Ship it", "status": "in_progress", "activeForm": "Shipping"}]});
+        call(&mut log, "w1", "TodoWrite", todos);
+        result(
+            &mut log,
+            "w1",
+            json!("<tool_use_error>Error: No such tool available: TodoWrite</tool_use_error>"),
+            true,
+        );
+        call(
+            &mut log,
+            "c1",
+            "TaskCreate",
+            json!({"subject": "Parse input", "description": "d"}),
+        );
+        result(
+            &mut log,
+            "c1",
+            json!("Task #1 created successfully: Parse input"),
+            false,
+        );
+        call(
+            &mut log,
+            "u1",
+            "TaskUpdate",
+            json!({"taskId": "4", "status": "completed"}),
+        );
+        // 2.1.330 answers an unknown task without `is_error`.
+        result(&mut log, "u1", json!("Task not found"), false);
+        call(&mut log, "c2", "TaskCreate", json!({"subject": "Refused"}));
+        result(
+            &mut log,
+            "c2",
+            json!("<tool_use_error>InputValidationError: TaskCreate failed due to the following issue:\nThe required parameter `description` is missing</tool_use_error>"),
+            true,
+        );
+        let cp = log.finish();
+        let list: Vec<_> = cp
+            .todos
+            .iter()
+            .map(|t| (t.content.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(list, [("Parse input", "pending")]);
+        assert_eq!(failed_tools(&cp), ["TodoWrite", "TaskCreate"]);
     }
 
     #[test]
@@ -292,20 +683,49 @@ mod tests {
         for i in 0..MAX_FILES * 3 {
             call(
                 &mut log,
-                "e",
+                &format!("e{i}"),
                 "Edit",
                 json!({"file_path": format!("/p/{i}.rs")}),
             );
-            call(&mut log, "r", "Read", json!({"file_path": "/p/same.rs"}));
+            result(&mut log, &format!("e{i}"), json!("ok"), false);
         }
         let long = format!("/p/{}", "d/".repeat(PATH_CHARS));
         call(&mut log, "w", "Write", json!({"file_path": long}));
+        result(&mut log, "w", json!("ok"), false);
         call(&mut log, "e", "Edit", json!({"file_path": "/p/0.rs"}));
+        result(&mut log, "e", json!("ok"), false);
         let cp = log.finish();
         assert_eq!(cp.files_modified.len(), MAX_FILES);
         assert_eq!(cp.files_modified[0], "/p/0.rs");
         assert_eq!(cp.files_modified[1].chars().count(), PATH_CHARS);
         assert_eq!(cp.files_modified[2], format!("/p/{}.rs", MAX_FILES * 3 - 1));
-        assert_eq!(cp.files_read, ["/p/same.rs"]);
+    }
+
+    #[test]
+    fn subjects_are_relative_to_the_session_directory_and_keep_their_end() {
+        assert_eq!(
+            shown_path("/home/user/proj/src/a.rs", Some("/home/user/proj")),
+            "src/a.rs"
+        );
+        assert_eq!(
+            shown_path("/home/user/proj2/a.rs", Some("/home/user/proj")),
+            "/home/user/proj2/a.rs"
+        );
+        assert_eq!(
+            shown_path("/home/user/proj", Some("/home/user/proj")),
+            "/home/user/proj"
+        );
+        assert_eq!(shown_path("/a.rs", None), "/a.rs");
+        let deep = format!("/p/{}end.rs", "d/".repeat(100));
+        let s = shown_path(&deep, Some("/q"));
+        assert!(s.starts_with('…') && s.ends_with("d/end.rs"), "{s}");
+        assert_eq!(s.chars().count(), SUBJECT_CHARS);
+        let heredoc = format!("cat > big.txt <<'EOF'\n{}EOF", "line\n".repeat(200_000));
+        let subject = command_subject(&heredoc);
+        assert!(
+            subject.starts_with("cat > big.txt <<'EOF' line line"),
+            "{subject}"
+        );
+        assert_eq!(subject.chars().count(), SUBJECT_CHARS);
     }
 }
