@@ -168,7 +168,9 @@ impl Rig {
             "PreToolUse": [{"matcher": "*", "hooks": hook("pretooluse")}],
             "UserPromptSubmit": [{"hooks": hook("userpromptsubmit")}],
             "PreCompact": [{"matcher": "auto|manual", "hooks": hook("precompact")}],
+            "PostCompact": [{"matcher": "auto|manual", "hooks": hook("postcompact")}],
             "SessionStart": [{"hooks": hook("sessionstart")}],
+            "SessionEnd": [{"hooks": hook("sessionend")}],
         }});
         fs::write(&settings, config.to_string()).unwrap();
         let api = FakeApi::start(env.dir.path(), script);
@@ -270,6 +272,30 @@ impl Rig {
     }
 }
 
+/// The newest checkpoint a compaction wrote for `session` (each run's SessionEnd writes one
+/// too, with trigger `end: …`).
+fn compaction_checkpoint(rig: &Rig, session: &str) -> Value {
+    let dir = rig.env.state().join("checkpoints").join(session);
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cp_") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .rev()
+        .map(|n| serde_json::from_str::<Value>(&fs::read_to_string(dir.join(n)).unwrap()).unwrap())
+        .find(|cp| {
+            !cp["meta"]["trigger"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("end")
+        })
+        .expect("a compaction checkpoint")
+}
+
 fn count(body: &Value, needle: &str) -> usize {
     body.to_string().matches(needle).count()
 }
@@ -361,17 +387,7 @@ fn manual_compact_checkpoints_and_the_next_prompt_carries_the_recovery_once() {
     let out = rig.claude("write a notes file", None, &[]);
     let session = out["session_id"].as_str().unwrap().to_string();
     rig.claude("/compact keep the open items", Some(&session), &[]);
-    let cp: Value = serde_json::from_str(
-        &fs::read_to_string(
-            rig.env
-                .state()
-                .join("checkpoints")
-                .join(&session)
-                .join("_latest.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let cp = compaction_checkpoint(&rig, &session);
     assert_eq!(cp["meta"]["trigger"], "manual");
     assert_eq!(cp["meta"]["custom_instructions"], "keep the open items");
     assert_eq!(cp["asks"], json!(["write a notes file"]));
@@ -426,13 +442,7 @@ fn auto_compaction_runs_precompact_with_trigger_auto() {
     };
     let out = rig.claude("run two commands", None, &["--autocompact", "100000"]);
     let session = out["session_id"].as_str().unwrap();
-    let latest = rig
-        .env
-        .state()
-        .join("checkpoints")
-        .join(session)
-        .join("_latest.json");
-    let cp: Value = serde_json::from_str(&fs::read_to_string(latest).unwrap()).unwrap();
+    let cp = compaction_checkpoint(&rig, session);
     assert_eq!(cp["meta"]["trigger"], "auto");
     assert_eq!(cp["meta"]["custom_instructions"], Value::Null);
     assert!(rig.env.marker(session)["compactions"].as_u64().unwrap() >= 1);
@@ -620,3 +630,5 @@ fn a_subagents_tool_calls_neither_take_nor_receive_the_nudge() {
     assert_eq!(rig.env.marker(session)["state"], "nudged");
     rig.assert_hooks_only_added_context();
 }
+
+mod recovery;

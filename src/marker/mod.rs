@@ -447,7 +447,8 @@ pub fn transition(
         Event::Recovered => m.recovery_pending = false,
         Event::DigestGiven => m.digest_given = true,
         Event::Ended { checkpoint } => {
-            m.clear_cycle();
+            // The cycle goes on: a session resumed later is the same session (`-p` ends every
+            // run), and its nudges were given.
             m.ended_at = Some(now);
             m.last_checkpoint = Some(checkpoint.clone());
             m.digest_given = false;

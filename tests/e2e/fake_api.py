@@ -65,6 +65,71 @@ def is_compaction(body):
     return "create a detailed summary of the conversation" in json.dumps(last.get("content"))
 
 
+def last_prompt(messages):
+    """The text of the newest user message that is a prompt (not tool results)."""
+    for m in reversed(messages):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            continue
+        return " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+    return ""
+
+
+def writes_since_prompt(messages):
+    """Write tool calls the assistant made since the newest prompt."""
+    count = 0
+    for m in reversed(messages):
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else []
+        if m.get("role") == "user" and not any(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            break
+        if m.get("role") == "assistant":
+            count += sum(1 for b in blocks if isinstance(b, dict)
+                         and b.get("type") == "tool_use" and b.get("name") == "Write")
+    return count
+
+
+def keyword_script(messages, body):
+    """With --script agent, a prompt naming a keyword gets its scripted tool calls, one per
+    request, then a text answer: TASKS (two TaskCreate), FAIL (a failing command), SAVE (a Bash
+    call; once a ctxguard nudge naming Claude Code's memory folder has arrived, two Writes that
+    save a memory there in the client's format)."""
+    prompt = last_prompt(messages)
+    done = tool_results_since_prompt(messages)
+    if "TASKS" in prompt:
+        steps = [("tool_use:TaskCreate", {"subject": "write the parser", "description": "parser",
+                                          "activeForm": "Writing the parser"}),
+                 ("tool_use:TaskCreate", {"subject": "test the parser", "description": "tests",
+                                          "activeForm": "Testing the parser"})]
+        return steps[done] if done < len(steps) else None
+    if "FAIL" in prompt:
+        cmd = "sh -c 'echo compiling >&2; echo \"error[E0425]: cannot find value x\" >&2; exit 3'"
+        return ("tool_use", {"command": cmd, "description": "build"}) if done == 0 else None
+    if "SAVE" in prompt:
+        text = json.dumps(body.get("messages"))
+        marker = "in Claude Code's memory folder "
+        writes = writes_since_prompt(messages)
+        if marker not in text:
+            # Work until the nudge arrives (it may come a tool call late).
+            return ("tool_use", {"command": "echo working", "description": "work"}) \
+                if done < 4 else None
+        start = text.index(marker) + len(marker)
+        folder = text[start:text.index(": one file per memory", start)]
+        if writes == 0:
+            return ("tool_use:Write", {"file_path": folder + "/tabs.md", "content":
+                    "---\nname: tabs\ndescription: the user wants tabs\nmetadata:\n  type: user\n---\n"
+                    "The user wants tabs, not spaces.\n"})
+        if writes == 1:
+            return ("tool_use:Write", {"file_path": folder + "/MEMORY.md",
+                                       "content": "- [tabs](tabs.md) MARKER-SAVED: the user wants tabs\n"})
+        return None
+    return False
+
+
 def is_sub(messages):
     return "SUBTASK" in first_text(messages)
 
@@ -134,6 +199,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                "for shell commands; they ran.</summary>")]
             stop = "end_turn"
             COMPACTED[0] = True
+        elif ARGS.script == "agent" and not spawn and not is_sub(messages) \
+                and keyword_script(messages, body) is not False:
+            step = keyword_script(messages, body)
+            if step is None:
+                blocks = [("text", "Done.")]
+                stop = "end_turn"
+            else:
+                blocks = [step]
+                stop = "tool_use"
         elif spawn and tool_results_since_prompt(messages) == 0:
             names = [t.get("name") for t in body.get("tools") or []]
             agent = "Agent" if "Agent" in names else "Task"
