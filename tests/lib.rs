@@ -17,3 +17,4 @@ mod replay;
 mod security;
 mod statusline;
 mod then;
+mod versions;
