@@ -632,3 +632,100 @@ fn a_subagents_tool_calls_neither_take_nor_receive_the_nudge() {
 }
 
 mod recovery;
+
+// Older clients: the same rig on another client version (the scenarios are in e2e_older.rs).
+
+/// `@anthropic-ai/claude-code@VERSION`, installed once into `target/claude-code-VERSION` like
+/// [`client`]; `None` when npm is absent.
+fn client_at(version: &str) -> Option<PathBuf> {
+    // One install at a time: tests run in parallel and share the directory.
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _installing = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join(format!("claude-code-{version}"));
+    let bin = dir.join("node_modules/.bin/claude");
+    if bin.exists() {
+        return Some(bin);
+    }
+    if Command::new("npm").arg("--version").output().is_err() {
+        eprintln!("e2e tests of Claude Code {version} skipped: npm is not installed");
+        return None;
+    }
+    fs::create_dir_all(&dir).unwrap();
+    let status = Command::new("npm")
+        .args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .arg(format!("@anthropic-ai/claude-code@{version}"))
+        .stdout(Stdio::null())
+        .status()
+        .expect("running npm");
+    assert!(
+        status.success(),
+        "npm install @anthropic-ai/claude-code@{version} failed"
+    );
+    assert!(bin.exists(), "{} missing after npm install", bin.display());
+    Some(bin)
+}
+
+impl FakeApi {
+    /// [`FakeApi::start`] with more arguments for the stand-in.
+    fn start_with(dir: &Path, script: Script, extra: &[&str]) -> FakeApi {
+        let log = dir.join("requests.jsonl");
+        let mut cmd = Command::new("python3");
+        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_api.py"))
+            .args(["--log", log.to_str().unwrap()])
+            .args(["--tool-calls", &script.tool_calls.to_string()])
+            .args(["--context-tokens", &script.context_tokens.to_string()])
+            .args(["--idle-exit", "120"])
+            .args(extra);
+        if let Some(t) = script.after_compact_tokens {
+            cmd.args(["--after-compact-tokens", &t.to_string()]);
+        }
+        if script.agent {
+            cmd.args(["--script", "agent"]);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the stand-in API");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the stand-in prints its port");
+        FakeApi { child, port, log }
+    }
+}
+
+impl Rig {
+    /// [`Rig::with`] on the client `version`, its stand-in answering the side requests older
+    /// clients make (`--side-requests`).
+    fn with_client(version: &str, script: Script) -> Option<Rig> {
+        let client = client_at(version)?;
+        let mut rig = Rig::with(script)?;
+        rig.client = client;
+        // The first stand-in (which has received nothing) is stopped as it is replaced.
+        rig.api = FakeApi::start_with(rig.env.dir.path(), script, &["--side-requests"]);
+        // Older clients reject a settings file naming an event they do not know (PostCompact
+        // came later), which would disable every hook: register only what they have.
+        let mut settings: Value =
+            serde_json::from_str(&fs::read_to_string(&rig.settings).unwrap()).unwrap();
+        settings["hooks"]
+            .as_object_mut()
+            .unwrap()
+            .remove("PostCompact");
+        fs::write(&rig.settings, settings.to_string()).unwrap();
+        Some(rig)
+    }
+}
+
+/// A child module, to use the rig as it is.
+#[path = "e2e_older.rs"]
+mod older;

@@ -18,3 +18,4 @@ mod replay;
 mod security;
 mod statusline;
 mod then;
+mod versions;

@@ -12,9 +12,14 @@ Each reply's usage puts CONTEXT_TOKENS in context (cache_read_input_tokens); aft
 summary was served, AFTER_COMPACT_TOKENS when given. With --script agent, a prompt containing
 SPAWN first gets an Agent (or Task) tool call in the foreground whose prompt says SUBTASK; the
 subagent's requests then get the Bash calls.
+With --side-requests (older clients, 2.0.x and 2.1.1x), only a request asking for the summary is a
+compaction: the requests the client makes on the side (a topic title or the file paths of a
+command, without tools; a prompt suggestion, with them) get a short text reply and neither count
+as a compaction nor change the usage, and a conversation is compacted when it opens with the
+summary.
 
 usage: fake_api.py --log FILE [--tool-calls N] [--context-tokens T] [--after-compact-tokens T]
-                   [--script bash|agent]
+                   [--script bash|agent] [--side-requests]
 Prints the port it listens on, then serves until killed (or --idle-exit seconds without requests).
 """
 import argparse
@@ -58,8 +63,8 @@ def first_text(messages):
 
 def is_compaction(body):
     """A compaction request: no tools (older clients), or the summary instruction (2.1.330 sends
-    its tools along and asks for text only)."""
-    if not body.get("tools"):
+    its tools along and asks for text only). With --side-requests, the instruction only."""
+    if not body.get("tools") and not ARGS.side_requests:
         return True
     last = (body.get("messages") or [{}])[-1]
     return "create a detailed summary of the conversation" in json.dumps(last.get("content"))
@@ -130,6 +135,16 @@ def keyword_script(messages, body):
     return False
 
 
+def is_side_request(body):
+    """With --side-requests: a request the client makes beside the conversation (a title, the
+    file paths a command touched, a prompt suggestion), not a compaction."""
+    if not ARGS.side_requests or is_compaction(body):
+        return False
+    last = (body.get("messages") or [{}])[-1]
+    return not body.get("tools") or "Reply with ONLY the suggestion" in json.dumps(
+        last.get("content"))
+
+
 def is_sub(messages):
     return "SUBTASK" in first_text(messages)
 
@@ -189,6 +204,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages"):
             return self.send_json({})
         messages = body.get("messages") or []
+        if is_side_request(body):
+            # A topic title is asked for as JSON, its opening brace prefilled.
+            prefilled = messages and messages[-1].get("role") == "assistant"
+            text = '"isNewTopic": false, "title": null}' if prefilled else "No paths."
+            return self.send_reply(body, [("text", text)], "end_turn", {
+                "input_tokens": 10, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0, "output_tokens": 1})
         spawn = (ARGS.script == "agent" and not is_sub(messages)
                  and "SPAWN" in first_text(messages))
         if not is_compaction(body) and tool_results_since_prompt(messages) == 0 \
@@ -222,11 +244,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             blocks = [("text", "Done.")]
             stop = "end_turn"
+        if ARGS.side_requests and not is_compaction(body):
+            # Known from the request itself: a compacted conversation opens with its summary.
+            COMPACTED[0] = "session is being continued from a previous" in first_text(messages)
         tokens = ARGS.context_tokens
         if COMPACTED[0] and ARGS.after_compact_tokens is not None:
             tokens = ARGS.after_compact_tokens
         usage = {"input_tokens": 10, "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": tokens, "output_tokens": 1}
+        self.send_reply(body, blocks, stop, usage)
+
+    def send_reply(self, body, blocks, stop, usage):
         if not body.get("stream"):
             content = [{"type": "text", "text": b[1]} if b[0] == "text" else
                        {"type": "tool_use", "id": "toolu_%d" % time.time_ns(),
@@ -281,6 +309,7 @@ def main():
     p.add_argument("--idle-exit", type=float, default=300)
     p.add_argument("--after-compact-tokens", type=int, default=None)
     p.add_argument("--script", default="bash")
+    p.add_argument("--side-requests", action="store_true")
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
