@@ -39,6 +39,8 @@ pub struct Reading {
     pub model: Option<String>,
     /// That reply's time.
     pub reply_at: Option<DateTime<Utc>>,
+    /// The version of the client that wrote the newest reply.
+    pub client_version: Option<String>,
     /// The newest `compact_boundary`, when it is newer than every reply.
     pub boundary_at: Option<DateTime<Utc>>,
     /// Tokens in context when the client last auto-compacted (a boundary's `preTokens`): where
@@ -52,6 +54,18 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// Does the client that wrote this transcript pass PreToolUse's `additionalContext` to the
+    /// model? 2.0.76 reads only the permission fields of a PreToolUse answer; 2.1.14 passes it
+    /// on. Unknown versions are taken to pass it (every current client does).
+    pub fn client_reads_pretooluse_context(&self) -> bool {
+        let Some(v) = &self.client_version else {
+            return true;
+        };
+        let mut parts = v.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        (major, minor) >= (2, 1)
+    }
+
     /// The largest growth from one reply to the next among the recent ones.
     pub fn max_growth(&self) -> u64 {
         self.recent
@@ -63,7 +77,15 @@ impl Reading {
 
     pub fn apply(&mut self, verdict: Verdict) {
         match verdict {
-            Verdict::Usage { tokens, model, at } => {
+            Verdict::Usage {
+                tokens,
+                model,
+                at,
+                version,
+            } => {
+                if version.is_some() {
+                    self.client_version = version;
+                }
                 if self.recent.last() != Some(&tokens) {
                     self.recent.push(tokens);
                     if self.recent.len() > RECENT {
@@ -176,6 +198,7 @@ fn tail(file: &mut File, len: u64) -> Result<Reading> {
         tokens: scan.tokens,
         model: scan.model,
         reply_at: scan.reply_at,
+        client_version: scan.version,
         boundary_at: scan.boundary_at,
         recent: scan.tokens.into_iter().collect(),
         gave_up: scan.gave_up,
@@ -230,6 +253,19 @@ mod tests {
         let last = read(&path, Some(next)).unwrap();
         assert_eq!(last.tokens, Some(40_000));
         assert_eq!(last.offset, fs_len(&path));
+    }
+
+    #[test]
+    fn which_clients_pass_pretooluse_context_on() {
+        let of = |v: Option<&str>| Reading {
+            client_version: v.map(str::to_string),
+            ..Reading::default()
+        };
+        assert!(!of(Some("2.0.76")).client_reads_pretooluse_context());
+        assert!(!of(Some("1.0.88")).client_reads_pretooluse_context());
+        assert!(of(Some("2.1.14")).client_reads_pretooluse_context());
+        assert!(of(Some("2.1.330")).client_reads_pretooluse_context());
+        assert!(of(None).client_reads_pretooluse_context());
     }
 
     #[test]

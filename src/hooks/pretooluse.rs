@@ -169,17 +169,35 @@ pub fn handle_event(
         (Some(reply), Some(report)) if reporting => reply >= report,
         _ => true,
     };
+    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
+    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
+    let can_deliver = event != "PreToolUse"
+        || reading
+            .as_ref()
+            .is_none_or(Reading::client_reads_pretooluse_context);
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));
-    let (next, nudge) = decide(&marker, observation.as_ref(), &config, now);
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let decide_here = |m: &Marker| {
+        if can_deliver {
+            return decide(m, observation.as_ref(), &config, now);
+        }
+        // The observation only: the nudge stays pending for a route the client passes on.
+        let observed = observation.as_ref().map_or_else(
+            || m.clone(),
+            |o| marker::transition(m, &Event::Observe(o.clone()), now, stale),
+        );
+        (observed, None)
+    };
+    let (next, nudge) = decide_here(&marker);
     if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
         return Ok(Outcome::Quiet);
     }
     // Decided again under the lock, on the marker as it is now. If the nudge cannot be
     // recorded, it is not given: an unrecorded nudge would repeat on every call.
     let (next, nudge) = store.update(&input.session_id, diag, |current, _| {
-        let (next, nudge) = decide(current, observation.as_ref(), &config, now);
+        let (next, nudge) = decide_here(current);
         Ok((next.clone(), (next, nudge)))
     })?;
     let Some(level) = nudge else {

@@ -34,6 +34,8 @@ pub struct TailUsage {
     pub model: Option<String>,
     /// When that reply was written: a reading older than the last compaction is stale.
     pub reply_at: Option<DateTime<Utc>>,
+    /// The client version that wrote it.
+    pub version: Option<String>,
     /// Set when a `compact_boundary` is newer than every usable reply: the session has just
     /// compacted and the new usage is not known yet.
     pub boundary_at: Option<DateTime<Utc>>,
@@ -62,6 +64,9 @@ pub struct Entry<'a> {
     pub is_api_error: Option<bool>,
     #[serde(borrow, default)]
     pub timestamp: Option<Cow<'a, str>>,
+    /// The client version that wrote the line.
+    #[serde(borrow, default)]
+    pub version: Option<Cow<'a, str>>,
     #[serde(rename = "gitBranch", borrow, default)]
     pub git_branch: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -110,6 +115,8 @@ pub enum Verdict {
         tokens: u64,
         model: Option<String>,
         at: Option<DateTime<Utc>>,
+        /// The client version that wrote it.
+        version: Option<String>,
     },
     Boundary {
         at: Option<DateTime<Utc>>,
@@ -167,6 +174,7 @@ pub fn classify(line: &[u8]) -> Verdict {
             tokens,
             model: message.model.map(Cow::into_owned),
             at,
+            version: entry.version.map(|v| v.chars().take(32).collect()),
         },
         _ => Verdict::Irrelevant,
     }
@@ -194,7 +202,13 @@ pub fn tail_usage_from<R: Read + Seek>(
         MAX_SCAN,
         MAX_LINE,
         |line, _| match classify(line) {
-            Verdict::Usage { tokens, model, at } => {
+            Verdict::Usage {
+                tokens,
+                model,
+                at,
+                version,
+            } => {
+                result.version = version;
                 result.tokens = Some(tokens);
                 result.model = model;
                 result.reply_at = at;

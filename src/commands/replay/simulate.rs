@@ -175,11 +175,17 @@ impl Simulation {
             self.open.start = self.now;
         }
         match transcript::classify(line) {
-            Line::Usage { tokens, model, at } => {
+            Line::Usage {
+                tokens,
+                model,
+                at,
+                version,
+            } => {
                 self.reading.apply(Line::Usage {
                     tokens,
                     model: model.clone(),
                     at,
+                    version,
                 });
                 let id = shape
                     .as_ref()
