@@ -1,7 +1,7 @@
 //! Exit codes, in one place. A hook exits 0 whatever happens: Claude Code reads exit 2 from a
-//! PreToolUse hook as "block this tool call", so an accidental 2 would stop every session the hook
+//! `PreToolUse` hook as "block this tool call", so an accidental 2 would stop every session the hook
 //! is registered in. For the same reason even a command-line usage error exits 1, never 2. The
-//! one exception is the opt-in compaction gate ([`Exit::Block`]), which only PreCompact returns.
+//! one exception is the opt-in compaction gate ([`Exit::Block`]), which only `PreCompact` returns.
 
 use std::process::ExitCode;
 
@@ -11,7 +11,7 @@ pub enum Exit {
     Ok,
     /// A manual command failed, or its arguments were wrong.
     Failure,
-    /// PreCompact holds an auto-compaction once (`gate_auto_compaction`).
+    /// `PreCompact` holds an auto-compaction once (`gate_auto_compaction`).
     Block,
 }
 

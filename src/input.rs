@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::usage::TokenCounts;
 
-/// Payloads larger than this are refused rather than buffered (a PreToolUse payload carries the
+/// Payloads larger than this are refused rather than buffered (a `PreToolUse` payload carries the
 /// tool input, e.g. a whole file being written, so the bound is generous).
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -114,7 +114,7 @@ where
     Ok(object_or_null(d)?.unwrap_or_default())
 }
 
-/// The fields every hook event shares (PreToolUse, PreCompact, SessionStart, ...).
+/// The fields every hook event shares (`PreToolUse`, `PreCompact`, `SessionStart`, ...).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct HookInput {
@@ -128,22 +128,22 @@ pub struct HookInput {
     /// nudge.
     #[serde(deserialize_with = "lenient_text")]
     pub agent_id: String,
-    /// SessionStart (`compact`, `resume`): the model id.
+    /// `SessionStart` (`compact`, `resume`): the model id.
     #[serde(deserialize_with = "model_id")]
     pub model: String,
-    /// PreCompact: `auto` or `manual`.
+    /// `PreCompact`: `auto` or `manual`.
     #[serde(deserialize_with = "null_default")]
     pub trigger: String,
-    /// PreCompact: the arguments of `/compact`; empty or null when none.
+    /// `PreCompact`: the arguments of `/compact`; empty or null when none.
     #[serde(deserialize_with = "null_default")]
     pub custom_instructions: String,
-    /// SessionEnd: `clear`, `logout`, `prompt_input_exit`, `other`, ...
+    /// `SessionEnd`: `clear`, `logout`, `prompt_input_exit`, `other`, ...
     #[serde(deserialize_with = "lenient_text")]
     pub reason: String,
-    /// PostCompact: the summary the compaction produced.
+    /// `PostCompact`: the summary the compaction produced.
     #[serde(deserialize_with = "lenient_text")]
     pub compact_summary: String,
-    /// SessionStart: `startup`, `resume`, `clear`, `compact` or `fork`.
+    /// `SessionStart`: `startup`, `resume`, `clear`, `compact` or `fork`.
     #[serde(deserialize_with = "null_default")]
     pub source: String,
 }

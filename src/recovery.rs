@@ -1,4 +1,4 @@
-//! The recovery block SessionStart injects after a compaction, rendered from data already read
+//! The recovery block `SessionStart` injects after a compaction, rendered from data already read
 //! (no I/O here): the checkpoint rendered small (within `recovery_budget_chars`), then the memory
 //! files (the whole block within `total_budget_chars`). When over budget, the lowest-value parts
 //! go first: failures, then files, then compaction instructions, the last assistant gist, todos,

@@ -1,5 +1,5 @@
-//! The client's own task store. Claude Code 2.1.330 keeps a session's task list (TaskCreate,
-//! TaskUpdate) itself, one file per task: `~/.claude/tasks/<session id>/<id>.json` with
+//! The client's own task store. Claude Code 2.1.330 keeps a session's task list (`TaskCreate`,
+//! `TaskUpdate`) itself, one file per task: `~/.claude/tasks/<session id>/<id>.json` with
 //! `{"id", "subject", "status", ...}` (under `$CLAUDE_CONFIG_DIR` instead of `~/.claude` when
 //! that is set). Where it exists it is the authority for which tasks are open, whatever part of
 //! the transcript a checkpoint reads. Read like any outside data: no symlinks, regular files

@@ -38,7 +38,7 @@ pub fn sanitize(s: &str, one_line: bool) -> String {
 /// Code points that draw nothing (or nothing definite) and so can hide or reorder text: a whole
 /// instruction fits in tag characters that no terminal shows. Sorted, disjoint, inclusive.
 ///
-/// Every Default_Ignorable_Code_Point (DerivedCoreProperties.txt) and every format character
+/// Every `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt) and every format character
 /// (general category Cf), as of Unicode 15.1, plus blanks that are letters or symbols, private use
 /// and noncharacters. Unassigned code points in general are kept: a table of them would go
 /// stale with every Unicode release, and most would render as a visible box.

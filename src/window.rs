@@ -107,7 +107,7 @@ pub fn known(model: &str) -> Option<u64> {
     }
     let rest = id.strip_prefix("claude-")?;
     // `claude-3-5-sonnet-...`, `claude-3-opus-...`: the 3.x generation had 200k.
-    if rest.starts_with("3-") || rest.starts_with("2") || rest.starts_with("instant") {
+    if rest.starts_with("3-") || rest.starts_with('2') || rest.starts_with("instant") {
         return Some(DEFAULT_WINDOW);
     }
     // `claude-<family>-<major>[-<minor>][-<date>]`.

@@ -64,12 +64,11 @@ fn strip_tag(text: &str, tag: &str) -> String {
     let mut rest = text;
     while let Some(start) = rest.find(&open) {
         out.push_str(&rest[..start]);
-        match rest[start..].find(&close) {
-            Some(end) => rest = &rest[start + end + close.len()..],
-            None => {
-                rest = "";
-                break;
-            }
+        if let Some(end) = rest[start..].find(&close) {
+            rest = &rest[start + end + close.len()..]
+        } else {
+            rest = "";
+            break;
         }
     }
     out.push_str(rest);
@@ -686,7 +685,7 @@ mod tests {
         assert_eq!(names, ["Bash"]);
     }
 
-    /// The shapes that made PreCompact grow without bound (issue 10 item 17): tens of thousands
+    /// The shapes that made `PreCompact` grow without bound (issue 10 item 17): tens of thousands
     /// of distinct files and tool names (well past every cap, few enough to keep a debug test
     /// under a second), 1 MiB tool-use ids, an oversized todo list. Every list ends at its cap
     /// and the file stays small.

@@ -270,7 +270,7 @@ pub(super) fn background_output(text: &str) -> Option<String> {
     if tag_text(text, "status")?.trim() != "failed" {
         return None;
     }
-    let code = tag_text(text, "exit_code").map(str::trim).unwrap_or("?");
+    let code = tag_text(text, "exit_code").map_or("?", str::trim);
     let output: String = ["stderr", "stdout", "output"]
         .iter()
         .filter_map(|t| tag_text(text, t))

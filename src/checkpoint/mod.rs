@@ -43,7 +43,7 @@ const MAX_FAILURES: usize = 5;
 /// A subject, ` → `, a line of the error and a repeat count.
 const FAILURE_CHARS: usize = 280;
 const GIST_CHARS: usize = 300;
-/// Linux's PATH_MAX: a real working directory is never cut (it is matched against a later
+/// Linux's `PATH_MAX`: a real working directory is never cut (it is matched against a later
 /// session's).
 const CWD_CHARS: usize = 4096;
 const BRANCH_CHARS: usize = 256;

@@ -73,7 +73,7 @@ fn status(s: &str) -> String {
     cut(&sanitize(s, true), STATUS_CHARS)
 }
 
-/// The id a TaskCreate result gives its task: "Task #3 created successfully: ...".
+/// The id a `TaskCreate` result gives its task: "Task #3 created successfully: ...".
 fn created_id(result: &str) -> Option<String> {
     let (_, rest) = result.split_once('#')?;
     let digits: String = rest
@@ -98,7 +98,7 @@ enum Change {
 
 #[derive(Debug)]
 struct Task {
-    /// Claude Code's id, once known: what TaskUpdate names.
+    /// Claude Code's id, once known: what `TaskUpdate` names.
     id: Option<String>,
     todo: Todo,
 }
@@ -115,7 +115,7 @@ pub(super) struct Todos {
 }
 
 impl Todos {
-    /// A TodoWrite call's input: the newest list replaces the last. Returns the key its result
+    /// A `TodoWrite` call's input: the newest list replaces the last. Returns the key its result
     /// settles ([`Todos::settle`]).
     pub(super) fn write(&mut self, input: &str) -> Option<u64> {
         let todos = serde_json::from_str::<TodoWriteInput>(input).ok()?;
@@ -130,7 +130,7 @@ impl Todos {
         Some(self.wait(Change::Write(list)))
     }
 
-    /// A TaskCreate call's input. Its id comes with its result.
+    /// A `TaskCreate` call's input. Its id comes with its result.
     pub(super) fn create(&mut self, input: &str) -> Option<u64> {
         let task = serde_json::from_str::<TaskInput>(input).ok()?;
         let todo = Todo {
@@ -140,7 +140,7 @@ impl Todos {
         Some(self.wait(Change::Create(todo)))
     }
 
-    /// A TaskUpdate call's input: a new status or subject, or `deleted`.
+    /// A `TaskUpdate` call's input: a new status or subject, or `deleted`.
     pub(super) fn update(&mut self, input: &str) -> Option<u64> {
         let update = serde_json::from_str::<TaskInput>(input).ok()?;
         let id = update.task_id.and_then(task_id)?;
@@ -365,8 +365,8 @@ mod tests {
         );
     }
 
-    /// Results as 2.1.330 writes them: a disabled TodoWrite, a TaskUpdate of a task that does
-    /// not exist (not flagged as an error), a TaskCreate refused for a bad input.
+    /// Results as 2.1.330 writes them: a disabled `TodoWrite`, a `TaskUpdate` of a task that does
+    /// not exist (not flagged as an error), a `TaskCreate` refused for a bad input.
     #[test]
     fn changes_whose_results_failed_are_not_recorded() {
         let mut todos = Todos::default();

@@ -299,7 +299,7 @@ impl ToolLog {
     }
 }
 
-/// The file an Edit, Write or NotebookEdit input names, sanitised and cut.
+/// The file an Edit, Write or `NotebookEdit` input names, sanitised and cut.
 fn file_path(input: &str) -> Option<String> {
     let file = serde_json::from_str::<FileInput>(input).ok()?;
     let path = file.file_path.or(file.notebook_path)?;

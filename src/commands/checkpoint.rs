@@ -1,4 +1,4 @@
-//! `ctxguard checkpoint show`: the latest checkpoint, as SessionStart would inject it (without
+//! `ctxguard checkpoint show`: the latest checkpoint, as `SessionStart` would inject it (without
 //! consuming it), or as raw JSON.
 
 use std::fs;

@@ -13,8 +13,8 @@ use super::{Diag, Outcome};
 use crate::config::Env;
 use crate::registry::HOOKS;
 
-/// Cases per hook and run. The seed is fixed so a failure reproduces; CTXGUARD_FUZZ_SEED picks
-/// another and CTXGUARD_FUZZ_CASES runs more.
+/// Cases per hook and run. The seed is fixed so a failure reproduces; `CTXGUARD_FUZZ_SEED` picks
+/// another and `CTXGUARD_FUZZ_CASES` runs more.
 const DEFAULT_CASES: u64 = 1_000;
 
 struct Rng(u64);

@@ -74,7 +74,7 @@ pub enum Outcome {
     Quiet,
     /// This on stdout.
     Print(String),
-    /// Exit 2 with this reason on stderr: only PreCompact's opt-in gate.
+    /// Exit 2 with this reason on stderr: only `PreCompact`'s opt-in gate.
     Block(String),
 }
 
@@ -91,7 +91,7 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
         let payload = info
             .payload()
             .downcast_ref::<&str>()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
         let at = info

@@ -1,9 +1,9 @@
 //! `ctxguard postcompact`: Claude Code passes the compaction's `compact_summary` here. It is
-//! kept beside the checkpoint PreCompact wrote for this compaction (`cp_NNN.summary.md`), so a
+//! kept beside the checkpoint `PreCompact` wrote for this compaction (`cp_NNN.summary.md`), so a
 //! recovery block shown after it can leave out what the summary already names verbatim, and the
-//! daily log records its size. Nothing on stdout: PostCompact accepts no output.
+//! daily log records its size. Nothing on stdout: `PostCompact` accepts no output.
 //!
-//! Claude Code 2.1.330 runs SessionStart(compact) before PostCompact, so the block injected
+//! Claude Code 2.1.330 runs SessionStart(compact) before `PostCompact`, so the block injected
 //! right after a compaction cannot know the summary yet; a later one (resume, a digest) can.
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! it to the marker, and when a nudge is due and not given yet in this cycle, adds context
 //! telling the agent to save durable memories now. At most once per level (normal, critical) per
 //! cycle, however many tool calls run in parallel and whichever route delivers it (this hook or
-//! UserPromptSubmit, which runs the same code): the armed → nudged transition happens under the
+//! `UserPromptSubmit`, which runs the same code): the armed → nudged transition happens under the
 //! session lock. It never approves, denies or alters the call: the only thing it ever prints is
 //! `additionalContext`. A subagent's tool call is left alone entirely: the nudge belongs to the
 //! main thread.

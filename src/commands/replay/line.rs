@@ -74,7 +74,7 @@ impl Shape<'_> {
             .unwrap_or_default()
     }
 
-    /// Tool calls a main-chain reply makes: one PreToolUse each.
+    /// Tool calls a main-chain reply makes: one `PreToolUse` each.
     pub fn tool_calls(&self) -> usize {
         if !self.main_chain("assistant") {
             return 0;
@@ -85,7 +85,7 @@ impl Shape<'_> {
             .count()
     }
 
-    /// Is this a prompt the user typed (a UserPromptSubmit)? The same test the checkpoint uses
+    /// Is this a prompt the user typed (a `UserPromptSubmit`)? The same test the checkpoint uses
     /// for "the last user requests": not meta, not a compaction summary, not a command's output
     /// or a notification.
     pub fn is_prompt(&self) -> bool {
@@ -113,7 +113,7 @@ impl Shape<'_> {
         text.is_some_and(|t| crate::checkpoint::clean_prompt(&t).is_some())
     }
 
-    /// `compactMetadata.trigger` is `auto`: what PreCompact's `trigger` says.
+    /// `compactMetadata.trigger` is `auto`: what `PreCompact`'s `trigger` says.
     pub fn trigger(&self) -> Trigger {
         let auto = self
             .compact

@@ -68,7 +68,7 @@ pub enum What {
         by: Hook,
     },
     /// A `compact_boundary`: `pre_tokens` from its metadata, `tokens` the newest reply's, as
-    /// PreCompact reads them.
+    /// `PreCompact` reads them.
     Compaction {
         trigger: Trigger,
         pre_tokens: Option<u64>,

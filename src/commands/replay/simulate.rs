@@ -5,10 +5,10 @@
 //! What the hooks would have seen, line by line:
 //! - a main-chain reply (what [`transcript::classify`] calls usage) is a status-line refresh
 //!   when a status line is simulated, through [`statusline::decide`];
-//! - each `tool_use` block of a main-chain reply is a PreToolUse, and each real user prompt a
-//!   UserPromptSubmit, both through [`pretooluse::decide`] with the reading of the transcript
+//! - each `tool_use` block of a main-chain reply is a `PreToolUse`, and each real user prompt a
+//!   `UserPromptSubmit`, both through [`pretooluse::decide`] with the reading of the transcript
 //!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
-//! - a `compact_boundary` is a PreCompact: [`marker::Event::Compacted`].
+//! - a `compact_boundary` is a `PreCompact`: [`marker::Event::Compacted`].
 //!
 //! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
 //! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and no client settings, and
@@ -245,7 +245,7 @@ impl Simulation {
         self.record(Hook::Statusline, next, None);
     }
 
-    /// PreToolUse or UserPromptSubmit: `pretooluse::handle_event` without the I/O.
+    /// `PreToolUse` or `UserPromptSubmit`: `pretooluse::handle_event` without the I/O.
     fn nudge_hook(&mut self, hook: Hook) {
         let now = self.clock();
         // A reply older than the status line's last fresh report is older news than the
@@ -262,7 +262,7 @@ impl Simulation {
         self.record(hook, next, nudge);
     }
 
-    /// PreCompact: a new cycle. The tokens are what its checkpoint reads from the transcript
+    /// `PreCompact`: a new cycle. The tokens are what its checkpoint reads from the transcript
     /// (the newest reply since the last compaction), as the hook passes them.
     fn compact(&mut self, trigger: Trigger, pre_tokens: Option<u64>) {
         let now = self.clock();
@@ -363,31 +363,32 @@ impl Simulation {
     /// The limits the hooks hold now, or would resolve for this reply when they hold none.
     fn limits_now(&self, tokens: u64) -> Limits {
         let m = &self.marker;
-        match (m.window, m.compact_at, m.trigger_at) {
-            (Some(window), Some(compact_at), Some(trigger_at)) => Limits {
+        if let (Some(window), Some(compact_at), Some(trigger_at)) =
+            (m.window, m.compact_at, m.trigger_at)
+        {
+            Limits {
                 window,
                 compact_at,
                 trigger_at,
                 critical_at: m.critical_at,
-            },
-            _ => {
-                let reported = if self.options.statusline {
-                    self.options
-                        .window
-                        .or_else(|| self.reading.model.as_deref().and_then(window::known))
-                } else {
-                    None
-                };
-                facts::resolve_with(
-                    &self.config,
-                    m,
-                    self.reading.model.as_deref(),
-                    reported,
-                    Some(tokens),
-                    &Gathered::default(),
-                )
-                .limits
             }
+        } else {
+            let reported = if self.options.statusline {
+                self.options
+                    .window
+                    .or_else(|| self.reading.model.as_deref().and_then(window::known))
+            } else {
+                None
+            };
+            facts::resolve_with(
+                &self.config,
+                m,
+                self.reading.model.as_deref(),
+                reported,
+                Some(tokens),
+                &Gathered::default(),
+            )
+            .limits
         }
     }
 
