@@ -8,7 +8,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "ctxguard",
-    version,
+    version = crate::version::LONG,
     about = "Makes Claude Code save what matters before context compaction",
     long_about = "ctxguard is registered as Claude Code hook commands. The status line arms a \
 per-session marker when the context nears auto-compaction; the next tool call then nudges the \

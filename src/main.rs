@@ -23,6 +23,7 @@ mod tasks;
 mod text;
 mod transcript;
 mod usage;
+mod version;
 mod window;
 
 use std::process::ExitCode;
