@@ -29,14 +29,25 @@ pub fn command() -> clap::Command {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the state of every known session, or of one
+    /// Show the most recently active sessions (or every one, or one)
     #[command(
-        after_help = "Examples:\n  ctxguard status\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
+        after_help = "Examples:\n  ctxguard status\n  ctxguard status --limit 50 --cwd ~/proj\n  ctxguard status --all --json\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json\n\n\
+Newest first: the sessions most recently updated by a hook. Per session: its state, usage, the \
+last nudge (when, at what usage) and the last checkpoint."
     )]
     Status {
         /// Only this session id
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", conflicts_with_all = ["all", "limit", "cwd"])]
         session: Option<String>,
+        /// Every session, not only the newest
+        #[arg(long, conflicts_with = "limit")]
+        all: bool,
+        /// How many sessions to show, newest first
+        #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+        /// Only sessions working in this directory
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
         /// Print {"sessions":[...]} as JSON
         #[arg(long)]
         json: bool,

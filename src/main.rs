@@ -11,6 +11,7 @@ mod exit;
 mod facts;
 mod files;
 mod hooks;
+mod index;
 mod input;
 mod marker;
 mod memory;
@@ -84,7 +85,18 @@ fn run() -> Exit {
             clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
             Ok(())
         }
-        Command::Status { session, json } => commands::status::run(session, json),
+        Command::Status {
+            session,
+            all,
+            limit,
+            cwd,
+            json,
+        } => commands::status::run(commands::status::Query {
+            session,
+            limit: (!all).then_some(limit as usize),
+            cwd,
+            json,
+        }),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {
             transcript,

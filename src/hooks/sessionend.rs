@@ -73,6 +73,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             return Ok((current.clone(), ()));
         }
         let path = checkpoints.save(&cp)?;
+        precompact::record_in_index(&paths, &cp, diag);
         let event = Event::Ended {
             checkpoint: path.display().to_string(),
         };

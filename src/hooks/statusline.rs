@@ -62,6 +62,7 @@ pub fn observe(
     obs.reported_window = reported;
     obs.model = model.map(str::to_string);
     obs.reply_at = reply_at;
+    obs.cwd = (!input.cwd.is_empty()).then(|| input.cwd.clone());
     obs
 }
 
