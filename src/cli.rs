@@ -52,6 +52,32 @@ last nudge (when, at what usage) and the last checkpoint."
         #[arg(long)]
         json: bool,
     },
+    /// Remove sessions idle for longer than retention_days (with their checkpoints) and old daily logs
+    #[command(
+        after_help = "Examples:\n  ctxguard prune --dry-run\n  ctxguard prune\n  ctxguard prune --older-than 7\n\n\
+The same pass runs by itself at most once a day, from the SessionEnd hook. A session whose \
+recovery is still pending is never removed, nor one a hook is working on."
+    )]
+    Prune {
+        /// List what would be removed, and remove nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Remove what is older than this many days (default: retention_days from the config, 30)
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..))]
+        older_than: Option<u64>,
+    },
+    /// Print the daily log: one entry per compaction
+    #[command(
+        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567"
+    )]
+    Log {
+        /// The last N days, today included, oldest first
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3660))]
+        days: u64,
+        /// Only the entries of this session
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
     /// Put a session's marker (or every session's) back to idle
     #[command(
         after_help = "Examples:\n  ctxguard reset --session 225d8c26-5cbd-4b52-b720-e8fe94443567\n  ctxguard reset --all"

@@ -19,6 +19,7 @@ mod paths;
 mod reading;
 mod recovery;
 mod registry;
+mod retention;
 mod settings;
 mod tasks;
 mod text;
@@ -97,6 +98,11 @@ fn run() -> Exit {
             cwd,
             json,
         }),
+        Command::Prune {
+            dry_run,
+            older_than,
+        } => commands::prune::run(dry_run, older_than),
+        Command::Log { days, session } => commands::log::run(days, session),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {
             transcript,

@@ -352,7 +352,7 @@ fn manual_commands_fail_clearly_on_bad_config_and_files() {
 #[test]
 fn help_has_examples_and_succeeds() {
     let env = TestEnv::new();
-    let subs: [&[&str]; 12] = [
+    let subs: [&[&str]; 14] = [
         &["statusline"],
         &["pretooluse"],
         &["precompact"],
@@ -365,6 +365,8 @@ fn help_has_examples_and_succeeds() {
         &["doctor"],
         &["completions"],
         &["checkpoint", "show"],
+        &["prune"],
+        &["log"],
     ];
     for sub in subs {
         let run = env.run(&[sub, &["--help"]].concat(), "");

@@ -79,5 +79,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         };
         Ok((marker::transition(current, &event, now, stale), ()))
     })?;
+    // Once a day, after the session's own work: old sessions and logs go.
+    crate::retention::run_if_due(&paths, &config, now, diag);
     Ok(Outcome::Quiet)
 }
