@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ./bench/run.sh — measures ctxguard's hooks against the process-start floor and against the
-# alternatives people run today, on this machine, in one run; writes docs/benchmarks.md.
+# alternatives people run today, on this machine, in one run; writes docs/benchmarks.md (its last
+# section, on the number of sessions, by bench/sessions.sh).
 #
 # Installs what it needs: hyperfine >= 1.16 (for --input; built with cargo into bench/.tools when
 # the system's is older), jq, valgrind, GNU time (Debian packages), bun (npm package
@@ -145,5 +146,7 @@ if command -v valgrind >/dev/null 2>&1; then
 fi
 
 python3 bench/report.py "$out" "$work" "$bin" "${bun:+$("$bun" --version)}" >docs/benchmarks.md
+# The "Scale in sessions" section (10 against 10,000 sessions), appended to the file just written.
+RUNS=$runs bench/sessions.sh
 echo "wrote docs/benchmarks.md" >&2
 sed -n '/^| budget/,/^$/p' docs/benchmarks.md

@@ -8,7 +8,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "ctxguard",
-    version,
+    version = crate::version::LONG,
     about = "Makes Claude Code save what matters before context compaction",
     long_about = "ctxguard is registered as Claude Code hook commands. The status line arms a \
 per-session marker when the context nears auto-compaction; the next tool call then nudges the \
@@ -29,17 +29,54 @@ pub fn command() -> clap::Command {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the state of every known session, or of one
+    /// Show the most recently active sessions (or every one, or one)
     #[command(
-        after_help = "Examples:\n  ctxguard status\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
+        after_help = "Examples:\n  ctxguard status\n  ctxguard status --limit 50 --cwd ~/proj\n  ctxguard status --all --json\n  ctxguard status --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json\n\n\
+Newest first: the sessions most recently updated by a hook. Per session: its state, usage, the \
+last nudge (when, at what usage) and the last checkpoint."
     )]
     Status {
         /// Only this session id
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", conflicts_with_all = ["all", "limit", "cwd"])]
         session: Option<String>,
+        /// Every session, not only the newest
+        #[arg(long, conflicts_with = "limit")]
+        all: bool,
+        /// How many sessions to show, newest first
+        #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+        /// Only sessions working in this directory
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
         /// Print {"sessions":[...]} as JSON
         #[arg(long)]
         json: bool,
+    },
+    /// Remove sessions idle for longer than retention_days (with their checkpoints) and old daily logs
+    #[command(
+        after_help = "Examples:\n  ctxguard prune --dry-run\n  ctxguard prune\n  ctxguard prune --older-than 7\n\n\
+The same pass runs by itself at most once a day, from the SessionEnd hook. A session whose \
+recovery is still pending is never removed, nor one a hook is working on."
+    )]
+    Prune {
+        /// List what would be removed, and remove nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Remove what is older than this many days (default: retention_days from the config, 30)
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..))]
+        older_than: Option<u64>,
+    },
+    /// Print the daily log: one entry per compaction
+    #[command(
+        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567"
+    )]
+    Log {
+        /// The last N days, today included, oldest first
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3660))]
+        days: u64,
+        /// Only the entries of this session
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
     },
     /// Put a session's marker (or every session's) back to idle
     #[command(

@@ -235,6 +235,9 @@ keys! {
     total_budget_chars: usize = 12000, BUDGET;
     /// PreCompact may hold one auto-compaction per cycle until the nudge is delivered.
     gate_auto_compaction: bool = false, FLAG;
+    /// Sessions idle this long are removed with their checkpoints, and daily logs this old;
+    /// 0 keeps everything.
+    retention_days: u64 = 30, DAYS;
 }
 
 const TOKENS: Rule<u64> = Rule {
@@ -255,6 +258,10 @@ const COUNT: Rule<u64> = Rule {
 };
 const SECONDS: Rule<u64> = Rule {
     expected: "a whole number of seconds (0 or more)",
+    parse: |raw| raw.tokens(),
+};
+const DAYS: Rule<u64> = Rule {
+    expected: "a whole number of days (0 keeps everything)",
     parse: |raw| raw.tokens(),
 };
 const PERCENT: Rule<Option<f64>> = Rule {
@@ -673,7 +680,7 @@ mod tests {
             assert!(RECOVER_ON.expected.contains(source), "{source}");
         }
         let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-        assert_eq!(names.len(), 15);
+        assert_eq!(names.len(), 16);
         assert_eq!(names[0], "headroom_tokens");
     }
 
@@ -695,6 +702,7 @@ mod tests {
             ("recovery_budget_chars", "500"),
             ("total_budget_chars", "600"),
             ("gate_auto_compaction", "yes"),
+            ("retention_days", "7"),
         ];
         assert_eq!(values.len(), KEYS.len());
         let c = load_json("{}", &env_with(&values)).unwrap().config;
@@ -717,6 +725,7 @@ mod tests {
             recovery_budget_chars: 500,
             total_budget_chars: 600,
             gate_auto_compaction: true,
+            retention_days: 7,
             autocompact_pct: None,
             autocompact_window: None,
         };

@@ -1,7 +1,10 @@
 //! The daily log, `$CTXGUARD_HOME/logs/YYYY-MM-DD.md` (local date): one short markdown entry per
-//! compaction, for people skimming what happened and as a tail appended to recovery blocks.
+//! compaction, for people skimming what happened (`ctxguard log`) and as a tail appended to
+//! recovery blocks. Entries are separated by a blank line and name their session by the first 8
+//! characters of its id ([`short_id`]). Retention removes the logs of days past its cutoff.
 
-use std::io::Write;
+use std::fs;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -13,17 +16,70 @@ use crate::paths::Paths;
 use crate::text::{cut, sanitize};
 use crate::usage::human;
 
+/// `logs/` under the state root.
+pub fn dir(paths: &Paths) -> PathBuf {
+    paths.root().join("logs")
+}
+
 pub fn path_for(paths: &Paths, date: NaiveDate) -> PathBuf {
-    paths
-        .root()
-        .join("logs")
-        .join(format!("{}.md", date.format("%Y-%m-%d")))
+    dir(paths).join(format!("{}.md", date.format("%Y-%m-%d")))
+}
+
+/// The day a log file name (`YYYY-MM-DD.md`) is for.
+pub fn date_of(name: &str) -> Option<NaiveDate> {
+    let stem = name.strip_suffix(".md")?;
+    (stem.len() == 10)
+        .then(|| NaiveDate::parse_from_str(stem, "%Y-%m-%d").ok())
+        .flatten()
+}
+
+/// Every daily log (regular files named by a date), oldest first.
+pub fn list(paths: &Paths) -> Result<Vec<(NaiveDate, PathBuf)>> {
+    let dir = dir(paths);
+    files::refuse_symlinked_dirs(paths.root(), &dir)?;
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    let mut logs: Vec<(NaiveDate, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| Some((date_of(e.file_name().to_str()?)?, e.path())))
+        .collect();
+    logs.sort();
+    Ok(logs)
+}
+
+/// The text of the day's log, if there is one.
+pub fn read(paths: &Paths, date: NaiveDate) -> Result<Option<String>> {
+    let path = path_for(paths, date);
+    Ok(files::read_state_file_in(paths.root(), &path, "daily log")?
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// How an entry names a session: the first 8 characters of its id, made safe to print.
+pub fn short_id(session_id: &str) -> String {
+    sanitize(session_id, true).chars().take(8).collect()
+}
+
+/// The entries of a log's text (blank-line separated), each without its trailing blank line.
+pub fn entries(text: &str) -> impl Iterator<Item = &str> {
+    text.split("\n\n")
+        .map(|e| e.trim_matches('\n'))
+        .filter(|e| !e.trim().is_empty())
+}
+
+/// Is this entry about the session with this id?
+pub fn is_about(entry: &str, session_id: &str) -> bool {
+    let first = entry.lines().next().unwrap_or("");
+    first.contains(&format!(" · session {} · ", short_id(session_id)))
 }
 
 /// The entry for one checkpoint.
 pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
     let m = &cp.meta;
-    let short_id: String = sanitize(&m.session_id, true).chars().take(8).collect();
+    let short_id = short_id(&m.session_id);
     let mut out = format!(
         "## {} · session {short_id} · compaction #{} ({})\n",
         at.format("%H:%M"),
@@ -73,4 +129,36 @@ pub fn append(paths: &Paths, date: NaiveDate, text: &str) -> Result<PathBuf> {
     file.write_all(text.as_bytes())
         .with_context(|| format!("appending to daily log {}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_names_and_entries() {
+        assert_eq!(
+            date_of("2026-11-21.md"),
+            NaiveDate::from_ymd_opt(2026, 11, 21)
+        );
+        for bad in [
+            "2026-11-21.txt",
+            "2026-13-01.md",
+            "notes.md",
+            "2026-11-21.md.bak",
+        ] {
+            assert_eq!(date_of(bad), None, "{bad}");
+        }
+        let text = "## 19:50 · session 225d8c26 · compaction #1 (manual)\n- project: /p\n\n\
+                    - 19:51 · session 225d8c26 · compaction summary: 10 characters\n\n\
+                    ## 20:10 · session 7f3e9c1a · compaction #1 (auto)\n- project: /q\n\n";
+        let all: Vec<&str> = entries(text).collect();
+        assert_eq!(all.len(), 3);
+        assert!(all[0].ends_with("- project: /p"));
+        let mine: Vec<&str> = entries(text)
+            .filter(|e| is_about(e, "225d8c26-5cbd-4b52-b720-e8fe94443567"))
+            .collect();
+        assert_eq!(mine.len(), 2);
+        assert!(!is_about(all[2], "225d8c26"));
+    }
 }

@@ -11,6 +11,7 @@ mod exit;
 mod facts;
 mod files;
 mod hooks;
+mod index;
 mod input;
 mod marker;
 mod memory;
@@ -18,11 +19,13 @@ mod paths;
 mod reading;
 mod recovery;
 mod registry;
+mod retention;
 mod settings;
 mod tasks;
 mod text;
 mod transcript;
 mod usage;
+mod version;
 mod window;
 
 use std::process::ExitCode;
@@ -83,7 +86,23 @@ fn run() -> Exit {
             clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
             Ok(())
         }
-        Command::Status { session, json } => commands::status::run(session, json),
+        Command::Status {
+            session,
+            all,
+            limit,
+            cwd,
+            json,
+        } => commands::status::run(commands::status::Query {
+            session,
+            limit: (!all).then_some(limit as usize),
+            cwd,
+            json,
+        }),
+        Command::Prune {
+            dry_run,
+            older_than,
+        } => commands::prune::run(dry_run, older_than),
+        Command::Log { days, session } => commands::log::run(days, session),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {
             transcript,

@@ -183,6 +183,19 @@ impl Scene {
     fn new() -> Scene {
         let env = TestEnv::new();
         fs::create_dir_all(env.dir.path().join("proj")).unwrap();
+        // The Claude Code `doctor` finds on PATH: the version the end-to-end tests drive.
+        let bin = env.dir.path().join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        fs::write(
+            bin.join("claude"),
+            "#!/bin/sh\necho '2.1.330 (Claude Code)'\n",
+        )
+        .unwrap();
+        fs::set_permissions(
+            bin.join("claude"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
         Scene { env }
     }
 
@@ -190,9 +203,14 @@ impl Scene {
         self.env.dir.path().join("proj")
     }
 
-    /// The temp dir as `<TMP>` and the binary as `<BIN>`, so the text is the same on any machine.
+    /// The temp dir as `<TMP>`, the binary as `<BIN>` and the commit it was built from as
+    /// `<COMMIT>`, so the text is the same on any machine and at any commit.
     fn normalise(&self, text: &str) -> String {
         let mut text = text.replace(env!("CARGO_BIN_EXE_ctxguard"), "<BIN>");
+        text = text.replace(
+            concat!("(commit ", env!("CTXGUARD_COMMIT"), ")"),
+            "(commit <COMMIT>)",
+        );
         let tmp = self.env.dir.path();
         if let Ok(real) = tmp.canonicalize() {
             text = text.replace(real.to_str().unwrap(), "<TMP>");
@@ -203,8 +221,13 @@ impl Scene {
     /// Runs the binary at `T0 + minutes`.
     fn run(&self, minutes: i64, args: &[&str], stdin: &str) -> Run {
         let mut cmd = self.env.command(args);
+        let path = std::env::join_paths(std::iter::once(self.env.dir.path().join("bin")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
         cmd.env("CTXGUARD_NOW", at(minutes))
             .env("TZ", "UTC")
+            .env("PATH", path)
             .env("CLAUDE_PROJECT_DIR", self.project())
             .current_dir(self.project())
             .stdout(Stdio::piped())

@@ -9,6 +9,7 @@ mod gate;
 mod golden;
 mod hostile;
 mod install;
+mod lifecycle;
 mod manual;
 mod plugin;
 mod pretooluse;

@@ -12,6 +12,7 @@ use crate::util::*;
 #[allow(dead_code)] // fields are checked by deserialising
 struct Status {
     sessions: Vec<SessionStatus>,
+    more: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +36,18 @@ struct SessionStatus {
     compactions: u64,
     last_checkpoint: Option<String>,
     recovery_pending: bool,
+    cwd: Option<String>,
+    last_nudge: Option<LastNudge>,
+    last_checkpoint_at: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // fields are checked by deserialising
+struct LastNudge {
+    at: String,
+    tokens: Option<u64>,
+    critical: bool,
 }
 
 fn status(env: &TestEnv, args: &[&str]) -> Status {
@@ -80,6 +93,14 @@ fn status_json_lists_sessions_with_exactly_the_documented_fields() {
             one.recovery_pending
         ),
         (0, None, false)
+    );
+    assert_eq!(
+        (
+            one.cwd.as_deref(),
+            one.last_nudge.is_none(),
+            one.last_checkpoint_at.as_deref()
+        ),
+        (Some(CWD), true, None)
     );
 }
 
@@ -331,7 +352,7 @@ fn manual_commands_fail_clearly_on_bad_config_and_files() {
 #[test]
 fn help_has_examples_and_succeeds() {
     let env = TestEnv::new();
-    let subs: [&[&str]; 12] = [
+    let subs: [&[&str]; 14] = [
         &["statusline"],
         &["pretooluse"],
         &["precompact"],
@@ -344,6 +365,8 @@ fn help_has_examples_and_succeeds() {
         &["doctor"],
         &["completions"],
         &["checkpoint", "show"],
+        &["prune"],
+        &["log"],
     ];
     for sub in subs {
         let run = env.run(&[sub, &["--help"]].concat(), "");

@@ -4,6 +4,8 @@
 pub mod checkpoint;
 pub mod doctor;
 pub mod install;
+pub mod log;
+pub mod prune;
 pub mod replay;
 pub mod reset;
 pub mod status;

@@ -1,13 +1,19 @@
-//! `ctxguard status`: what ctxguard believes about each session.
+//! `ctxguard status`: what ctxguard believes about each session, the most recently active
+//! first. Only the sessions shown are read (see [`crate::marker::activity`]), so it stays quick
+//! with thousands of sessions; `--all` reads every one.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::checkpoint;
 use crate::config::{Config, Env};
-use crate::marker::{Marker, Source};
+use crate::marker::{activity, LastNudge, Marker, Source};
+use crate::paths::Paths;
+use crate::text::sanitize;
 use crate::usage::human;
 use crate::window::{CompactSource, WindowSource};
 
@@ -35,11 +41,19 @@ pub struct SessionStatus {
     pub compactions: u64,
     pub last_checkpoint: Option<String>,
     pub recovery_pending: bool,
+    /// The session's working directory, when known (status line, else its checkpoint).
+    pub cwd: Option<String>,
+    /// The newest nudge of any cycle: when, at what usage, whether critical.
+    pub last_nudge: Option<LastNudge>,
+    /// When the newest checkpoint was written (a compaction, or the session's end).
+    pub last_checkpoint_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct StatusReport {
     pub sessions: Vec<SessionStatus>,
+    /// Older sessions were left out (`--limit`); `--all` lists every one.
+    pub more: bool,
 }
 
 impl SessionStatus {
@@ -64,30 +78,122 @@ impl SessionStatus {
             compactions: m.compactions,
             last_checkpoint: m.last_checkpoint.clone(),
             recovery_pending: m.recovery_pending,
+            cwd: cwd_of(m),
+            last_nudge: m.last_nudge.clone(),
+            last_checkpoint_at: m
+                .last_checkpoint
+                .as_ref()
+                .and(m.compacted_at.max(m.ended_at)),
         }
     }
+}
+
+/// The session's working directory: as the status line reported it, else as its newest
+/// checkpoint recorded it.
+fn cwd_of(m: &Marker) -> Option<String> {
+    m.cwd.clone().or_else(|| {
+        let path = m.last_checkpoint.as_deref()?;
+        let cp = checkpoint::load(Path::new(path)).ok()??;
+        (!cp.meta.cwd.is_empty()).then_some(cp.meta.cwd)
+    })
+}
+
+/// What to list.
+#[derive(Debug, Default)]
+pub struct Query {
+    /// Only this session.
+    pub session: Option<String>,
+    /// The newest this many (`None`: every session).
+    pub limit: Option<usize>,
+    /// Only sessions working in this directory.
+    pub cwd: Option<PathBuf>,
+    pub json: bool,
 }
 
 fn opt_tokens(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), human)
 }
 
-fn opt_time(v: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
-    match v {
-        None => "-".to_string(),
-        Some(t) => {
-            let age = now.signed_duration_since(t).num_seconds().max(0);
-            let ago = match age {
-                0..=119 => format!("{age}s"),
-                120..=7199 => format!("{}m", age / 60),
-                _ => format!("{}h", age / 3600),
-            };
-            format!("{} ({ago} ago)", t.format("%Y-%m-%d %H:%M:%S UTC"))
-        }
+/// `12s`, `5m`, `3h`, `12d`.
+fn age(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let age = now.signed_duration_since(t).num_seconds().max(0);
+    match age {
+        0..=119 => format!("{age}s"),
+        120..=7199 => format!("{}m", age / 60),
+        7200..=172_799 => format!("{}h", age / 3600),
+        _ => format!("{}d", age / 86_400),
     }
 }
 
-pub fn run(session: Option<String>, json: bool) -> Result<()> {
+fn opt_time(v: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(t) => format!(
+            "{} ({} ago)",
+            t.format("%Y-%m-%d %H:%M:%S UTC"),
+            age(t, now)
+        ),
+    }
+}
+
+/// `930k 5m ago`, `, critical` for a critical nudge.
+fn nudge_cell(n: Option<&LastNudge>, now: DateTime<Utc>) -> String {
+    n.map_or_else(
+        || "-".to_string(),
+        |n| {
+            format!(
+                "{} {} ago{}",
+                opt_tokens(n.tokens),
+                age(n.at, now),
+                if n.critical { ", critical" } else { "" }
+            )
+        },
+    )
+}
+
+/// `cp_001 3m ago`, `, pending` while its recovery is pending.
+fn checkpoint_cell(s: &SessionStatus, now: DateTime<Utc>) -> String {
+    let Some(path) = s.last_checkpoint.as_deref() else {
+        return "-".to_string();
+    };
+    let name = Path::new(path)
+        .file_stem()
+        .map(|n| sanitize(&n.to_string_lossy(), true))
+        .unwrap_or_default();
+    let when = s
+        .last_checkpoint_at
+        .map(|t| format!(" {} ago", age(t, now)))
+        .unwrap_or_default();
+    let pending = if s.recovery_pending { ", pending" } else { "" };
+    format!("{name}{when}{pending}")
+}
+
+/// The directory `--cwd` names, as sessions record theirs: absolute, without a trailing slash;
+/// also its canonical form when that differs (a symlinked path).
+fn cwd_forms(dir: &Path) -> Vec<String> {
+    let absolute = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().map_or_else(|_| dir.to_path_buf(), |d| d.join(dir))
+    };
+    let mut forms = vec![absolute.clone()];
+    if let Ok(real) = absolute.canonicalize() {
+        forms.push(real);
+    }
+    forms
+        .iter()
+        .map(|p| trim_slash(&p.to_string_lossy()).to_string())
+        .collect()
+}
+
+fn trim_slash(s: &str) -> &str {
+    match s.trim_end_matches('/') {
+        "" => "/",
+        t => t,
+    }
+}
+
+pub fn run(query: Query) -> Result<()> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
@@ -96,75 +202,100 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
     }
     let stale = Duration::from_secs(loaded.config.stale_after_secs);
     let now = env.now();
-    let markers: Vec<Marker> = match &session {
-        Some(id) => {
-            let store = super::known_session(&paths, id)?;
-            vec![store.peek()?.unwrap_or_else(|| Marker::new(id))]
+    if let Some(id) = &query.session {
+        let store = super::known_session(&paths, id)?;
+        let m = store.peek()?.unwrap_or_else(|| Marker::new(id));
+        let s = SessionStatus::from_marker(&m, now, stale);
+        if query.json {
+            let report = StatusReport {
+                sessions: vec![s],
+                more: false,
+            };
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", render_one(&s, &m, now, stale));
         }
-        None => super::sessions(&paths)?
-            .into_iter()
-            .filter_map(|(_, marker)| match marker {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    eprintln!(
-                        "warning: {e:#} (the next hook run replaces it; or `ctxguard reset --session` it)"
-                    );
-                    None
-                }
-            })
-            .collect(),
-    };
+        return Ok(());
+    }
+    let wanted = query.cwd.as_deref().map(cwd_forms);
+    let newest = activity::newest(&paths, query.limit, |m| match &wanted {
+        None => true,
+        Some(forms) => cwd_of(m).is_some_and(|c| forms.iter().any(|f| f == trim_slash(&c))),
+    })?;
+    for e in &newest.unreadable {
+        eprintln!(
+            "warning: {e:#} (the next hook run replaces it; or `ctxguard reset --session` it)"
+        );
+    }
     let report = StatusReport {
-        sessions: markers
+        sessions: newest
+            .markers
             .iter()
             .map(|m| SessionStatus::from_marker(m, now, stale))
             .collect(),
+        more: newest.more,
     };
-    if json {
+    if query.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+    } else {
+        print!("{}", render_table(&report, &query, &paths, now));
     }
-    if report.sessions.is_empty() {
-        println!("no sessions yet under {}", paths.sessions_dir().display());
-        return Ok(());
-    }
-    if session.is_some() {
-        let (s, m) = (&report.sessions[0], &markers[0]);
-        let stale_note = if m.is_stale(now, stale) {
-            format!(" (stale; stored as {})", m.state.as_str())
-        } else {
-            String::new()
-        };
-        println!("session     {}", s.session_id);
-        println!("state       {}{stale_note}", s.state);
-        println!("cycle       {}", s.cycle);
-        println!("tokens      {}", opt_tokens(s.tokens));
-        println!(
+    Ok(())
+}
+
+/// One session, a line per field.
+fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration) -> String {
+    let stale_note = if m.is_stale(now, stale) {
+        format!(" (stale; stored as {})", m.state.as_str())
+    } else {
+        String::new()
+    };
+    let mut lines = vec![
+        format!("session     {}", s.session_id),
+        format!("state       {}{stale_note}", s.state),
+        format!("cycle       {}", s.cycle),
+        format!("tokens      {}", opt_tokens(s.tokens)),
+        format!(
             "window      {}{}",
             opt_tokens(s.window),
             s.window_source
                 .map(|w| format!(" ({})", w.describe()))
                 .unwrap_or_default()
-        );
-        println!("model       {}", s.model.as_deref().unwrap_or("-"));
-        println!("trigger_at  {}", opt_tokens(s.trigger_at));
-        println!(
+        ),
+        format!("model       {}", s.model.as_deref().unwrap_or("-")),
+        format!("trigger_at  {}", opt_tokens(s.trigger_at)),
+        format!(
             "compact_at  {}{}",
             opt_tokens(s.compact_at),
             s.compact_source
                 .as_ref()
                 .map(|c| format!(" (from {})", c.describe()))
                 .unwrap_or_default()
-        );
-        if s.idle_compaction_applies {
-            println!("idle        the client may compact it while idle (200k or more tokens)");
-        }
-        println!("armed_at    {}", opt_time(s.armed_at, now));
-        println!("nudged_at   {}", opt_time(s.nudged_at, now));
-        println!("updated_at  {}", opt_time(s.updated_at, now));
-        println!("source      {}", s.source.unwrap_or("-"));
-        println!("compactions {}", s.compactions);
-        println!(
+        ),
+    ];
+    if s.idle_compaction_applies {
+        lines.push("idle        the client may compact it while idle (200k or more tokens)".into());
+    }
+    lines.extend([
+        format!("armed_at    {}", opt_time(s.armed_at, now)),
+        format!("nudged_at   {}", opt_time(s.nudged_at, now)),
+        format!("updated_at  {}", opt_time(s.updated_at, now)),
+        format!("source      {}", s.source.unwrap_or("-")),
+        format!(
+            "cwd         {}",
+            s.cwd.as_deref().map_or("-".into(), |c| sanitize(c, true))
+        ),
+        format!(
+            "last nudge  {}",
+            s.last_nudge.as_ref().map_or("-".into(), |n| format!(
+                "{}{} at {}",
+                if n.critical { "critical, " } else { "" },
+                opt_tokens(n.tokens),
+                opt_time(Some(n.at), now)
+            ))
+        ),
+        format!("compactions {}", s.compactions),
+        format!(
             "checkpoint  {}{}",
             s.last_checkpoint.as_deref().unwrap_or("-"),
             if s.recovery_pending {
@@ -172,26 +303,83 @@ pub fn run(session: Option<String>, json: bool) -> Result<()> {
             } else {
                 ""
             }
-        );
-        return Ok(());
+        ),
+    ]);
+    if s.last_checkpoint.is_some() {
+        lines.push(format!(
+            "written     {}",
+            opt_time(s.last_checkpoint_at, now)
+        ));
     }
-    println!(
-        "{:<38} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7}  {:<10} UPDATED",
-        "SESSION", "STATE", "CYCLE", "TOKENS", "WINDOW", "TRIGGER", "COMPACT", "SOURCE"
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The sessions as a table, newest first, and a note when older ones were left out.
+fn render_table(report: &StatusReport, query: &Query, paths: &Paths, now: DateTime<Utc>) -> String {
+    if report.sessions.is_empty() {
+        return match &query.cwd {
+            Some(dir) => format!(
+                "no sessions in {} under {}\n",
+                sanitize(&dir.to_string_lossy(), true),
+                paths.sessions_dir().display()
+            ),
+            None => format!("no sessions yet under {}\n", paths.sessions_dir().display()),
+        };
+    }
+    let mut out = format!(
+        "{:<38} {:<15} {:>5} {:>10}  {:<22} {:<24} {:<8} CWD\n",
+        "SESSION", "STATE", "CYCLE", "USAGE", "LAST NUDGE", "LAST CHECKPOINT", "UPDATED"
     );
     for s in &report.sessions {
-        println!(
-            "{:<38} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7}  {:<10} {}",
-            s.session_id,
+        let usage = match (s.tokens, s.window) {
+            (None, None) => "-".to_string(),
+            (t, w) => format!("{}/{}", opt_tokens(t), opt_tokens(w)),
+        };
+        out.push_str(&format!(
+            "{:<38} {:<15} {:>5} {:>10}  {:<22} {:<24} {:<8} {}\n",
+            sanitize(&s.session_id, true),
             s.state,
             s.cycle,
-            opt_tokens(s.tokens),
-            opt_tokens(s.window),
-            opt_tokens(s.trigger_at),
-            opt_tokens(s.compact_at),
-            s.source.unwrap_or("-"),
-            opt_time(s.updated_at, now)
-        );
+            usage,
+            nudge_cell(s.last_nudge.as_ref(), now),
+            checkpoint_cell(s, now),
+            s.updated_at
+                .map_or("-".into(), |t| format!("{} ago", age(t, now))),
+            s.cwd.as_deref().map_or("-".into(), |c| sanitize(c, true)),
+        ));
     }
-    Ok(())
+    if report.more {
+        if let Some(limit) = query.limit {
+            out.push_str(&format!(
+                "(the {limit} most recently active; --limit N for more, --all for every session)\n"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn ages_and_cells() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 21, 20, 0, 0).unwrap();
+        let ago = |secs| now - chrono::Duration::seconds(secs);
+        assert_eq!(age(ago(5), now), "5s");
+        assert_eq!(age(ago(600), now), "10m");
+        assert_eq!(age(ago(3 * 3600), now), "3h");
+        assert_eq!(age(ago(3 * 86_400), now), "3d");
+        assert_eq!(age(now + chrono::Duration::seconds(9), now), "0s");
+        let n = LastNudge {
+            at: ago(300),
+            tokens: Some(930_000),
+            critical: true,
+        };
+        assert_eq!(nudge_cell(Some(&n), now), "930k 5m ago, critical");
+        assert_eq!(nudge_cell(None, now), "-");
+        assert_eq!(trim_slash("/p/"), "/p");
+        assert_eq!(trim_slash("/"), "/");
+    }
 }

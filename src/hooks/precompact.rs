@@ -196,6 +196,15 @@ pub fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime
     recent && boundary.is_none_or(|b| b < compacted)
 }
 
+/// Puts the session that wrote `cp` in its directory's index, for the next session's digest
+/// (a failure costs that digest, never the checkpoint).
+pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut Diag) {
+    let at = cp.meta.created_at.unwrap_or_else(Utc::now);
+    if let Err(e) = crate::index::record(paths, &cp.meta.cwd, &cp.meta.session_id, at) {
+        diag.note(format!("{e:#}"));
+    }
+}
+
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, "PreCompact")?;
@@ -269,6 +278,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             cp.meta.previous = carried_from.map(|c| c.id);
         }
         let cp_path = checkpoints.save(&cp)?;
+        record_in_index(&paths, &cp, diag);
         let event = Event::Compacted {
             checkpoint: cp_path.display().to_string(),
             tokens: cp.meta.tokens_before,

@@ -73,10 +73,13 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             return Ok((current.clone(), ()));
         }
         let path = checkpoints.save(&cp)?;
+        precompact::record_in_index(&paths, &cp, diag);
         let event = Event::Ended {
             checkpoint: path.display().to_string(),
         };
         Ok((marker::transition(current, &event, now, stale), ()))
     })?;
+    // Once a day, after the session's own work: old sessions and logs go.
+    crate::retention::run_if_due(&paths, &config, now, diag);
     Ok(Outcome::Quiet)
 }

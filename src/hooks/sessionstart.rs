@@ -16,8 +16,9 @@ use chrono::{DateTime, Utc};
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
 use crate::hooks::{additional_context, Diag, Outcome};
+use crate::index;
 use crate::input::HookInput;
-use crate::marker::{self, all_sessions, Event, Marker, Store};
+use crate::marker::{self, Event, Marker, Store};
 use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
@@ -151,8 +152,10 @@ fn previous(
     if input.cwd.is_empty() {
         return Ok(None);
     }
+    // Only sessions that left a checkpoint here within the day (the directory's index).
+    let since = now - chrono::Duration::from_std(PREVIOUS_MAX_AGE)?;
     let mut stores: Vec<(Store, Marker, Checkpoint, PathBuf)> = Vec::new();
-    for (store, marker) in all_sessions(paths)? {
+    for (store, marker) in index::sessions_in(paths, &input.cwd, since)? {
         let Ok(m) = marker else { continue };
         let ended = ended_checkpoint(&m);
         if !(m.recovery_pending || ended) || m.digest_given || m.session_id == input.session_id {

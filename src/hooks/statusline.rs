@@ -12,7 +12,7 @@ use crate::config::{Config, Env};
 use crate::facts::{self, Context};
 use crate::hooks::{Diag, Outcome};
 use crate::input::{self, StatusLineInput};
-use crate::marker::{self, Event, Marker, Observation, Source, Store};
+use crate::marker::{self, Event, Marker, Observation, Source, State, Store};
 use crate::reading::Reading;
 use crate::usage::{human, percent, Level, Limits};
 
@@ -31,6 +31,46 @@ pub struct Gauge {
     /// The client's own percent for this frame, shown instead of ctxguard's so the two agree
     /// (only when this frame's usage and the client's window are the ones the gauge shows).
     pub client_pct: Option<u64>,
+    /// What ctxguard did for this session lately, shown after the gauge.
+    pub trace: Option<Trace>,
+}
+
+/// What the user should know ctxguard did: the agent was asked to save this cycle, or a
+/// checkpoint was just written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trace {
+    Nudged,
+    CriticalNudged,
+    Saved,
+}
+
+/// "checkpoint saved" is shown this long after the compaction that wrote it.
+pub const SAVED_SHOWN_FOR: Duration = Duration::from_secs(10 * 60);
+
+impl Trace {
+    /// The trace of a marker: this cycle's nudge, else a checkpoint written by a compaction in
+    /// the last [`SAVED_SHOWN_FOR`].
+    pub fn of(m: &Marker, now: DateTime<Utc>, stale: Duration) -> Option<Trace> {
+        match m.effective_state(now, stale) {
+            State::Nudged => return Some(Trace::Nudged),
+            State::CriticalNudged => return Some(Trace::CriticalNudged),
+            _ => {}
+        }
+        let recent = m.compacted_at.is_some_and(|at| {
+            now.signed_duration_since(at)
+                .to_std()
+                .is_ok_and(|age| age <= SAVED_SHOWN_FOR)
+        });
+        (recent && m.last_checkpoint.is_some()).then_some(Trace::Saved)
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            Trace::Nudged => "asked to save",
+            Trace::CriticalNudged => "asked to save (critical)",
+            Trace::Saved => "checkpoint saved",
+        }
+    }
 }
 
 /// The reading carried by one status-line payload. A frame without usage (before the first
@@ -62,6 +102,7 @@ pub fn observe(
     obs.reported_window = reported;
     obs.model = model.map(str::to_string);
     obs.reply_at = reply_at;
+    obs.cwd = (!input.cwd.is_empty()).then(|| input.cwd.clone());
     obs
 }
 
@@ -83,6 +124,7 @@ pub fn decide(
         last_known: !had_tokens && next.tokens.is_some(),
         idle: next.idle_compaction_applies(),
         client_pct: None,
+        trace: Trace::of(&next, now, stale),
     };
     (next, gauge)
 }
@@ -92,8 +134,17 @@ const YELLOW: &str = "\x1b[33m";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// `ctx 64% · 128k/200k · compacts in 39k`, coloured by how close compaction is.
+/// `ctx 64% · 128k/200k · compacts in 39k`, coloured by how close compaction is, then the
+/// trace, uncoloured: `· asked to save`.
 pub fn render(gauge: &Gauge, color: bool) -> String {
+    let trace = gauge
+        .trace
+        .map(|t| format!(" · {}", t.text()))
+        .unwrap_or_default();
+    format!("{}{trace}", render_usage(gauge, color))
+}
+
+fn render_usage(gauge: &Gauge, color: bool) -> String {
     let l = &gauge.limits;
     let Some(tokens) = gauge.tokens else {
         return format!("ctx ?/{}", human(l.window));
@@ -255,6 +306,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
                 last_known: false,
                 idle: false,
                 client_pct,
+                trace: None,
             })
         }
     }
@@ -263,7 +315,6 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::marker::State;
 
     fn input(json: &str) -> StatusLineInput {
         input::parse(json.as_bytes(), "status line").unwrap()
@@ -369,6 +420,7 @@ mod tests {
             last_known: false,
             idle: false,
             client_pct: None,
+            trace: None,
         };
         assert_eq!(
             render(&g(128_000), false),
@@ -388,6 +440,7 @@ mod tests {
             last_known: false,
             idle: true,
             client_pct: None,
+            trace: None,
         };
         assert_eq!(
             render(&idle, false),

@@ -6,6 +6,7 @@
 //! worth it and unlocks, so the status line, parallel PreToolUse hooks and PreCompact all agree
 //! on one history, and exactly one of 64 parallel hooks sees `armed` and moves it to `nudged`.
 
+pub mod activity;
 mod store;
 
 use std::time::Duration;
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
-pub use store::{all_sessions, Store};
+pub use store::{all_sessions, lock_within, try_lock, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
 /// second; each write is an fsync).
@@ -144,7 +145,23 @@ pub struct Marker {
     /// The largest recent growth from one reply to the next, from the newest transcript
     /// reading: the critical nudge comes early when one more such reply reaches compaction.
     pub growth: Option<u64>,
+    /// The session's working directory, as the status line last reported it (at most
+    /// [`MAX_CWD_CHARS`]): `status --cwd` lists by it.
+    pub cwd: Option<String>,
+    /// The newest nudge of any cycle (`nudged_at` is this cycle's only): what `status` shows.
+    pub last_nudge: Option<LastNudge>,
 }
+
+/// A nudge as `status` reports it: when, at what usage, which level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastNudge {
+    pub at: DateTime<Utc>,
+    pub tokens: Option<u64>,
+    pub critical: bool,
+}
+
+/// A working directory longer than this is cut (a checkpoint cuts it the same way).
+pub const MAX_CWD_CHARS: usize = 4096;
 
 /// The client's idle compaction applies to an attended session from this many tokens on.
 pub const IDLE_COMPACTION_TOKENS: u64 = 200_000;
@@ -190,6 +207,8 @@ pub struct Observation {
     pub limits_key: Option<u64>,
     /// Whether the client's idle compaction is on (when resolved afresh).
     pub idle_compaction: Option<bool>,
+    /// The session's working directory, when the reading's source knows it.
+    pub cwd: Option<String>,
 }
 
 impl Observation {
@@ -210,6 +229,7 @@ impl Observation {
             compact_source: None,
             limits_key: None,
             idle_compaction: None,
+            cwd: None,
         }
     }
 }
@@ -401,6 +421,11 @@ pub fn transition(
             if tokens.is_some() {
                 m.source = Some(obs.source);
             }
+            if let Some(cwd) = obs.cwd.as_deref().filter(|c| !c.is_empty()) {
+                if m.cwd.as_deref() != Some(cwd) {
+                    m.cwd = Some(crate::text::cut(cwd, MAX_CWD_CHARS));
+                }
+            }
         }
         Event::Nudged(level) => {
             m.state = match level {
@@ -408,6 +433,11 @@ pub fn transition(
                 Nudge::Critical => State::CriticalNudged,
             };
             m.nudged_at = Some(now);
+            m.last_nudge = Some(LastNudge {
+                at: now,
+                tokens: m.tokens,
+                critical: *level == Nudge::Critical,
+            });
         }
         Event::Compacted {
             checkpoint,

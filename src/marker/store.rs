@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use fs2::FileExt;
 
-use super::{worth_saving, Marker, REFRESH};
+use super::{activity, worth_saving, Marker, REFRESH};
 use crate::diag::Diag;
 use crate::files;
 use crate::paths::Paths;
@@ -42,8 +42,22 @@ impl Store {
         Store { root, dir }
     }
 
+    /// The session whose directory under `sessions/` is `name` (an already safe name, as listed
+    /// on disk or in an index).
+    pub fn named(paths: &Paths, name: &str) -> Store {
+        Store::in_dir(paths.root().to_path_buf(), paths.sessions_dir().join(name))
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The name of the session's directory (its safe id).
+    pub fn name(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     pub fn marker_path(&self) -> PathBuf {
@@ -125,36 +139,83 @@ impl Store {
             let mut bytes = serde_json::to_vec_pretty(&next).context("encoding marker")?;
             bytes.push(b'\n');
             files::write_atomic(&self.marker_path(), &bytes, false)?;
+            // The first save of an hour puts the session in that hour's bucket, for `status`.
+            if let Some(at) = next.updated_at {
+                if !activity::same_hour(current.updated_at, at) {
+                    if let Err(e) = activity::touch(&self.root, &self.name(), at) {
+                        diag.note(format!("{e:#}"));
+                    }
+                }
+            }
         }
         drop(lock);
         Ok(out)
     }
 
-    /// Takes the session's exclusive lock, waiting at most `wait`. The lock is advisory and
-    /// held by an open file, so a crashed holder never leaves it stuck.
+    /// Removes this session's directory, if its lock is free right now (a session a hook is
+    /// working on is never removed) and `still` agrees, under the lock, given the marker as it
+    /// is then (unreadable counts as `Err`). `before` runs first, under the lock (removing what
+    /// else belongs to the session). `Ok(false)`: busy, or `still` said no.
+    pub fn remove_when(
+        &self,
+        still: impl FnOnce(Result<Option<Marker>>) -> bool,
+        before: impl FnOnce() -> Result<()>,
+    ) -> Result<bool> {
+        files::refuse_symlinked_dirs(&self.root, &self.dir)?;
+        let Some(lock) = try_lock(&self.lock_path())? else {
+            return Ok(false);
+        };
+        if !still(read_marker(&self.root, &self.marker_path())) {
+            return Ok(false);
+        }
+        before()?;
+        fs::remove_dir_all(&self.dir)
+            .with_context(|| format!("removing {}", self.dir.display()))?;
+        drop(lock);
+        Ok(true)
+    }
+
+    /// Takes the session's exclusive lock, waiting at most `wait`.
     fn lock(&self, wait: Duration) -> Result<File> {
         files::ensure_state_dir(&self.root, &self.dir)?;
-        let path = self.lock_path();
-        let file = files::open_lock(&path)?;
-        let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match file.try_lock_exclusive() {
-                Ok(()) => return Ok(file),
-                Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
-                    if Instant::now() >= deadline {
-                        return Err(anyhow!(
-                            "lock {} still held by another process after {:?}",
-                            path.display(),
-                            wait
-                        ));
-                    }
-                    thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
+        lock_within(&self.lock_path(), wait)
+    }
+}
+
+/// Takes the exclusive lock of the lock file at `path` (in an existing state directory),
+/// waiting at most `wait`. The lock is advisory and held by the open file it returns, so a
+/// crashed holder never leaves it stuck.
+pub fn lock_within(path: &Path, wait: Duration) -> Result<File> {
+    let file = files::open_lock(path)?;
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock_exclusive() {
+            Ok(()) => return Ok(file),
+            Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
+                if Instant::now() >= deadline {
+                    return Err(anyhow!(
+                        "lock {} still held by another process after {:?}",
+                        path.display(),
+                        wait
+                    ));
                 }
-                Err(e) => return Err(e).with_context(|| format!("locking {}", path.display())),
+                thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
             }
+            Err(e) => return Err(e).with_context(|| format!("locking {}", path.display())),
         }
+    }
+}
+
+/// The exclusive lock of the lock file at `path` if it is free right now, `None` if another
+/// process holds it.
+pub fn try_lock(path: &Path) -> Result<Option<File>> {
+    let file = files::open_lock(path)?;
+    match file.try_lock_exclusive() {
+        Ok(()) => Ok(Some(file)),
+        Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("locking {}", path.display())),
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod checks;
 mod compaction;
+mod version;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,7 @@ type Check = fn(&Context) -> Vec<Finding>;
 
 /// Every check, in the order of the report.
 const CHECKS: &[Check] = &[
+    version::version,
     checks::settings_files,
     checks::hooks,
     checks::binaries,

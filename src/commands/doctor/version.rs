@@ -1,0 +1,186 @@
+//! Provenance: which ctxguard this is (version and commit), and which Claude Code runs it (the
+//! `claude` found on `PATH`, asked for `--version`), and whether the end-to-end tests cover that
+//! client. The one check that starts a process: `claude --version`, with a deadline.
+
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{finding, Context, Finding, Status};
+use crate::version::{LONG, TESTED_CLIENTS};
+
+/// `claude --version` starts node; anything slower than this is given up on.
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// What asking the client for its version gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Client {
+    /// No `claude` on `PATH`.
+    NotFound,
+    /// Found at this path, but it did not say which version it is.
+    Unknown(PathBuf, String),
+    /// Found at this path, reporting this version.
+    Version(PathBuf, String),
+}
+
+/// ctxguard's own version and commit, then the client's version and whether it is covered.
+pub fn version(ctx: &Context) -> Vec<Finding> {
+    let client = match find_on_path(ctx, "claude") {
+        None => Client::NotFound,
+        Some(path) => ask_version(&path),
+    };
+    findings(&client)
+}
+
+/// The findings for what the client said (pure).
+pub fn findings(client: &Client) -> Vec<Finding> {
+    let tested = TESTED_CLIENTS.join(", ");
+    let ours = finding("version", Status::Info, format!("ctxguard {LONG}"), None);
+    let theirs = match client {
+        Client::NotFound => finding(
+            "client",
+            Status::Info,
+            format!(
+                "no `claude` on PATH, so its version is unknown (the end-to-end tests cover \
+                 Claude Code {tested})"
+            ),
+            None,
+        ),
+        Client::Unknown(path, why) => finding(
+            "client",
+            Status::Warn,
+            format!("{} --version: {why}", path.display()),
+            Some("check that `claude --version` runs in this shell"),
+        ),
+        Client::Version(path, v) if TESTED_CLIENTS.contains(&v.as_str()) => finding(
+            "client",
+            Status::Ok,
+            format!(
+                "Claude Code {v} ({}), a version the end-to-end tests cover",
+                path.display()
+            ),
+            None,
+        ),
+        Client::Version(path, v) => finding(
+            "client",
+            Status::Info,
+            format!(
+                "Claude Code {v} ({}) is not a version the end-to-end tests cover ({tested}); \
+                 its hook payloads were not checked against ctxguard",
+                path.display()
+            ),
+            None,
+        ),
+    };
+    vec![ours, theirs]
+}
+
+/// The first executable `name` in the context's `PATH`.
+fn find_on_path(ctx: &Context, name: &str) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    ctx.search_path
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+}
+
+/// Runs `PATH --version` (at most [`LIMIT`]) and reads the version from its first word:
+/// Claude Code prints `2.1.330 (Claude Code)`.
+fn ask_version(path: &Path) -> Client {
+    let unknown = |why: String| Client::Unknown(path.to_path_buf(), why);
+    let child = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return unknown(format!("cannot run it: {e}")),
+    };
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < LIMIT => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return unknown(format!("no answer within {LIMIT:?}"));
+            }
+            Err(e) => return unknown(format!("{e}")),
+        }
+    }
+    let mut out = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        let _ = stdout.take(4096).read_to_string(&mut out);
+    }
+    match parse_version(&out) {
+        Some(v) => Client::Version(path.to_path_buf(), v),
+        None => unknown(format!(
+            "printed {:?}, not a version",
+            crate::text::cut(out.trim(), 80)
+        )),
+    }
+}
+
+/// `2.1.330` from `2.1.330 (Claude Code)`: the first word, if it is dotted numbers.
+pub fn parse_version(out: &str) -> Option<String> {
+    let word = out.split_whitespace().next()?;
+    let ok = word.split('.').count() >= 2
+        && word
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    ok.then(|| word.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ctx, lines};
+    use super::*;
+
+    #[test]
+    fn the_client_version_is_read_from_its_first_word() {
+        assert_eq!(
+            parse_version("2.1.330 (Claude Code)\n").as_deref(),
+            Some("2.1.330")
+        );
+        assert_eq!(parse_version("v2.1").as_deref(), None);
+        assert_eq!(parse_version("").as_deref(), None);
+        assert_eq!(parse_version("2..1").as_deref(), None);
+    }
+
+    #[test]
+    fn a_covered_client_is_ok_another_is_named_as_untested() {
+        let p = PathBuf::from("/bin/claude");
+        let ok = findings(&Client::Version(p.clone(), TESTED_CLIENTS[0].into()));
+        assert!(lines(&ok)[0].starts_with("info: ctxguard "), "{ok:?}");
+        assert!(lines(&ok)[1].starts_with("ok: Claude Code "), "{ok:?}");
+        let newer = findings(&Client::Version(p.clone(), "9.0.0".into()));
+        assert!(lines(&newer)[1].contains("not a version the end-to-end tests cover"));
+        let missing = findings(&Client::NotFound);
+        assert!(lines(&missing)[1].starts_with("info: no `claude` on PATH"));
+        let odd = findings(&Client::Unknown(p, "printed \"x\"".into()));
+        assert!(lines(&odd)[1].starts_with("warn: "));
+    }
+
+    #[test]
+    fn the_client_is_asked_on_the_path_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = dir.path().join("claude");
+        std::fs::write(&claude, "#!/bin/sh\necho '2.1.330 (Claude Code)'\n").unwrap();
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = ctx(&[]);
+        c.search_path = Some(dir.path().as_os_str().to_owned());
+        let found = version(&c);
+        assert_eq!(found[1].status, Status::Ok, "{found:?}");
+        c.search_path = None;
+        assert!(lines(&version(&c))[1].starts_with("info: no `claude`"));
+    }
+}
