@@ -380,11 +380,12 @@ fn compact_checkpoints_and_the_recovery_comes_once() {
         assert_eq!(hook(&env, "sessionstart", &start).stdout, "", "{version}");
         assert_eq!(env.marker(&id)["recovery_pending"], false);
 
-        // The status line after the compaction reports the new context.
+        // The status line after the compaction reports the new context, and that a checkpoint
+        // was saved.
         let after = payload(version, "statusline-after-compact.json", &t);
         let run = hook(&env, "statusline", &after);
         assert_eq!(
-            run.stdout, "ctx 10% · 20k/200k · compacts in 147k\n",
+            run.stdout, "ctx 10% · 20k/200k · compacts in 147k · checkpoint saved\n",
             "{version}"
         );
         assert_eq!(env.marker(&id)["compactions"], 1);
