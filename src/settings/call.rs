@@ -28,10 +28,10 @@ impl Ours<'static> {
 impl Ours<'_> {
     fn is_program(&self, word: &Word) -> bool {
         let text = word.text.as_str();
-        let name = text.rsplit('/').next().unwrap_or(text);
+        let name = text.rsplit(['/', '\\']).next().unwrap_or(text);
         name.starts_with("ctxguard")
             || self.bin == Some(text)
-            || (word.literal && text.contains('/') && (self.same_binary)(text))
+            || (word.literal && text.contains(['/', '\\']) && (self.same_binary)(text))
             || is_launcher(text)
     }
 }

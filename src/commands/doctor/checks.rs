@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -94,42 +93,37 @@ enum Program {
 }
 
 fn executable(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    files::is_executable(path)
 }
 
-/// Finds a command's program as `sh` would: `~/` and `$HOME/` are the home directory, a name
-/// with a slash is a path, and a bare name is looked up in `PATH`.
+/// Finds a command's program as `sh` (or, for the exec form, the client) would: `~/` and
+/// `$HOME/` are the home directory, a name with a directory in it is a path, and a bare name is
+/// looked up in `PATH`. On Windows `ctxguard` also finds `ctxguard.exe`.
 fn locate(program: &str, ctx: &Context) -> Program {
     let home_relative = ["~/", "$HOME/", "${HOME}/"]
         .iter()
         .find_map(|prefix| program.strip_prefix(prefix));
-    let path = match (home_relative, &ctx.home) {
-        (Some(rest), Some(home)) => home.join(rest),
+    let written = Path::new(program);
+    let candidates: Vec<PathBuf> = match (home_relative, &ctx.home) {
+        (Some(rest), Some(home)) => files::program_candidates(home.join(rest)),
         (Some(_), None) => return Program::Unknown,
         (None, _) if program.contains(['$', '`']) => return Program::Unknown,
-        (None, _) if program.contains('/') => PathBuf::from(program),
-        (None, _) => {
-            let candidates: Vec<PathBuf> = ctx
-                .search_path
-                .iter()
-                .flat_map(std::env::split_paths)
-                .map(|dir| dir.join(program))
-                .collect();
-            match candidates.iter().find(|p| executable(p)) {
-                Some(p) => p.clone(),
-                None => match candidates.into_iter().find(|p| p.is_file()) {
-                    Some(p) => return Program::NotExecutable(p),
-                    None => return Program::Missing,
-                },
-            }
+        (None, _) if written.is_absolute() || written.components().count() > 1 => {
+            files::program_candidates(written.to_path_buf())
         }
+        (None, _) => ctx
+            .search_path
+            .iter()
+            .flat_map(std::env::split_paths)
+            .flat_map(|dir| files::program_candidates(dir.join(program)))
+            .collect(),
     };
-    if executable(&path) {
-        Program::Executable(path)
-    } else if path.exists() {
-        Program::NotExecutable(path)
-    } else {
-        Program::Missing
+    if let Some(p) = candidates.iter().find(|p| executable(p)) {
+        return Program::Executable(p.clone());
+    }
+    match candidates.into_iter().find(|p| p.exists()) {
+        Some(p) => Program::NotExecutable(p),
+        None => Program::Missing,
     }
 }
 
@@ -347,6 +341,26 @@ mod tests {
     use crate::config::{Config, Loaded};
     use crate::paths::Paths;
 
+    /// A program file this platform runs: `name` made executable on Unix, `name.exe` on
+    /// Windows.
+    fn program(dir: &Path, name: &str) -> PathBuf {
+        let path = dir
+            .join(name)
+            .with_extension(std::env::consts::EXE_EXTENSION);
+        fs::write(&path, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path
+    }
+
+    /// `path` as a shell word.
+    fn word(path: &Path) -> String {
+        settings::shell_quote(&path.display().to_string())
+    }
+
     fn hooks_json(commands: &[(&str, &str)]) -> String {
         let mut hooks = serde_json::Map::new();
         for (event, command) in commands {
@@ -438,15 +452,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         fs::create_dir(&bin).unwrap();
-        let exe = bin.join("ctxguard");
-        fs::write(&exe, "#!/bin/sh\n").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = program(&bin, "ctxguard");
         let plain = dir.path().join("ctxguard");
         fs::write(&plain, "").unwrap();
         let user = hooks_json(&[
-            ("PreToolUse", &format!("{} pretooluse", exe.display())),
+            ("PreToolUse", &format!("{} pretooluse", word(&exe))),
             ("PreCompact", "ctxguard precompact"),
-            ("SessionStart", &format!("{} sessionstart", plain.display())),
+            ("SessionStart", &format!("{} sessionstart", word(&plain))),
             ("Stop", "notify-send done"),
         ]);
         let project = r#"{"hooks": {"Stop": [{"hooks": [
@@ -481,7 +493,7 @@ mod tests {
             .starts_with("run `ctxguard install`,"));
 
         // One line per program, each event named once.
-        let line = format!("{} pretooluse", exe.display());
+        let line = format!("{} pretooluse", word(&exe));
         let again = ctx(&[
             (
                 Scope::User,
@@ -504,9 +516,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         fs::create_dir_all(home.join("bin")).unwrap();
-        let exe = home.join("bin/ctxguard");
-        fs::write(&exe, "").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o700)).unwrap();
+        let exe = program(&home.join("bin"), "ctxguard");
         let mut c = ctx(&[]);
         c.home = Some(home.clone());
         for written in [
@@ -588,11 +598,9 @@ mod tests {
     #[test]
     fn the_status_line_that_runs_is_the_most_specific() {
         let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("ctxguard");
-        fs::write(&exe, "").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = program(dir.path(), "ctxguard");
         let ours = serde_json::json!({"statusLine": {"type": "command",
-            "command": format!("{} statusline --then 'x'", exe.display())}})
+            "command": format!("{} statusline --then 'x'", word(&exe))}})
         .to_string();
         let ours = ours.as_str();
         let theirs = r#"{"statusLine": {"type": "command", "command": "~/mine.sh"}}"#;
