@@ -48,13 +48,14 @@ fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
     if target.project {
         return Ok(std::env::current_dir()
             .context("finding the current directory")?
-            .join(".claude/settings.json"));
+            .join(".claude")
+            .join("settings.json"));
     }
     let home = env
         .home
         .as_ref()
         .ok_or_else(|| anyhow!("cannot find the home directory: pass --settings PATH"))?;
-    Ok(home.join(".claude/settings.json"))
+    Ok(home.join(".claude").join("settings.json"))
 }
 
 /// The settings as text and parsed; a missing file is an empty object.

@@ -40,9 +40,39 @@ pub fn settings_files(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-/// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together).
+/// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together),
+/// and a hook in a settings file that runs it in shell form (as earlier versions registered it)
+/// is pointed out: the exec form starts no shell.
 pub fn hooks(ctx: &Context) -> Vec<Finding> {
     let commands = ctx.client.hook_commands();
+    let shell_form: Vec<Finding> = commands
+        .iter()
+        .filter(|c| !c.exec && c.file.scope != Scope::Managed)
+        .filter_map(|c| {
+            let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+            settings::runs_ctxguard(&c.line, sub).then(|| {
+                finding(
+                    "hooks",
+                    Status::Info,
+                    format!(
+                        "{event} runs `ctxguard {sub}` in shell form ({}): a shell starts on \
+                         every call",
+                        c.file.path.display()
+                    ),
+                    Some(&match c.file.scope {
+                        Scope::User => "run `ctxguard install` (it turns it into the exec form, \
+                                        in place)"
+                            .to_string(),
+                        _ => format!(
+                            "run `ctxguard install --settings {}` (it turns it into the exec \
+                             form, in place)",
+                            c.file.path.display()
+                        ),
+                    }),
+                )
+            })
+        })
+        .collect();
     let plugin: Vec<String> = ctx
         .client
         .enabled_plugins()
@@ -79,6 +109,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
                 ),
             }
         })
+        .chain(shell_form)
         .collect()
 }
 
@@ -422,11 +453,33 @@ mod tests {
             ("SessionStart", "/bin/ctxguard sessionstart"),
         ]);
         let once = hooks(&ctx(&[(Scope::User, &user)]));
-        assert!(once.iter().all(|f| f.status == Status::Ok), "{once:?}");
+        assert!(once[..4].iter().all(|f| f.status == Status::Ok), "{once:?}");
         assert_eq!(
             once[0].message,
             "PreToolUse runs `ctxguard pretooluse` (/home/u/.claude/settings.json)"
         );
+        // Shell form, as earlier versions registered it: said, with the way to the exec form.
+        assert_eq!(once.len(), 8, "{once:?}");
+        assert_eq!(
+            lines(&once[4..5]),
+            ["info: PreToolUse runs `ctxguard pretooluse` in shell form \
+              (/home/u/.claude/settings.json): a shell starts on every call"]
+        );
+        assert!(once[4]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install`"));
+        let exec = |sub: &str| serde_json::json!({"type": "command", "command": "/bin/ctxguard", "args": [sub]});
+        let exec_form = serde_json::json!({"hooks": {
+            "PreToolUse": [{"hooks": [exec("pretooluse")]}],
+            "UserPromptSubmit": [{"hooks": [exec("userpromptsubmit")]}],
+            "PreCompact": [{"hooks": [exec("precompact")]}],
+            "SessionStart": [{"hooks": [exec("sessionstart")]}]}})
+        .to_string();
+        let exec_only = hooks(&ctx(&[(Scope::Project, &exec_form)]));
+        assert_eq!(exec_only.len(), 4, "{exec_only:?}");
+        assert!(exec_only.iter().all(|f| f.status == Status::Ok));
 
         // The exec form counts too, and so does the plugin.
         let project = r#"{"hooks": {"PreToolUse": [{"hooks": [
