@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::path::Path;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
