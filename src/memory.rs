@@ -275,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     fn a_symlinked_directory_may_not_leave_its_place() {
         let f = fixture();
         fs::remove_dir_all(f.project.join(".claude/memory")).unwrap();
@@ -304,7 +304,7 @@ mod tests {
         let (found, notes) = read_all(&[entry], &f.places());
         assert!(found.is_empty());
         assert!(notes[0].contains("outside both"), "{notes:?}");
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
         {
             let (found, notes) = read_all(&["/proc/self/environ".into()], &f.places());
             assert!(found.is_empty());
