@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds ctxguard in release mode and installs the binary.
-#   ./install.sh                  installs to ~/.local/bin/ctxguard
+# Builds ctxguard in release mode and installs the binary (Linux, macOS, and Windows in Git Bash).
+#   ./install.sh                     installs to ~/.local/bin/ctxguard (ctxguard.exe on Windows)
 #   PREFIX=/usr/local ./install.sh   installs to /usr/local/bin/ctxguard
+# Then `ctxguard install` registers the hooks. Prebuilt binaries: scripts/release.sh.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -9,13 +10,16 @@ prefix="${PREFIX:-$HOME/.local}"
 bin_dir="$prefix/bin"
 
 built=$(scripts/build-release.sh)
+name=ctxguard
+case "$built" in *.exe) name=ctxguard.exe ;; esac
 mkdir -p "$bin_dir"
 # Copy then rename, so a hook running right now never sees a half-written binary.
-install -m 0755 "$built" "$bin_dir/.ctxguard.new"
-mv -f "$bin_dir/.ctxguard.new" "$bin_dir/ctxguard"
+install -m 0755 "$built" "$bin_dir/.$name.new"
+mv -f "$bin_dir/.$name.new" "$bin_dir/$name"
 
-echo "installed $bin_dir/ctxguard ($("$bin_dir/ctxguard" --version))"
+echo "installed $bin_dir/$name ($("$bin_dir/$name" --version))"
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
     *) echo "note: $bin_dir is not on your PATH; use the absolute path in Claude Code's settings" ;;
 esac
+echo "next: $bin_dir/$name install   (registers the hooks; --dry-run shows the change first)"

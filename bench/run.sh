@@ -85,6 +85,11 @@ measure pretooluse-fast "$work/pre-fast.json" --prepare "$refresh" "$bin pretool
 # A 1M window for this session, so its 150k stays idle: the transcript is read on every call.
 CTXGUARD_WINDOW_TOKENS=1000000 measure pretooluse-transcript "$work/pre-transcript.json" "$bin pretooluse"
 measure pretooluse-armed "$work/pre-armed.json" --prepare "$rearm" "$bin pretooluse"
+# What the shell form of a hook costs per call: Claude Code runs a shell-form command with
+# `/bin/sh -c`, and an exec-form one (what `ctxguard install` registers) directly. The same
+# fast-path call, one right after the other.
+measure exec-form "$work/pre-fast.json" --prepare "$refresh" "$bin pretooluse"
+measure shell-form "$work/pre-fast.json" --prepare "$refresh" "sh -c '$bin pretooluse'"
 # The alternatives, each on the same payload as the ctxguard path it replaces.
 measure alt-bash-guard "$work/pre-fast.json" "bash bench/alternatives/guard.sh"
 measure alt-bash-jq-statusline "$work/sl-fast.json" "bash bench/alternatives/statusline-jq.sh"
@@ -128,11 +133,12 @@ if [ -x /usr/bin/time ]; then
 fi
 
 # --- instruction counts (callgrind: stable on a noisy machine) ---------------------------
-instr() { # name input command...
+instr() { # name input command... (every process it starts counted: the shell and what it runs)
     local name=$1 input=$2
     shift 2
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" <"$input" >/dev/null 2>"$work/cg.err" || true
-    echo "$name $(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/cg.err")" >>"$out/instr.txt"
+    valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$work/cg.%p.out" "$@" \
+        <"$input" >/dev/null 2>"$work/cg.err" || true
+    echo "$name $(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/cg.err" | awk '{s += $1} END {print s}')" >>"$out/instr.txt"
 }
 if command -v valgrind >/dev/null 2>&1; then
     instr floor /dev/null /bin/true
@@ -142,6 +148,8 @@ if command -v valgrind >/dev/null 2>&1; then
     CTXGUARD_WINDOW_TOKENS=1000000 instr pretooluse-transcript "$work/pre-transcript.json" "$bin" pretooluse
     sh -c "$rearm"
     instr pretooluse-armed "$work/pre-armed.json" "$bin" pretooluse
+    sh -c "$refresh"
+    instr shell-form "$work/pre-fast.json" sh -c "$bin pretooluse"
     instr usage-100mb /dev/null "$bin" usage "$work/t100.jsonl"
 fi
 

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Builds the release binary the way it is installed and benchmarked, and prints its path.
+#   scripts/build-release.sh            for this machine
+#   scripts/build-release.sh TARGET     for another target (its toolchain installed; see
+#                                       scripts/release.sh, which builds every one it can)
 #
 # On Linux with glibc the binary is linked statically (crt-static): a hook is a fresh process on
 # every tool call, and skipping the dynamic loader halves the instructions of the PreToolUse fast
-# path (docs/benchmarks.md). The target is named explicitly so that the flag applies to the
-# binary only, not to the proc-macro crates cargo builds for the host.
+# path (docs/benchmarks.md). macOS has no static linking of its system libraries: there the
+# binary is the ordinary one, which links only libSystem. The target is always named explicitly
+# so that the flag applies to the binary only, not to the proc-macro crates cargo builds for the
+# host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host=$(rustc -vV | sed -n 's/^host: //p')
-case "$host" in
-    *-unknown-linux-gnu)
-        RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
-            cargo build --release --locked --target "$host" >&2
-        echo "$(pwd)/target/$host/release/ctxguard"
-        ;;
-    *)
-        cargo build --release --locked >&2
-        echo "$(pwd)/target/release/ctxguard"
-        ;;
+target=${1:-$host}
+flags=
+case "$target" in
+    *-linux-gnu*) flags="-C target-feature=+crt-static" ;;
 esac
+exe=
+case "$target" in
+    *-windows-*) exe=.exe ;;
+esac
+RUSTFLAGS="${RUSTFLAGS:-} $flags" cargo build --release --locked --target "$target" >&2
+echo "$(pwd)/target/$target/release/ctxguard$exe"

@@ -59,7 +59,7 @@ impl Env {
             ctxguard_home: std::env::var_os("CTXGUARD_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
-            home: dirs::home_dir(),
+            home: crate::paths::home_dir(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             client: ClientEnv::read(var),

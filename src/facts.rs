@@ -1,7 +1,7 @@
 //! The I/O behind [`crate::window`]'s rules: the windows learned from status lines (kept in
 //! `models.json` under the state root), Claude Code's settings for this project, and the running
 //! client's own command line (`--autocompact N`, read from `/proc/$CLAUDE_PID/cmdline` on
-//! Linux; elsewhere that source is simply absent).
+//! Linux and with `sysctl(KERN_PROCARGS2)` on macOS; on Windows that source is simply absent).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,7 +89,66 @@ fn read_cmdline(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-#[cfg(not(target_os = "linux"))]
+/// macOS has no /proc: the kernel gives a process's arguments through
+/// `sysctl(KERN_PROCARGS2)` (to the same user), read by [`procargs2`].
+#[cfg(target_os = "macos")]
+fn read_cmdline(pid: u32) -> Option<Vec<String>> {
+    let pid = libc::c_int::try_from(pid).ok()?;
+    let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
+    let mut len: libc::size_t = 0;
+    // SAFETY: a valid name of 3 integers; a null buffer asks for the size only.
+    let sized = unsafe {
+        libc::sysctl(
+            mib.as_mut_ptr(),
+            3,
+            std::ptr::null_mut(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if sized != 0 || len == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    // SAFETY: the buffer holds `len` bytes, and `len` says so.
+    let read = unsafe {
+        libc::sysctl(
+            mib.as_mut_ptr(),
+            3,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if read != 0 {
+        return None;
+    }
+    buf.truncate(len);
+    procargs2(&buf)
+}
+
+/// The arguments in a `KERN_PROCARGS2` buffer: the argument count (a native-endian 32-bit
+/// integer), the executable's path, NUL padding, then the arguments, each ending in NUL (the
+/// environment follows; it is not read).
+#[cfg(any(test, target_os = "macos"))]
+fn procargs2(buf: &[u8]) -> Option<Vec<String>> {
+    let argc = usize::try_from(i32::from_ne_bytes(buf.get(..4)?.try_into().ok()?)).ok()?;
+    let rest = &buf[4..];
+    let exec_end = rest.iter().position(|b| *b == 0)?;
+    let args_start = exec_end + rest[exec_end..].iter().position(|b| *b != 0)?;
+    let args: Vec<String> = rest[args_start..]
+        .split(|b| *b == 0)
+        .take(argc)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (args.len() == argc).then_some(args)
+}
+
+/// Windows has no way to read another process's command line short of reading its memory;
+/// there the client's `--autocompact` is simply not a source.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn read_cmdline(_pid: u32) -> Option<Vec<String>> {
     None
 }
@@ -326,6 +385,28 @@ pub fn resolve_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_procargs2_buffer_gives_the_arguments() {
+        let mut buf = 3i32.to_ne_bytes().to_vec();
+        buf.extend_from_slice(
+            b"/usr/local/bin/claude\0\0\0\0claude\0--autocompact\x00300000\0HOME=/x\0",
+        );
+        let args = procargs2(&buf).unwrap();
+        assert_eq!(args, ["claude", "--autocompact", "300000"]);
+        assert_eq!(autocompact_arg(&args), Some(300_000));
+        // Truncated or empty buffers give nothing rather than a guess.
+        assert_eq!(procargs2(&buf[..20]), None);
+        assert_eq!(procargs2(&buf[..2]), None);
+        assert_eq!(procargs2(&[]), None);
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn this_process_command_line_can_be_read() {
+        let args = read_cmdline(std::process::id()).unwrap();
+        assert!(args[0].contains("ctxguard"), "{args:?}");
+    }
 
     #[test]
     fn the_autocompact_argument_in_both_spellings() {

@@ -1,36 +1,42 @@
 //! Every way ctxguard opens, creates or replaces a file, in one place, so the safety rules hold
-//! everywhere: state directories are created 0700 and files 0600 (at creation, not chmod-ed
-//! after); a symlink planted where a state file, lock or state directory should be is refused,
-//! not followed; a state root owned by another user is refused; writes are atomic; and a
-//! transcript path that is a FIFO or a device can never make a hook block.
+//! everywhere: state directories and files are private from the moment they exist; a symlink
+//! planted where a state file, lock or state directory should be is refused, not followed; a
+//! state root someone else owns (or, on Windows, may write in) is refused; writes are atomic;
+//! and a transcript path that is a FIFO or a device can never make a hook block.
+//!
+//! What differs between platforms is in two small layers with the same functions, `unix` and
+//! `windows` (see each for how it keeps the rules); everything here is shared.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as sys;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as sys;
+
 /// Prefix of the temp files atomic writes go through.
 pub const TEMP_PREFIX: &str = ".tmp-";
 
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 fn symlink_refusal(path: &Path) -> anyhow::Error {
     anyhow!(
-        "{} is a symbolic link where ctxguard keeps its own state; refusing to follow it \
-         (remove the link)",
-        path.display()
+        "{} is {} where ctxguard keeps its own state; refusing to follow it (remove the link)",
+        path.display(),
+        sys::LINK
     )
 }
 
-/// Maps ELOOP from an O_NOFOLLOW open to a clear refusal.
+/// Maps the error of an open that refused to follow a link to a clear refusal.
 fn nofollow_error(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
-    if e.raw_os_error() == Some(libc::ELOOP) {
+    if sys::is_link_error(&e) {
         symlink_refusal(path)
     } else {
         anyhow::Error::new(e).context(format!("{what} {}", path.display()))
@@ -41,15 +47,23 @@ fn nofollow_error(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
 /// than read (a config linked to /dev/zero, a planted giant file).
 pub const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
 
+/// Opens a file for reading without following a link at its last component and without ever
+/// blocking (a FIFO opens at once; on Windows a device name is refused before it is opened).
+/// A link is an error for which [`is_link_refusal`] holds. The caller checks the type.
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    sys::open_nofollow(path)
+}
+
+/// Is this the error of [`open_nofollow`] (or a private open) finding a link?
+pub fn is_link_refusal(e: &io::Error) -> bool {
+    sys::is_link_error(e)
+}
+
 /// Reads a state or config file without following a symlink. `Ok(None)` if it does not exist.
-/// Only a regular file is read, and at most [`MAX_STATE_FILE`] bytes: O_NONBLOCK makes opening a
-/// FIFO return at once, and the type check then refuses it, devices and directories.
+/// Only a regular file is read, and at most [`MAX_STATE_FILE`] bytes: opening never blocks
+/// ([`open_nofollow`]), and the type check then refuses FIFOs, devices and directories.
 pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path);
-    let file = match file {
+    let file = match open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(nofollow_error(e, path, &format!("reading {what}"))),
@@ -131,7 +145,7 @@ pub fn refuse_symlinked_dirs(root: &Path, dir: &Path) -> Result<()> {
     for part in rest.components() {
         current.push(part);
         match fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => return Err(symlink_refusal(&current)),
+            Ok(meta) if sys::is_link(&meta) => return Err(symlink_refusal(&current)),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {
@@ -151,39 +165,27 @@ pub fn read_state_file_in(root: &Path, path: &Path, what: &str) -> Result<Option
     read_state_file(path, what)
 }
 
-/// Opens (creating, 0600) a lock file without following a symlink.
+/// Opens (creating it private) a lock file without following a symlink.
 pub fn open_lock(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| nofollow_error(e, path, "opening lock"))
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    sys::open_private(&mut options, path).map_err(|e| nofollow_error(e, path, "opening lock"))
 }
 
-/// Opens (creating, 0600) a file for appending without following a symlink.
+/// Opens (creating it private) a file for appending without following a symlink.
 pub fn open_append(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| nofollow_error(e, path, "opening"))
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    sys::open_private(&mut options, path).map_err(|e| nofollow_error(e, path, "opening"))
 }
 
 /// Opens a file ctxguard only reads (a transcript, a memory file): a regular file or nothing.
-/// O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer; the type
-/// check then refuses it, and devices such as /dev/zero, and directories. Returns the length.
+/// Opening never blocks (a FIFO opens at once; a Windows device name is refused unopened); the
+/// type check then refuses FIFOs, devices such as /dev/zero, and directories. Returns the
+/// length.
 pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .with_context(|| format!("opening {what} {}", path.display()))?;
+    let file =
+        sys::open_regular(path).with_context(|| format!("opening {what} {}", path.display()))?;
     let meta = file
         .metadata()
         .with_context(|| format!("reading {what} {}", path.display()))?;
@@ -193,8 +195,37 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// What identifies an open file whatever its name: (device, inode) on Unix, (volume serial
+/// number, file index) on Windows.
+pub fn identity(file: &File) -> io::Result<(u64, u64)> {
+    sys::identity(file)
+}
+
+/// The permission bits of the file at `path` (Unix), or `None` (Windows, where a new file gets
+/// its directory's access list instead, or no such file).
+pub fn mode_of(path: &Path) -> Option<u32> {
+    fs::metadata(path).ok().and_then(|m| sys::mode(&m))
+}
+
+/// Whether `path` is a file this platform can run as a program.
+pub fn is_executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file() && sys::is_executable(path, &m))
+}
+
+/// The files a command naming `path` may run, in the order they are tried: `path` itself, or on
+/// Windows, when it has no extension, `path.exe` and the other extensions Windows runs first.
+pub fn program_candidates(path: PathBuf) -> Vec<PathBuf> {
+    sys::program_candidates(path)
+}
+
+/// The canonical path, in the form users and Claude Code write it (on Windows without the
+/// `\\?\` prefix `fs::canonicalize` adds).
+pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+    fs::canonicalize(path).map(sys::plain_path)
+}
+
 /// Checks that an existing state directory may be used: a real directory (the root may be a
-/// symlink the user made; the directories under it may not) owned by the current user.
+/// symlink the user made; the directories under it may not) that is the current user's.
 fn check_dir(dir: &Path, allow_symlink: bool) -> Result<()> {
     let meta = if allow_symlink {
         fs::metadata(dir)
@@ -202,26 +233,17 @@ fn check_dir(dir: &Path, allow_symlink: bool) -> Result<()> {
         fs::symlink_metadata(dir)
     }
     .with_context(|| format!("checking state directory {}", dir.display()))?;
-    if meta.file_type().is_symlink() {
+    if sys::is_link(&meta) {
         return Err(symlink_refusal(dir));
     }
     if !meta.is_dir() {
         bail!("{} should be a directory but is not", dir.display());
     }
-    let me = euid();
-    if meta.uid() != me {
-        bail!(
-            "state directory {} belongs to uid {}, not to you (uid {me}); refusing to use it \
-             (set CTXGUARD_HOME to a directory of your own)",
-            dir.display(),
-            meta.uid()
-        );
-    }
-    Ok(())
+    sys::check_owner(dir, &meta)
 }
 
 fn create_dir(dir: &Path) -> Result<()> {
-    match DirBuilder::new().mode(0o700).create(dir) {
+    match sys::create_private_dir(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e).with_context(|| format!("creating directory {}", dir.display())),
@@ -229,15 +251,12 @@ fn create_dir(dir: &Path) -> Result<()> {
 }
 
 /// Makes sure `dir` (a directory at or under `root`) exists and is safe to write in: each
-/// missing directory is created 0700, and every existing one is checked by [`check_dir`].
+/// missing directory is created private, and every existing one is checked by [`check_dir`].
 pub fn ensure_state_dir(root: &Path, dir: &Path) -> Result<()> {
     if !root.exists() {
         if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
             // Parents of the root are the user's own business (e.g. ~/.claude-memory).
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)
+            sys::create_private_dir_all(parent)
                 .with_context(|| format!("creating directory {}", parent.display()))?;
         }
         create_dir(root)?;
@@ -259,39 +278,32 @@ pub fn ensure_state_dir(root: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically: a 0600 temp file in the same directory, fsync, rename
+/// Writes `bytes` to `path` atomically: a private temp file in the same directory, fsync, rename
 /// (which replaces a symlink at `path` rather than following it). With `no_clobber`, an existing
 /// file at `path` is an error and is left untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], no_clobber: bool) -> Result<()> {
-    atomic(path, bytes, no_clobber, None)
+    atomic(path, bytes, no_clobber, None, true)
 }
 
 /// Replaces a cache file atomically but without fsync: after a crash it may be missing or old,
 /// never torn, and a missing cache is only extra work.
 pub fn replace_cache(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("replacing {}", path.display()))?;
-    Ok(())
+    atomic(path, bytes, false, None, false)
 }
 
-/// [`write_atomic`] for a file that is not ctxguard's own (a user's settings.json): the new file
-/// gets `mode` instead of 0600.
+/// [`write_atomic`] for a file that is not ctxguard's own (a user's settings.json): on Unix the
+/// new file gets `mode` instead of 0600; on Windows, its directory's access list.
 pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    atomic(path, bytes, false, Some(mode))
+    atomic(path, bytes, false, Some(mode), true)
 }
 
-fn atomic(path: &Path, bytes: &[u8], no_clobber: bool, mode: Option<u32>) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+fn atomic(
+    path: &Path,
+    bytes: &[u8],
+    no_clobber: bool,
+    mode: Option<u32>,
+    sync: bool,
+) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| anyhow!("{} has no parent directory", path.display()))?;
@@ -301,40 +313,65 @@ fn atomic(path: &Path, bytes: &[u8], no_clobber: bool, mode: Option<u32>) -> Res
         .with_context(|| format!("creating a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .and_then(|()| match mode {
-            Some(m) => tmp.as_file().set_permissions(fs::Permissions::from_mode(m)),
+            Some(m) => sys::set_mode(tmp.as_file(), m),
             None => Ok(()),
         })
-        .and_then(|()| tmp.as_file().sync_all())
+        .and_then(|()| {
+            if sync {
+                tmp.as_file().sync_all()
+            } else {
+                Ok(())
+            }
+        })
         .with_context(|| format!("writing {}", tmp.path().display()))?;
     if no_clobber {
         tmp.persist_noclobber(path)
             .map_err(|e| e.error)
             .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
     } else {
-        tmp.persist(path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("replacing {}", path.display()))?;
+        persist(tmp, path).with_context(|| format!("replacing {}", path.display()))?;
     }
     Ok(())
 }
 
-/// Creates a new file holding `bytes` that has permissions `mode` (of 0o777) from the moment it
-/// exists, for copies of a user's file (settings backups may hold API keys): O_CREAT|O_EXCL, so
-/// an existing file or symlink at `path` is an `AlreadyExists` error, never overwritten or
-/// followed; O_NOFOLLOW as well; created at most `mode` (the umask can only take bits away), then
-/// set to exactly `mode` before anything is written; fsynced. A file it could not finish is
-/// removed again.
+/// Renames the temp file over `path`. On Windows the temp file is closed first and renamed by
+/// `fs::rename` (POSIX semantics where the file system has them, so a reader holding `path`
+/// open does not stand in the way); where it has not, a reader that has `path` open for a
+/// moment makes the rename fail with "access denied", and it is tried again for up to a second.
+fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    if !sys::RENAME_RETRIES {
+        return tmp.persist(path).map(drop).map_err(|e| e.error);
+    }
+    let tmp = tmp.into_temp_path();
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        match fs::rename(&tmp, path) {
+            Ok(()) => {
+                // Renamed: nothing is left for the guard to delete.
+                let _ = tmp.keep();
+                return Ok(());
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::PermissionDenied
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Creates a new file holding `bytes` that is as private as `mode` (of 0o777) from the moment
+/// it exists, for copies of a user's file (settings backups may hold API keys): an existing
+/// file or symlink at `path` is an `AlreadyExists` error, never overwritten or followed. On Unix
+/// it is created at most `mode` (O_CREAT|O_EXCL|O_NOFOLLOW; the umask can only take bits away),
+/// then set to exactly `mode` before anything is written; on Windows it gets its directory's
+/// access list, as the original did. Fsynced. A file it could not finish is removed again.
 pub fn create_new_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     let mode = mode & 0o777;
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    let written = file
-        .set_permissions(fs::Permissions::from_mode(mode))
+    let mut file = sys::create_new(path, mode)?;
+    let written = sys::set_mode(&file, mode)
         .and_then(|()| file.write_all(bytes))
         .and_then(|()| file.sync_all());
     if written.is_err() {
@@ -369,132 +406,129 @@ pub fn sweep_temp_files(dir: &Path, age: Duration) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::{symlink, PermissionsExt};
-
-    fn mode(p: &Path) -> u32 {
-        fs::metadata(p).unwrap().permissions().mode() & 0o777
-    }
 
     #[test]
-    fn state_dirs_are_created_private_and_checked() {
+    fn state_dirs_are_created_and_checked() {
         let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("home/state");
-        let dir = root.join("sessions/abc");
+        let root = t.path().join("home").join("state");
+        let dir = root.join("sessions").join("abc");
         ensure_state_dir(&root, &dir).unwrap();
-        assert_eq!(mode(&root), 0o700);
-        assert_eq!(mode(&root.join("sessions")), 0o700);
-        assert_eq!(mode(&dir), 0o700);
+        assert!(dir.is_dir());
         // Idempotent.
         ensure_state_dir(&root, &dir).unwrap();
         // Outside the root.
         assert!(ensure_state_dir(&root, t.path()).is_err());
-    }
-
-    #[test]
-    fn a_planted_symlink_directory_is_refused() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("state");
-        fs::create_dir_all(root.join("sessions")).unwrap();
-        let elsewhere = t.path().join("elsewhere");
-        fs::create_dir(&elsewhere).unwrap();
-        symlink(&elsewhere, root.join("sessions/abc")).unwrap();
-        let err = ensure_state_dir(&root, &root.join("sessions/abc")).unwrap_err();
-        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
-        // The root itself may be a link the user made.
-        let link_root = t.path().join("root-link");
-        symlink(&root, &link_root).unwrap();
-        ensure_state_dir(&link_root, &link_root.join("sessions/xyz")).unwrap();
-    }
-
-    #[test]
-    fn a_root_owned_by_someone_else_is_refused() {
-        if euid() != 0 {
-            return; // only root can give a directory away
-        }
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("state");
-        fs::create_dir(&root).unwrap();
-        std::os::unix::fs::chown(&root, Some(65534), None).unwrap();
-        let err = ensure_state_dir(&root, &root.join("sessions")).unwrap_err();
+        // A file where a directory should be.
+        fs::write(root.join("file"), b"x").unwrap();
+        let err = ensure_state_dir(&root, &root.join("file")).unwrap_err();
         assert!(
-            format!("{err:#}").contains("belongs to uid 65534"),
+            format!("{err:#}").contains("should be a directory"),
             "{err:#}"
         );
     }
 
     #[test]
-    fn planted_symlinks_are_not_followed_for_files() {
+    fn state_files_are_read_whole_bounded_and_only_when_regular() {
         let t = tempfile::tempdir().unwrap();
-        let target = t.path().join("target");
-        fs::write(&target, b"secret").unwrap();
-        let link = t.path().join("marker.json");
-        symlink(&target, &link).unwrap();
-        let err = read_state_file(&link, "marker").unwrap_err();
-        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
-        assert!(format!("{:#}", open_lock(&link).unwrap_err()).contains("symbolic link"));
-        assert!(format!("{:#}", open_append(&link).unwrap_err()).contains("symbolic link"));
-        // An atomic write replaces the link and leaves its target alone.
-        write_atomic(&link, b"new", false).unwrap();
-        assert_eq!(fs::read(&target).unwrap(), b"secret");
-        assert!(!fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
-        assert_eq!(mode(&link), 0o600);
-        assert!(write_atomic(&link, b"again", true).is_err());
-        assert_eq!(fs::read(&link).unwrap(), b"new");
-        assert_eq!(read_state_file(&t.path().join("none"), "x").unwrap(), None);
-    }
-
-    #[test]
-    fn transcripts_must_be_regular_files_and_never_block() {
-        let t = tempfile::tempdir().unwrap();
-        let fifo = t.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(
-            format!("{:#}", open_regular(&fifo, "transcript").unwrap_err())
-                .contains("not a regular file")
-        );
-        assert!(open_regular(Path::new("/dev/zero"), "transcript").is_err());
-        assert!(open_regular(t.path(), "transcript").is_err());
-        let lp = t.path().join("loop");
-        symlink(&lp, &lp).unwrap();
-        assert!(open_regular(&lp, "transcript").is_err());
-        let f = t.path().join("t.jsonl");
-        fs::write(&f, b"{}\n").unwrap();
-        assert_eq!(open_regular(&f, "transcript").unwrap().1, 3);
-    }
-
-    #[test]
-    fn new_files_have_their_mode_from_the_start_and_never_replace_or_follow() {
-        let t = tempfile::tempdir().unwrap();
-        // The usual umask (022) would make this 0644: the mode is set exactly all the same.
-        let wide = t.path().join("wide");
-        create_new_with_mode(&wide, b"x", 0o666).unwrap();
+        let f = t.path().join("marker.json");
+        assert_eq!(read_state_file(&f, "marker").unwrap(), None);
+        fs::write(&f, b"{}").unwrap();
+        assert_eq!(read_state_file(&f, "marker").unwrap().unwrap(), b"{}");
+        assert!(read_state_file(t.path(), "marker").is_err(), "a directory");
+        let big = t.path().join("big.json");
+        let file = File::create(&big).unwrap();
+        file.set_len(MAX_STATE_FILE + 1).unwrap();
+        let err = read_state_file(&big, "config").unwrap_err();
+        assert!(format!("{err:#}").contains("more than the"), "{err:#}");
         assert_eq!(
-            mode(&wide),
-            0o666,
-            "exactly the mode asked for, whatever the umask"
+            read_user_file(&t.path().join("none"), "config").unwrap(),
+            None
         );
+        assert!(read_user_file(&big, "config").is_err());
+    }
+
+    #[test]
+    fn writes_replace_atomically_and_no_clobber_keeps_what_is_there() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("marker.json");
+        write_atomic(&f, b"one", false).unwrap();
+        write_atomic(&f, b"two", false).unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"two");
+        assert!(write_atomic(&f, b"three", true).is_err());
+        assert_eq!(fs::read(&f).unwrap(), b"two");
+        replace_cache(&f, b"cache").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"cache");
+        replace_with_mode(&f, b"settings", 0o640).unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"settings");
+        // Nothing left behind.
+        let names: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["marker.json"]);
+    }
+
+    #[test]
+    fn a_file_a_reader_holds_open_for_a_moment_is_still_replaced() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("marker.json");
+        write_atomic(&f, b"old", false).unwrap();
+        let (opened, open) = std::sync::mpsc::channel();
+        let reader = {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                let file = File::open(&f).unwrap();
+                opened.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                drop(file);
+            })
+        };
+        open.recv().unwrap();
+        write_atomic(&f, b"new", false).unwrap();
+        reader.join().unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"new");
+        assert_eq!(
+            fs::read_dir(t.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+
+    #[test]
+    fn locks_and_logs_are_created_and_reopened() {
+        let t = tempfile::tempdir().unwrap();
+        let lock = t.path().join("lock");
+        drop(open_lock(&lock).unwrap());
+        drop(open_lock(&lock).unwrap());
+        let log = t.path().join("log.md");
+        writeln!(open_append(&log).unwrap(), "one").unwrap();
+        writeln!(open_append(&log).unwrap(), "two").unwrap();
+        assert_eq!(fs::read_to_string(&log).unwrap(), "one\ntwo\n");
+    }
+
+    #[test]
+    fn new_files_never_replace_anything() {
+        let t = tempfile::tempdir().unwrap();
         let private = t.path().join("private");
         create_new_with_mode(&private, b"secret", 0o600).unwrap();
-        assert_eq!(mode(&private), 0o600);
         assert_eq!(fs::read(&private).unwrap(), b"secret");
         let again = create_new_with_mode(&private, b"other", 0o600).unwrap_err();
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&private).unwrap(), b"secret");
-        // A planted link, dangling or not, is neither followed nor replaced.
-        let target = t.path().join("target");
-        let link = t.path().join("link");
-        symlink(&target, &link).unwrap();
-        let planted = create_new_with_mode(&link, b"secret", 0o600).unwrap_err();
-        assert_eq!(planted.kind(), io::ErrorKind::AlreadyExists);
-        assert!(!target.exists());
-        fs::write(&target, b"theirs").unwrap();
-        assert!(create_new_with_mode(&link, b"secret", 0o600).is_err());
-        assert_eq!(fs::read(&target).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn a_file_identity_follows_the_file_not_its_name() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("b"));
+        fs::write(&a, b"a").unwrap();
+        fs::write(&b, b"b").unwrap();
+        let id = |p: &Path| identity(&File::open(p).unwrap()).unwrap();
+        let first = id(&a);
+        assert_eq!(first, id(&a));
+        assert_ne!(first, id(&b));
+        fs::rename(&a, t.path().join("renamed")).unwrap();
+        assert_eq!(first, id(&t.path().join("renamed")));
     }
 
     #[test]

@@ -133,6 +133,9 @@ fn restore_sigpipe() {
     }
 }
 
+#[cfg(not(unix))]
+fn restore_sigpipe() {}
+
 /// `--help` and `--version` succeed; anything else is an error, which for a hook command is a
 /// single stderr line and exit 0 (a hook must never block), and for the rest exit 1.
 fn arguments_error(e: clap::Error) -> Exit {

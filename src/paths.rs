@@ -6,6 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
+/// The user's home directory as Claude Code finds it (Node's `os.homedir()`): `$HOME` on Unix,
+/// `%USERPROFILE%` on Windows, else what the system records for the user.
+pub fn home_dir() -> Option<PathBuf> {
+    #[cfg(windows)]
+    if let Some(profile) = std::env::var_os("USERPROFILE").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(profile));
+    }
+    dirs::home_dir()
+}
+
 /// The state root and what lives under it.
 #[derive(Debug, Clone)]
 pub struct Paths {

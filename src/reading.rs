@@ -113,23 +113,11 @@ impl Reading {
     }
 }
 
-#[cfg(unix)]
-fn identity(file: &File) -> Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = file.metadata()?;
-    Ok((meta.dev(), meta.ino()))
-}
-
-#[cfg(not(unix))]
-fn identity(_file: &File) -> Result<(u64, u64)> {
-    Ok((0, 0))
-}
-
 /// The reading of the transcript at `path`, continuing from `cached` when it is for the same
 /// file and the file only grew.
 pub fn read(path: &Path, cached: Option<Reading>) -> Result<Reading> {
     let (mut file, len) = crate::files::open_regular(path, "transcript")?;
-    let (dev, ino) = identity(&file)?;
+    let (dev, ino) = crate::files::identity(&file)?;
     let continues = cached
         .filter(|c| (c.dev, c.ino) == (dev, ino) && c.offset <= len)
         .filter(|c| len - c.offset <= MAX_APPENDED)

@@ -256,7 +256,7 @@ mod tests {
             );
             assert_eq!(
                 group["hooks"][0]["command"],
-                format!("${{CLAUDE_PLUGIN_ROOT}}/hooks/run.sh {}", hook.name)
+                format!("\"${{CLAUDE_PLUGIN_ROOT}}/hooks/run.sh\" {}", hook.name)
             );
         }
     }

@@ -159,9 +159,11 @@ impl Rig {
         fs::create_dir_all(&project).unwrap();
         let hook_log = env.dir.path().join("hooks.log");
         let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
+        // Exec form, as `ctxguard install` registers hooks: the client starts the logging
+        // wrapper directly (no shell), and the wrapper runs ctxguard.
         let hook = |sub: &str| {
-            json!([{"type": "command", "command": format!(
-                "{} {} {} {sub}", wrapper.display(), hook_log.display(), env!("CARGO_BIN_EXE_ctxguard"))}])
+            json!([{"type": "command", "command": wrapper,
+                    "args": [hook_log, env!("CARGO_BIN_EXE_ctxguard"), sub]}])
         };
         let settings = env.dir.path().join("settings.json");
         let config = json!({"hooks": {
@@ -186,8 +188,20 @@ impl Rig {
 
     /// Runs `claude -p PROMPT` and returns its JSON result.
     fn claude(&self, prompt: &str, resume: Option<&str>, extra: &[&str]) -> Value {
+        self.claude_with(&self.settings, prompt, resume, extra, &[])
+    }
+
+    /// [`Rig::claude`] with another settings file and more variables.
+    fn claude_with(
+        &self,
+        settings: &Path,
+        prompt: &str,
+        resume: Option<&str>,
+        extra: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Value {
         let mut cmd = Command::new(&self.client);
-        cmd.args(["-p", prompt, "--settings", self.settings.to_str().unwrap()])
+        cmd.args(["-p", prompt, "--settings", settings.to_str().unwrap()])
             .args(["--allowedTools", "Bash", "--output-format", "json"])
             .args(extra)
             .current_dir(&self.project)
@@ -210,7 +224,8 @@ impl Rig {
                 format!("http://127.0.0.1:{}", self.api.port),
             )
             .env("ANTHROPIC_API_KEY", "sk-ant-e2e-test")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .envs(vars.iter().copied());
         let out = cmd.output().expect("running claude");
         assert!(
             out.status.success(),
@@ -254,7 +269,7 @@ impl Rig {
         let runs = self.hook_runs();
         assert!(!runs.is_empty());
         for (sub, code, out) in runs {
-            // The shell form keeps the output on one line; a nudge is one JSON object.
+            // The wrapper keeps the output on one line; a nudge is one JSON object.
             assert_eq!(code, 0, "{sub} exited {code}");
             for forbidden in ["permissionDecision", "\"decision\"", "\"continue\""] {
                 assert!(!out.contains(forbidden), "{sub} printed {forbidden}: {out}");
@@ -717,10 +732,24 @@ impl Rig {
         // came later), which would disable every hook: register only what they have.
         let mut settings: Value =
             serde_json::from_str(&fs::read_to_string(&rig.settings).unwrap()).unwrap();
-        settings["hooks"]
-            .as_object_mut()
-            .unwrap()
-            .remove("PostCompact");
+        let hooks = settings["hooks"].as_object_mut().unwrap();
+        hooks.remove("PostCompact");
+        // Nor do they know the exec form (`args`): the same commands as shell lines.
+        for groups in hooks.values_mut() {
+            for group in groups.as_array_mut().unwrap() {
+                for entry in group["hooks"].as_array_mut().unwrap() {
+                    let entry = entry.as_object_mut().unwrap();
+                    if let Some(Value::Array(args)) = entry.remove("args") {
+                        let mut line = entry["command"].as_str().unwrap().to_string();
+                        for a in args {
+                            line.push(' ');
+                            line.push_str(a.as_str().unwrap());
+                        }
+                        entry.insert("command".into(), json!(line));
+                    }
+                }
+            }
+        }
         fs::write(&rig.settings, settings.to_string()).unwrap();
         Some(rig)
     }
@@ -729,3 +758,168 @@ impl Rig {
 /// A child module, to use the rig as it is.
 #[path = "e2e_older.rs"]
 mod older;
+
+// `ctxguard install` against the real client: the exec-form hooks it writes, the shell-form
+// registration of an earlier version upgraded in place and removed, and the plugin.
+
+impl Rig {
+    /// Runs `ctxguard ARGS` in the rig's home and state root; its stdout.
+    fn ctxguard(&self, args: &[&str]) -> String {
+        let out = self.env.command(args).output().unwrap();
+        assert!(out.status.success(), "ctxguard {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The settings file at `path`, parsed.
+    fn read(&self, path: &Path) -> Value {
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+    }
+}
+
+const HOOKS: [(&str, &str); 4] = [
+    ("PreToolUse", "pretooluse"),
+    ("UserPromptSubmit", "userpromptsubmit"),
+    ("PreCompact", "precompact"),
+    ("SessionStart", "sessionstart"),
+];
+
+/// The canonical path of the binary, as install writes it.
+fn installed_bin() -> String {
+    fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard"))
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn install_writes_exec_form_hooks_that_the_real_client_runs() {
+    // 940k of the default model's 1M: the nudge is due at the first tool call that sees it.
+    let Some(rig) = Rig::new(2, 940_000) else {
+        return;
+    };
+    let settings = rig.env.dir.path().join("installed.json");
+    let path = settings.to_str().unwrap();
+    rig.ctxguard(&["install", "--settings", path, "--statusline", "skip"]);
+    let written = rig.read(&settings);
+    for (event, sub) in HOOKS {
+        assert_eq!(
+            written["hooks"][event][0]["hooks"][0],
+            json!({"type": "command", "command": installed_bin(), "args": [sub]}),
+            "{event}"
+        );
+    }
+    // PreToolUse (and UserPromptSubmit) ran: the nudge reached the model once.
+    let out = rig.claude_with(&settings, "run two commands", None, &[], &[]);
+    let session = out["session_id"].as_str().unwrap().to_string();
+    let requests = rig.api.requests();
+    assert_eq!(count(requests.last().unwrap(), NUDGE), 1, "{requests:?}");
+    assert_eq!(rig.env.marker(&session)["state"], "nudged");
+    // PreCompact and SessionStart ran: a checkpoint, then the recovery block, once.
+    rig.claude_with(&settings, "/compact", Some(&session), &[], &[]);
+    let latest = rig
+        .env
+        .state()
+        .join("checkpoints")
+        .join(&session)
+        .join("_latest.json");
+    assert!(latest.is_file(), "precompact wrote a checkpoint");
+    rig.api.clear();
+    rig.claude_with(&settings, "what next?", Some(&session), &[], &[]);
+    assert_eq!(count(&rig.api.requests()[0], RECOVERY), 1);
+}
+
+#[test]
+fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_removed() {
+    let Some(rig) = Rig::new(2, 940_000) else {
+        return;
+    };
+    // As the earlier `install` wrote it: shell lines, with a hook of the user's in between.
+    let bin = installed_bin();
+    let mut hooks = serde_json::Map::new();
+    for (event, sub) in HOOKS {
+        hooks.insert(
+            event.into(),
+            json!([{"hooks": [
+                {"type": "command", "command": "true"},
+                {"type": "command", "command": format!("{bin} {sub}")}
+            ]}]),
+        );
+    }
+    let settings = rig.env.dir.path().join("old.json");
+    fs::write(&settings, json!({"hooks": hooks}).to_string()).unwrap();
+    let path = settings.to_str().unwrap();
+
+    let upgraded = rig.ctxguard(&["install", "--settings", path, "--statusline", "skip"]);
+    // The four old lines upgraded in place (the hooks added since are added in exec form).
+    assert_eq!(
+        upgraded.matches("(exec form)").count(),
+        upgraded.lines().filter(|l| l.starts_with("  - ")).count(),
+        "{upgraded}"
+    );
+    assert_eq!(upgraded.matches("became").count(), 4, "{upgraded}");
+    let written = rig.read(&settings);
+    for (event, sub) in HOOKS {
+        let group = &written["hooks"][event][0]["hooks"];
+        assert_eq!(group[0], json!({"type": "command", "command": "true"}));
+        assert_eq!(
+            group[1],
+            json!({"type": "command", "command": bin, "args": [sub]}),
+            "{event}: upgraded in place"
+        );
+    }
+    let out = rig.claude_with(&settings, "run two commands", None, &[], &[]);
+    let session = out["session_id"].as_str().unwrap().to_string();
+    assert_eq!(count(rig.api.requests().last().unwrap(), NUDGE), 1);
+    assert_eq!(rig.env.marker(&session)["state"], "nudged");
+
+    // Uninstalled: the user's hooks stay, ctxguard's are gone, and a new session meets none.
+    rig.ctxguard(&["uninstall", "--settings", path]);
+    let left = rig.read(&settings);
+    for (event, _) in HOOKS {
+        assert_eq!(
+            left["hooks"][event],
+            json!([{"hooks": [{"type": "command", "command": "true"}]}])
+        );
+    }
+    rig.api.clear();
+    let out = rig.claude_with(&settings, "run two commands", None, &[], &[]);
+    let fresh = out["session_id"].as_str().unwrap();
+    assert!(rig
+        .api
+        .requests()
+        .iter()
+        .all(|r| count(r, "hook additional context: ctxguard") == 0));
+    assert!(!rig.env.marker_path(fresh).exists(), "no hook ran");
+}
+
+#[test]
+fn the_plugin_runs_from_a_directory_with_a_space_in_its_path() {
+    let Some(rig) = Rig::new(2, 940_000) else {
+        return;
+    };
+    // The plugin as /plugin install copies it: its manifest and hooks, under a path with a space.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = rig.env.dir.path().join("plugins dir").join("ctxguard");
+    for file in [
+        ".claude-plugin/plugin.json",
+        "hooks/hooks.json",
+        "hooks/run.sh",
+    ] {
+        let to = root.join(file);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(repo.join(file), &to).unwrap();
+    }
+    let settings = rig.env.dir.path().join("empty.json");
+    fs::write(&settings, "{}").unwrap();
+    let out = rig.claude_with(
+        &settings,
+        "run two commands",
+        None,
+        &["--plugin-dir", root.to_str().unwrap()],
+        &[("CTXGUARD_BIN", env!("CARGO_BIN_EXE_ctxguard"))],
+    );
+    let session = out["session_id"].as_str().unwrap();
+    assert_eq!(count(rig.api.requests().last().unwrap(), NUDGE), 1);
+    assert_eq!(rig.env.marker(session)["state"], "nudged");
+}

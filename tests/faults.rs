@@ -3,9 +3,14 @@
 //! lock must never block, and hooks must stay silent (exit 0) whatever the disk does.
 
 use std::fs;
+#[cfg(unix)]
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::PathBuf;
+#[cfg(unix)]
+use std::process::Command;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -87,6 +92,10 @@ fn three_hooks_hammering_one_session_never_tear_or_lose_state() {
     assert!(m["cycle"].as_u64().unwrap() >= runs[2] as u64);
 }
 
+/// Writers started and killed. Under wine (where CI runs the Windows build) starting a process
+/// costs some 30 ms and thousands in a row exhaust it, so fewer there.
+const WRITERS: u64 = if cfg!(windows) { 200 } else { 1_000 };
+
 #[test]
 fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
     let env = TestEnv::new();
@@ -106,7 +115,7 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
     env.statusline(&statusline_payload(SESSION, Some(1_000), Some(200_000)));
     assert!(marker.exists());
     let (mut cycle, mut killed) = (0u64, 0usize);
-    for i in 0..1_000u64 {
+    for i in 0..WRITERS {
         // Different usage each time, so every status line run writes.
         let (args, input): (&[&str], String) = if i % 5 == 4 {
             (&["precompact"], compact.clone())
@@ -120,7 +129,7 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
         let mut child = spawn_with(&env, args, &input);
         std::thread::sleep(Duration::from_micros(rand() % 3_000));
         if child.try_wait().unwrap().is_none() {
-            let _ = child.kill(); // SIGKILL
+            let _ = child.kill(); // SIGKILL; TerminateProcess on Windows
             killed += 1;
         }
         child.wait().unwrap();
@@ -140,7 +149,10 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
             assert_eq!(run.code, 0, "{run:?}");
         }
     }
-    assert!(killed > 50, "only {killed} runs were killed mid-flight");
+    assert!(
+        killed as u64 > WRITERS / 20,
+        "only {killed} runs were killed mid-flight"
+    );
     // Whatever the kills left, hooks still work and state is valid.
     let run = env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
     assert_eq!(run.code, 0);
@@ -163,8 +175,10 @@ fn writers_killed_at_random_moments_never_tear_state_or_strand_the_lock() {
 }
 
 /// A small tmpfs for the duration of a test; `None` where mounting is not allowed.
+#[cfg(unix)]
 struct Mount(PathBuf);
 
+#[cfg(unix)]
 impl Mount {
     fn new(dir: &Path, options: &str) -> Option<Mount> {
         fs::create_dir_all(dir).unwrap();
@@ -178,12 +192,14 @@ impl Mount {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn a_read_only_state_directory_is_reported_not_fatal() {
     let mut env = TestEnv::new();
@@ -213,6 +229,7 @@ fn a_read_only_state_directory_is_reported_not_fatal() {
     assert_eq!(usage.code, 0, "reading works: {usage:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_full_disk_loses_no_state_and_never_repeats_a_nudge() {
     let mut env = TestEnv::new();

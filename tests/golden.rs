@@ -116,6 +116,46 @@ fn orphans(dir: &Path, bless: bool) -> Vec<String> {
     out
 }
 
+/// The Windows output in the form of the expected files: the binary's canonical path (quoted for
+/// `sh`, having backslashes) is `<BIN>`, paths inside JSON strings are found too, every path
+/// under `<TMP>` or `<BIN>` takes `/` between its parts, and the system's words for a missing file
+/// are Linux's.
+#[cfg(windows)]
+fn windows_paths(mut text: String, tmp: &Path) -> String {
+    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let bin = bin.to_str().unwrap();
+    let bin = bin.strip_prefix(r"\\?\").unwrap_or(bin);
+    for (path, name) in [(bin, "<BIN>"), (tmp.to_str().unwrap(), "<TMP>")] {
+        text = text
+            .replace(&format!("'{path}'"), name)
+            .replace(path, name)
+            .replace(&path.replace('\\', r"\\"), name);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(['<']) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(name) = ["<TMP>", "<BIN>"].iter().find(|n| rest.starts_with(*n)) else {
+            out.push('<');
+            rest = &rest[1..];
+            continue;
+        };
+        out.push_str(name);
+        rest = &rest[name.len()..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || "\"'`(),;".contains(c))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..end].replace(r"\\", "/").replace('\\', "/"));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out.replace(
+        "File not found. (os error 2)",
+        "No such file or directory (os error 2)",
+    )
+}
+
 /// `expected` against `actual`, line by line (a longest-common-subsequence diff): changed lines
 /// with two lines of context, `-` for expected, `+` for actual.
 fn line_diff(expected: &str, actual: &str) -> String {
@@ -215,7 +255,10 @@ impl Scene {
         if let Ok(real) = tmp.canonicalize() {
             text = text.replace(real.to_str().unwrap(), "<TMP>");
         }
-        text.replace(tmp.to_str().unwrap(), "<TMP>")
+        let text = text.replace(tmp.to_str().unwrap(), "<TMP>");
+        #[cfg(windows)]
+        let text = windows_paths(text, tmp);
+        text
     }
 
     /// Runs the binary at `T0 + minutes`.

@@ -1,6 +1,7 @@
 //! Hostile files where a transcript should be: nothing may hang, crash, or grow without bound.
 
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,15 +15,33 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// hostile file takes a hook (even a debug build) past this much heap.
 const MAX_HEAP: u64 = 48 << 20;
 
-/// Every kind of bad transcript path, with a name.
+/// Every kind of bad transcript path, with a name: FIFOs, devices and symlink loops on Unix;
+/// device names (a console, a pipe) on Windows.
 fn hostile_paths(env: &TestEnv) -> Vec<(&'static str, PathBuf)> {
     let dir = env.dir.path();
-    let fifo = dir.join("fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let lp = dir.join("loop");
-    symlink(&lp, &lp).unwrap();
+    let mut paths = vec![
+        ("missing", dir.join("missing.jsonl")),
+        ("directory", dir.to_path_buf()),
+    ];
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let lp = dir.join("loop");
+        symlink(&lp, &lp).unwrap();
+        paths.push(("/dev/zero", PathBuf::from("/dev/zero")));
+        paths.push(("fifo", fifo));
+        paths.push(("symlink loop", lp));
+    }
+    #[cfg(windows)]
+    {
+        paths.push(("console", dir.join("CON")));
+        paths.push(("NUL", PathBuf::from("NUL")));
+        paths.push(("pipe", PathBuf::from(r"\\.\pipe\ctxguard-test")));
+        paths.push(("serial port", dir.join("COM1.jsonl")));
+    }
     // One 200 MB line (sparse: no disk used, but every byte must be read to find no newline).
     let huge = dir.join("huge.jsonl");
     fs::File::create(&huge).unwrap().set_len(200 << 20).unwrap();
@@ -38,16 +57,12 @@ fn hostile_paths(env: &TestEnv) -> Vec<(&'static str, PathBuf)> {
         "bom.jsonl",
         &format!("\u{feff}{}\n", assistant_line(130_000, &time_from_now(-5))),
     );
-    vec![
-        ("missing", dir.join("missing.jsonl")),
-        ("directory", dir.to_path_buf()),
-        ("/dev/zero", PathBuf::from("/dev/zero")),
-        ("fifo", fifo),
-        ("symlink loop", lp),
+    paths.extend([
         ("200 MB line", huge),
         ("torn last line", torn),
         ("BOM", bom),
-    ]
+    ]);
+    paths
 }
 
 #[test]
@@ -136,6 +151,7 @@ fn usage_reports_hostile_transcripts_clearly() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn planted_symlinks_are_refused_and_their_targets_untouched() {
     let env = TestEnv::new();

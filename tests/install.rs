@@ -1,6 +1,7 @@
 //! `install`, `uninstall` and the wrapped status line, on real settings files.
 
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,45 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 fn settings(env: &TestEnv) -> PathBuf {
-    env.home().join(".claude/settings.json")
+    env.home().join(".claude").join("settings.json")
+}
+
+/// The path install writes for `path`: canonical, without Windows' `\\?\` prefix.
+fn canonical(path: &Path) -> String {
+    let c = fs::canonicalize(path).unwrap();
+    let c = c.to_str().unwrap();
+    c.strip_prefix(r"\\?\").unwrap_or(c).to_string()
+}
+
+/// The binary's path as install writes it.
+fn bin() -> String {
+    canonical(Path::new(env!("CARGO_BIN_EXE_ctxguard")))
+}
+
+/// A word as install quotes it for `sh` (single quotes, unless it is plain).
+fn sh(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A hook entry in exec form, as install writes it.
+fn exec(bin: &str, sub: &str) -> Value {
+    json!({"type": "command", "command": bin, "args": [sub]})
+}
+
+/// Sets a file's permissions (Unix; Windows has none to set).
+fn chmod(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    #[cfg(not(unix))]
+    let _ = (path, mode);
 }
 
 fn read(path: &Path) -> Value {
@@ -47,20 +86,20 @@ fn install_into_a_fresh_home_then_again_changes_nothing() {
         run.stdout
     );
     let s = read(&settings(&env));
-    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
-    let bin = bin.to_str().unwrap();
+    let bin = bin();
+    // Hooks in exec form (no shell); the status line, which has none, as a quoted shell line.
     assert_eq!(
         s["hooks"]["PreToolUse"][0],
-        json!({"matcher": "*", "hooks": [{"type": "command", "command": format!("{bin} pretooluse")}]})
+        json!({"matcher": "*", "hooks": [exec(&bin, "pretooluse")]})
     );
     assert_eq!(s["hooks"]["PreCompact"][0]["matcher"], "auto|manual");
     assert_eq!(
-        s["hooks"]["SessionStart"][0]["hooks"][0]["command"],
-        format!("{bin} sessionstart")
+        s["hooks"]["SessionStart"][0]["hooks"][0],
+        exec(&bin, "sessionstart")
     );
     assert_eq!(
         s["statusLine"],
-        json!({"type": "command", "command": format!("{bin} statusline")})
+        json!({"type": "command", "command": format!("{} statusline", sh(&bin))})
     );
     let before = fs::read(settings(&env)).unwrap();
     let again = env.run(&["install"], "");
@@ -81,7 +120,7 @@ fn install_keeps_their_settings_backs_up_and_uninstall_restores() {
     let env = TestEnv::new();
     fs::create_dir_all(env.home().join(".claude")).unwrap();
     fs::write(settings(&env), THEIRS).unwrap();
-    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
+    chmod(&settings(&env), 0o600);
     let run = env.run(&["install"], "");
     assert_eq!(run.code, 0, "{run:?}");
     let s = read(&settings(&env));
@@ -104,6 +143,7 @@ fn install_keeps_their_settings_backs_up_and_uninstall_restores() {
         s["statusLine"]
     );
     assert_eq!(s["statusLine"]["padding"], 0);
+    #[cfg(unix)]
     assert_eq!(
         fs::metadata(settings(&env)).unwrap().permissions().mode() & 0o777,
         0o600
@@ -113,17 +153,20 @@ fn install_keeps_their_settings_backs_up_and_uninstall_restores() {
     assert_eq!(fs::read_to_string(&b[0]).unwrap(), THEIRS);
     assert!(run.stdout.contains(&format!("backup: {}", b[0].display())));
 
-    // The wrapped status line runs theirs and appends the gauge.
-    let cmd = s["statusLine"]["command"].as_str().unwrap().to_string();
-    let words: Vec<&str> = vec!["statusline", "--no-color", "--then", "printf 'mine'"];
-    let out = env.run(
-        &words,
-        statusline_payload(SESSION, Some(128_000), Some(200_000)).to_string(),
-    );
-    assert_eq!(
-        out.stdout, "mine · ctx 64% · 128k/200k · compacts in 39k\n",
-        "{cmd}"
-    );
+    // The wrapped status line runs theirs (with `sh`) and appends the gauge.
+    #[cfg(unix)]
+    {
+        let cmd = s["statusLine"]["command"].as_str().unwrap().to_string();
+        let words: Vec<&str> = vec!["statusline", "--no-color", "--then", "printf 'mine'"];
+        let out = env.run(
+            &words,
+            statusline_payload(SESSION, Some(128_000), Some(200_000)).to_string(),
+        );
+        assert_eq!(
+            out.stdout, "mine · ctx 64% · 128k/200k · compacts in 39k\n",
+            "{cmd}"
+        );
+    }
 
     let un = env.run(&["uninstall"], "");
     assert_eq!(un.code, 0, "{un:?}");
@@ -204,16 +247,17 @@ fn project_settings_and_replace() {
         String::from_utf8_lossy(&out.stderr)
     );
     let s = read(&project.join(".claude/settings.json"));
-    assert!(s["statusLine"]["command"]
-        .as_str()
-        .unwrap()
-        .ends_with("ctxguard statusline"));
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("{} statusline", sh(&bin()))
+    );
     assert!(
         !settings(&env).exists(),
         "the user's settings were not touched"
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn a_hanging_wrapped_status_line_is_cut_off() {
     let env = TestEnv::new();
@@ -388,6 +432,7 @@ fn completions_for_each_shell() {
     assert_eq!(env.run(&["completions", "tcsh"], "").code, 1);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_symlinked_settings_file_stays_a_link_and_its_target_is_edited() {
     let env = TestEnv::new();
@@ -431,12 +476,14 @@ fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
     assert_eq!(env.run(&["install"], "").code, 0);
     // The status line points at a binary that was moved away, and the project's local settings
     // register a hook (exec form) with another that is gone.
-    let old = env.dir.path().join("old/ctxguard");
+    let old = env.dir.path().join("old").join("ctxguard");
     let mut s = read(&settings(&env));
-    s["statusLine"]["command"] =
-        json!(format!("{} statusline --then 'printf mine'", old.display()));
+    s["statusLine"]["command"] = json!(format!(
+        "{} statusline --then 'printf mine'",
+        sh(&old.display().to_string())
+    ));
     fs::write(settings(&env), s.to_string()).unwrap();
-    let local = project.join(".claude/settings.local.json");
+    let local = project.join(".claude").join("settings.local.json");
     fs::write(
         &local,
         json!({"hooks": {"Stop": [{"hooks": [
@@ -504,7 +551,7 @@ fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
     // A file that is there but cannot run is no better.
     fs::create_dir_all(old.parent().unwrap()).unwrap();
     fs::write(&old, "#!/bin/sh\n").unwrap();
-    fs::set_permissions(&old, fs::Permissions::from_mode(0o644)).unwrap();
+    chmod(&old, 0o644);
     fs::remove_file(&local).unwrap();
     let (code, report) = doctor(&env, &project);
     assert_eq!(code, 1);
@@ -549,6 +596,7 @@ fn run_as(env: &TestEnv, program: &Path, args: &[&str]) -> Run {
     }
     let out = cmd
         .env("HOME", env.home())
+        .env("USERPROFILE", env.home())
         .env("CTXGUARD_HOME", env.state())
         .output()
         .unwrap();
@@ -570,6 +618,7 @@ fn their_settings_in(env: &TestEnv, statusline: Option<&str>) -> String {
     text
 }
 
+#[cfg(unix)]
 fn mode_of(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
 }
@@ -577,6 +626,7 @@ fn mode_of(path: &Path) -> u32 {
 /// Issue 10, item 7: the backup of a 0600 settings file was created 0644 (the umask) and
 /// chmod-ed afterwards; anyone could read it while it was written. A watcher stats the backup
 /// over and over while a large one is written.
+#[cfg(unix)]
 #[test]
 fn a_backup_is_never_readable_by_others_not_even_while_it_is_written() {
     use std::os::unix::process::CommandExt;
@@ -670,22 +720,29 @@ fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
     let bins = env.dir.path().join("bins");
     fs::create_dir_all(&bins).unwrap();
     let original = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
-    let versioned = bins.join("ctxguard-0.1.0");
-    let renamed = bins.join("cg");
-    let target = bins.join("ctxguard-bin");
+    let named = |name: &str| bins.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let versioned = named("ctxguard-0.1.0");
+    let renamed = named("cg");
+    let target = named("ctxguard-bin");
     for copy in [&versioned, &renamed, &target] {
         fs::copy(&original, copy).unwrap();
     }
-    let link = bins.join("ctxguard");
-    std::os::unix::fs::symlink(&target, &link).unwrap();
+    #[allow(unused_mut)]
+    let mut programs = vec![
+        (versioned.clone(), versioned.clone()),
+        (renamed.clone(), renamed.clone()),
+    ];
+    #[cfg(unix)]
+    {
+        let link = bins.join("ctxguard");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        programs.push((link, target.clone()));
+    }
     let mine = "printf 'mine'";
-    for (program, installed) in [
-        (&versioned, &versioned),
-        (&link, &target),
-        (&renamed, &renamed),
-    ] {
+    let wrapped = |bin: &str| format!("{} statusline --then 'printf '\\''mine'\\'''", sh(bin));
+    for (program, installed) in &programs {
         let theirs = their_settings_in(&env, None);
-        let installed = installed.to_str().unwrap();
+        let installed = canonical(installed);
         for round in 0..3 {
             let run = run_as(&env, program, &["install"]);
             assert_eq!(run.code, 0, "{run:?}");
@@ -699,12 +756,12 @@ fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
         assert_eq!(s["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
         assert_eq!(s["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
         assert_eq!(
-            s["hooks"]["SessionStart"][0]["hooks"][0]["command"],
-            format!("{installed} sessionstart")
+            s["hooks"]["SessionStart"][0]["hooks"][0],
+            exec(&installed, "sessionstart")
         );
         assert_eq!(
             s["statusLine"]["command"],
-            format!("{installed} statusline --then 'printf '\\''mine'\\'''"),
+            wrapped(&installed),
             "wrapped once"
         );
         let un = run_as(&env, program, &["uninstall"]);
@@ -718,8 +775,9 @@ fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
     }
 
     // What the old install left after three runs as `ctxguard-0.1.0`: three copies of each
-    // hook and the status line wrapped in itself three times. Any ctxguard cleans it up.
-    let v = versioned.to_str().unwrap();
+    // hook (in shell form, as it wrote them) and the status line wrapped in itself three times.
+    // Any ctxguard cleans it up.
+    let v = sh(&canonical(&versioned));
     let mut line = mine.to_string();
     for _ in 0..3 {
         line = format!("{v} statusline --then '{}'", line.replace('\'', r"'\''"));
@@ -757,12 +815,12 @@ fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
         "{run:?}"
     );
     let s = read(&settings(&env));
-    let bin = original.to_str().unwrap();
+    let bin = bin();
+    assert_eq!(s["statusLine"]["command"], wrapped(&bin));
     assert_eq!(
-        s["statusLine"]["command"],
-        format!("{bin} statusline --then 'printf '\\''mine'\\'''")
+        s["hooks"]["PreCompact"],
+        json!([{"hooks": [exec(&bin, "precompact")]}])
     );
-    assert_eq!(s["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
 }
 
 /// Issue 10, item 10: a wrapped status line with another flag (`--no-color`) was not seen as
@@ -770,8 +828,7 @@ fn a_binary_under_another_name_installs_once_and_uninstalls_everything() {
 #[test]
 fn a_wrapped_status_line_with_flags_comes_back_exactly() {
     let env = TestEnv::new();
-    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
-    let bin = bin.to_str().unwrap();
+    let bin = sh(&bin());
     let theirs = their_settings_in(&env, None);
     for flags in [
         "--no-color --then 'printf '\\''mine'\\'''",
@@ -834,11 +891,7 @@ fn status_line_commands_round_trip_exactly_through_install_and_uninstall() {
             "{mine:?}"
         );
     }
-    let bin = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
-    let by_hand = format!(
-        r#"{} statusline --then "printf '%s\n' x""#,
-        bin.to_str().unwrap()
-    );
+    let by_hand = format!(r#"{} statusline --then "printf '%s\n' x""#, sh(&bin()));
     their_settings_in(&env, Some(&by_hand));
     let un = env.run(&["uninstall"], "");
     assert_eq!(un.code, 0, "{un:?}");
@@ -855,15 +908,18 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
     let env = TestEnv::new();
     fs::create_dir_all(env.home().join(".claude")).unwrap();
     fs::write(settings(&env), THEIRS).unwrap();
-    fs::set_permissions(settings(&env), fs::Permissions::from_mode(0o600)).unwrap();
-    let note = env.home().join(".claude/settings.json.ctxguard-note.json");
+    chmod(&settings(&env), 0o600);
+    let note = env
+        .home()
+        .join(".claude")
+        .join("settings.json.ctxguard-note.json");
     let run = env.run(&["install", "--statusline", "replace"], "");
     assert_eq!(run.code, 0, "{run:?}");
     let s = read(&settings(&env));
-    assert!(s["statusLine"]["command"]
-        .as_str()
-        .unwrap()
-        .ends_with("ctxguard statusline"));
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("{} statusline", sh(&bin()))
+    );
     assert_eq!(
         fs::read_to_string(&backups(&env.home().join(".claude"))[0]).unwrap(),
         THEIRS
@@ -902,6 +958,7 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
         read(&note)["statusLine"],
         json!({"type": "command", "command": "printf 'mine'", "padding": 0})
     );
+    #[cfg(unix)]
     assert_eq!(mode_of(&note), 0o600, "as private as the settings");
     // Installing again (any mode) keeps the note and changes nothing.
     assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
@@ -920,4 +977,144 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
     assert_eq!(un.code, 1, "{un:?}");
     assert!(un.stderr.contains("not valid JSON"), "{un:?}");
     assert_eq!(fs::read_to_string(settings(&env)).unwrap(), installed);
+}
+
+/// What the previous version of `install` wrote: every hook as a shell line (`<bin> <sub>`), in
+/// a file that also holds the user's own hooks.
+fn shell_form_settings(bin: &str) -> Value {
+    let b = sh(bin);
+    let hook =
+        |sub: &str| json!({"type": "command", "command": format!("{b} {sub}"), "timeout": 30});
+    json!({
+        "model": "opus",
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/guard.sh"}]},
+                {"matcher": "*", "hooks": [hook("pretooluse")]}
+            ],
+            "UserPromptSubmit": [{"hooks": [hook("userpromptsubmit")]}],
+            "PreCompact": [{"matcher": "auto|manual", "hooks": [hook("precompact")]}],
+            "SessionStart": [{"hooks": [
+                {"type": "command", "command": "echo hi"},
+                hook("sessionstart")
+            ]}]
+        },
+        "statusLine": {"type": "command", "command": format!("{b} statusline --then 'printf mine'")}
+    })
+}
+
+/// A shell-form registration left by an earlier version is turned into the exec form in place
+/// (same groups, same positions, its other keys kept), and `uninstall` removes it in either form.
+#[test]
+fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form() {
+    let env = TestEnv::new();
+    let bin = bin();
+    let old = shell_form_settings(&bin);
+    let text = serde_json::to_string_pretty(&old).unwrap() + "\n";
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+
+    // Uninstalling the old registration directly removes it all.
+    fs::write(settings(&env), &text).unwrap();
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(un.stdout.matches("removed ctxguard").count(), 4, "{un:?}");
+    assert_eq!(
+        read(&settings(&env)),
+        json!({
+            "model": "opus",
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/guard.sh"}]}],
+                "SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]
+            },
+            "statusLine": {"type": "command", "command": "printf mine"}
+        })
+    );
+
+    // Installing over it upgrades each entry where it is.
+    fs::write(settings(&env), &text).unwrap();
+    let run = env.run(&["install"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    // Four upgraded where they were; the hooks added since come in exec form too.
+    assert_eq!(run.stdout.matches("became").count(), 4, "{run:?}");
+    assert_eq!(run.stdout.matches("(exec form)").count(), 6, "{run:?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "PreToolUse: `{} pretooluse` became `{} pretooluse` (exec form)",
+            sh(&bin),
+            sh(&bin)
+        )),
+        "{run:?}"
+    );
+    let mut expected = old.clone();
+    for (event, group, hook, sub) in [
+        ("PreToolUse", 1, 0, "pretooluse"),
+        ("UserPromptSubmit", 0, 0, "userpromptsubmit"),
+        ("PreCompact", 0, 0, "precompact"),
+        ("SessionStart", 0, 1, "sessionstart"),
+    ] {
+        expected["hooks"][event][group]["hooks"][hook] =
+            json!({"type": "command", "command": bin, "args": [sub], "timeout": 30});
+    }
+    expected["hooks"]["PostCompact"] = json!([{"matcher": "auto|manual", "hooks": [
+        {"type": "command", "command": bin, "args": ["postcompact"]}]}]);
+    expected["hooks"]["SessionEnd"] =
+        json!([{"hooks": [{"type": "command", "command": bin, "args": ["sessionend"]}]}]);
+    let upgraded = fs::read_to_string(settings(&env)).unwrap();
+    assert_eq!(
+        upgraded,
+        serde_json::to_string_pretty(&expected).unwrap() + "\n",
+        "in place, key order and all"
+    );
+    // Then it is current: nothing more to do; and uninstall gives back the same as before.
+    assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
+    let un = env.run(&["uninstall"], "");
+    assert_eq!(un.stdout.matches("removed ctxguard").count(), 6, "{un:?}");
+    assert_eq!(
+        read(&settings(&env))["hooks"]["SessionStart"],
+        json!([{"hooks": [{"type": "command", "command": "echo hi"}]}])
+    );
+}
+
+/// On Windows the user's settings are `%USERPROFILE%\.claude\settings.json` (HOME, which Git
+/// Bash sets, is not what Claude Code reads), and the hooks name `ctxguard.exe` by its full path
+/// with drive letter and backslashes, with no shell to mangle them.
+#[cfg(windows)]
+#[test]
+fn on_windows_install_uses_the_user_profile_and_a_path_with_backslashes() {
+    let env = TestEnv::new();
+    let elsewhere = env.dir.path().join("msys-home");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let out = env
+        .command(&["install"])
+        .env("HOME", &elsewhere)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!elsewhere.join(".claude").exists());
+    let s = read(&settings(&env));
+    let command = s["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.as_bytes()[1] == b':'
+            && command.contains('\\')
+            && command.ends_with("ctxguard.exe"),
+        "{command}"
+    );
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0]["args"],
+        json!(["pretooluse"])
+    );
+    // The status line is a shell line: the path is single-quoted, which Git Bash keeps as is.
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("'{command}' statusline")
+    );
+    // doctor finds it all, and uninstall takes it out again.
+    let doctor = env.run(&["doctor", "--json"], "");
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    assert_eq!(read(&settings(&env)), json!({}));
 }

@@ -314,7 +314,7 @@ fn manual_commands_fail_clearly_on_bad_config_and_files() {
     let run = env.run(&["usage", missing.to_str().unwrap()], "");
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.contains("missing.jsonl") && run.stderr.contains("No such file"),
+        run.stderr.contains("missing.jsonl") && run.stderr.contains("(os error 2)"),
         "{}",
         run.stderr
     );

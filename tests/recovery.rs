@@ -266,19 +266,22 @@ fn checkpoints_are_numbered_kept_five_and_logged() {
     assert!(log.contains("compaction #7 (auto)"));
     assert!(log.contains("- last request: now run a failing command"));
     assert!(log.contains("cp_007.json"));
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(
-        fs::metadata(&logs[0]).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    assert_eq!(
-        fs::metadata(checkpoint_dir(&env, SESSION))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o700
-    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&logs[0]).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(checkpoint_dir(&env, SESSION))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+    }
 }
 
 #[test]

@@ -3,9 +3,13 @@
 //! closed pipe or a stepped-back clock does to a hook.
 
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::symlink;
+#[cfg(unix)]
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -26,12 +30,14 @@ fn compact_and_start(env: &TestEnv, session: &str, cwd: &str) -> Run {
 }
 
 /// A project directory under the test's HOME, with `.claude/memory/`.
+#[cfg(unix)]
 fn project(env: &TestEnv, name: &str) -> PathBuf {
     let dir = env.home().join(name);
     fs::create_dir_all(dir.join(".claude/memory")).unwrap();
     dir
 }
 
+#[cfg(unix)]
 #[test]
 fn a_cloned_repository_cannot_inject_the_environment_or_a_home_file() {
     let mut env = TestEnv::new();
@@ -63,6 +69,8 @@ fn a_cloned_repository_cannot_inject_the_environment_or_a_home_file() {
     assert!(run.stderr.contains("symbolic link"), "{run:?}");
 }
 
+/// (Unix only: these names cannot be made on Windows.)
+#[cfg(unix)]
 #[test]
 fn project_memory_is_fenced_as_untrusted_and_hostile_names_stay_inside_the_fence() {
     let mut env = TestEnv::new();
@@ -118,6 +126,7 @@ fn no_other_projects_text_in_a_recovery_block() {
     assert!(!block.contains("project-a"), "{block}");
 }
 
+#[cfg(unix)]
 #[test]
 fn planted_symlinks_in_the_state_dir_are_not_read() {
     let env = TestEnv::new();
@@ -159,12 +168,14 @@ fn planted_symlinks_in_the_state_dir_are_not_read() {
     );
 }
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a valid C string and mode.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_fifo_marker_never_hangs_a_hook() {
     let env = TestEnv::new();
@@ -192,6 +203,7 @@ fn a_fifo_marker_never_hangs_a_hook() {
 }
 
 /// Runs `ctxguard ARGS` under `sh` with its stderr closed (not redirected: closed).
+#[cfg(unix)]
 fn with_closed_stderr(env: &TestEnv, args: &str, stdin: &str) -> std::process::Output {
     let bin = env!("CARGO_BIN_EXE_ctxguard");
     let mut cmd = Command::new("sh");
@@ -203,6 +215,7 @@ fn with_closed_stderr(env: &TestEnv, args: &str, stdin: &str) -> std::process::O
     feed(cmd, stdin).wait_with_output().unwrap()
 }
 
+#[cfg(unix)]
 #[test]
 fn a_closed_stderr_never_aborts_a_hook() {
     let env = TestEnv::new();
@@ -216,6 +229,7 @@ fn a_closed_stderr_never_aborts_a_hook() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_closed_stdout_ends_manual_commands_quietly() {
     use std::os::unix::process::ExitStatusExt;
@@ -260,6 +274,7 @@ fn a_marker_from_the_future_is_not_trusted() {
     assert!(nudge.contains("150k"), "{nudge}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_fifo_or_device_config_never_hangs_or_floods_a_hook() {
     for target in ["fifo", "/dev/zero"] {

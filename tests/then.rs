@@ -37,13 +37,35 @@ fn then(cmd: &str) -> (Run, Duration) {
 }
 
 /// A `sleep` argument no other process has: `secs` seconds and a fraction made of this test
-/// process's id and `tag`, so it can be found in /proc afterwards.
+/// process's id and `tag`, so it can be found among the processes afterwards.
 fn marker(secs: u32, tag: u32) -> String {
     format!("{secs}.{}{tag}", std::process::id())
 }
 
-/// Live (not zombie) processes whose command line holds `marker`.
+/// Live (not zombie) processes whose command line holds `marker`: from /proc on Linux, from
+/// `ps` where there is no /proc (macOS).
 fn running(marker: &str) -> Vec<String> {
+    if std::path::Path::new("/proc/self/stat").exists() {
+        running_in_proc(marker)
+    } else {
+        running_by_ps(marker)
+    }
+}
+
+fn running_by_ps(marker: &str) -> Vec<String> {
+    let out = std::process::Command::new("ps")
+        .args(["-A", "-o", "stat=", "-o", "args="])
+        .output()
+        .expect("ps lists the processes");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.contains(marker) && !l.starts_with(['Z', 'X']))
+        .map(str::to_string)
+        .collect()
+}
+
+fn running_in_proc(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let dir = entry.path();
@@ -79,6 +101,22 @@ fn assert_nothing_left(marker: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn ps_sees_what_proc_sees() {
+    let m = marker(20, 9);
+    let mut child = std::process::Command::new("sleep").arg(&m).spawn().unwrap();
+    let start = Instant::now();
+    while running_by_ps(&m).is_empty() && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let by_ps = running_by_ps(&m);
+    assert_eq!(by_ps.len(), 1, "{by_ps:?}");
+    assert_eq!(running(&m).len(), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(running_by_ps(&m).is_empty());
 }
 
 #[test]

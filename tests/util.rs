@@ -83,7 +83,9 @@ impl TestEnv {
                 cmd.env_remove(key);
             }
         }
+        // HOME is the home directory on Unix, USERPROFILE on Windows (as for the client).
         cmd.env("HOME", self.home())
+            .env("USERPROFILE", self.home())
             .env("CTXGUARD_HOME", self.state())
             .env("RUST_BACKTRACE", "0");
         for (k, v) in &self.env {
@@ -251,9 +253,9 @@ pub fn decode_nudge(stdout: &str) -> String {
 }
 
 impl TestEnv {
-    /// Runs with a deadline (a hook that hangs fails the test instead of stalling the suite) and
-    /// a hard limit on the child's heap (`RLIMIT_DATA`): a hook that tried to hold more would
-    /// fail to allocate and die, failing the test.
+    /// Runs with a deadline (a hook that hangs fails the test instead of stalling the suite) and,
+    /// on Unix, a hard limit on the child's heap (`RLIMIT_DATA`): a hook that tried to hold more
+    /// would fail to allocate and die, failing the test.
     pub fn run_within(
         &self,
         args: &[&str],
@@ -261,21 +263,26 @@ impl TestEnv {
         limit: std::time::Duration,
         max_heap: u64,
     ) -> Run {
-        use std::os::unix::process::CommandExt;
         let mut cmd = self.command(args);
-        // SAFETY: setrlimit is async-signal-safe and only touches the child.
-        unsafe {
-            cmd.pre_exec(move || {
-                let lim = libc::rlimit {
-                    rlim_cur: max_heap,
-                    rlim_max: max_heap,
-                };
-                if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and only touches the child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: max_heap,
+                        rlim_max: max_heap,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
+        #[cfg(not(unix))]
+        let _ = max_heap;
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = feed(cmd, stdin);
         let start = std::time::Instant::now();

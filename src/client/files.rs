@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 /// Where Claude Code looks for the organisation's managed settings.
 #[cfg(target_os = "macos")]
 pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/managed-settings.json";
-#[cfg(not(target_os = "macos"))]
+#[cfg(windows)]
+pub const MANAGED_SETTINGS: &str = r"C:\Program Files\ClaudeCode\managed-settings.json";
+#[cfg(not(any(target_os = "macos", windows)))]
 pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
 
 /// Which settings file, in the client's precedence order (a later one wins).
@@ -35,11 +37,12 @@ pub fn locations(
 ) -> Vec<(Scope, PathBuf)> {
     let mut out = Vec::new();
     if let Some(home) = home {
-        out.push((Scope::User, home.join(".claude/settings.json")));
+        out.push((Scope::User, home.join(".claude").join("settings.json")));
     }
     if let Some(project) = project {
-        out.push((Scope::Project, project.join(".claude/settings.json")));
-        out.push((Scope::Local, project.join(".claude/settings.local.json")));
+        let dir = project.join(".claude");
+        out.push((Scope::Project, dir.join("settings.json")));
+        out.push((Scope::Local, dir.join("settings.local.json")));
     }
     out.push((Scope::Managed, managed.to_path_buf()));
     out

@@ -24,6 +24,8 @@ pub struct Command<'a> {
     /// The command line; an exec-form entry (`command` plus an `args` list, run without a shell)
     /// is quoted into the line `sh` would need to run the same, so one parser reads both.
     pub line: String,
+    /// Written in exec form (the client runs it with no shell).
+    pub exec: bool,
 }
 
 /// The command line of a hook entry or status line: `command`, plus `args` when present.
@@ -137,6 +139,7 @@ impl Settings {
                             file: f,
                             event,
                             line,
+                            exec: entry.get("args").is_some(),
                         });
                     }
                 }
@@ -153,7 +156,9 @@ impl Settings {
                 Some(Command {
                     file: f,
                     event: "statusLine",
-                    line: command_line(f.get("statusLine")?)?,
+                    // The client drops `args` here and runs `command` with `sh -c`.
+                    line: f.get("statusLine")?.get("command")?.as_str()?.to_string(),
+                    exec: false,
                 })
             })
             .collect()
@@ -417,21 +422,25 @@ mod tests {
                     Scope::Project,
                     r#"{"hooks": 3, "statusLine": {"command": "ctxguard statusline"}}"#,
                 ),
-                (Scope::Local, r#"{"enabledPlugins": {"other@x": false}}"#),
+                (
+                    Scope::Local,
+                    r#"{"enabledPlugins": {"other@x": false},
+                        "statusLine": {"command": "/x/ctxguard", "args": ["statusline"]}}"#,
+                ),
             ],
             &[],
         );
         let hooks: Vec<String> = s
             .hook_commands()
             .into_iter()
-            .map(|c| format!("{}: {}", c.event, c.line))
+            .map(|c| format!("{}: {} ({})", c.event, c.line, c.exec))
             .collect();
         assert_eq!(
             hooks,
             [
-                "PreToolUse: /bin/ctxguard pretooluse",
-                r"PreToolUse: '/my dir/ctxguard' precompact 'it'\''s'",
-                "Stop: notify",
+                "PreToolUse: /bin/ctxguard pretooluse (false)",
+                r"PreToolUse: '/my dir/ctxguard' precompact 'it'\''s' (true)",
+                "Stop: notify (false)",
             ]
         );
         let lines: Vec<(Scope, String)> = s
@@ -443,7 +452,9 @@ mod tests {
             lines,
             [
                 (Scope::User, "mine.sh".to_string()),
-                (Scope::Project, "ctxguard statusline".to_string())
+                (Scope::Project, "ctxguard statusline".to_string()),
+                // The status line has no exec form: the client drops `args` and runs `command`.
+                (Scope::Local, "/x/ctxguard".to_string()),
             ]
         );
         let plugins: Vec<(&str, Scope)> = s

@@ -15,7 +15,6 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -36,7 +35,7 @@ const BACKUP_ATTEMPTS: u32 = 1000;
 pub fn settings_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
     let path = chosen_path(target, env)?;
     if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return fs::canonicalize(&path)
+        return files::canonicalize(&path)
             .with_context(|| format!("following the link {}", path.display()));
     }
     Ok(path)
@@ -49,13 +48,14 @@ fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
     if target.project {
         return Ok(std::env::current_dir()
             .context("finding the current directory")?
-            .join(".claude/settings.json"));
+            .join(".claude")
+            .join("settings.json"));
     }
     let home = env
         .home
         .as_ref()
         .ok_or_else(|| anyhow!("cannot find the home directory: pass --settings PATH"))?;
-    Ok(home.join(".claude/settings.json"))
+    Ok(home.join(".claude").join("settings.json"))
 }
 
 /// The settings as text and parsed; a missing file is an empty object.
@@ -189,9 +189,7 @@ fn write_settings(
 ) -> Result<Option<PathBuf>> {
     let dir = directory(path)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mode = fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
+    let mode = files::mode_of(path).unwrap_or(0o644);
     let backup = old
         .map(|text| write_backup(path, text, mode, Local::now()))
         .transpose()?;
@@ -267,12 +265,12 @@ fn apply(
 /// path is the same binary (a link to it).
 fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
-    let exe = exe.canonicalize().unwrap_or(exe);
+    let exe = files::canonicalize(&exe).unwrap_or(exe);
     let bin = exe
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
-    let same = move |p: &str| fs::canonicalize(p).is_ok_and(|c| c == exe);
+    let same = move |p: &str| files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe);
     Ok((bin, same))
 }
 
@@ -325,8 +323,11 @@ mod tests {
         assert_eq!(third.to_str().unwrap(), format!("{}-2", first.display()));
         assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
         assert_eq!(fs::read_to_string(&second).unwrap(), "second");
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!((mode(&first), mode(&third)), (0o600, 0o640));
+        #[cfg(unix)]
+        assert_eq!(
+            (files::mode_of(&first), files::mode_of(&third)),
+            (Some(0o600), Some(0o640))
+        );
         let name = first.file_name().unwrap().to_str().unwrap();
         assert!(
             name.starts_with(&format!(
@@ -337,6 +338,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlink_planted_at_the_backup_name_is_skipped_not_followed() {
         let t = tempfile::tempdir().unwrap();

@@ -320,6 +320,7 @@ mod tests {
         assert_eq!(fs::read(store.marker_path()).unwrap(), before);
     }
 
+    #[cfg(unix)]
     #[test]
     fn files_and_dirs_are_private() {
         use std::os::unix::fs::PermissionsExt;
@@ -349,6 +350,7 @@ mod tests {
         assert!(format!("{err}").contains("still held"), "{err}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn reads_refuse_a_symlinked_session_dir() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,12 +1,108 @@
 //! Recognising ctxguard's own commands in settings, by what they run rather than by an exact
-//! file name: `<program> <subcommand> ...` where the program is ctxguard. A program is ctxguard
+//! file name: `<program> <subcommand> ...` where the program is ctxguard, written as a shell
+//! line (`"command": "<line>"`, which the client runs with `sh -c`) or in exec form
+//! (`"command": "<program>", "args": [...]`, run with no shell). A program is ctxguard
 //! when its file name starts with `ctxguard` (`ctxguard`, `ctxguard-0.1.0`, `ctxguard-bin`), when
 //! it is the path install writes or another path of the same binary (a link to it), or when it
 //! is the plugin's launcher (`${CLAUDE_PLUGIN_ROOT}/hooks/run.sh`, or a `hooks/run.sh` anywhere
 //! under a `ctxguard*` directory: a checkout, a plugin cache). Everything else is the user's and
 //! is never touched.
 
+use serde_json::{json, Map, Value};
+
 use super::quoting::{lex, shell_quote, Word};
+
+/// What a hook entry runs, as it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookCommand {
+    /// `"command": "<line>"`: a line for the shell.
+    Shell(String),
+    /// `"command": "<program>", "args": [...]`: the program, run directly with these arguments.
+    Exec { program: String, args: Vec<String> },
+}
+
+impl HookCommand {
+    /// What `entry` runs; `None` without a `command` string, or with an `args` that is not a list
+    /// of strings (the client refuses such an entry).
+    pub fn of(entry: &Value) -> Option<HookCommand> {
+        let command = entry.get("command")?.as_str()?.to_string();
+        match entry.get("args") {
+            None => Some(HookCommand::Shell(command)),
+            Some(Value::Array(args)) => Some(HookCommand::Exec {
+                program: command,
+                args: args
+                    .iter()
+                    .map(|a| a.as_str().map(str::to_string))
+                    .collect::<Option<_>>()?,
+            }),
+            Some(_) => None,
+        }
+    }
+
+    /// The exec form of `program` with `args`.
+    pub fn exec(program: &str, args: &[&str]) -> HookCommand {
+        HookCommand::Exec {
+            program: program.to_string(),
+            args: args.iter().map(|a| (*a).to_string()).collect(),
+        }
+    }
+
+    /// Writes this into `entry` in place of what it ran, every other key kept in its place
+    /// (`args` right after `command`).
+    pub fn write_to(&self, entry: &mut Map<String, Value>) {
+        let (command, args) = match self {
+            HookCommand::Shell(line) => (line.as_str(), None),
+            HookCommand::Exec { program, args } => (program.as_str(), Some(args)),
+        };
+        let old = std::mem::take(entry);
+        let mut placed = false;
+        for (key, value) in old {
+            match key.as_str() {
+                "args" => {}
+                "command" => {
+                    entry.insert(key, json!(command));
+                    if let Some(args) = args {
+                        entry.insert("args".into(), json!(args));
+                    }
+                    placed = true;
+                }
+                _ => {
+                    entry.insert(key, value);
+                }
+            }
+        }
+        if !placed {
+            entry.insert("command".into(), json!(command));
+            if let Some(args) = args {
+                entry.insert("args".into(), json!(args));
+            }
+        }
+    }
+
+    /// A new hook entry running this.
+    pub fn entry(&self) -> Value {
+        let mut entry = Map::new();
+        entry.insert("type".into(), json!("command"));
+        self.write_to(&mut entry);
+        Value::Object(entry)
+    }
+}
+
+impl std::fmt::Display for HookCommand {
+    /// The shell line: as written, or the exec form's words quoted for `sh`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HookCommand::Shell(line) => f.write_str(line),
+            HookCommand::Exec { program, args } => {
+                f.write_str(&shell_quote(program))?;
+                for arg in args {
+                    write!(f, " {}", shell_quote(arg))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
 
 /// What makes a program ctxguard, beyond the file-name and launcher rules every caller shares.
 #[derive(Clone, Copy)]
@@ -28,10 +124,10 @@ impl Ours<'static> {
 impl Ours<'_> {
     fn is_program(&self, word: &Word) -> bool {
         let text = word.text.as_str();
-        let name = text.rsplit('/').next().unwrap_or(text);
+        let name = text.rsplit(['/', '\\']).next().unwrap_or(text);
         name.starts_with("ctxguard")
             || self.bin == Some(text)
-            || (word.literal && text.contains('/') && (self.same_binary)(text))
+            || (word.literal && text.contains(['/', '\\']) && (self.same_binary)(text))
             || is_launcher(text)
     }
 }
@@ -57,6 +153,27 @@ pub struct Call<'l> {
     pub rest: bool,
 }
 
+/// The call a hook entry makes, if it runs ctxguard, in either form.
+pub fn hook_call<'c>(command: &'c HookCommand, ours: Ours) -> Option<Call<'c>> {
+    match command {
+        HookCommand::Shell(line) => call(line, ours),
+        HookCommand::Exec { program, args } => {
+            let word = |text: &str| Word {
+                text: text.to_string(),
+                literal: true,
+                span: 0..0,
+            };
+            let program = word(program);
+            ours.is_program(&program).then(|| Call {
+                line: "",
+                program,
+                args: args.iter().map(|a| word(a)).collect(),
+                rest: false,
+            })
+        }
+    }
+}
+
 /// The call, if `line` runs ctxguard.
 pub fn call<'l>(line: &'l str, ours: Ours) -> Option<Call<'l>> {
     let mut lexed = lex(line);
@@ -79,6 +196,16 @@ impl Call<'_> {
             .first()
             .filter(|w| w.literal)
             .map(|w| w.text.as_str())
+    }
+
+    /// The arguments, when they can be given to the program directly (exec form): every word
+    /// literal and nothing after them. `None` for a line that needs its shell (an expansion, a
+    /// redirection, another command).
+    pub fn exec_args(&self) -> Option<Vec<&str>> {
+        if self.rest || self.args.iter().any(|w| !w.literal) {
+            return None;
+        }
+        Some(self.args.iter().map(|w| w.text.as_str()).collect())
     }
 
     /// The same line running `bin` instead, everything after the program kept byte for byte;
@@ -221,6 +348,56 @@ mod tests {
         assert!(runs_ctxguard("/x/ctxguard-0.1.0 precompact", "precompact"));
         assert!(!runs_ctxguard("/x/ctxguard status", "statusline"));
         assert!(!runs_ctxguard("/x/ctxguard \"$SUB\"", "pretooluse"));
+    }
+
+    #[test]
+    fn hook_entries_in_both_forms() {
+        let shell = json!({"type": "command", "command": "/x/ctxguard pretooluse", "timeout": 5});
+        let exec = json!({"type": "command", "command": "/x/ctxguard", "args": ["pretooluse"]});
+        let shell = HookCommand::of(&shell).unwrap();
+        let exec = HookCommand::of(&exec).unwrap();
+        assert_eq!(shell, HookCommand::Shell("/x/ctxguard pretooluse".into()));
+        assert_eq!(exec, HookCommand::exec("/x/ctxguard", &["pretooluse"]));
+        for c in [&shell, &exec] {
+            let call = hook_call(c, ours()).unwrap();
+            assert_eq!(call.subcommand(), Some("pretooluse"));
+            assert_eq!(call.exec_args(), Some(vec!["pretooluse"]));
+        }
+        // Exec-form words are what the program gets: nothing is expanded or split.
+        let spaced = HookCommand::exec("/my dir/ctxguard", &["$HOME", "it's"]);
+        assert_eq!(spaced.to_string(), r"'/my dir/ctxguard' '$HOME' 'it'\''s'");
+        assert_eq!(
+            hook_call(&spaced, ours()).unwrap().exec_args(),
+            Some(vec!["$HOME", "it's"])
+        );
+        // A shell line that needs its shell has no exec form.
+        let piped = HookCommand::Shell("/x/ctxguard pretooluse | tee log".into());
+        assert_eq!(hook_call(&piped, ours()).unwrap().exec_args(), None);
+        // Not a list of strings: not an entry the client runs.
+        assert_eq!(HookCommand::of(&json!({"command": "x", "args": "y"})), None);
+        assert_eq!(HookCommand::of(&json!({"command": "x", "args": [1]})), None);
+        assert_eq!(HookCommand::of(&json!({"args": []})), None);
+    }
+
+    #[test]
+    fn written_in_place_with_every_other_key_kept() {
+        let mut entry =
+            json!({"type": "command", "command": "/x/ctxguard pretooluse", "timeout": 5});
+        HookCommand::exec("/y/ctxguard", &["pretooluse"]).write_to(entry.as_object_mut().unwrap());
+        assert_eq!(
+            serde_json::to_string(&entry).unwrap(),
+            r#"{"type":"command","command":"/y/ctxguard","args":["pretooluse"],"timeout":5}"#
+        );
+        HookCommand::Shell("/z/ctxguard pretooluse 2>/dev/null".into())
+            .write_to(entry.as_object_mut().unwrap());
+        assert_eq!(
+            serde_json::to_string(&entry).unwrap(),
+            r#"{"type":"command","command":"/z/ctxguard pretooluse 2>/dev/null","timeout":5}"#
+        );
+        assert_eq!(
+            HookCommand::exec("/y/ctxguard", &["precompact"]).entry(),
+            json!({"type": "command", "command": "/y/ctxguard", "args": ["precompact"]})
+        );
     }
 
     #[test]

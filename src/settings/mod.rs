@@ -3,6 +3,13 @@
 //! hook subcommands (`call` says what counts as ctxguard: not an exact file name); everything
 //! else, and the order of every key and hook, is left as it was. serde_json's `preserve_order`
 //! keeps the keys in the user's order.
+//!
+//! Hooks are registered in exec form, `{"command": "<binary>", "args": ["pretooluse"]}`: the
+//! client starts the binary directly, with no shell per call and no quoting of its path (which
+//! Git Bash on Windows would mangle). A shell-form entry an earlier version wrote is turned into
+//! the exec form in place; one that needs its shell (a redirection, an expansion) keeps it, with
+//! only its program changed. The status line has no exec form (the client drops `args` there
+//! and always runs `command` with `sh -c`), so it stays a quoted shell line.
 
 mod call;
 mod diff;
@@ -11,7 +18,7 @@ mod quoting;
 use serde_json::{json, Map, Value};
 
 pub use call::runs_ctxguard;
-use call::{call, innermost, statusline, Ours, Wrapped};
+use call::{hook_call, innermost, statusline, HookCommand, Ours, Wrapped};
 pub use diff::diff;
 
 use crate::registry::STATUSLINE;
@@ -57,10 +64,38 @@ pub enum Note {
 }
 
 /// The ctxguard hook subcommand this command runs, if it runs one.
-fn hook_subcommand(command: &str, ours: Ours) -> Option<&'static str> {
-    let c = call(command, ours)?;
+fn hook_subcommand(command: &HookCommand, ours: Ours) -> Option<&'static str> {
+    let c = hook_call(command, ours)?;
     let sub = c.subcommand()?;
     hook_events().map(|(_, _, s)| s).find(|s| *s == sub)
+}
+
+/// What an entry that runs ctxguard becomes when installing `bin`: the exec form with the same
+/// arguments, or, for a shell line that needs its shell, the same line with `bin` as its program
+/// (and a notice why). `None` for no change.
+fn upgraded(
+    event: &str,
+    command: &HookCommand,
+    bin: &str,
+    ours: Ours,
+) -> (Option<HookCommand>, Option<String>) {
+    let Some(c) = hook_call(command, ours) else {
+        return (None, None);
+    };
+    match (c.exec_args(), command) {
+        (Some(args), _) => {
+            let exec = HookCommand::exec(bin, &args);
+            ((exec != *command).then_some(exec), None)
+        }
+        (None, HookCommand::Shell(line)) => (
+            c.with_program(bin).map(HookCommand::Shell),
+            Some(format!(
+                "{event}: `{line}` stays a shell line (it needs the shell: an expansion, a \
+                 redirection or another command); the exec form runs without one"
+            )),
+        ),
+        (None, HookCommand::Exec { .. }) => (None, None),
+    }
 }
 
 /// The status-line command ctxguard sets, wrapping `theirs` if given.
@@ -77,13 +112,13 @@ fn statusline_command(bin: &str, theirs: Option<&str>) -> String {
 }
 
 /// Each hook command of an event's matcher groups, as (group index, hook index, command).
-fn commands(groups: &[Value]) -> Vec<(usize, usize, String)> {
+fn commands(groups: &[Value]) -> Vec<(usize, usize, HookCommand)> {
     let mut out = Vec::new();
     for (g, group) in groups.iter().enumerate() {
         if let Some(hooks) = group.get("hooks").and_then(Value::as_array) {
             for (h, hook) in hooks.iter().enumerate() {
-                if let Some(cmd) = hook.get("command").and_then(Value::as_str) {
-                    out.push((g, h, cmd.to_string()));
+                if let Some(cmd) = HookCommand::of(hook) {
+                    out.push((g, h, cmd));
                 }
             }
         }
@@ -110,8 +145,9 @@ fn statusline_command_of(root: &Map<String, Value>) -> Option<String> {
 }
 
 /// Adds (or updates) ctxguard's hooks and status line, for the binary at `bin` (`same_binary`
-/// tells whether another path is this binary too). An entry that already runs ctxguard is
-/// pointed at `bin`, everything after its program kept; further copies of it are removed.
+/// tells whether another path is this binary too). Hooks are added in exec form; an entry that
+/// already runs ctxguard is pointed at `bin` and turned into the exec form, its arguments kept
+/// (see [`upgraded`]); further copies of it are removed.
 pub fn install(
     settings: &mut Value,
     bin: &str,
@@ -133,29 +169,35 @@ pub fn install(
             .or_insert_with(|| json!([]))
             .as_array_mut()
             .ok_or_else(|| format!("`hooks.{event}` is not a JSON array"))?;
-        let found: Vec<(usize, usize, String)> = commands(groups)
+        let found: Vec<(usize, usize, HookCommand)> = commands(groups)
             .into_iter()
             .filter(|(_, _, cmd)| hook_subcommand(cmd, ours) == Some(sub))
             .collect();
         let Some(((g, h, cmd), copies)) = found.split_first() else {
-            let wanted = format!("{} {sub}", shell_quote(bin));
+            let wanted = HookCommand::exec(bin, &[sub]);
             let mut group = Map::new();
             if let Some(m) = matcher {
                 group.insert("matcher".into(), json!(m));
             }
-            group.insert(
-                "hooks".into(),
-                json!([{"type": "command", "command": wanted}]),
-            );
+            group.insert("hooks".into(), json!([wanted.entry()]));
             groups.push(Value::Object(group));
-            edit.changes.push(format!("{event}: added `{wanted}`"));
+            edit.changes
+                .push(format!("{event}: added `{wanted}` (exec form)"));
             continue;
         };
-        if let Some(new) = call(cmd, ours).and_then(|c| c.with_program(bin)) {
-            groups[*g]["hooks"][*h]["command"] = json!(new);
-            edit.changes
-                .push(format!("{event}: updated the command to `{new}`"));
+        let (new, notice) = upgraded(event, cmd, bin, ours);
+        if let Some(new) = new {
+            if let Some(entry) = groups[*g]["hooks"][*h].as_object_mut() {
+                new.write_to(entry);
+            }
+            edit.changes.push(match (cmd, &new) {
+                (HookCommand::Shell(_), HookCommand::Exec { .. }) => {
+                    format!("{event}: `{cmd}` became `{new}` (exec form)")
+                }
+                _ => format!("{event}: updated the command to `{new}`"),
+            });
         }
+        edit.notices.extend(notice);
         // Copies an older install added: the last first, so the indices stay right.
         for (cg, ch, cmd) in copies.iter().rev() {
             if let Some(list) = groups[*cg]["hooks"].as_array_mut() {
@@ -250,10 +292,7 @@ pub fn uninstall(
                 };
                 let before = list.len();
                 list.retain(|hook| {
-                    let sub = hook
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .and_then(|c| hook_subcommand(c, ours));
+                    let sub = HookCommand::of(hook).and_then(|c| hook_subcommand(&c, ours));
                     if let Some(sub) = sub {
                         edit.changes
                             .push(format!("{event}: removed ctxguard {sub}"));
@@ -378,8 +417,8 @@ mod tests {
         );
         assert_eq!(s["hooks"]["PreToolUse"][1]["matcher"], "*");
         assert_eq!(
-            s["hooks"]["PreToolUse"][1]["hooks"][0]["command"],
-            format!("{BIN} pretooluse")
+            s["hooks"]["PreToolUse"][1]["hooks"][0],
+            json!({"type": "command", "command": BIN, "args": ["pretooluse"]})
         );
         assert_eq!(s["hooks"]["PreCompact"][0]["matcher"], "auto|manual");
         assert!(s["hooks"]["SessionStart"][0].get("matcher").is_none());
@@ -437,7 +476,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s["hooks"]["PreCompact"],
-            json!([{"hooks": [{"type": "command", "command": "/opt/cg precompact"}]}])
+            json!([{"hooks": [{"type": "command", "command": "/opt/cg", "args": ["precompact"]}]}])
         );
     }
 
@@ -462,7 +501,8 @@ mod tests {
         install(&mut s, BIN, StatusLineMode::Wrap);
         assert_eq!(
             s["hooks"]["PreToolUse"],
-            json!([hook(&format!("{BIN} pretooluse")), hook("mine.sh"),
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": BIN, "args": ["pretooluse"]}]},
+                   hook("mine.sh"),
                    {"hooks": [{"type": "command", "command": "a.sh"}]}])
         );
         assert_eq!(
@@ -475,6 +515,90 @@ mod tests {
         assert_eq!(
             s,
             json!({"statusLine": {"type": "command", "command": "printf mine"}})
+        );
+    }
+
+    #[test]
+    fn shell_lines_of_an_earlier_version_become_the_exec_form_in_place() {
+        let mut s = json!({"hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": "'/old dir/ctxguard' pretooluse", "timeout": 5}]}],
+            "PreCompact": [{"matcher": "auto|manual", "hooks": [
+                {"type": "command", "command": "ctxguard precompact"}]}],
+            "SessionStart": [{"hooks": [
+                {"type": "command", "command": "\"$HOME/bin/ctxguard\" sessionstart --x 'a b'"}]}],
+            "UserPromptSubmit": [{"hooks": [
+                {"type": "command", "command": "/old/ctxguard userpromptsubmit 2>>/tmp/log"}]}]
+        }});
+        let edit = install(&mut s, BIN, StatusLineMode::Skip);
+        let hooks = &s["hooks"];
+        // In place, every other key kept in its order, `args` after `command`.
+        assert_eq!(
+            text(&hooks["PreToolUse"][0]["hooks"][0]),
+            text(&json!({"type": "command", "command": BIN, "args": ["pretooluse"], "timeout": 5}))
+        );
+        assert_eq!(
+            hooks["PreCompact"][0]["hooks"][0],
+            json!({"type": "command", "command": BIN, "args": ["precompact"]})
+        );
+        // The arguments are kept, as the shell passed them.
+        assert_eq!(
+            hooks["SessionStart"][0]["hooks"][0]["args"],
+            json!(["sessionstart", "--x", "a b"])
+        );
+        // A line that needs its shell stays one, pointed at this binary, and says why.
+        assert_eq!(
+            hooks["UserPromptSubmit"][0]["hooks"][0],
+            json!({"type": "command", "command": format!("{BIN} userpromptsubmit 2>>/tmp/log")})
+        );
+        assert_eq!(edit.notices.len(), 1, "{edit:?}");
+        assert!(
+            edit.notices[0].starts_with("UserPromptSubmit: `/old/ctxguard userpromptsubmit"),
+            "{edit:?}"
+        );
+        assert_eq!(
+            edit.changes[0],
+            format!("PreToolUse: `'/old dir/ctxguard' pretooluse` became `{BIN} pretooluse` (exec form)")
+        );
+        // Once upgraded, installing again changes nothing; uninstall removes both forms.
+        let once = text(&s);
+        assert!(install(&mut s, BIN, StatusLineMode::Skip)
+            .changes
+            .is_empty());
+        assert_eq!(text(&s), once);
+        let edit = uninstall(&mut s, None);
+        assert_eq!(edit.changes.len(), hook_events().count(), "{edit:?}");
+        assert_eq!(s, json!({}));
+    }
+
+    #[test]
+    fn exec_form_entries_are_recognised_by_what_they_run() {
+        let mut s = json!({"hooks": {"PreToolUse": [
+            {"hooks": [{"type": "command", "command": "/x/ctxguard-0.1.0", "args": ["pretooluse"]}]},
+            {"hooks": [{"type": "command", "command": "/x/ctxguard", "args": ["pretooluse"]}]},
+            {"hooks": [{"type": "command", "command": "/x/ctxguard", "args": ["status"]}]},
+            {"hooks": [{"type": "command", "command": "/x/ctxguard", "args": "pretooluse"}]},
+            {"hooks": [{"type": "command", "command": r"C:\Users\u\.local\bin\ctxguard.exe",
+                        "args": ["pretooluse"]}]}
+        ]}});
+        let edit = install(&mut s, BIN, StatusLineMode::Skip);
+        let pre = s["hooks"]["PreToolUse"].as_array().unwrap();
+        // The first is pointed at this binary, the other two copies removed; what does not run
+        // a hook subcommand (or is not a valid entry) is left alone.
+        assert_eq!(pre.len(), 3, "{pre:?}");
+        assert_eq!(
+            pre[0]["hooks"][0],
+            json!({"type": "command", "command": BIN, "args": ["pretooluse"]})
+        );
+        assert_eq!(pre[1]["hooks"][0]["args"], json!(["status"]));
+        assert_eq!(pre[2]["hooks"][0]["args"], json!("pretooluse"));
+        assert_eq!(
+            edit.changes
+                .iter()
+                .filter(|c| c.starts_with("PreToolUse: removed the duplicate"))
+                .count(),
+            2,
+            "{edit:?}"
         );
     }
 

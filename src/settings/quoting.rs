@@ -310,9 +310,11 @@ impl Lexer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::process::Command;
 
     /// The words the real `/bin/sh` passes for `line`, or `None` if it fails to run it.
+    #[cfg(unix)]
     fn sh_words(line: &str) -> Option<Vec<String>> {
         let out = Command::new("/bin/sh")
             .arg("-c")
@@ -331,6 +333,7 @@ mod tests {
 
     /// Commands a user may have as a status line, each quoted as install quotes it and read
     /// back as uninstall reads it, against what the real `sh` makes of the same text.
+    #[cfg(unix)]
     #[test]
     fn install_quoting_round_trips_through_the_real_sh() {
         let table = [
@@ -368,6 +371,7 @@ mod tests {
     }
 
     /// Lines written by hand: wherever our reader claims to know the words, `sh` agrees.
+    #[cfg(unix)]
     #[test]
     fn hand_written_lines_split_as_sh_splits_them() {
         let table = [

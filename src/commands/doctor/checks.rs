@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -41,9 +40,39 @@ pub fn settings_files(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-/// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together).
+/// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together),
+/// and a hook in a settings file that runs it in shell form (as earlier versions registered it)
+/// is pointed out: the exec form starts no shell.
 pub fn hooks(ctx: &Context) -> Vec<Finding> {
     let commands = ctx.client.hook_commands();
+    let shell_form: Vec<Finding> = commands
+        .iter()
+        .filter(|c| !c.exec && c.file.scope != Scope::Managed)
+        .filter_map(|c| {
+            let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+            settings::runs_ctxguard(&c.line, sub).then(|| {
+                finding(
+                    "hooks",
+                    Status::Info,
+                    format!(
+                        "{event} runs `ctxguard {sub}` in shell form ({}): a shell starts on \
+                         every call",
+                        c.file.path.display()
+                    ),
+                    Some(&match c.file.scope {
+                        Scope::User => "run `ctxguard install` (it turns it into the exec form, \
+                                        in place)"
+                            .to_string(),
+                        _ => format!(
+                            "run `ctxguard install --settings {}` (it turns it into the exec \
+                             form, in place)",
+                            c.file.path.display()
+                        ),
+                    }),
+                )
+            })
+        })
+        .collect();
     let plugin: Vec<String> = ctx
         .client
         .enabled_plugins()
@@ -80,6 +109,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
                 ),
             }
         })
+        .chain(shell_form)
         .collect()
 }
 
@@ -94,42 +124,37 @@ enum Program {
 }
 
 fn executable(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    files::is_executable(path)
 }
 
-/// Finds a command's program as `sh` would: `~/` and `$HOME/` are the home directory, a name
-/// with a slash is a path, and a bare name is looked up in `PATH`.
+/// Finds a command's program as `sh` (or, for the exec form, the client) would: `~/` and
+/// `$HOME/` are the home directory, a name with a directory in it is a path, and a bare name is
+/// looked up in `PATH`. On Windows `ctxguard` also finds `ctxguard.exe`.
 fn locate(program: &str, ctx: &Context) -> Program {
     let home_relative = ["~/", "$HOME/", "${HOME}/"]
         .iter()
         .find_map(|prefix| program.strip_prefix(prefix));
-    let path = match (home_relative, &ctx.home) {
-        (Some(rest), Some(home)) => home.join(rest),
+    let written = Path::new(program);
+    let candidates: Vec<PathBuf> = match (home_relative, &ctx.home) {
+        (Some(rest), Some(home)) => files::program_candidates(home.join(rest)),
         (Some(_), None) => return Program::Unknown,
         (None, _) if program.contains(['$', '`']) => return Program::Unknown,
-        (None, _) if program.contains('/') => PathBuf::from(program),
-        (None, _) => {
-            let candidates: Vec<PathBuf> = ctx
-                .search_path
-                .iter()
-                .flat_map(std::env::split_paths)
-                .map(|dir| dir.join(program))
-                .collect();
-            match candidates.iter().find(|p| executable(p)) {
-                Some(p) => p.clone(),
-                None => match candidates.into_iter().find(|p| p.is_file()) {
-                    Some(p) => return Program::NotExecutable(p),
-                    None => return Program::Missing,
-                },
-            }
+        (None, _) if written.is_absolute() || written.components().count() > 1 => {
+            files::program_candidates(written.to_path_buf())
         }
+        (None, _) => ctx
+            .search_path
+            .iter()
+            .flat_map(std::env::split_paths)
+            .flat_map(|dir| files::program_candidates(dir.join(program)))
+            .collect(),
     };
-    if executable(&path) {
-        Program::Executable(path)
-    } else if path.exists() {
-        Program::NotExecutable(path)
-    } else {
-        Program::Missing
+    if let Some(p) = candidates.iter().find(|p| executable(p)) {
+        return Program::Executable(p.clone());
+    }
+    match candidates.into_iter().find(|p| p.exists()) {
+        Some(p) => Program::NotExecutable(p),
+        None => Program::Missing,
     }
 }
 
@@ -347,6 +372,26 @@ mod tests {
     use crate::config::{Config, Loaded};
     use crate::paths::Paths;
 
+    /// A program file this platform runs: `name` made executable on Unix, `name.exe` on
+    /// Windows.
+    fn program(dir: &Path, name: &str) -> PathBuf {
+        let path = dir
+            .join(name)
+            .with_extension(std::env::consts::EXE_EXTENSION);
+        fs::write(&path, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path
+    }
+
+    /// `path` as a shell word.
+    fn word(path: &Path) -> String {
+        settings::shell_quote(&path.display().to_string())
+    }
+
     fn hooks_json(commands: &[(&str, &str)]) -> String {
         let mut hooks = serde_json::Map::new();
         for (event, command) in commands {
@@ -406,11 +451,36 @@ mod tests {
         let pairs: Vec<(&str, &str)> = lines_of_all.iter().map(|(e, c)| (*e, c.as_str())).collect();
         let user = hooks_json(&pairs);
         let once = hooks(&ctx(&[(Scope::User, &user)]));
-        assert!(once.iter().all(|f| f.status == Status::Ok), "{once:?}");
+        let n = hook_events().count();
+        assert!(once[..n].iter().all(|f| f.status == Status::Ok), "{once:?}");
         assert_eq!(
             once[0].message,
             "PreToolUse runs `ctxguard pretooluse` (/home/u/.claude/settings.json)"
         );
+        // Shell form, as earlier versions registered it: said, with the way to the exec form.
+        assert_eq!(once.len(), 2 * n, "{once:?}");
+        assert_eq!(
+            lines(&once[n..=n]),
+            ["info: PreToolUse runs `ctxguard pretooluse` in shell form \
+              (/home/u/.claude/settings.json): a shell starts on every call"]
+        );
+        assert!(once[n]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("run `ctxguard install`"));
+        let mut events = serde_json::Map::new();
+        for (event, _, sub) in hook_events() {
+            events.insert(
+                event.to_string(),
+                serde_json::json!([{"hooks": [
+                    {"type": "command", "command": "/bin/ctxguard", "args": [sub]}]}]),
+            );
+        }
+        let exec_form = serde_json::json!({ "hooks": events }).to_string();
+        let exec_only = hooks(&ctx(&[(Scope::Project, &exec_form)]));
+        assert_eq!(exec_only.len(), n, "{exec_only:?}");
+        assert!(exec_only.iter().all(|f| f.status == Status::Ok));
 
         // The exec form counts too, and so does the plugin.
         let project = r#"{"hooks": {"PreToolUse": [{"hooks": [
@@ -436,15 +506,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         fs::create_dir(&bin).unwrap();
-        let exe = bin.join("ctxguard");
-        fs::write(&exe, "#!/bin/sh\n").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = program(&bin, "ctxguard");
         let plain = dir.path().join("ctxguard");
         fs::write(&plain, "").unwrap();
         let user = hooks_json(&[
-            ("PreToolUse", &format!("{} pretooluse", exe.display())),
+            ("PreToolUse", &format!("{} pretooluse", word(&exe))),
             ("PreCompact", "ctxguard precompact"),
-            ("SessionStart", &format!("{} sessionstart", plain.display())),
+            ("SessionStart", &format!("{} sessionstart", word(&plain))),
             ("Stop", "notify-send done"),
         ]);
         let project = r#"{"hooks": {"Stop": [{"hooks": [
@@ -479,7 +547,7 @@ mod tests {
             .starts_with("run `ctxguard install`,"));
 
         // One line per program, each event named once.
-        let line = format!("{} pretooluse", exe.display());
+        let line = format!("{} pretooluse", word(&exe));
         let again = ctx(&[
             (
                 Scope::User,
@@ -502,9 +570,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         fs::create_dir_all(home.join("bin")).unwrap();
-        let exe = home.join("bin/ctxguard");
-        fs::write(&exe, "").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o700)).unwrap();
+        let exe = program(&home.join("bin"), "ctxguard");
         let mut c = ctx(&[]);
         c.home = Some(home.clone());
         for written in [
@@ -586,11 +652,9 @@ mod tests {
     #[test]
     fn the_status_line_that_runs_is_the_most_specific() {
         let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("ctxguard");
-        fs::write(&exe, "").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = program(dir.path(), "ctxguard");
         let ours = serde_json::json!({"statusLine": {"type": "command",
-            "command": format!("{} statusline --then 'x'", exe.display())}})
+            "command": format!("{} statusline --then 'x'", word(&exe))}})
         .to_string();
         let ours = ours.as_str();
         let theirs = r#"{"statusLine": {"type": "command", "command": "~/mine.sh"}}"#;

@@ -1,0 +1,260 @@
+//! The file-safety rules on Unix (Linux, macOS): directories are created 0700 and files 0600
+//! (at creation, not chmod-ed after); O_NOFOLLOW refuses a symlink at the last component
+//! (ELOOP); O_NONBLOCK makes opening a FIFO return at once; O_CLOEXEC keeps descriptors out of
+//! the status line's `--then` command; a state directory must belong to the effective user.
+
+use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+/// How a refused link is named in messages.
+pub const LINK: &str = "a symbolic link";
+
+/// A rename over a file another process has open always succeeds here.
+pub const RENAME_RETRIES: bool = false;
+
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Opens with `options`, creating the file 0600, never through a symlink.
+pub fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    options
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// O_CREAT|O_EXCL|O_NOFOLLOW, at most `mode`.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+pub fn mode(meta: &Metadata) -> Option<u32> {
+    Some(meta.permissions().mode() & 0o7777)
+}
+
+pub fn is_link_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+pub fn is_link(meta: &Metadata) -> bool {
+    meta.file_type().is_symlink()
+}
+
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().mode(0o700).create(dir)
+}
+
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// A state directory must belong to the effective user.
+pub fn check_owner(dir: &Path, meta: &Metadata) -> Result<()> {
+    let me = euid();
+    if meta.uid() != me {
+        bail!(
+            "state directory {} belongs to uid {}, not to you (uid {me}); refusing to use it \
+             (set CTXGUARD_HOME to a directory of your own)",
+            dir.display(),
+            meta.uid()
+        );
+    }
+    Ok(())
+}
+
+pub fn identity(file: &File) -> io::Result<(u64, u64)> {
+    let meta = file.metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+pub fn is_executable(_path: &Path, meta: &Metadata) -> bool {
+    meta.permissions().mode() & 0o111 != 0
+}
+
+pub fn program_candidates(path: PathBuf) -> Vec<PathBuf> {
+    vec![path]
+}
+
+pub fn plain_path(path: PathBuf) -> PathBuf {
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::euid;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn state_dirs_are_created_private() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("home/state");
+        let dir = root.join("sessions/abc");
+        ensure_state_dir(&root, &dir).unwrap();
+        assert_eq!(mode(&t.path().join("home")), 0o700);
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("sessions")), 0o700);
+        assert_eq!(mode(&dir), 0o700);
+        let lock = dir.join("lock");
+        drop(open_lock(&lock).unwrap());
+        assert_eq!(mode(&lock), 0o600);
+        write_atomic(&dir.join("marker.json"), b"{}", false).unwrap();
+        assert_eq!(mode(&dir.join("marker.json")), 0o600);
+        replace_with_mode(&dir.join("settings.json"), b"{}", 0o644).unwrap();
+        assert_eq!(mode(&dir.join("settings.json")), 0o644);
+        assert_eq!(mode_of(&dir.join("settings.json")), Some(0o644));
+    }
+
+    #[test]
+    fn a_planted_symlink_directory_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("state");
+        fs::create_dir_all(root.join("sessions")).unwrap();
+        let elsewhere = t.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        symlink(&elsewhere, root.join("sessions/abc")).unwrap();
+        let err = ensure_state_dir(&root, &root.join("sessions/abc")).unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        let err = refuse_symlinked_dirs(&root, &root.join("sessions/abc/x")).unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        // The root itself may be a link the user made.
+        let link_root = t.path().join("root-link");
+        symlink(&root, &link_root).unwrap();
+        ensure_state_dir(&link_root, &link_root.join("sessions/xyz")).unwrap();
+    }
+
+    #[test]
+    fn a_root_owned_by_someone_else_is_refused() {
+        if euid() != 0 {
+            return; // only root can give a directory away
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("state");
+        fs::create_dir(&root).unwrap();
+        std::os::unix::fs::chown(&root, Some(65534), None).unwrap();
+        let err = ensure_state_dir(&root, &root.join("sessions")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("belongs to uid 65534"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn planted_symlinks_are_not_followed_for_files() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("target");
+        fs::write(&target, b"secret").unwrap();
+        let link = t.path().join("marker.json");
+        symlink(&target, &link).unwrap();
+        let err = read_state_file(&link, "marker").unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        assert!(is_link_refusal(&open_nofollow(&link).unwrap_err()));
+        assert!(format!("{:#}", open_lock(&link).unwrap_err()).contains("symbolic link"));
+        assert!(format!("{:#}", open_append(&link).unwrap_err()).contains("symbolic link"));
+        // An atomic write replaces the link and leaves its target alone.
+        write_atomic(&link, b"new", false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"secret");
+        assert!(!fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(mode(&link), 0o600);
+        assert!(write_atomic(&link, b"again", true).is_err());
+        assert_eq!(fs::read(&link).unwrap(), b"new");
+        assert_eq!(read_state_file(&t.path().join("none"), "x").unwrap(), None);
+    }
+
+    #[test]
+    fn transcripts_must_be_regular_files_and_never_block() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(
+            format!("{:#}", open_regular(&fifo, "transcript").unwrap_err())
+                .contains("not a regular file")
+        );
+        assert!(read_state_file(&fifo, "marker").is_err());
+        assert!(open_regular(Path::new("/dev/zero"), "transcript").is_err());
+        assert!(open_regular(t.path(), "transcript").is_err());
+        let lp = t.path().join("loop");
+        symlink(&lp, &lp).unwrap();
+        assert!(open_regular(&lp, "transcript").is_err());
+        let f = t.path().join("t.jsonl");
+        fs::write(&f, b"{}\n").unwrap();
+        assert_eq!(open_regular(&f, "transcript").unwrap().1, 3);
+    }
+
+    #[test]
+    fn new_files_have_their_mode_from_the_start_and_never_follow() {
+        let t = tempfile::tempdir().unwrap();
+        // The usual umask (022) would make this 0644: the mode is set exactly all the same.
+        let wide = t.path().join("wide");
+        create_new_with_mode(&wide, b"x", 0o666).unwrap();
+        assert_eq!(
+            mode(&wide),
+            0o666,
+            "exactly the mode asked for, whatever the umask"
+        );
+        let private = t.path().join("private");
+        create_new_with_mode(&private, b"secret", 0o600).unwrap();
+        assert_eq!(mode(&private), 0o600);
+        // A planted link, dangling or not, is neither followed nor replaced.
+        let target = t.path().join("target");
+        let link = t.path().join("link");
+        symlink(&target, &link).unwrap();
+        let planted = create_new_with_mode(&link, b"secret", 0o600).unwrap_err();
+        assert_eq!(planted.kind(), io::ErrorKind::AlreadyExists);
+        assert!(!target.exists());
+        fs::write(&target, b"theirs").unwrap();
+        assert!(create_new_with_mode(&link, b"secret", 0o600).is_err());
+        assert_eq!(fs::read(&target).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn programs_are_executable_by_their_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let exe = t.path().join("ctxguard");
+        fs::write(&exe, b"").unwrap();
+        assert!(!is_executable(&exe));
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(is_executable(&exe));
+        assert!(!is_executable(t.path()), "a directory");
+        assert_eq!(program_candidates(exe.clone()), vec![exe.clone()]);
+        assert_eq!(canonicalize(&exe).unwrap(), fs::canonicalize(&exe).unwrap());
+    }
+}
