@@ -52,7 +52,7 @@ last nudge (when, at what usage) and the last checkpoint."
         #[arg(long)]
         json: bool,
     },
-    /// Remove sessions idle for longer than retention_days (with their checkpoints) and old daily logs
+    /// Remove sessions idle for longer than `retention_days` (with their checkpoints) and old daily logs
     #[command(
         after_help = "Examples:\n  ctxguard prune --dry-run\n  ctxguard prune\n  ctxguard prune --older-than 7\n\n\
 The same pass runs by itself at most once a day, from the SessionEnd hook. A session whose \
@@ -62,7 +62,7 @@ recovery is still pending is never removed, nor one a hook is working on."
         /// List what would be removed, and remove nothing
         #[arg(long)]
         dry_run: bool,
-        /// Remove what is older than this many days (default: retention_days from the config, 30)
+        /// Remove what is older than this many days (default: `retention_days` from the config, 30)
         #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..))]
         older_than: Option<u64>,
     },
@@ -135,7 +135,7 @@ Exits 1 when something is broken; every finding says how to fix it."
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Inspect checkpoints written by the PreCompact hook
+    /// Inspect checkpoints written by the `PreCompact` hook
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
     /// Compute context usage from a transcript file
@@ -145,7 +145,7 @@ Exits 1 when something is broken; every finding says how to fix it."
     Usage {
         /// Path of a Claude Code transcript (.jsonl)
         transcript: PathBuf,
-        /// Context window in tokens (default: window_tokens from the config, else guessed)
+        /// Context window in tokens (default: `window_tokens` from the config, else guessed)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,
         /// Print JSON
@@ -163,7 +163,7 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
     Replay {
         /// Path of a Claude Code transcript (.jsonl)
         transcript: PathBuf,
-        /// Context window in tokens (default: window_tokens from the config, else the model's)
+        /// Context window in tokens (default: `window_tokens` from the config, else the model's)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,
         /// Simulate a status line reporting the window on every reply (default: none, as in -p mode)

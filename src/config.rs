@@ -42,7 +42,7 @@ pub struct Env {
     /// for reproducing a report; the real clock when unset or unparsable.
     pub now: Option<DateTime<Utc>>,
     /// `CTXGUARD_<KEY>` overrides, in the order of [`KEYS`]; read on first use, so the
-    /// PreToolUse fast path (which needs no configuration) never pays for the lookups.
+    /// `PreToolUse` fast path (which needs no configuration) never pays for the lookups.
     overrides: OnceCell<Vec<(&'static Key, String)>>,
 }
 
@@ -117,7 +117,7 @@ impl Env {
     }
 }
 
-/// SessionStart sources a recovery can be injected on.
+/// `SessionStart` sources a recovery can be injected on.
 pub const SOURCES: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
 
 pub fn env_name(key: &str) -> String {
@@ -224,7 +224,7 @@ keys! {
     stale_after_secs: u64 = 1800, SECONDS;
     nudge_text: String = DEFAULT_NUDGE_TEXT.to_string(), TEXT;
     critical_text: String = DEFAULT_CRITICAL_TEXT.to_string(), TEXT;
-    /// SessionStart sources that inject a recovery.
+    /// `SessionStart` sources that inject a recovery.
     recover_on: Vec<String> = ["compact", "resume", "clear"].map(String::from).to_vec(), RECOVER_ON;
     /// Memory files appended to a recovery block; `None` means the defaults
     /// (`~/.claude-memory/MEMORY.md` and the project's `.claude/memory/MEMORY.md`).
@@ -233,7 +233,7 @@ keys! {
     recovery_budget_chars: usize = 3200, BUDGET;
     /// Size limit of the whole recovery block, in characters.
     total_budget_chars: usize = 12000, BUDGET;
-    /// PreCompact may hold one auto-compaction per cycle until the nudge is delivered.
+    /// `PreCompact` may hold one auto-compaction per cycle until the nudge is delivered.
     gate_auto_compaction: bool = false, FLAG;
     /// Sessions idle this long are removed with their checkpoints, and daily logs this old;
     /// 0 keeps everything.
@@ -623,7 +623,7 @@ mod tests {
                 r#"{"gate_auto_compaction": "yes"}"#,
                 "`gate_auto_compaction` must be true or false",
             ),
-            (r#"[1,2]"#, "expected a JSON object"),
+            (r"[1,2]", "expected a JSON object"),
             (r#"{"headroom_tokens": 1"#, "not valid JSON"),
         ] {
             let err = format!("{:#}", load_json(json, &Env::default()).unwrap_err());

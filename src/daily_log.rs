@@ -119,7 +119,7 @@ pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
     out
 }
 
-/// Appends `text` to the day's log in one write (O_APPEND), creating it 0600.
+/// Appends `text` to the day's log in one write (`O_APPEND`), creating it 0600.
 pub fn append(paths: &Paths, date: NaiveDate, text: &str) -> Result<PathBuf> {
     let path = path_for(paths, date);
     if let Some(dir) = path.parent() {

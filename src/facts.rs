@@ -102,7 +102,7 @@ fn read_cmdline(pid: u32) -> Option<Vec<String>> {
             mib.as_mut_ptr(),
             3,
             std::ptr::null_mut(),
-            &mut len,
+            &raw mut len,
             std::ptr::null_mut(),
             0,
         )
@@ -117,7 +117,7 @@ fn read_cmdline(pid: u32) -> Option<Vec<String>> {
             mib.as_mut_ptr(),
             3,
             buf.as_mut_ptr().cast(),
-            &mut len,
+            &raw mut len,
             std::ptr::null_mut(),
             0,
         )

@@ -365,7 +365,7 @@ fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
 /// Creates a new file holding `bytes` that is as private as `mode` (of 0o777) from the moment
 /// it exists, for copies of a user's file (settings backups may hold API keys): an existing
 /// file or symlink at `path` is an `AlreadyExists` error, never overwritten or followed. On Unix
-/// it is created at most `mode` (O_CREAT|O_EXCL|O_NOFOLLOW; the umask can only take bits away),
+/// it is created at most `mode` (`O_CREAT|O_EXCL|O_NOFOLLOW`; the umask can only take bits away),
 /// then set to exactly `mode` before anything is written; on Windows it gets its directory's
 /// access list, as the original did. Fsynced. A file it could not finish is removed again.
 pub fn create_new_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {

@@ -1,9 +1,9 @@
 //! The sessions that left a checkpoint in each working directory:
 //! `cwd/<directory name>/index.json`, the newest [`KEEP`] of them with when their checkpoint was
-//! written. SessionStart finds the previous session of a directory by reading this one small
+//! written. `SessionStart` finds the previous session of a directory by reading this one small
 //! file and the few markers it names, instead of every marker ever written.
 //!
-//! PreCompact and SessionEnd [`record`] a session after saving its checkpoint, under the
+//! `PreCompact` and `SessionEnd` [`record`] a session after saving its checkpoint, under the
 //! index's own lock (read, change, write atomically), so sessions ending at the same time in the
 //! same directory all get in. Sessions from before the index existed are recorded by the first
 //! full retention pass, which then marks the index [`complete`]; until then

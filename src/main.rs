@@ -1,5 +1,32 @@
 //! ctxguard: Claude Code hooks that make the agent save what matters before context compaction.
 
+// Clippy's pedantic lints are on, and CI denies warnings. Those allowed here are wrong for this
+// code, each for the reason given.
+#![warn(clippy::pedantic)]
+#![allow(
+    // Text is built with `push_str(&format!(..))`: clearer than `write!` and its Result to
+    // ignore, and none of it is on a hot path.
+    clippy::format_push_string,
+    clippy::format_collect,
+    // Token counts are written as the client prints them (`150000`, in payloads and tests).
+    clippy::unreadable_literal,
+    // Every u64 turned into a usize is a size already capped to a few MiB; percents and ages
+    // are small and non-negative by construction (checked where they are computed).
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    // Names such as `cp`/`cw` and `tokens`/`token` are the domain's own.
+    clippy::similar_names,
+    // Struct fields mirror the JSON the client sends (`input_tokens`, `session_id`).
+    clippy::struct_field_names,
+    // File names compared by extension are ctxguard's own (`cp_001.json`), always lower case.
+    clippy::case_sensitive_file_extension_comparisons,
+    // A value the caller is done with (an error, a query, a message) is taken by value even
+    // where only borrowed: the calls read better and nothing is copied.
+    clippy::needless_pass_by_value
+)]
+
 mod checkpoint;
 mod cli;
 mod client;
@@ -147,16 +174,13 @@ fn arguments_error(e: clap::Error) -> Exit {
     let hook = std::env::args()
         .nth(1)
         .filter(|a| registry::find(a).is_some());
-    match hook {
-        Some(name) => {
-            let first = e.to_string();
-            let first = first.lines().next().unwrap_or("invalid arguments");
-            hooks::to_stderr(&format!("ctxguard {name}: {}", hooks::one_line(first)));
-            Exit::Ok
-        }
-        None => {
-            let _ = e.print();
-            Exit::Failure
-        }
+    if let Some(name) = hook {
+        let first = e.to_string();
+        let first = first.lines().next().unwrap_or("invalid arguments");
+        hooks::to_stderr(&format!("ctxguard {name}: {}", hooks::one_line(first)));
+        Exit::Ok
+    } else {
+        let _ = e.print();
+        Exit::Failure
     }
 }

@@ -116,12 +116,14 @@ pub fn client_memory_dir(
         .parent()
         .filter(|p| p.parent() == Some(projects.as_path()))
         .and_then(Path::file_name)
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| {
-            cwd.chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect()
-        });
+        .map_or_else(
+            || {
+                cwd.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                    .collect()
+            },
+            |f| f.to_string_lossy().into_owned(),
+        );
     Some(projects.join(folder).join("memory"))
 }
 
@@ -168,9 +170,9 @@ pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("{} is not a file path", shown(path));
     };
-    let real_dir = match fs::canonicalize(dir) {
-        Ok(d) => d,
-        Err(_) => return Ok(None), // no such directory: no such file
+    // No such directory: no such file.
+    let Ok(real_dir) = fs::canonicalize(dir) else {
+        return Ok(None);
     };
     let trust =
         classify(&real_dir, places).with_context(|| format!("{} is refused", shown(path)))?;
@@ -233,13 +235,12 @@ fn label(real: &Path, trust: Trust, places: &Places) -> String {
     let text = match trust {
         Trust::Project => real
             .strip_prefix(real_of(places.project))
-            .map(slashed)
-            .unwrap_or_else(|_| real.display().to_string()),
+            .map_or_else(|_| real.display().to_string(), slashed),
         Trust::User => match places.home.map(real_of) {
-            Some(home) => real
-                .strip_prefix(&home)
-                .map(|p| format!("~/{}", slashed(p)))
-                .unwrap_or_else(|_| real.display().to_string()),
+            Some(home) => real.strip_prefix(&home).map_or_else(
+                |_| real.display().to_string(),
+                |p| format!("~/{}", slashed(p)),
+            ),
             None => real.display().to_string(),
         },
     };
@@ -290,7 +291,10 @@ mod tests {
             }
         }
         fn defaults(&self) -> (Vec<Memory>, Vec<String>) {
-            let entries: Vec<String> = DEFAULT_FILES.iter().map(|s| s.to_string()).collect();
+            let entries: Vec<String> = DEFAULT_FILES
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect();
             read_all(&entries, &self.places())
         }
     }

@@ -1,6 +1,6 @@
 //! The session's current usage from its transcript, read incrementally: the first read scans
 //! backwards from the end (only the tail), and every later one reads only what the client
-//! appended since, so PreToolUse knows the usage of the very reply that made the tool call at
+//! appended since, so `PreToolUse` knows the usage of the very reply that made the tool call at
 //! the cost of a `stat` and a few kilobytes. What was read is kept per session in
 //! `sessions/<id>/reading.json` (file identity, the offset read up to, the reading), replaced
 //! atomically but not fsync-ed: it is a cache, and a lost or corrupt one only means a tail scan.
@@ -54,8 +54,8 @@ pub struct Reading {
 }
 
 impl Reading {
-    /// Does the client that wrote this transcript pass PreToolUse's `additionalContext` to the
-    /// model? 2.0.76 reads only the permission fields of a PreToolUse answer; 2.1.14 passes it
+    /// Does the client that wrote this transcript pass `PreToolUse`'s `additionalContext` to the
+    /// model? 2.0.76 reads only the permission fields of a `PreToolUse` answer; 2.1.14 passes it
     /// on. Unknown versions are taken to pass it (every current client does).
     pub fn client_reads_pretooluse_context(&self) -> bool {
         let Some(v) = &self.client_version else {

@@ -168,7 +168,7 @@ fn no_args(cmd: clap::Command) -> clap::Command {
 /// The status line's flags.
 #[derive(Debug, clap::Args)]
 struct StatuslineArgs {
-    /// Print the gauge without colours (also when NO_COLOR is set)
+    /// Print the gauge without colours (also when `NO_COLOR` is set)
     #[arg(long)]
     no_color: bool,
     /// Update the marker but print nothing

@@ -4,9 +4,9 @@
 //! cannot be read (nobody can tell whether it is pending).
 //!
 //! A **pass** goes through every session directory (and checkpoint directory) in name order. The
-//! automatic one runs from SessionEnd, at most once a day ([`run_if_due`]), under
+//! automatic one runs from `SessionEnd`, at most once a day ([`run_if_due`]), under
 //! `retention.lock`, in steps of at most [`EXAMINE_PER_RUN`] directories and
-//! [`REMOVE_PER_RUN`] removals: a pass over many sessions continues at the next SessionEnd from
+//! [`REMOVE_PER_RUN`] removals: a pass over many sessions continues at the next `SessionEnd` from
 //! where the last step stopped (`retention.json` keeps the cursor). `ctxguard prune` runs a whole
 //! pass at once ([`pass`]). Each removal happens under the session's own lock, taken only if it
 //! is free right now, with the marker read again under it: a session a hook is working on is

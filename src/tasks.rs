@@ -114,6 +114,7 @@ mod tests {
         .unwrap();
         fs::write(dir.join(".lock"), "").unwrap();
         fs::write(dir.join("3.json"), "{not json").unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink("/etc/passwd", dir.join("4.json")).unwrap();
         let got: Vec<(String, String)> = read(&dir)
             .unwrap()

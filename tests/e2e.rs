@@ -287,7 +287,7 @@ impl Rig {
     }
 }
 
-/// The newest checkpoint a compaction wrote for `session` (each run's SessionEnd writes one
+/// The newest checkpoint a compaction wrote for `session` (each run's `SessionEnd` writes one
 /// too, with trigger `end: …`).
 fn compaction_checkpoint(rig: &Rig, session: &str) -> Value {
     let dir = rig.env.state().join("checkpoints").join(session);
@@ -464,7 +464,7 @@ fn auto_compaction_runs_precompact_with_trigger_auto() {
     rig.assert_hooks_only_added_context();
 }
 
-/// The hook runs after the last `precompact` one (2.1.330 may run PreCompact twice for one
+/// The hook runs after the last `precompact` one (2.1.330 may run `PreCompact` twice for one
 /// compaction, with a legitimate tool call between the two).
 fn after_precompact(runs: &[(String, i32, String)]) -> &[(String, i32, String)] {
     let at = runs
@@ -655,7 +655,9 @@ mod recovery;
 fn client_at(version: &str) -> Option<PathBuf> {
     // One install at a time: tests run in parallel and share the directory.
     static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _installing = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let _installing = INSTALL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
         .join(format!("claude-code-{version}"));

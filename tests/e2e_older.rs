@@ -30,7 +30,7 @@ fn rig(tool_calls: u32, context_tokens: u64) -> Option<Rig> {
 impl Rig {
     /// One `claude -p` process fed `prompts` (stream-json), each sent once the answer to the one
     /// before is complete: a `/compact` and the next prompt in one session, as in the TUI. (This
-    /// client keeps SessionStart's context in memory only, not across `--resume`.) Returns the
+    /// client keeps `SessionStart`'s context in memory only, not across `--resume`.) Returns the
     /// session id.
     fn claude_session(&self, prompts: &[&str]) -> String {
         let mut cmd = Command::new(&self.client);

@@ -1,11 +1,11 @@
-//! The opt-in compaction gate: PreCompact exits 2 once per cycle, only for an auto-compaction
+//! The opt-in compaction gate: `PreCompact` exits 2 once per cycle, only for an auto-compaction
 //! whose nudge has not been delivered, and never twice.
 
 use serde_json::{json, Value};
 
 use crate::util::*;
 
-/// Runs PreCompact; when it lets the compaction through, the transcript then gets what the
+/// Runs `PreCompact`; when it lets the compaction through, the transcript then gets what the
 /// client writes: the boundary, and a reply after it (150k again).
 fn precompact(env: &TestEnv, trigger: &str, transcript: &std::path::Path) -> Run {
     let mut p = fixture_json("PreCompact-auto.json");
@@ -26,12 +26,10 @@ fn precompact(env: &TestEnv, trigger: &str, transcript: &std::path::Path) -> Run
 }
 
 fn checkpoints(env: &TestEnv) -> usize {
-    std::fs::read_dir(env.state().join("checkpoints").join(SESSION))
-        .map(|d| {
-            d.filter(|e| e.as_ref().unwrap().file_name() != "_latest.json")
-                .count()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir(env.state().join("checkpoints").join(SESSION)).map_or(0, |d| {
+        d.filter(|e| e.as_ref().unwrap().file_name() != "_latest.json")
+            .count()
+    })
 }
 
 /// A transcript at 150k tokens: below a 200k window's compaction point, so the nudge may be due.

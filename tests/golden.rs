@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Every run is reproducible: `CTXGUARD_NOW` fixes the clock (each step sets its own time, in
-//! minutes after [`T0`]), session ids are fixed, and HOME, CTXGUARD_HOME and the project live in
+//! minutes after [`T0`]), session ids are fixed, and HOME, `CTXGUARD_HOME` and the project live in
 //! a temp dir whose path is replaced by `<TMP>` (and the binary's path by `<BIN>`) before
 //! comparing. Adding a case is one line in [`CASES`]: a file name and the steps that produce
 //! the output.
@@ -207,7 +207,7 @@ fn line_diff(expected: &str, actual: &str) -> String {
     out
 }
 
-/// One case's world: a temp HOME, CTXGUARD_HOME and project directory, and the steps that put
+/// One case's world: a temp HOME, `CTXGUARD_HOME` and project directory, and the steps that put
 /// state in it. Every run has `CLAUDE_PROJECT_DIR` and its working directory set to the project.
 struct Scene {
     env: TestEnv,
@@ -231,6 +231,7 @@ impl Scene {
             "#!/bin/sh\necho '2.1.330 (Claude Code)'\n",
         )
         .unwrap();
+        #[cfg(unix)]
         fs::set_permissions(
             bin.join("claude"),
             std::os::unix::fs::PermissionsExt::from_mode(0o755),
@@ -330,7 +331,7 @@ impl Scene {
         decode_nudge(&self.quiet(minutes, &["pretooluse"], &payload.to_string()))
     }
 
-    /// PreCompact of `session` on `transcript`: manual with compaction instructions, else auto.
+    /// `PreCompact` of `session` on `transcript`: manual with compaction instructions, else auto.
     fn precompact(&self, minutes: i64, session: &str, transcript: &Path, instructions: Value) {
         let trigger = if instructions.is_null() {
             "auto"
@@ -364,7 +365,7 @@ impl Scene {
         self
     }
 
-    /// The recovery block SessionStart(`source`) injects for `session` in `cwd`.
+    /// The recovery block `SessionStart`(`source`) injects for `session` in `cwd`.
     fn start(&self, minutes: i64, session: &str, source: &str, cwd: &str) -> String {
         let payload = sessionstart_payload(session, source, cwd);
         decode_block(&self.quiet(minutes, &["sessionstart"], &payload.to_string()))

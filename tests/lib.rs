@@ -1,5 +1,5 @@
 //! Integration tests: the real `ctxguard` binary, run on fixtures recorded from Claude Code
-//! 2.1.330, in a temp HOME and CTXGUARD_HOME so nothing touches the developer's files.
+//! 2.1.330, in a temp HOME and `CTXGUARD_HOME` so nothing touches the developer's files.
 
 mod util;
 

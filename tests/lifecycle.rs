@@ -1,5 +1,5 @@
 //! Living with ctxguard for months, through the binary: retention (the daily pass from
-//! SessionEnd, bounded, and `prune` by hand, with a fake clock), never a pending recovery; the
+//! `SessionEnd`, bounded, and `prune` by hand, with a fake clock), never a pending recovery; the
 //! directory index under concurrent sessions; `status` newest first with `--limit`, `--all` and
 //! `--cwd`; `log`; the status line's trace of a nudge and a checkpoint; `--version`.
 
@@ -55,7 +55,7 @@ fn end_payload(session: &str, transcript: &Path, cwd: &str) -> Value {
     p
 }
 
-/// SessionEnd of `session` in `cwd`, `secs` from now: a final checkpoint, and the daily pass.
+/// `SessionEnd` of `session` in `cwd`, `secs` from now: a final checkpoint, and the daily pass.
 fn end_at(env: &TestEnv, secs: i64, session: &str, transcript: &Path, cwd: &str) {
     ok(&env.run_at(
         secs,

@@ -177,7 +177,7 @@ fn stale_after_secs_is_configurable() {
     let path = transcript_with(&env, 130_000);
     decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout);
     env.edit_marker(SESSION, |m| {
-        m["updated_at"] = json!(time_from_now(-31 * 60))
+        m["updated_at"] = json!(time_from_now(-31 * 60));
     });
     assert_eq!(
         env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,

@@ -70,7 +70,7 @@ fn a_slash_command_with_arguments_is_an_ask() {
 }
 
 /// session-share-0ccf1a04.jsonl (2.1.16): `/plugin` and `/publish-session` without arguments
-/// are not asks; a long prompt keeps its start and its end; a TaskOutput error names its task.
+/// are not asks; a long prompt keeps its start and its end; a `TaskOutput` error names its task.
 #[test]
 fn slash_commands_without_arguments_are_not_asks() {
     let env = TestEnv::new();

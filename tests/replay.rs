@@ -104,7 +104,7 @@ fn check_event(event: &Value) {
         .as_object()
         .unwrap()
         .keys()
-        .map(|k| k.as_str())
+        .map(std::string::String::as_str)
         .collect();
     let mut expected: BTreeSet<&str> = ["line", "at", "reply", "cycle", "kind"].into();
     expected.extend(event_fields(kind));

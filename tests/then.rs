@@ -96,9 +96,10 @@ fn assert_nothing_left(marker: &str) {
         if left.is_empty() {
             return;
         }
-        if start.elapsed() > Duration::from_secs(3) {
-            panic!("still running: {left:?}");
-        }
+        assert!(
+            start.elapsed() <= Duration::from_secs(3),
+            "still running: {left:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -188,7 +188,7 @@ pub fn statusline_payload(session: &str, tokens: Option<u64>, window: Option<u64
     p
 }
 
-/// The real PreToolUse payload for `session`, pointing at `transcript`.
+/// The real `PreToolUse` payload for `session`, pointing at `transcript`.
 pub fn pretooluse_payload(session: &str, transcript: &Path) -> Value {
     let mut p = fixture_json("PreToolUse.json");
     p["session_id"] = json!(session);
@@ -225,7 +225,7 @@ pub fn time_from_now(secs: i64) -> String {
     (chrono::Utc::now() + chrono::Duration::seconds(secs)).to_rfc3339()
 }
 
-/// The PreToolUse output, decoded strictly: any other field fails the test.
+/// The `PreToolUse` output, decoded strictly: any other field fails the test.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HookOutput {
@@ -274,7 +274,7 @@ impl TestEnv {
                         rlim_cur: max_heap,
                         rlim_max: max_heap,
                     };
-                    if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                    if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                     Ok(())
@@ -299,7 +299,7 @@ impl TestEnv {
 
 pub const CWD: &str = "/home/user/proj";
 
-/// The real transcript up to (not including) its first compaction: what PreCompact saw when the
+/// The real transcript up to (not including) its first compaction: what `PreCompact` saw when the
 /// user ran `/compact keep the open items`.
 pub fn before_first_compaction() -> String {
     let text = fixture("transcript-with-compaction.jsonl");
@@ -328,7 +328,7 @@ pub fn sessionstart_payload(session: &str, source: &str, cwd: &str) -> Value {
     p
 }
 
-/// Decodes a SessionStart output strictly and returns the block.
+/// Decodes a `SessionStart` output strictly and returns the block.
 #[track_caller]
 pub fn decode_block(stdout: &str) -> String {
     assert!(

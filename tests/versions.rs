@@ -1,9 +1,9 @@
 //! Every client version people run: payloads recorded from older Claude Code clients (2.0.76 and
-//! 2.1.14, `fixtures/claude-code-<version>/`) and 2.1.330's doubled PreCompact, fed through the
+//! 2.1.14, `fixtures/claude-code-<version>/`) and 2.1.330's doubled `PreCompact`, fed through the
 //! binary. What each version's shapes must give: a status-line frame without usage shows the
 //! transcript's numbers; a frame with none to read keeps the last reading (`~`); usage above a
 //! reported 200k proves the 1M window; the percent is the client's own when it sends one, else
-//! rounded to nearest; one compaction is counted once however often PreCompact runs for it.
+//! rounded to nearest; one compaction is counted once however often `PreCompact` runs for it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -421,7 +421,7 @@ fn an_auto_compaction_is_checkpointed_as_auto() {
     }
 }
 
-/// 2.1.330 ran PreCompact twice for one auto-compaction (`-p --autocompact 100000`, three tool
+/// 2.1.330 ran `PreCompact` twice for one auto-compaction (`-p --autocompact 100000`, three tool
 /// calls at 150k): the first when its transcript had 25 lines, a tool call, the second at 28
 /// lines, the `compact_boundary` at line 31. Replayed at the recorded times (2026-11-22, UTC).
 #[test]

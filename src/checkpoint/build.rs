@@ -65,7 +65,7 @@ fn strip_tag(text: &str, tag: &str) -> String {
     while let Some(start) = rest.find(&open) {
         out.push_str(&rest[..start]);
         if let Some(end) = rest[start..].find(&close) {
-            rest = &rest[start + end + close.len()..]
+            rest = &rest[start + end + close.len()..];
         } else {
             rest = "";
             break;

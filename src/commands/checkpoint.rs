@@ -13,9 +13,9 @@ use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
 /// The newest `_latest.json` of any session.
-fn newest(paths: &Paths) -> Result<Option<(Checkpoint, PathBuf)>> {
+fn newest(paths: &Paths) -> Option<(Checkpoint, PathBuf)> {
     let Ok(entries) = fs::read_dir(checkpoints_dir(paths)) else {
-        return Ok(None);
+        return None;
     };
     let mut best: Option<(Checkpoint, PathBuf)> = None;
     for entry in entries.flatten() {
@@ -33,7 +33,7 @@ fn newest(paths: &Paths) -> Result<Option<(Checkpoint, PathBuf)>> {
             Err(e) => eprintln!("warning: {e:#}"),
         }
     }
-    Ok(best)
+    best
 }
 
 pub fn show(session: Option<String>, json: bool) -> Result<()> {
@@ -48,7 +48,7 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
             let store = CheckpointStore::new(&paths, id);
             store.latest()?.map(|cp| (cp, store.latest_path()))
         }
-        None => newest(&paths)?,
+        None => newest(&paths),
     };
     let Some((cp, latest_path)) = found else {
         match session {

@@ -63,12 +63,12 @@ fn read_settings(path: &Path) -> Result<(Option<String>, Value)> {
     let text = match fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Ok((None, Value::Object(Default::default())))
+            return Ok((None, Value::Object(serde_json::Map::default())))
         }
         Err(e) => return Err(e).with_context(|| format!("reading settings {}", path.display())),
     };
     if text.trim().is_empty() {
-        return Ok((Some(text), Value::Object(Default::default())));
+        return Ok((Some(text), Value::Object(serde_json::Map::default())));
     }
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         anyhow!(
@@ -167,7 +167,7 @@ fn write_backup(path: &Path, text: &str, mode: u32, now: DateTime<Local>) -> Res
         };
         match files::create_new_with_mode(&backup, text.as_bytes(), mode) {
             Ok(()) => return Ok(backup),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => {
                 return Err(e).with_context(|| format!("writing backup {}", backup.display()))
             }

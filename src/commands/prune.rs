@@ -1,5 +1,5 @@
 //! `ctxguard prune`: the retention pass by hand, whole, saying what it removed (or, with
-//! `--dry-run`, what it would remove). The same pass runs by itself from SessionEnd once a day
+//! `--dry-run`, what it would remove). The same pass runs by itself from `SessionEnd` once a day
 //! (see [`crate::retention`]).
 
 use anyhow::Result;
@@ -38,16 +38,16 @@ pub fn render(report: &Report, days: u64, now: DateTime<Utc>, dry_run: bool) -> 
     let verb = if dry_run { "would remove" } else { "removed" };
     let mut out = String::new();
     for r in &report.removed {
-        let idle = r
-            .last_active
-            .map(|t| {
+        let idle = r.last_active.map_or_else(
+            || "never active".into(),
+            |t| {
                 format!(
                     "idle since {} ({} days)",
                     t.format("%Y-%m-%d"),
                     now.signed_duration_since(t).num_days()
                 )
-            })
-            .unwrap_or_else(|| "never active".into());
+            },
+        );
         out.push_str(&format!(
             "{verb} session {}: {idle}, {}\n",
             crate::text::sanitize(&r.session, true),

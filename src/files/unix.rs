@@ -1,6 +1,6 @@
 //! The file-safety rules on Unix (Linux, macOS): directories are created 0700 and files 0600
-//! (at creation, not chmod-ed after); O_NOFOLLOW refuses a symlink at the last component
-//! (ELOOP); O_NONBLOCK makes opening a FIFO return at once; O_CLOEXEC keeps descriptors out of
+//! (at creation, not chmod-ed after); `O_NOFOLLOW` refuses a symlink at the last component
+//! (ELOOP); `O_NONBLOCK` makes opening a FIFO return at once; `O_CLOEXEC` keeps descriptors out of
 //! the status line's `--then` command; a state directory must belong to the effective user.
 
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
@@ -43,7 +43,7 @@ pub fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> 
         .open(path)
 }
 
-/// O_CREAT|O_EXCL|O_NOFOLLOW, at most `mode`.
+/// `O_CREAT|O_EXCL|O_NOFOLLOW`, at most `mode`.
 pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
@@ -57,6 +57,7 @@ pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
     file.set_permissions(fs::Permissions::from_mode(mode))
 }
 
+#[allow(clippy::unnecessary_wraps)] // the same signature as on Windows, which has no mode
 pub fn mode(meta: &Metadata) -> Option<u32> {
     Some(meta.permissions().mode() & 0o7777)
 }

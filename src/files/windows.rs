@@ -14,6 +14,17 @@
 //! - locks are `LockFileEx` (through fs2), and a rename over a file a reader has open is
 //!   tried again for a moment.
 
+// Win32 calls take pointers to locals and structures they fill in; these pedantic lints about
+// pointer casts and borrows are about exactly that, so they are off for this FFI file.
+#![allow(
+    clippy::borrow_as_ptr,
+    clippy::ref_as_ptr,
+    clippy::ptr_as_ptr,
+    clippy::maybe_infinite_iter,
+    clippy::redundant_closure_for_method_calls,
+    clippy::unnecessary_wraps
+)]
+
 use std::ffi::{c_void, OsStr};
 use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::io;
@@ -128,7 +139,7 @@ pub fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> 
     )
 }
 
-/// CREATE_NEW on the name itself: an existing file or link there is `AlreadyExists`.
+/// `CREATE_NEW` on the name itself: an existing file or link there is `AlreadyExists`.
 pub fn create_new(path: &Path, _mode: u32) -> io::Result<File> {
     refuse_device(path)?;
     OpenOptions::new()

@@ -106,7 +106,8 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut diag)));
     let mut exit = Exit::Ok;
     match outcome {
-        Ok(Ok(Outcome::Quiet)) => {}
+        // Nothing to print; or a panic, which the panic hook has said.
+        Ok(Ok(Outcome::Quiet)) | Err(_) => {}
         Ok(Ok(Outcome::Print(text))) => {
             // A closed pipe is not our problem to report.
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -117,7 +118,6 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
             exit = Exit::Block;
         }
         Ok(Err(e)) => diag.note(format!("{e:#}")),
-        Err(_) => {} // the panic hook has said it
     }
     if let Some(line) = diag.line(hook) {
         to_stderr(&line);

@@ -1,6 +1,6 @@
 //! `ctxguard precompact`: runs when a compaction starts. It writes a mechanical checkpoint of the
 //! part of the transcript the compaction is about to summarise, appends to the daily log, starts
-//! a new marker cycle and records that a recovery is pending. Nothing on stdout: PreCompact
+//! a new marker cycle and records that a recovery is pending. Nothing on stdout: `PreCompact`
 //! accepts no `hookSpecificOutput`, and its plain stdout would be merged into the compaction
 //! instructions.
 
@@ -178,12 +178,12 @@ fn try_gate(
     })
 }
 
-/// A second PreCompact this soon after one, with no compaction finished in between (no
-/// `compact_boundary` written since), belongs to the same compaction: 2.1.330 runs PreCompact
+/// A second `PreCompact` this soon after one, with no compaction finished in between (no
+/// `compact_boundary` written since), belongs to the same compaction: 2.1.330 runs `PreCompact`
 /// twice for one auto-compaction, sometimes with a reply in between.
 pub const REPEAT_WITHIN: Duration = Duration::from_secs(120);
 
-/// Is this PreCompact a repeat of the one the marker recorded? `boundary` is the time of the
+/// Is this `PreCompact` a repeat of the one the marker recorded? `boundary` is the time of the
 /// transcript's newest `compact_boundary`, if any.
 pub fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     let Some(compacted) = marker.compacted_at else {

@@ -49,7 +49,7 @@ pub fn observe(
 /// The observation a transcript reading gives on these limits (no I/O: `replay` calls it too).
 pub fn observe_with(reading: &Reading, limits: LimitsFor, growth_replies: u64) -> Observation {
     let mut obs = limits.observation(reading.tokens, Source::Transcript);
-    obs.model = reading.model.clone();
+    obs.model.clone_from(&reading.model);
     obs.reply_at = reading.reply_at;
     obs.boundary_at = reading.boundary_at;
     obs.growth = Some(reading.max_growth());

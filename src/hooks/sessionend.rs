@@ -2,7 +2,7 @@
 //! checkpoint of it: what was being worked on since its last compaction, carried forward as at a
 //! compaction. The next session started in the same directory (`clear`, and `startup` when
 //! enabled) gets a short digest of it, once (see [`super::sessionstart`]). Nothing on stdout:
-//! SessionEnd accepts no output. A session that did nothing worth recalling writes nothing.
+//! `SessionEnd` accepts no output. A session that did nothing worth recalling writes nothing.
 
 use std::path::Path;
 use std::time::Duration;

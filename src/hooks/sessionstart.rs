@@ -1,11 +1,11 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
-//! recovery block once: the checkpoint PreCompact wrote, then the memory files. On clear,
+//! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On clear,
 //! startup and fork, a short digest of the previous session in the same directory, once.
 //!
 //! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
 //! under that session's lock, by that session only. A digest for another session never consumes
 //! it, and is never taken from a session that may still be compacting ([`OWNER_GRACE`]): its
-//! SessionStart(compact) comes tens of seconds after PreCompact, once the summary is written.
+//! SessionStart(compact) comes tens of seconds after `PreCompact`, once the summary is written.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,7 +29,7 @@ pub const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 /// A pending recovery this young may still be claimed by the session that compacted.
 pub const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
 
-/// What this SessionStart will look for.
+/// What this `SessionStart` will look for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
     /// Nothing: the source is not in `recover_on`.
@@ -40,7 +40,7 @@ pub enum Plan {
     Previous,
 }
 
-/// The plan for a SessionStart `source`.
+/// The plan for a `SessionStart` `source`.
 pub fn plan(source: &str, config: &Config) -> Result<Plan> {
     let plan = match source {
         "compact" => Plan::Own(Kind::Compact),
@@ -63,7 +63,7 @@ pub struct Candidate {
     pub created_at: Option<DateTime<Utc>>,
     pub recovery_pending: bool,
     pub digest_given: bool,
-    /// The session ended (SessionEnd wrote this checkpoint): no owner will claim it.
+    /// The session ended (`SessionEnd` wrote this checkpoint): no owner will claim it.
     pub ended: bool,
 }
 
@@ -134,7 +134,7 @@ fn own(
     Ok(path.and_then(|p| load_checkpoint(&p, diag)))
 }
 
-/// Is the newest checkpoint of this session the one SessionEnd wrote?
+/// Is the newest checkpoint of this session the one `SessionEnd` wrote?
 fn ended_checkpoint(m: &Marker) -> bool {
     m.ended_at
         .is_some_and(|ended| m.compacted_at.is_none_or(|c| c < ended))
@@ -219,7 +219,9 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         recovery::leave_out_named(&mut cp, &summary);
     }
     let (memory, notes) = memory::for_session(&config, env, &input.cwd);
-    notes.into_iter().for_each(|n| diag.note(n));
+    for n in notes {
+        diag.note(n);
+    }
     let block = recovery::render(
         &cp,
         &path,

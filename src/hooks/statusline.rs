@@ -220,7 +220,9 @@ pub fn run(no_color: bool, quiet: bool, then: Option<&str>, diag: &mut Diag) -> 
 #[path = "then.rs"]
 mod wrapped;
 
-/// The hook, given its input and environment.
+/// The hook, given its input and environment. It never fails (a bad input draws the neutral
+/// segment); the `Result` is the signature every hook shares.
+#[allow(clippy::unnecessary_wraps)]
 pub fn handle(
     bytes: &[u8],
     env: &Env,
@@ -413,7 +415,7 @@ mod tests {
 
     #[test]
     fn gauge_text_and_colours() {
-        let limits = Limits::compute(200_000, &Default::default());
+        let limits = Limits::compute(200_000, &crate::usage::Policy::default());
         let g = |tokens| Gauge {
             tokens: Some(tokens),
             limits,
@@ -436,7 +438,7 @@ mod tests {
         assert!(render(&g(155_000), true).ends_with(RESET));
         let idle = Gauge {
             tokens: Some(250_000),
-            limits: Limits::compute(1_000_000, &Default::default()),
+            limits: Limits::compute(1_000_000, &crate::usage::Policy::default()),
             last_known: false,
             idle: true,
             client_pct: None,

@@ -165,6 +165,7 @@ mod unix {
     }
 
     impl Group {
+        #[allow(clippy::unused_self)] // the same call as the Windows job object's
         pub fn kill(&self, child: &mut Child) {
             if let Ok(group) = libc::pid_t::try_from(child.id()) {
                 // SAFETY: a plain system call on a group this process created.
@@ -180,7 +181,7 @@ mod unix {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
         // SAFETY: `info` is valid for writes for the duration of the call.
-        if unsafe { libc::waitid(libc::P_PID, child.id(), &mut info, flags) } != 0 {
+        if unsafe { libc::waitid(libc::P_PID, child.id(), &raw mut info, flags) } != 0 {
             return Err(io::Error::last_os_error()).context("waiting for `sh`");
         }
         // SAFETY: waitid filled `info` in for a child state change, or left it zeroed (none).
@@ -204,7 +205,7 @@ mod unix {
             let ms = libc::c_int::try_from(wait.as_nanos().div_ceil(1_000_000))
                 .unwrap_or(libc::c_int::MAX);
             // SAFETY: one valid pollfd, alive for the duration of the call.
-            let ready = unsafe { libc::poll(&mut poll, 1, ms) };
+            let ready = unsafe { libc::poll(&raw mut poll, 1, ms) };
             if ready < 0 {
                 let e = io::Error::last_os_error();
                 return match e.kind() {
@@ -221,6 +222,7 @@ mod unix {
 }
 
 #[cfg(windows)]
+#[allow(clippy::borrow_as_ptr, clippy::ref_as_ptr)] // Win32 calls take pointers to what they fill in
 mod windows {
     use std::io;
     use std::os::windows::io::AsRawHandle;

@@ -5,7 +5,7 @@
 //!
 //! [`super::Store::update`] adds a session to the bucket of the hour of a save when its previous
 //! save was in another hour (a file created once an hour per active session; nothing on the
-//! PreToolUse fast path, which does not save). Sessions from before the buckets existed are
+//! `PreToolUse` fast path, which does not save). Sessions from before the buckets existed are
 //! added by the first full retention pass, which then marks the buckets [`complete`]; until
 //! then `status` reads every marker. Retention sweeps buckets older than its cutoff.
 

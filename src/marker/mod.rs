@@ -1,9 +1,9 @@
 //! The per-session flush marker: a small state machine (idle → armed → nudged →
-//! critical_nudged → idle in the next cycle).
+//! `critical_nudged` → idle in the next cycle).
 //!
 //! Every change goes through [`transition`], a pure function the unit tests drive with literals.
 //! [`store`] persists it: one transaction ([`Store::update`]) locks, loads, decides, saves when
-//! worth it and unlocks, so the status line, parallel PreToolUse hooks and PreCompact all agree
+//! worth it and unlocks, so the status line, parallel `PreToolUse` hooks and `PreCompact` all agree
 //! on one history, and exactly one of 64 parallel hooks sees `armed` and moves it to `nudged`.
 
 pub mod activity;
@@ -100,16 +100,16 @@ pub struct Marker {
     pub nudged_at: Option<DateTime<Utc>>,
     pub updated_at: Option<DateTime<Utc>>,
     pub source: Option<Source>,
-    /// When the status line last reported a usage figure (the PreToolUse fast path trusts the
+    /// When the status line last reported a usage figure (the `PreToolUse` fast path trusts the
     /// marker without reading the transcript while this is recent).
     pub statusline_at: Option<DateTime<Utc>>,
     /// The window size the status line last reported for this session.
     pub reported_window: Option<u64>,
-    /// Compactions PreCompact has checkpointed for this session.
+    /// Compactions `PreCompact` has checkpointed for this session.
     pub compactions: u64,
     /// Path of the newest checkpoint.
     pub last_checkpoint: Option<String>,
-    /// The newest checkpoint has not been injected by SessionStart yet.
+    /// The newest checkpoint has not been injected by `SessionStart` yet.
     pub recovery_pending: bool,
     /// The newest checkpoint was given to another session as a digest (once, and never instead
     /// of this session's own recovery).
@@ -127,7 +127,7 @@ pub struct Marker {
     /// fingerprint of the config they were computed with.
     pub limits_at: Option<DateTime<Utc>>,
     pub limits_key: Option<u64>,
-    /// When PreCompact last ran: a reading from a reply older than this is stale.
+    /// When `PreCompact` last ran: a reading from a reply older than this is stale.
     pub compacted_at: Option<DateTime<Utc>>,
     /// The usage when the session last compacted, until a new figure is seen: a status line
     /// that still reports exactly it right after a compaction is reporting the old context.
@@ -139,7 +139,7 @@ pub struct Marker {
     /// The usage when this cycle armed: a later drop is measured from it (arming on growth
     /// can happen far below the trigger).
     pub armed_tokens: Option<u64>,
-    /// When SessionEnd wrote the final checkpoint (the session ended: clear, exit, logout):
+    /// When `SessionEnd` wrote the final checkpoint (the session ended: clear, exit, logout):
     /// its checkpoint may be shown once to the next session in the same directory.
     pub ended_at: Option<DateTime<Utc>>,
     /// The largest recent growth from one reply to the next, from the newest transcript
@@ -239,9 +239,9 @@ pub enum Event {
     Observe(Observation),
     /// A nudge of this level was emitted.
     Nudged(Nudge),
-    /// PreCompact wrote this checkpoint: a new cycle starts and a recovery is pending.
+    /// `PreCompact` wrote this checkpoint: a new cycle starts and a recovery is pending.
     /// `tokens` were in context; `auto` when the client compacted by itself; `repeat` when it
-    /// is the same compaction as the last one (PreCompact ran again before it finished): the
+    /// is the same compaction as the last one (`PreCompact` ran again before it finished): the
     /// checkpoint is replaced, no new cycle is counted.
     Compacted {
         checkpoint: String,
@@ -249,11 +249,11 @@ pub enum Event {
         auto: bool,
         repeat: bool,
     },
-    /// SessionStart injected the pending recovery.
+    /// `SessionStart` injected the pending recovery.
     Recovered,
-    /// Another session's SessionStart showed the newest checkpoint as a digest.
+    /// Another session's `SessionStart` showed the newest checkpoint as a digest.
     DigestGiven,
-    /// SessionEnd wrote this final checkpoint.
+    /// `SessionEnd` wrote this final checkpoint.
     Ended {
         checkpoint: String,
     },
@@ -308,9 +308,8 @@ impl Marker {
                 _ => false,
             };
         match self.state {
-            State::Armed if critical => Some(Nudge::Critical),
+            State::Armed | State::Nudged if critical => Some(Nudge::Critical),
             State::Armed => Some(Nudge::Normal),
-            State::Nudged if critical => Some(Nudge::Critical),
             _ => None,
         }
     }
@@ -341,6 +340,7 @@ fn fresh_tokens(m: &Marker, obs: &Observation) -> Option<u64> {
 }
 
 /// The one place the marker changes.
+#[allow(clippy::too_many_lines)] // one match over the events, each arm short: read it whole
 pub fn transition(
     marker: &Marker,
     event: &Event,
@@ -388,7 +388,7 @@ pub fn transition(
             m.critical_at = limits.critical_at;
             if obs.window_source.is_some() {
                 m.window_source = obs.window_source;
-                m.compact_source = obs.compact_source.clone();
+                m.compact_source.clone_from(&obs.compact_source);
                 m.limits_at = Some(now);
                 m.limits_key = obs.limits_key;
                 m.idle_compaction = obs.idle_compaction;
@@ -406,7 +406,7 @@ pub fn transition(
                 m.reported_window = obs.reported_window;
             }
             if obs.model.is_some() {
-                m.model = obs.model.clone();
+                m.model.clone_from(&obs.model);
             }
             if tokens.is_some() {
                 m.growth = obs.growth;
@@ -491,7 +491,7 @@ pub fn transition(
 
 /// Does `new` differ from `old` enough to be written? A new usage figure alone, and timestamps
 /// alone, are written at most every `refresh` (the status line redraws many times a second and
-/// PreToolUse runs on every tool call; each write is an fsync). Anything else (the state, the
+/// `PreToolUse` runs on every tool call; each write is an fsync). Anything else (the state, the
 /// cycle, the limits, a recovery) is written at once.
 pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
     let strip = |m: &Marker| Marker {

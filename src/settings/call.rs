@@ -245,6 +245,8 @@ pub fn statusline<'l>(line: &'l str, ours: Ours) -> Option<(Call<'l>, Wrapped)> 
     Some((call, wrapped))
 }
 
+// Three answers: unknown (`None`), no command wrapped, or this one.
+#[allow(clippy::option_option)]
 fn wrapped(call: &Call) -> Option<Option<String>> {
     if call.rest {
         return None;

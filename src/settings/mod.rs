@@ -1,7 +1,7 @@
 //! Registering ctxguard in Claude Code's settings.json, as pure edits of the parsed JSON (I/O is
 //! in `commands::install`). An entry is ctxguard's when its command runs ctxguard with one of the
 //! hook subcommands (`call` says what counts as ctxguard: not an exact file name); everything
-//! else, and the order of every key and hook, is left as it was. serde_json's `preserve_order`
+//! else, and the order of every key and hook, is left as it was. `serde_json`'s `preserve_order`
 //! keeps the keys in the user's order.
 //!
 //! Hooks are registered in exec form, `{"command": "<binary>", "args": ["pretooluse"]}`: the
@@ -328,20 +328,19 @@ pub fn uninstall(
                 edit.changes
                     .push(format!("statusLine: restored `{theirs}`"));
             }
-            Some(Wrapped::Known(None)) => match replaced {
-                Some(line) => {
+            Some(Wrapped::Known(None)) => {
+                if let Some(line) = replaced {
                     let theirs = line.get("command").and_then(Value::as_str).unwrap_or("");
                     edit.changes.push(format!(
                         "statusLine: restored `{theirs}` (from before `install --statusline \
-                         replace`)"
+                     replace`)"
                     ));
                     root.insert("statusLine".into(), line.clone());
-                }
-                None => {
+                } else {
                     root.shift_remove("statusLine");
                     edit.changes.push("statusLine: removed".to_string());
                 }
-            },
+            }
             _ => {
                 edit.notices.push(format!(
                     "the status line `{}` runs ctxguard in a way uninstall cannot undo exactly; \

@@ -222,7 +222,7 @@ pub fn binaries(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-/// "PreToolUse, statusLine in FILE; PreCompact in FILE2", in order of appearance.
+/// "`PreToolUse`, statusLine in FILE; `PreCompact` in FILE2", in order of appearance.
 fn places(uses: &[(&str, &SettingsFile)]) -> String {
     let mut by_file: Vec<(&Path, Vec<&str>)> = Vec::new();
     for (event, file) in uses {

@@ -3,7 +3,6 @@
 //! client. The one check that starts a process: `claude --version`, with a deadline.
 
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -77,11 +76,21 @@ pub fn findings(client: &Client) -> Vec<Finding> {
     vec![ours, theirs]
 }
 
+#[cfg(unix)]
+fn runnable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// Windows has no execute bit: a file found is a program.
+#[cfg(not(unix))]
+fn runnable(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
 /// The first executable `name` in the context's `PATH`.
 fn find_on_path(ctx: &Context, name: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && runnable(&m));
     ctx.search_path
         .iter()
         .flat_map(std::env::split_paths)
@@ -142,7 +151,9 @@ pub fn parse_version(out: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{ctx, lines};
+    #[cfg(unix)]
+    use super::super::tests::ctx;
+    use super::super::tests::lines;
     use super::*;
 
     #[test]
@@ -170,8 +181,10 @@ mod tests {
         assert!(lines(&odd)[1].starts_with("warn: "));
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_client_is_asked_on_the_path_given() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let claude = dir.path().join("claude");
         std::fs::write(&claude, "#!/bin/sh\necho '2.1.330 (Claude Code)'\n").unwrap();
