@@ -120,17 +120,17 @@ impl Env {
 /// `SessionStart` sources a recovery can be injected on.
 pub const SOURCES: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
 
-pub fn env_name(key: &str) -> String {
+fn env_name(key: &str) -> String {
     format!("CTXGUARD_{}", key.to_ascii_uppercase())
 }
 
-pub const DEFAULT_NUDGE_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
+const DEFAULT_NUDGE_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
 {window} tokens); auto-compaction will summarise and drop the history in about {headroom} \
 tokens. Before continuing, save durable knowledge to memory now, {where}: decisions and their \
 reasons, user preferences, debugging insights, project facts, open tasks and next steps. Keep it \
 brief, then continue with the task.";
 
-pub const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
+const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
 {window} tokens); auto-compaction is imminent (about {headroom} tokens left). If decisions, open \
 tasks and next steps are not yet saved, save them now, {where}, in a few lines, before anything \
 else; then continue.";

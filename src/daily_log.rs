@@ -21,12 +21,12 @@ pub fn dir(paths: &Paths) -> PathBuf {
     paths.root().join("logs")
 }
 
-pub fn path_for(paths: &Paths, date: NaiveDate) -> PathBuf {
+fn path_for(paths: &Paths, date: NaiveDate) -> PathBuf {
     dir(paths).join(format!("{}.md", date.format("%Y-%m-%d")))
 }
 
 /// The day a log file name (`YYYY-MM-DD.md`) is for.
-pub fn date_of(name: &str) -> Option<NaiveDate> {
+fn date_of(name: &str) -> Option<NaiveDate> {
     let stem = name.strip_suffix(".md")?;
     (stem.len() == 10)
         .then(|| NaiveDate::parse_from_str(stem, "%Y-%m-%d").ok())
@@ -59,7 +59,7 @@ pub fn read(paths: &Paths, date: NaiveDate) -> Result<Option<String>> {
 }
 
 /// How an entry names a session: the first 8 characters of its id, made safe to print.
-pub fn short_id(session_id: &str) -> String {
+fn short_id(session_id: &str) -> String {
     sanitize(session_id, true).chars().take(8).collect()
 }
 

@@ -54,7 +54,7 @@ pub fn learn(paths: &Paths, model: &str, window: u64) -> Result<()> {
 }
 
 /// `--autocompact N` (or `--autocompact=N`) in an argument list.
-pub fn autocompact_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
+fn autocompact_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
     let mut it = args.iter().map(AsRef::as_ref);
     while let Some(arg) = it.next() {
         if arg == "--autocompact" {
@@ -69,7 +69,7 @@ pub fn autocompact_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
 
 /// The running client's `--autocompact` argument, where the OS lets a hook read its parent's
 /// command line.
-pub fn client_flag(env: &Env) -> Option<u64> {
+fn client_flag(env: &Env) -> Option<u64> {
     let pid = env.client_pid?;
     read_cmdline(pid).and_then(|args| autocompact_arg(&args))
 }
@@ -222,7 +222,7 @@ pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
 
 /// The limits kept in the marker, if they may still be used: resolved less than
 /// [`LIMITS_FRESH`] ago, for the same model and reported window, and with usage inside them.
-pub fn cached_limits(
+fn cached_limits(
     marker: &Marker,
     key: u64,
     model: Option<&str>,

@@ -24,7 +24,7 @@ mod windows;
 use windows as sys;
 
 /// Prefix of the temp files atomic writes go through.
-pub const TEMP_PREFIX: &str = ".tmp-";
+const TEMP_PREFIX: &str = ".tmp-";
 
 fn symlink_refusal(path: &Path) -> anyhow::Error {
     anyhow!(
@@ -45,7 +45,7 @@ fn nofollow_error(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
 
 /// No state or config file ctxguard writes comes near this; anything larger is refused rather
 /// than read (a config linked to /dev/zero, a planted giant file).
-pub const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
+const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
 
 /// Opens a file for reading without following a link at its last component and without ever
 /// blocking (a FIFO opens at once; on Windows a device name is refused before it is opened).

@@ -12,7 +12,7 @@ use crate::usage::TokenCounts;
 
 /// Payloads larger than this are refused rather than buffered (a `PreToolUse` payload carries the
 /// tool input, e.g. a whole file being written, so the bound is generous).
-pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads all of stdin, bounded.
 pub fn read_stdin() -> Result<Vec<u8>> {

@@ -151,7 +151,7 @@ pub fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String 
 /// Every configured memory file that can be read safely, in order. Files that are missing are
 /// skipped silently; refusals (a symlink, a path outside the allowed places) are returned as
 /// notes so a hook can say why a file was not shown.
-pub fn read_all(entries: &[String], places: &Places) -> (Vec<Memory>, Vec<String>) {
+fn read_all(entries: &[String], places: &Places) -> (Vec<Memory>, Vec<String>) {
     let mut found = Vec::new();
     let mut notes = Vec::new();
     for entry in entries {

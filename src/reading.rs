@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::transcript::{self, Verdict};
 
 /// Replies whose growth is remembered (for arming on the growth rate).
-pub const RECENT: usize = 6;
+const RECENT: usize = 6;
 
 /// More appended than this is read as a fresh tail scan instead.
 const MAX_APPENDED: u64 = 8 * 1024 * 1024;

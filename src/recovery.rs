@@ -26,7 +26,7 @@ pub enum Kind {
 }
 
 /// Compactions after which a fresh session is suggested.
-pub const MANY_COMPACTIONS: u64 = 3;
+const MANY_COMPACTIONS: u64 = 3;
 
 struct Section {
     title: String,
@@ -132,7 +132,7 @@ fn file_list(cp: &Checkpoint) -> Vec<String> {
 
 /// The checkpoint part, within `budget` characters.
 #[allow(clippy::too_many_lines)] // the header, the sections, the footer, the trimming loop
-pub fn render_checkpoint(
+fn render_checkpoint(
     cp: &Checkpoint,
     cp_path: &Path,
     kind: Kind,

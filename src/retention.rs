@@ -35,9 +35,9 @@ use crate::marker::{self, activity, Marker, Store};
 use crate::paths::Paths;
 
 /// Directories one automatic step looks at, at most.
-pub const EXAMINE_PER_RUN: usize = 1000;
+const EXAMINE_PER_RUN: usize = 1000;
 /// Sessions one automatic step removes, at most.
-pub const REMOVE_PER_RUN: usize = 200;
+const REMOVE_PER_RUN: usize = 200;
 /// The automatic pass runs at most this often.
 const EVERY: Duration = Duration::hours(24);
 
@@ -124,7 +124,7 @@ pub struct Report {
 
 /// How much one step may do.
 #[derive(Debug, Clone, Copy)]
-pub struct Budget {
+struct Budget {
     pub examine: usize,
     pub remove: usize,
 }

@@ -100,7 +100,7 @@ const WRAPPER_TAGS: &[&str] = &["system-reminder"];
 
 /// `s` with every `<` that would open or close a [wrapper tag](WRAPPER_TAGS) (any case, with
 /// whitespace allowed around the `/`) replaced by `‹`: still readable, no longer a tag.
-pub fn neutralize_markup(s: &str) -> String {
+fn neutralize_markup(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for (i, c) in s.char_indices() {
         if c == '<' && names_wrapper(&s[i + 1..]) {

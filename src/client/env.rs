@@ -14,7 +14,7 @@ pub const AUTO_COMPACT_WINDOW: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
 pub const DISABLE_AUTO_COMPACT: &str = "DISABLE_AUTO_COMPACT";
 
 /// The client's variables ctxguard reads.
-pub const VARS: [&str; 3] = [AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT];
+const VARS: [&str; 3] = [AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT];
 
 /// Claude Code's variables ([`VARS`]) as found in a process environment; blank ones are unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -32,7 +32,7 @@ const BACKUP_ATTEMPTS: u32 = 1000;
 /// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
 /// file that is a symlink (dotfile managers make them) is followed, so the link survives the
 /// atomic replacement and the file it points to is the one edited.
-pub fn settings_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
+fn settings_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
     let path = chosen_path(target, env)?;
     if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
         return files::canonicalize(&path)

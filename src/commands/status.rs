@@ -19,7 +19,7 @@ use crate::window::{CompactSource, WindowSource};
 
 /// One session in `status --json`. Exactly these fields: scripts rely on them.
 #[derive(Debug, Serialize)]
-pub struct SessionStatus {
+struct SessionStatus {
     pub session_id: String,
     pub state: &'static str,
     pub cycle: u64,
@@ -50,7 +50,7 @@ pub struct SessionStatus {
 }
 
 #[derive(Debug, Serialize)]
-pub struct StatusReport {
+struct StatusReport {
     pub sessions: Vec<SessionStatus>,
     /// Older sessions were left out (`--limit`); `--all` lists every one.
     pub more: bool,

@@ -12,7 +12,7 @@ use crate::usage::{percent, Level};
 use crate::window::{CompactSource, WindowSource};
 
 #[derive(Debug, Serialize)]
-pub struct UsageReport {
+struct UsageReport {
     pub transcript: String,
     pub tokens: Option<u64>,
     pub window: u64,

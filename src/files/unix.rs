@@ -16,7 +16,7 @@ pub const LINK: &str = "a symbolic link";
 /// A rename over a file another process has open always succeeds here.
 pub const RENAME_RETRIES: bool = false;
 
-pub fn euid() -> u32 {
+fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }

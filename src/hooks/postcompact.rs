@@ -19,10 +19,10 @@ use crate::marker::Store;
 use crate::text::{cut, sanitize};
 
 /// A summary is kept up to this many characters.
-pub const MAX_SUMMARY_CHARS: usize = 64 * 1024;
+const MAX_SUMMARY_CHARS: usize = 64 * 1024;
 
 /// Where the summary of the checkpoint at `checkpoint` is kept.
-pub fn summary_path(checkpoint: &Path) -> PathBuf {
+fn summary_path(checkpoint: &Path) -> PathBuf {
     checkpoint.with_extension("summary.md")
 }
 

@@ -110,7 +110,7 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
 
 /// Never hold a compaction when usage is this close to the window: that compaction may be
 /// what recovers the session from an overflow.
-pub const GATE_MARGIN: u64 = 5_000;
+const GATE_MARGIN: u64 = 5_000;
 
 /// Whether the opt-in gate holds this compaction: only an auto-compaction, only when enabled,
 /// only while this cycle's nudge has not been delivered, only when usage is known and not within
@@ -135,12 +135,12 @@ pub fn gate(
         && tokens.is_some_and(|t| t.saturating_add(GATE_MARGIN) < window)
 }
 
-pub const GATE_REASON: &str = "auto-compaction held once so the agent can save its memories first: ctxguard's nudge for this cycle has not been delivered yet (gate_auto_compaction is on). The next auto-compaction will proceed.";
+const GATE_REASON: &str = "auto-compaction held once so the agent can save its memories first: ctxguard's nudge for this cycle has not been delivered yet (gate_auto_compaction is on). The next auto-compaction will proceed.";
 
 /// The window the gate may rely on: one the config forces, or one the status line reported for
 /// this session within `stale_after`, and only if usage fits in it. Anything else (a guess, a
 /// window kept from before a model switch) is in doubt, and a gate in doubt never holds.
-pub fn trusted_window(
+fn trusted_window(
     config: &Config,
     marker: &Marker,
     tokens: Option<u64>,
@@ -181,11 +181,11 @@ fn try_gate(
 /// A second `PreCompact` this soon after one, with no compaction finished in between (no
 /// `compact_boundary` written since), belongs to the same compaction: 2.1.330 runs `PreCompact`
 /// twice for one auto-compaction, sometimes with a reply in between.
-pub const REPEAT_WITHIN: Duration = Duration::from_secs(120);
+const REPEAT_WITHIN: Duration = Duration::from_secs(120);
 
 /// Is this `PreCompact` a repeat of the one the marker recorded? `boundary` is the time of the
 /// transcript's newest `compact_boundary`, if any.
-pub fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     let Some(compacted) = marker.compacted_at else {
         return false;
     };

@@ -24,14 +24,14 @@ use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
 /// A new session only hears about a previous one this recent.
-pub const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// A pending recovery this young may still be claimed by the session that compacted.
-pub const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
+const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
 
 /// What this `SessionStart` will look for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+enum Plan {
     /// Nothing: the source is not in `recover_on`.
     Quiet,
     /// This session's own pending recovery.
@@ -41,7 +41,7 @@ pub enum Plan {
 }
 
 /// The plan for a `SessionStart` `source`.
-pub fn plan(source: &str, config: &Config) -> Result<Plan> {
+fn plan(source: &str, config: &Config) -> Result<Plan> {
     let plan = match source {
         "compact" => Plan::Own(Kind::Compact),
         "resume" => Plan::Own(Kind::Resume),
@@ -57,7 +57,7 @@ pub fn plan(source: &str, config: &Config) -> Result<Plan> {
 
 /// What the digest choice needs to know of another session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
+struct Candidate {
     pub session_id: String,
     pub cwd: String,
     pub created_at: Option<DateTime<Utc>>,
@@ -71,7 +71,7 @@ pub struct Candidate {
 /// another session in the same directory, less than a day old, that no session has had as a
 /// digest yet, and either written when that session ended, or a compaction recovery its owner
 /// never took and can no longer be waiting for.
-pub fn pick_previous(
+fn pick_previous(
     candidates: &[Candidate],
     session_id: &str,
     cwd: &str,

@@ -17,7 +17,7 @@ use crate::reading::Reading;
 use crate::usage::{human, percent, Level, Limits};
 
 /// The segment shown when the input cannot be read.
-pub const NEUTRAL: &str = "ctx ?";
+const NEUTRAL: &str = "ctx ?";
 
 /// What the status line knows after reading its input.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,7 @@ pub enum Trace {
 }
 
 /// "checkpoint saved" is shown this long after the compaction that wrote it.
-pub const SAVED_SHOWN_FOR: Duration = Duration::from_secs(10 * 60);
+const SAVED_SHOWN_FOR: Duration = Duration::from_secs(10 * 60);
 
 impl Trace {
     /// The trace of a marker: this cycle's nudge, else a checkpoint written by a compaction in

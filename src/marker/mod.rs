@@ -70,7 +70,7 @@ pub enum Nudge {
 
 /// Parallel hooks take `now` before they wait for the lock, so a time written by another one can
 /// be this far ahead of theirs; anything further ahead is a clock that was stepped back.
-pub const CLOCK_SKEW: Duration = Duration::from_secs(5);
+const CLOCK_SKEW: Duration = Duration::from_secs(5);
 
 /// Is `at` at most `limit` before `now`, and not more than [`CLOCK_SKEW`] after it?
 fn within(at: DateTime<Utc>, now: DateTime<Utc>, limit: Duration) -> bool {
@@ -161,7 +161,7 @@ pub struct LastNudge {
 }
 
 /// A working directory longer than this is cut (a checkpoint cuts it the same way).
-pub const MAX_CWD_CHARS: usize = 4096;
+const MAX_CWD_CHARS: usize = 4096;
 
 /// The client's idle compaction applies to an attended session from this many tokens on.
 pub const IDLE_COMPACTION_TOKENS: u64 = 200_000;

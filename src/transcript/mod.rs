@@ -338,7 +338,7 @@ pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
 }
 
 /// Is this line a `compact_boundary`?
-pub fn is_boundary(line: &[u8]) -> bool {
+fn is_boundary(line: &[u8]) -> bool {
     matches!(classify(line), Verdict::Boundary { .. })
 }
 

@@ -140,7 +140,7 @@ fn ask_version(path: &Path) -> Client {
 }
 
 /// `2.1.330` from `2.1.330 (Claude Code)`: the first word, if it is dotted numbers.
-pub fn parse_version(out: &str) -> Option<String> {
+fn parse_version(out: &str) -> Option<String> {
     let word = out.split_whitespace().next()?;
     let ok = word.split('.').count() >= 2
         && word
