@@ -381,6 +381,50 @@ pub fn create_new_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<
     written
 }
 
+/// Removes the state directory `dir` whose lock file `lock_path` (inside `dir`) the caller holds
+/// as `lock`, and releases the lock.
+///
+/// On Unix the directory goes while the lock is held, so no other process can write into it
+/// meanwhile. Windows cannot delete a file that is open: there everything but the lock file
+/// goes under the lock, then the lock is released and the lock file and the directory are
+/// removed if no other process has opened the lock in between; otherwise an empty directory
+/// with a lock file stays for a later pass, and nothing it held is left.
+pub fn remove_locked_dir(dir: &Path, lock: File, lock_path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let _ = lock_path;
+        fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+        drop(lock);
+    }
+    #[cfg(not(unix))]
+    {
+        let entries = fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
+        for entry in entries {
+            let path = entry
+                .with_context(|| format!("listing {}", dir.display()))?
+                .path();
+            if path == lock_path {
+                continue;
+            }
+            // A link (or junction) is removed itself, never what it points at.
+            let meta = fs::symlink_metadata(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let removed = if meta.is_dir() && !meta.file_type().is_symlink() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path).or_else(|_| fs::remove_dir(&path))
+            };
+            removed.with_context(|| format!("removing {}", path.display()))?;
+        }
+        drop(lock);
+        // Fails while another process has the lock open: it owns the directory now.
+        if fs::remove_file(lock_path).is_ok() {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+    Ok(())
+}
+
 /// Removes temp files a killed writer left in `dir`, if older than `age` (a live writer's temp
 /// file exists for milliseconds). Returns how many were removed.
 pub fn sweep_temp_files(dir: &Path, age: Duration) -> usize {

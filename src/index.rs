@@ -171,7 +171,8 @@ pub fn sweep(paths: &Paths, keep: impl Fn(&Entry) -> bool) -> Result<usize> {
             continue;
         }
         let index_dir = entry.path();
-        let lock = marker::lock_within(&index_dir.join("lock"), LOCK_WAIT)?;
+        let lock_path = index_dir.join("lock");
+        let lock = marker::lock_within(&lock_path, LOCK_WAIT)?;
         // A corrupt index is dropped whole: the hooks replace it at the next checkpoint.
         let sessions = read(root, &index_dir)
             .map(|i| i.sessions)
@@ -180,12 +181,13 @@ pub fn sweep(paths: &Paths, keep: impl Fn(&Entry) -> bool) -> Result<usize> {
         let kept: Vec<Entry> = sessions.into_iter().filter(|e| keep(e)).collect();
         dropped += before - kept.len();
         if kept.is_empty() {
-            fs::remove_dir_all(&index_dir)
-                .with_context(|| format!("removing {}", index_dir.display()))?;
-        } else if kept.len() != before {
-            write(&index_dir, &Index { sessions: kept })?;
+            files::remove_locked_dir(&index_dir, lock, &lock_path)?;
+        } else {
+            if kept.len() != before {
+                write(&index_dir, &Index { sessions: kept })?;
+            }
+            drop(lock);
         }
-        drop(lock);
     }
     Ok(dropped)
 }

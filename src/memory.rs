@@ -432,14 +432,28 @@ mod tests {
     #[test]
     fn the_save_place_names_the_folder_or_the_file() {
         let dir = Path::new("/h/.claude/projects/-h-proj/memory");
-        let text = save_place(Some(dir), Some(Path::new("/h/.claude-memory/MEMORY.md")));
-        assert!(text.starts_with("in Claude Code's memory folder /h/.claude/projects/-h-proj/memory: one file per memory"), "{text}");
-        assert!(text.contains("/h/.claude/projects/-h-proj/memory/MEMORY.md"));
-        let text = save_place(None, Some(Path::new("/h/.claude-memory/MEMORY.md")));
-        assert_eq!(
-            text,
-            "in /h/.claude-memory/MEMORY.md (ctxguard shows it again after every compaction)"
+        let own = Path::new("/h/.claude-memory/MEMORY.md");
+        let text = save_place(Some(dir), Some(own));
+        assert!(
+            text.starts_with(&format!(
+                "in Claude Code's memory folder {}: one file per memory",
+                dir.display()
+            )),
+            "{text}"
         );
+        // The index named by its full path, with the platform's separator.
+        assert!(
+            text.contains(&dir.join("MEMORY.md").display().to_string()),
+            "{text}"
+        );
+        assert_eq!(
+            save_place(None, Some(own)),
+            format!(
+                "in {} (ctxguard shows it again after every compaction)",
+                own.display()
+            )
+        );
+        assert_eq!(save_place(None, None), "in your memory file or tool");
     }
 
     #[test]

@@ -120,9 +120,7 @@ fn file_list(cp: &Checkpoint) -> Vec<String> {
         .iter()
         .map(|file| match Path::new(file).strip_prefix(cwd) {
             // Not against `/`: every path would lose its root and say less.
-            Ok(rel)
-                if cwd.is_absolute() && cwd.parent().is_some() && !rel.as_os_str().is_empty() =>
-            {
+            Ok(rel) if cwd.has_root() && cwd.parent().is_some() && !rel.as_os_str().is_empty() => {
                 rel.display().to_string()
             }
             _ => file.clone(),

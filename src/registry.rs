@@ -225,8 +225,9 @@ mod tests {
         let missing: Vec<String> = files
             .iter()
             .map(|f| {
-                f.trim_start_matches(&format!("{}/", root.display()))
-                    .to_string()
+                f.trim_start_matches(&root.display().to_string())
+                    .trim_start_matches(['/', '\\'])
+                    .replace('\\', "/")
             })
             .filter(|f| !map.contains(&format!("`{f}`")))
             .collect();

@@ -154,6 +154,8 @@ fn windows_paths(mut text: String, tmp: &Path) -> String {
         "File not found. (os error 2)",
         "No such file or directory (os error 2)",
     )
+    // The client found on PATH is the `claude.cmd` Scene::new writes there.
+    .replace("<TMP>/bin/claude.cmd", "<TMP>/bin/claude")
 }
 
 /// `expected` against `actual`, line by line (a longest-common-subsequence diff): changed lines
@@ -237,6 +239,9 @@ impl Scene {
             std::os::unix::fs::PermissionsExt::from_mode(0o755),
         )
         .unwrap();
+        // On Windows npm puts a `claude.cmd` beside that shell script, and it is what runs.
+        #[cfg(windows)]
+        fs::write(bin.join("claude.cmd"), "@echo 2.1.330 (Claude Code)\r\n").unwrap();
         Scene { env }
     }
 

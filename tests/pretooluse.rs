@@ -446,7 +446,11 @@ fn a_corrupt_marker_is_replaced_not_fatal() {
 fn the_nudge_says_exactly_where_to_save() {
     // Auto memory is on by default: Claude Code's memory folder of this project, in its format.
     let env = TestEnv::new();
-    let folder = env.home().join(".claude/projects/-home-user-proj");
+    let folder = env
+        .home()
+        .join(".claude")
+        .join("projects")
+        .join("-home-user-proj");
     std::fs::create_dir_all(&folder).unwrap();
     let transcript = folder.join(format!("{SESSION}.jsonl"));
     std::fs::write(
@@ -467,7 +471,7 @@ fn the_nudge_says_exactly_where_to_save() {
         "{nudge}"
     );
     assert!(
-        nudge.contains(&format!("{}/MEMORY.md", dir.display())),
+        nudge.contains(&dir.join("MEMORY.md").display().to_string()),
         "{nudge}"
     );
 

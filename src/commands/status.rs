@@ -171,7 +171,9 @@ fn checkpoint_cell(s: &SessionStatus, now: DateTime<Utc>) -> String {
 /// The directory `--cwd` names, as sessions record theirs: absolute, without a trailing slash;
 /// also its canonical form when that differs (a symlinked path).
 fn cwd_forms(dir: &Path) -> Vec<String> {
-    let absolute = if dir.is_absolute() {
+    // Rooted is enough: on Windows `\p` (or `/p`) names a directory of the current drive, and
+    // is compared as written.
+    let absolute = if dir.has_root() {
         dir.to_path_buf()
     } else {
         std::env::current_dir().map_or_else(|_| dir.to_path_buf(), |d| d.join(dir))
@@ -187,7 +189,7 @@ fn cwd_forms(dir: &Path) -> Vec<String> {
 }
 
 fn trim_slash(s: &str) -> &str {
-    match s.trim_end_matches('/') {
+    match s.trim_end_matches(std::path::is_separator) {
         "" => "/",
         t => t,
     }

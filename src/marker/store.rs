@@ -169,9 +169,7 @@ impl Store {
             return Ok(false);
         }
         before()?;
-        fs::remove_dir_all(&self.dir)
-            .with_context(|| format!("removing {}", self.dir.display()))?;
-        drop(lock);
+        files::remove_locked_dir(&self.dir, lock, &self.lock_path())?;
         Ok(true)
     }
 

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{finding, Context, Finding, Status};
+use crate::files;
 use crate::version::{LONG, TESTED_CLIENTS};
 
 /// `claude --version` starts node; anything slower than this is given up on.
@@ -76,27 +77,16 @@ pub fn findings(client: &Client) -> Vec<Finding> {
     vec![ours, theirs]
 }
 
-#[cfg(unix)]
-fn runnable(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o111 != 0
-}
-
-/// Windows has no execute bit: a file found is a program.
-#[cfg(not(unix))]
-fn runnable(_meta: &std::fs::Metadata) -> bool {
-    true
-}
-
-/// The first executable `name` in the context's `PATH`.
+/// The first executable `name` in the context's `PATH`. On Windows `claude.exe` or the
+/// `claude.cmd` npm writes, never the extensionless `claude` beside it (a shell script for Git
+/// Bash, which Windows cannot run).
 fn find_on_path(ctx: &Context, name: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && runnable(&m));
     ctx.search_path
         .iter()
         .flat_map(std::env::split_paths)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|p| executable(p))
+        .flat_map(|dir| files::program_candidates(dir.join(name)))
+        .find(|p| files::is_executable(p))
 }
 
 /// Runs `PATH --version` (at most [`LIMIT`]) and reads the version from its first word:
