@@ -275,22 +275,28 @@ fn a_manual_compact_after_the_nudge() {
 }
 
 #[test]
-fn a_jump_past_the_compaction_point_gets_the_critical_nudge_too_late() {
+fn on_a_client_that_drops_pretooluse_context_the_nudge_waits_for_the_next_prompt() {
+    // A 2.0.76 session: that client drops PreToolUse's additionalContext, so the live hook keeps
+    // the nudge for the next prompt (UserPromptSubmit), and the replay does the same.
     let env = TestEnv::new();
-    for args in [&[][..], &["--statusline"]] {
+    for (args, armed_by) in [(&[][..], "pretooluse"), (&["--statusline"], "statusline")] {
         let r = replay(&env, PAST, args);
         // This client did not compact at 167k; the transcript ends at 180k.
         assert_eq!(verdicts(&r), ["open"], "{args:?}");
         assert_eq!(r.cycles[0].peak_tokens, Some(180_437));
-        let kinds: Vec<_> = timeline(&r).into_iter().map(|(k, t, _)| (k, t)).collect();
         assert_eq!(
-            kinds,
+            timeline(&r),
             [
-                ("armed".into(), json!(127_370)),
-                ("nudge normal".into(), json!(127_370)),
-                // 151k (below critical) to 169k in one reply: past 167k when it comes.
-                ("nudge critical".into(), json!(169_363)),
-            ]
+                ("armed".into(), json!(127_370), json!(armed_by)),
+                // The next prompt came only after one reply grew from 151k to 169k: past the
+                // compaction point at 167k, so the one nudge given is the critical one.
+                (
+                    "nudge critical".into(),
+                    json!(170_823),
+                    json!("userpromptsubmit")
+                ),
+            ],
+            "{args:?}"
         );
     }
 }

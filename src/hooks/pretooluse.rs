@@ -178,18 +178,7 @@ pub fn handle_event(
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));
-    let stale = Duration::from_secs(config.stale_after_secs);
-    let decide_here = |m: &Marker| {
-        if can_deliver {
-            return decide(m, observation.as_ref(), &config, now);
-        }
-        // The observation only: the nudge stays pending for a route the client passes on.
-        let observed = observation.as_ref().map_or_else(
-            || m.clone(),
-            |o| marker::transition(m, &Event::Observe(o.clone()), now, stale),
-        );
-        (observed, None)
-    };
+    let decide_here = |m: &Marker| decide_route(m, observation.as_ref(), &config, now, can_deliver);
     let (next, nudge) = decide_here(&marker);
     if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
         return Ok(Outcome::Quiet);
@@ -208,6 +197,27 @@ pub fn handle_event(
         event,
         nudge_text(level, &next, &config, &place),
     )))
+}
+
+/// [`decide`] for a route that may not reach the model: where the client drops this route's
+/// context (`can_deliver` false), the observation is applied and the nudge stays pending for a
+/// route it passes on. `replay` calls this too.
+pub fn decide_route(
+    marker: &Marker,
+    observation: Option<&Observation>,
+    config: &Config,
+    now: DateTime<Utc>,
+    can_deliver: bool,
+) -> (Marker, Option<Nudge>) {
+    if can_deliver {
+        return decide(marker, observation, config, now);
+    }
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let observed = observation.map_or_else(
+        || marker.clone(),
+        |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
+    );
+    (observed, None)
 }
 
 /// Where this session's memories should go (only worked out when a nudge is given).

@@ -127,7 +127,7 @@ fn event(e: &Event) -> String {
             };
             let left = match (t, compact_at) {
                 (Some(t), Some(c)) if t < c => format!(", {} before compaction", grouped(c - t)),
-                (Some(_), Some(_)) => ", past the compaction point".into(),
+                (Some(_), Some(_)) => ", past compaction".into(),
                 _ => String::new(),
             };
             format!("{name:<11} {} tokens{left} ({})", tokens(*t), by.name())

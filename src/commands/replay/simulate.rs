@@ -6,7 +6,7 @@
 //! - a main-chain reply (what [`transcript::classify`] calls usage) is a status-line refresh
 //!   when a status line is simulated, through [`statusline::decide`];
 //! - each `tool_use` block of a main-chain reply is a `PreToolUse`, and each real user prompt a
-//!   `UserPromptSubmit`, both through [`pretooluse::decide`] with the reading of the transcript
+//!   `UserPromptSubmit`, both through [`pretooluse::decide_route`] with the reading of the transcript
 //!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
 //! - a `compact_boundary` is a `PreCompact`: [`marker::Event::Compacted`].
 //!
@@ -257,8 +257,17 @@ impl Simulation {
         };
         let observation =
             newer.then(|| transcript_observation(&self.reading, &self.marker, &self.config, now));
-        let (next, nudge) =
-            pretooluse::decide(&self.marker, observation.as_ref(), &self.config, now);
+        // Clients before 2.1 drop PreToolUse's context: the hook keeps the nudge for the next
+        // prompt there, and so does the replay.
+        let can_deliver =
+            hook != Hook::PreToolUse || self.reading.client_reads_pretooluse_context();
+        let (next, nudge) = pretooluse::decide_route(
+            &self.marker,
+            observation.as_ref(),
+            &self.config,
+            now,
+            can_deliver,
+        );
         self.record(hook, next, nudge);
     }
 
