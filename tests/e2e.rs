@@ -410,6 +410,35 @@ fn manual_compact_checkpoints_and_the_next_prompt_carries_the_recovery_once() {
     // The client fires SessionStart(compact) right after the compaction, in the same run: the
     // recovery is consumed there and rides in the history from then on.
     assert_eq!(rig.env.marker(&session)["recovery_pending"], false);
+    // PostCompact comes after SessionStart(compact) in this client (so the block shown right
+    // after the compaction cannot know the summary); it keeps the summary beside the checkpoint.
+    let order: Vec<String> = rig
+        .hook_runs()
+        .into_iter()
+        .map(|r| r.0)
+        .filter(|s| ["precompact", "sessionstart", "postcompact"].contains(&s.as_str()))
+        .collect();
+    assert!(
+        order.ends_with(&["precompact".into(), "sessionstart".into(), "postcompact".into()]),
+        "{order:?}"
+    );
+    let dir = rig.env.state().join("checkpoints").join(&session);
+    let summaries: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".summary.md"))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    // Beside the compaction's checkpoint (not the one SessionEnd writes at the end of a run).
+    let beside = dir.join(summaries[0].replace(".summary.md", ".json"));
+    let beside: Value = serde_json::from_str(&fs::read_to_string(beside).unwrap()).unwrap();
+    assert_eq!(beside["meta"]["trigger"], "manual");
+    let summary = fs::read_to_string(dir.join(&summaries[0])).unwrap();
+    assert!(
+        summary.contains("the user asked for shell commands"),
+        "{summary}"
+    );
 
     rig.api.clear();
     rig.claude("what next?", Some(&session), &[]);
