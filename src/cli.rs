@@ -10,10 +10,12 @@ use clap::{CommandFactory, Parser, Subcommand};
     name = "ctxguard",
     version = crate::version::LONG,
     about = "Makes Claude Code save what matters before context compaction",
-    long_about = "ctxguard is registered as Claude Code hook commands. The status line arms a \
-per-session marker when the context nears auto-compaction; the next tool call then nudges the \
-agent, once per compaction cycle, to store durable memories.\n\nState lives in $CTXGUARD_HOME \
-(default ~/.claude-memory/ctxguard)."
+    long_about = "ctxguard is registered as Claude Code hook commands. The status line (or, \
+without one, the transcript) tells how near the context is to auto-compaction; past a trigger the \
+next tool call or prompt nudges the agent to store durable memories, once per compaction cycle and \
+once more, critically, just before it. When compaction starts, a mechanical checkpoint is written; \
+after it, the recovery block is injected once.\n\nState lives in $CTXGUARD_HOME (default \
+~/.claude-memory/ctxguard)."
 )]
 pub struct Cli {
     #[command(subcommand)]

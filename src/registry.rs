@@ -165,7 +165,7 @@ fn no_args(cmd: clap::Command) -> clap::Command {
     cmd
 }
 
-/// The status line's flags.
+// The status line's flags. (A doc comment here would replace the subcommand's `about`.)
 #[derive(Debug, clap::Args)]
 struct StatuslineArgs {
     /// Print the gauge without colours (also when `NO_COLOR` is set)
@@ -201,6 +201,11 @@ mod tests {
             assert_eq!(find(hook.name).map(|h| h.name), Some(hook.name));
         }
         assert!(find("install").is_none());
+        // Each subcommand's help is the registry's line, whatever its flags' derive adds.
+        for hook in HOOKS {
+            let about = hook.command().get_about().map(ToString::to_string);
+            assert_eq!(about.as_deref(), Some(hook.about), "{}", hook.name);
+        }
         assert_eq!(events().count(), HOOKS.len() - 1);
         assert_eq!((STATUSLINE.name, STATUSLINE.event), ("statusline", None));
     }

@@ -419,7 +419,11 @@ fn manual_compact_checkpoints_and_the_next_prompt_carries_the_recovery_once() {
         .filter(|s| ["precompact", "sessionstart", "postcompact"].contains(&s.as_str()))
         .collect();
     assert!(
-        order.ends_with(&["precompact".into(), "sessionstart".into(), "postcompact".into()]),
+        order.ends_with(&[
+            "precompact".into(),
+            "sessionstart".into(),
+            "postcompact".into()
+        ]),
         "{order:?}"
     );
     let dir = rig.env.state().join("checkpoints").join(&session);

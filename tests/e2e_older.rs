@@ -4,8 +4,8 @@
 //! nudges critically at 152k; the client compacts at 167k. It also asks the API things on the
 //! side (a warmup, the file paths a command touched): the stand-in answers those apart
 //! (`--side-requests`), and only the conversation's own requests (with tools) are checked.
-//! (2.0.76, older still, drops PreToolUse's `additionalContext`: the nudge never reaches its
-//! model, so it is not the version run here.)
+//! (2.0.76, older still, drops PreToolUse's `additionalContext`: there the nudge waits for the
+//! next prompt, which `tests/versions.rs` checks on its recorded payloads.)
 
 use std::io::Write;
 

@@ -347,6 +347,25 @@ fn doctor_fails_until_installed_then_passes() {
 }
 
 #[test]
+fn doctor_run_from_the_home_directory_reads_the_user_settings_once() {
+    // There the project's `.claude/settings.json` is the user's: one registration, not two.
+    let env = TestEnv::new();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let home = env.home();
+    let out = env
+        .command(&["doctor", "--json"])
+        .current_dir(&home)
+        .env("CLAUDE_PROJECT_DIR", &home)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hooks = statuses(&report, "hooks");
+    assert_eq!(hooks.len(), 6, "{hooks:?}");
+    assert!(hooks.iter().all(|h| h.starts_with("ok:")), "{hooks:?}");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+}
+
+#[test]
 fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
     let env = TestEnv::new();
     let project = env.dir.path().join("proj");

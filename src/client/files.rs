@@ -36,16 +36,30 @@ pub fn locations(
     managed: &Path,
 ) -> Vec<(Scope, PathBuf)> {
     let mut out = Vec::new();
-    if let Some(home) = home {
-        out.push((Scope::User, home.join(".claude").join("settings.json")));
+    let user = home.map(|home| home.join(".claude").join("settings.json"));
+    if let Some(user) = &user {
+        out.push((Scope::User, user.clone()));
     }
     if let Some(project) = project {
         let dir = project.join(".claude");
-        out.push((Scope::Project, dir.join("settings.json")));
+        let shared = dir.join("settings.json");
+        // A session in the home directory: its project settings are the user's, read once.
+        if !user.as_deref().is_some_and(|u| same_file(u, &shared)) {
+            out.push((Scope::Project, shared));
+        }
         out.push((Scope::Local, dir.join("settings.local.json")));
     }
     out.push((Scope::Managed, managed.to_path_buf()));
     out
+}
+
+/// The same path, or two paths to the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || match (fs::canonicalize(a), fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
 }
 
 /// Why a settings file that exists cannot be used.
@@ -131,5 +145,29 @@ mod tests {
         assert!(scopes.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(l[2].1, Path::new("/p/.claude/settings.local.json"));
         assert_eq!(locations(None, None, Path::new("/m")).len(), 1);
+    }
+
+    #[test]
+    fn a_project_in_the_home_directory_reads_the_user_settings_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(home.join(".claude")).unwrap();
+        fs::write(home.join(".claude/settings.json"), "{}").unwrap();
+        let scopes = |project: &Path| -> Vec<Scope> {
+            locations(Some(&home), Some(project), Path::new("/m"))
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect()
+        };
+        assert_eq!(scopes(&home), [Scope::User, Scope::Local, Scope::Managed]);
+        // Also when named another way (`home/.` here; a symlink alike).
+        assert_eq!(
+            scopes(&home.join(".")),
+            [Scope::User, Scope::Local, Scope::Managed]
+        );
+        assert_eq!(
+            scopes(&dir.path().join("proj")),
+            [Scope::User, Scope::Project, Scope::Local, Scope::Managed]
+        );
     }
 }

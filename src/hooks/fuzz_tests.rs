@@ -1,5 +1,5 @@
-//! A seeded generator of hostile hook inputs, run in-process against all four hooks: thousands of
-//! cases per run, cheap enough for CI. Each case must not panic; any output must be exactly the
+//! A seeded generator of hostile hook inputs, run in-process against every hook of the registry:
+//! thousands of cases per run, cheap enough for CI. Each case must not panic; any output must be exactly the
 //! allowed shape (never a permission decision, never a block with the gate off); every state file
 //! must still parse; and nothing may be written outside the state root.
 
