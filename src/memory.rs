@@ -8,7 +8,8 @@
 //! - its last component is not a symlink (opened without following one, see
 //!   [`crate::files::open_nofollow`]) and it is a regular file;
 //! - its resolved directory stays inside the project (project memory) or the home directory
-//!   (user memory), and never under `/proc`, `/sys` or `/dev`;
+//!   (user memory), and never under `/proc`, `/sys` or `/dev`; a file named inside the project
+//!   must resolve inside it (a linked `.claude/memory` never passes for the user's own memory);
 //! - and at most [`READ_LIMIT`] bytes of it are read.
 //!
 //! Project memory is labelled untrusted when rendered; see [`crate::recovery`].
@@ -174,8 +175,9 @@ pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
     let Ok(real_dir) = fs::canonicalize(dir) else {
         return Ok(None);
     };
-    let trust =
-        classify(&real_dir, places).with_context(|| format!("{} is refused", shown(path)))?;
+    let trust = classify(&real_dir, places)
+        .and_then(|trust| within_its_place(path, trust, places))
+        .with_context(|| format!("{} is refused", shown(path)))?;
     let real = real_dir.join(name);
     let mut file = match crate::files::open_nofollow(&real) {
         Ok(f) => f,
@@ -227,6 +229,18 @@ fn classify(real_dir: &Path, places: &Places) -> Result<Trust> {
         return Ok(Trust::User);
     }
     bail!("it resolves outside both the project and the home directory")
+}
+
+/// A file named inside the project is project memory wherever it resolves: it must stay in the
+/// project (a cloned repository can link `.claude/memory` to another project, or to the home
+/// directory, and must not have that shown as the user's own memory).
+fn within_its_place(written: &Path, resolved: Trust, places: &Places) -> Result<Trust> {
+    let in_project = written.starts_with(places.project)
+        || fs::canonicalize(places.project).is_ok_and(|p| written.starts_with(p));
+    if in_project && resolved != Trust::Project {
+        bail!("it is in the project but resolves outside it");
+    }
+    Ok(resolved)
 }
 
 /// A short, sanitised, one-line label: project-relative, `~/...`, or the path.
