@@ -11,11 +11,68 @@ pub const LONG: &str = concat!(
 
 /// Claude Code versions the end-to-end tests (`tests/e2e.rs`) install and drive. A client
 /// outside this list probably works, but its hook payloads were not checked.
-pub const TESTED_CLIENTS: &[&str] = &["2.1.330"];
+pub const TESTED_CLIENTS: &[&str] = &["2.1.330", "2.1.14"];
+
+/// Bytes every ctxguard binary holds (this very constant, which [`is_ctxguard_binary`] searches
+/// for): how `install` and `uninstall` recognise another copy of ctxguard under any name.
+const SIGNATURE: &[u8] = b"ctxguard-binary-signature:5d1c9a";
+
+/// No ctxguard binary is larger; a bigger file is not read through.
+const MAX_BINARY: u64 = 128 * 1024 * 1024;
+
+/// Is the regular file at `path` a ctxguard binary (any version with this signature, any name)?
+/// Reads it in bounded chunks, never through a FIFO or a device.
+pub fn is_ctxguard_binary(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Ok((file, len)) = crate::files::open_regular(path, "program") else {
+        return false;
+    };
+    if len > MAX_BINARY {
+        return false;
+    }
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file.take(MAX_BINARY));
+    let mut window: Vec<u8> = Vec::with_capacity((1 << 20) + SIGNATURE.len());
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n,
+        };
+        window.extend_from_slice(&chunk[..n]);
+        if window.windows(SIGNATURE.len()).any(|w| w == SIGNATURE) {
+            return true;
+        }
+        // Keep the tail a signature could straddle.
+        let keep = window.len().min(SIGNATURE.len() - 1);
+        window.drain(..window.len() - keep);
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ctxguard_binary_is_known_by_its_signature_under_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        assert!(
+            is_ctxguard_binary(&exe),
+            "this test binary holds the constant too"
+        );
+        let copy = dir.path().join("cg");
+        std::fs::copy(&exe, &copy).unwrap();
+        assert!(is_ctxguard_binary(&copy));
+        // Straddling a chunk boundary.
+        let mut bytes = vec![b'x'; (1 << 20) - 5];
+        bytes.extend_from_slice(SIGNATURE);
+        std::fs::write(dir.path().join("edge"), &bytes).unwrap();
+        assert!(is_ctxguard_binary(&dir.path().join("edge")));
+        std::fs::write(dir.path().join("other"), b"#!/bin/sh\necho ctxguard\n").unwrap();
+        assert!(!is_ctxguard_binary(&dir.path().join("other")));
+        assert!(!is_ctxguard_binary(dir.path()));
+        assert!(!is_ctxguard_binary(&dir.path().join("missing")));
+    }
 
     #[test]
     fn the_long_version_names_the_package_and_the_commit() {

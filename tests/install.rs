@@ -729,6 +729,64 @@ fn backups_made_in_the_same_second_are_all_kept() {
     assert_eq!(kept[0], THEIRS, "the pristine file");
 }
 
+/// Two copies under different names (`cg` and `ctxguard`, not links to one file): what one
+/// installed, the other recognises by what the program is (a ctxguard binary, known by the
+/// signature every build holds), so it is replaced in place, never added twice, and uninstall
+/// removes it.
+#[test]
+fn another_copy_under_another_name_is_recognised_by_what_it_runs() {
+    let env = TestEnv::new();
+    let bins = env.dir.path().join("bins");
+    fs::create_dir_all(&bins).unwrap();
+    let original = fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap();
+    let named = |name: &str| bins.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let (cg, ours) = (named("cg"), named("ctxguard"));
+    for copy in [&cg, &ours] {
+        fs::copy(&original, copy).unwrap();
+    }
+    let theirs = their_settings_in(&env, None);
+    assert_eq!(run_as(&env, &cg, &["install"]).code, 0);
+    for _ in 0..2 {
+        let run = run_as(&env, &ours, &["install"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let s = read(&settings(&env));
+    let ours_path = canonical(&ours);
+    for (event, sub) in [
+        ("PreCompact", "precompact"),
+        ("SessionStart", "sessionstart"),
+    ] {
+        let entries = s["hooks"][event].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{event}: {entries:?}");
+        assert_eq!(entries[0]["hooks"][0], exec(&ours_path, sub));
+    }
+    let line = s["statusLine"]["command"].as_str().unwrap();
+    assert_eq!(
+        line.matches("statusline").count(),
+        1,
+        "wrapped once: {line}"
+    );
+    assert!(!line.contains("/cg"), "{line}");
+    let un = run_as(&env, &ours, &["uninstall"]);
+    assert_eq!(un.code, 0, "{un:?}");
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), theirs);
+
+    // A user's own program that takes an argument of the same name is not ctxguard's.
+    let notify = bins.join("notify");
+    fs::write(&notify, "#!/bin/sh\necho \"$@\"\n").unwrap();
+    let notify = notify.to_str().unwrap();
+    let mut s: Value = serde_json::from_str(&theirs).unwrap();
+    s["hooks"]["Stop"] = json!([{"hooks": [
+        {"type": "command", "command": format!("{notify} precompact")},
+        {"type": "command", "command": notify, "args": ["sessionstart"]}
+    ]}]);
+    let mine = serde_json::to_string_pretty(&s).unwrap() + "\n";
+    fs::write(settings(&env), &mine).unwrap();
+    assert_eq!(run_as(&env, &ours, &["install"]).code, 0);
+    assert_eq!(run_as(&env, &ours, &["uninstall"]).code, 0);
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), mine);
+}
+
 /// Issue 10, item 9: entries were recognised only when the program was named exactly
 /// `ctxguard`, so with `ctxguard-0.1.0` (or a `ctxguard` link to `ctxguard-bin`, or any other
 /// name) every install added the hooks again and wrapped the status line in itself, and

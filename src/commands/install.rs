@@ -262,7 +262,8 @@ fn apply(
 }
 
 /// The running binary's canonical path (what install writes), and a test for whether another
-/// path is the same binary (a link to it).
+/// path is ctxguard: the same binary (a link to it), or another copy under any name (known by
+/// [`crate::version::is_ctxguard_binary`]).
 fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = files::canonicalize(&exe).unwrap_or(exe);
@@ -270,7 +271,10 @@ fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
-    let same = move |p: &str| files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe);
+    let same = move |p: &str| {
+        files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe)
+            || crate::version::is_ctxguard_binary(Path::new(p))
+    };
     Ok((bin, same))
 }
 
