@@ -315,3 +315,102 @@ fn every_hook_survives_every_class_of_bad_input() {
         }
     }
 }
+
+/// Issue 10, item 17, through the binary: a transcript made to grow every list a checkpoint
+/// keeps (20,000 edited files, 10,000 distinct tool names, 1 MiB tool ids, a 5,000-item todo
+/// list, 2,000 failures) goes through PreCompact and SessionStart under the same time and heap
+/// limits as every hostile file, and the checkpoint and the block stay small.
+#[test]
+fn a_transcript_that_grows_every_list_stays_bounded_through_the_binary() {
+    let env = TestEnv::new();
+    let reply = |content: Vec<Value>| {
+        json!({"type": "assistant", "message": {"model": "claude-sonnet-4-5", "content": content,
+               "usage": {"input_tokens": 150_000, "output_tokens": 1}}})
+        .to_string()
+    };
+    let result = |id: &str, text: &str, error: bool| {
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": error}]}})
+        .to_string()
+    };
+    let mut lines = vec![json!({"type": "user", "message": {"role": "user",
+                                "content": "grow every list"}})
+    .to_string()];
+    for start in (0..20_000).step_by(500) {
+        lines.push(reply(
+            (start..start + 500)
+                .map(|i| {
+                    json!({"type": "tool_use", "id": format!("e{i}"), "name": "Edit",
+                                "input": {"file_path": format!("/p/f{i}.rs")}})
+                })
+                .collect(),
+        ));
+    }
+    for start in (0..10_000).step_by(500) {
+        lines.push(reply(
+            (start..start + 500)
+                .map(|i| {
+                    json!({"type": "tool_use", "id": format!("t{i}"),
+                                "name": format!("Tool{i}"), "input": {}})
+                })
+                .collect(),
+        ));
+    }
+    let todos: Vec<Value> = (0..5_000)
+        .map(|i| {
+            json!({"content": format!("todo {i}"), "status": "pending",
+                        "activeForm": format!("doing {i}")})
+        })
+        .collect();
+    lines.push(reply(vec![
+        json!({"type": "tool_use", "id": "todo", "name": "TodoWrite",
+                                  "input": {"todos": todos}}),
+    ]));
+    lines.push(result("todo", "ok", false));
+    for i in 0..2_000 {
+        let id = if i < 2 {
+            format!("{i}{}", "i".repeat(1 << 20))
+        } else {
+            format!("b{i}")
+        };
+        lines.push(reply(vec![
+            json!({"type": "tool_use", "id": id, "name": "Bash",
+                                      "input": {"command": format!("false {i}")}}),
+        ]));
+        lines.push(result(
+            &id,
+            &format!("Exit code 1\nerror: failure {i}"),
+            true,
+        ));
+    }
+    let path = env.write("grown.jsonl", &(lines.join("\n") + "\n"));
+    assert!(fs::metadata(&path).unwrap().len() > 4 << 20);
+
+    let cwd = env.dir.path().to_str().unwrap().to_string();
+    let mut payload = precompact_payload(SESSION, &path, "auto", Value::Null);
+    payload["cwd"] = json!(cwd);
+    let pre = env.run_within(&["precompact"], payload.to_string(), LIMIT, MAX_HEAP);
+    assert_eq!((pre.code, pre.stdout.as_str()), (0, ""), "{pre:?}");
+    let dir = env.state().join("checkpoints").join(SESSION);
+    let checkpoints: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("cp_"))
+        .collect();
+    assert_eq!(checkpoints.len(), 1);
+    let size = checkpoints[0].metadata().unwrap().len();
+    assert!(size < 32 << 10, "a checkpoint of {size} bytes");
+
+    let start = env.run_within(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", &cwd).to_string(),
+        LIMIT,
+        MAX_HEAP,
+    );
+    assert_eq!(start.code, 0, "{start:?}");
+    let block = decode_block(&start.stdout);
+    assert!(block.contains("grow every list"), "{block}");
+    assert!(block.contains("[pending] todo"), "{block}");
+    // Within the recovery budget (3,200 characters by default; no memory files here).
+    assert!(block.chars().count() <= 3_200, "{}", block.chars().count());
+}
