@@ -317,10 +317,11 @@ fn gather(ctx: &Context, model: Option<&str>) -> Gathered {
     Gathered {
         learned: model.and_then(|m| learned(ctx.paths).get(m).copied()),
         flag: client_flag(ctx.env),
-        setting: settings
-            .auto_compact_window()
-            .filter(|r| matches!(r.origin, client::Origin::Setting { .. }))
-            .and_then(|r| Some((r.value?, r.origin.to_string()))),
+        // The file alone: `CompactSource::Setting` names the key itself.
+        setting: settings.auto_compact_window().and_then(|r| match r.origin {
+            client::Origin::Setting { file, .. } => Some((r.value?, file.display().to_string())),
+            client::Origin::Variable(_) => None,
+        }),
         idle_compaction: !matches!(
             settings.get("idleCompaction"),
             Some((_, serde_json::Value::Bool(false)))

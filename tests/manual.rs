@@ -214,6 +214,34 @@ fn usage_on_the_real_transcript() {
 }
 
 #[test]
+fn usage_names_the_autocompact_setting_that_moved_the_compaction_point() {
+    // What `/autocompact 400000` writes, per model, in the user's settings.
+    let env = TestEnv::new();
+    let settings = env.home().join(".claude").join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"autoCompactWindow": {"claude-opus-5-5": 400000}}"#,
+    )
+    .unwrap();
+    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let run = env.run(&["usage", path.to_str().unwrap()], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("compacts at"))
+        .unwrap();
+    assert_eq!(
+        line,
+        format!(
+            "compacts at  367,000 (216,490 to go; from autoCompactWindow in {})",
+            settings.display()
+        )
+    );
+}
+
+#[test]
 fn usage_uses_the_window_the_status_line_reported_for_that_session() {
     let env = TestEnv::new();
     let path = env.write(
