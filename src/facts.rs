@@ -355,7 +355,10 @@ pub fn resolve_with(
     tokens: Option<u64>,
     gathered: &Gathered,
 ) -> Resolved {
-    let model = model.or(marker.model.as_deref());
+    let model = window::judged_model(
+        model.or(marker.model.as_deref()),
+        marker.session_model.as_deref(),
+    );
     let window = window::resolve(&WindowFacts {
         config_models: Some(&config.model_windows),
         config: config.window_tokens,

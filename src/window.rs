@@ -8,7 +8,8 @@
 //! 3. what the status line reported for this session (unless usage already exceeds it: some
 //!    client versions report 200k for 1M sessions);
 //! 4. what status lines reported for this model before (learned, kept in the state dir);
-//! 5. the model id: a table of known ids, and the `[1m]` suffix;
+//! 5. the model id: a table of known ids, and the `[1m]` suffix (kept by `SessionStart`'s `model`,
+//!    dropped by the transcript's replies: [`judged_model`]);
 //! 6. usage over 200k proves the window is at least 1M;
 //! 7. 200k.
 //!
@@ -124,6 +125,22 @@ pub fn known(model: &str) -> Option<u64> {
     })
 }
 
+/// The model id to judge the window by: the transcript's `message.model` names the model
+/// without the `[1m]` suffix the client was started with (`--model sonnet[1m]`), which only
+/// `SessionStart`'s `model` and the status line carry. A hint with the suffix for the same model
+/// wins; otherwise the model seen in the transcript does.
+pub fn judged_model<'a>(seen: Option<&'a str>, hint: Option<&'a str>) -> Option<&'a str> {
+    let hint_1m = |h: &str, m: &str| {
+        let (h, m) = (h.trim().to_ascii_lowercase(), m.trim().to_ascii_lowercase());
+        h.strip_suffix("[1m]")
+            .is_some_and(|base| !base.is_empty() && m.starts_with(base))
+    };
+    match (seen, hint) {
+        (Some(m), Some(h)) if hint_1m(h, m) => Some(h),
+        (m, h) => m.or(h),
+    }
+}
+
 /// The session's window: see the module documentation for the order.
 pub fn resolve(f: &WindowFacts) -> Window {
     let fits = |w: u64| f.tokens.is_none_or(|t| t <= w);
@@ -210,6 +227,21 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_1m_hint_for_the_same_model_wins_over_the_transcripts_id() {
+        let seen = Some("claude-sonnet-4-5-20250929");
+        assert_eq!(
+            judged_model(seen, Some("claude-sonnet-4-5[1m]")),
+            Some("claude-sonnet-4-5[1m]")
+        );
+        // Another model, or no suffix: what the transcript says.
+        assert_eq!(judged_model(seen, Some("claude-opus-4-6[1m]")), seen);
+        assert_eq!(judged_model(seen, Some("claude-sonnet-4-5")), seen);
+        assert_eq!(judged_model(seen, Some("[1m]")), seen);
+        assert_eq!(judged_model(None, Some("x")), Some("x"));
+        assert_eq!(judged_model(seen, None), seen);
+    }
 
     #[test]
     fn known_model_ids() {

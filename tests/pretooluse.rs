@@ -119,6 +119,34 @@ fn without_a_status_line_the_transcript_arms_and_nudges() {
 }
 
 #[test]
+fn a_1m_model_named_by_sessionstart_is_not_taken_for_200k_without_a_status_line() {
+    // `claude --model sonnet[1m]` without a status line: the replies say `claude-sonnet-4-5`
+    // (200k), only SessionStart's `model` keeps the suffix. At 150k that is 15%, no nudge.
+    let env = TestEnv::new();
+    let mut start = sessionstart_payload(SESSION, "resume", "/home/user/proj");
+    start["model"] = json!("claude-sonnet-4-5[1m]");
+    let run = env.run(&["sessionstart"], start.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let path = transcript_with(&env, 150_510);
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "idle");
+    assert_eq!(
+        (m["window"].as_u64(), m["window_source"].as_str()),
+        (Some(1_000_000), Some("model"))
+    );
+    // Another model named at SessionStart does not change what the replies say.
+    let env = TestEnv::new();
+    let mut start = sessionstart_payload(SESSION, "resume", "/home/user/proj");
+    start["model"] = json!("claude-opus-4-6[1m]");
+    env.run(&["sessionstart"], start.to_string());
+    let path = transcript_with(&env, 150_510);
+    decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout);
+    assert_eq!(env.marker(SESSION)["window"], 200_000);
+}
+
+#[test]
 fn a_reported_1m_window_applies_to_transcript_readings() {
     let env = TestEnv::new();
     env.statusline(&statusline_payload(SESSION, Some(150_510), Some(1_000_000)));

@@ -22,6 +22,7 @@ use crate::marker::{self, Event, Marker, Store};
 use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
+use crate::text::sanitize;
 
 /// A new session only hears about a previous one this recent.
 const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -134,6 +135,26 @@ fn own(
     Ok(path.and_then(|p| load_checkpoint(&p, diag)))
 }
 
+/// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
+/// when it is new: the window is judged by it where the transcript's replies drop its `[1m]`.
+fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()> {
+    let model = sanitize(input.model.trim(), true);
+    if model.is_empty() || model.chars().count() > 200 || input.session_id.is_empty() {
+        return Ok(());
+    }
+    let store = Store::new(paths, &input.session_id);
+    if matches!(store.peek(), Ok(Some(m)) if m.session_model.as_deref() == Some(model.as_str())) {
+        return Ok(());
+    }
+    store.update(&input.session_id, diag, |m, _| {
+        let mut next = m.clone();
+        next.session_model = Some(model.clone());
+        // Limits computed for another model are not for this one.
+        next.limits_at = None;
+        Ok((next, ()))
+    })
+}
+
 /// Is the newest checkpoint of this session the one `SessionEnd` wrote?
 fn ended_checkpoint(m: &Marker) -> bool {
     m.ended_at
@@ -207,6 +228,9 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let config = super::config(&paths, env, diag);
     let stale = Duration::from_secs(config.stale_after_secs);
     let now = env.now();
+    if let Err(e) = record_model(&paths, &input, diag) {
+        diag.note(format!("{e:#}"));
+    }
     let (found, kind) = match plan(&input.source, &config)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),

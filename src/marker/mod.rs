@@ -119,6 +119,9 @@ pub struct Marker {
     pub gate_held_at: Option<DateTime<Utc>>,
     /// The model of the newest reply (the window follows it).
     pub model: Option<String>,
+    /// The model as `SessionStart` named it, which keeps a `[1m]` suffix the transcript's replies
+    /// do not show (see [`crate::window::judged_model`]).
+    pub session_model: Option<String>,
     /// Where `window` came from.
     pub window_source: Option<WindowSource>,
     /// Where `compact_at` came from.

@@ -102,9 +102,11 @@ def keyword_script(messages, body):
     """With --script agent, a prompt naming a keyword gets its scripted tool calls, one per
     request, then a text answer: TASKS (two TaskCreate), FAIL (a failing command), SAVE (a Bash
     call; once a ctxguard nudge naming Claude Code's memory folder has arrived, two Writes that
-    save a memory there in the client's format)."""
+    save a memory there in the client's format), CHAT (none: the text answer at once)."""
     prompt = last_prompt(messages)
     done = tool_results_since_prompt(messages)
+    if "CHAT" in prompt:
+        return None
     if "TASKS" in prompt:
         steps = [("tool_use:TaskCreate", {"subject": "write the parser", "description": "parser",
                                           "activeForm": "Writing the parser"}),
