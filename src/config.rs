@@ -38,6 +38,9 @@ pub struct Env {
     pub client_config_dir: Option<PathBuf>,
     /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
     pub client_pid: Option<u32>,
+    /// Nobody is at the keyboard: `-p` or the SDK (`CLAUDE_CODE_SESSION_ATTENDED=0`, or an
+    /// `sdk-…` `CLAUDE_CODE_ENTRYPOINT`).
+    pub unattended: bool,
     /// `CTXGUARD_NOW` (RFC 3339): the time every command and hook takes as now, for tests and
     /// for reproducing a report; the real clock when unset or unparsable.
     pub now: Option<DateTime<Utc>>,
@@ -65,6 +68,8 @@ impl Env {
             client: ClientEnv::read(var),
             search_path: std::env::var_os("PATH"),
             client_pid: var("CLAUDE_PID").and_then(|p| p.trim().parse().ok()),
+            unattended: var("CLAUDE_CODE_SESSION_ATTENDED").is_some_and(|v| v.trim() == "0")
+                || var("CLAUDE_CODE_ENTRYPOINT").is_some_and(|v| v.trim().starts_with("sdk")),
             client_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
@@ -225,7 +230,7 @@ keys! {
     nudge_text: String = DEFAULT_NUDGE_TEXT.to_string(), TEXT;
     critical_text: String = DEFAULT_CRITICAL_TEXT.to_string(), TEXT;
     /// `SessionStart` sources that inject a recovery.
-    recover_on: Vec<String> = ["compact", "resume", "clear"].map(String::from).to_vec(), RECOVER_ON;
+    recover_on: Vec<String> = ["compact", "resume", "clear", "startup"].map(String::from).to_vec(), RECOVER_ON;
     /// Memory files appended to a recovery block; `None` means the defaults
     /// (`~/.claude-memory/MEMORY.md` and the project's `.claude/memory/MEMORY.md`).
     memory_files: Option<Vec<String>> = None, MEMORY_FILES;

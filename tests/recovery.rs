@@ -358,11 +358,28 @@ fn a_new_session_gets_a_digest_of_the_previous_one_in_the_same_directory() {
     assert_eq!(start("new-0", "clear", CWD).stdout, "");
     // Eleven minutes later the owner has not come back.
     age_checkpoint(&env, SESSION, 11 * 60);
-    // Another directory: nothing. Startup is not in recover_on by default: nothing.
+    // Another directory: nothing.
     assert_eq!(start("new-1", "clear", "/elsewhere").stdout, "");
-    assert_eq!(start("new-1", "startup", CWD).stdout, "");
-    // /clear in the same directory.
-    let block = decode_block(&start("new-1", "clear", CWD).stdout);
+    // A scripted session (-p, the SDK) starting here: a task of its own, nothing.
+    for (var, value) in [
+        ("CLAUDE_CODE_SESSION_ATTENDED", "0"),
+        ("CLAUDE_CODE_ENTRYPOINT", "sdk-cli"),
+    ] {
+        let mut cmd = env.command(&["sessionstart"]);
+        cmd.env(var, value).stdout(std::process::Stdio::piped());
+        let out = feed(
+            cmd,
+            sessionstart_payload("new-p", "startup", CWD).to_string(),
+        )
+        .wait_with_output()
+        .unwrap();
+        assert_eq!(
+            (out.status.code(), out.stdout.as_slice()),
+            (Some(0), &b""[..])
+        );
+    }
+    // A new session at the keyboard in the same directory (startup, as after /clear).
+    let block = decode_block(&start("new-1", "startup", CWD).stdout);
     assert!(
         block.starts_with("## ctxguard: previous session in this project"),
         "{block}"

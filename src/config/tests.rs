@@ -58,7 +58,10 @@ fn recovery_keys_from_file_and_env() {
         (c.recovery_budget_chars, c.total_budget_chars),
         (1000, 5000)
     );
-    assert_eq!(Config::default().recover_on, ["compact", "resume", "clear"]);
+    assert_eq!(
+        Config::default().recover_on,
+        ["compact", "resume", "clear", "startup"]
+    );
     assert!(!Config::default().gate_auto_compaction);
     let env = env_with(&[("gate_auto_compaction", "on")]);
     let c = load_json(r#"{"gate_auto_compaction": false}"#, &env)

@@ -41,11 +41,13 @@ enum Plan {
     Previous,
 }
 
-/// The plan for a `SessionStart` `source`.
-fn plan(source: &str, config: &Config) -> Result<Plan> {
+/// The plan for a `SessionStart` `source`. A new session nobody attends (`-p`, the SDK) is a
+/// scripted task of its own: it never gets the previous session's digest at `startup`.
+fn plan(source: &str, config: &Config, unattended: bool) -> Result<Plan> {
     let plan = match source {
         "compact" => Plan::Own(Kind::Compact),
         "resume" => Plan::Own(Kind::Resume),
+        "startup" if unattended => Plan::Quiet,
         "clear" | "startup" | "fork" => Plan::Previous,
         other => bail!("unknown SessionStart source {other:?}"),
     };
@@ -231,7 +233,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if let Err(e) = record_model(&paths, &input, diag) {
         diag.note(format!("{e:#}"));
     }
-    let (found, kind) = match plan(&input.source, &config)? {
+    let (found, kind) = match plan(&input.source, &config, env.unattended)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
@@ -281,16 +283,24 @@ mod tests {
     #[test]
     fn plans_by_source_and_recover_on() {
         let config = Config::default();
-        assert_eq!(plan("compact", &config).unwrap(), Plan::Own(Kind::Compact));
-        assert_eq!(plan("resume", &config).unwrap(), Plan::Own(Kind::Resume));
-        assert_eq!(plan("clear", &config).unwrap(), Plan::Previous);
-        assert_eq!(plan("startup", &config).unwrap(), Plan::Quiet);
-        assert!(plan("reboot", &config).is_err());
+        let attended = |source| plan(source, &config, false).unwrap();
+        assert_eq!(attended("compact"), Plan::Own(Kind::Compact));
+        assert_eq!(attended("resume"), Plan::Own(Kind::Resume));
+        assert_eq!(attended("clear"), Plan::Previous);
+        assert_eq!(attended("startup"), Plan::Previous);
+        assert_eq!(attended("fork"), Plan::Quiet);
+        assert!(plan("reboot", &config, false).is_err());
+        // Unattended (-p, the SDK): its own recoveries, never a digest at startup.
+        let unattended = |source| plan(source, &config, true).unwrap();
+        assert_eq!(unattended("compact"), Plan::Own(Kind::Compact));
+        assert_eq!(unattended("resume"), Plan::Own(Kind::Resume));
+        assert_eq!(unattended("startup"), Plan::Quiet);
         let only_compact = Config {
             recover_on: vec!["compact".into()],
             ..Config::default()
         };
-        assert_eq!(plan("resume", &only_compact).unwrap(), Plan::Quiet);
+        assert_eq!(plan("resume", &only_compact, false).unwrap(), Plan::Quiet);
+        assert_eq!(plan("startup", &only_compact, false).unwrap(), Plan::Quiet);
     }
 
     #[test]

@@ -90,10 +90,22 @@ fn after_clear_the_digest_of_the_work_arrives_once() {
     let text = requests[0].to_string();
     assert!(text.contains("TASKS plan the parser"), "{text}");
     assert!(text.contains("[pending] write the parser"), "{text}");
-    // Once: another new session does not get it again.
+    // Once: a second /clear starts another session, which gets the digest of the session it
+    // cleared (if any), never the first one's again.
+    let cleared = rig.claude("/clear", Some(&new), &TOOLS);
+    let newer = cleared["session_id"].as_str().unwrap().to_string();
+    assert!(newer != new && newer != session);
     rig.api.clear();
-    let again = rig.claude("hello", None, &TOOLS);
-    assert_ne!(again["session_id"], Value::Null);
+    rig.claude("hello", Some(&newer), &TOOLS);
+    let requests = rig.api.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(count(r, "TASKS plan the parser"), 0, "{r}");
+    }
+    // A scripted session (-p) starting in the directory is a task of its own: no digest.
+    rig.api.clear();
+    let fresh = rig.claude("hello", None, &TOOLS);
+    assert_ne!(fresh["session_id"], Value::Null);
     assert!(rig.api.requests().iter().all(|r| count(r, digest) == 0));
     rig.assert_hooks_only_added_context();
 }
