@@ -63,7 +63,7 @@ ROWS = [
     ("floor", "`/bin/true` (the floor: starting a process)"),
     ("statusline", "ctxguard `statusline` (real 2.1.330 payload)"),
     ("pretooluse-fast", "ctxguard `pretooluse`: idle, fresh status line (fast path)"),
-    ("pretooluse-transcript", "ctxguard `pretooluse`: idle, transcript fallback (1 MB)"),
+    ("pretooluse-transcript", "ctxguard `pretooluse`: idle, no status line, 100 MB transcript"),
     ("pretooluse-armed", "ctxguard `pretooluse`: armed, prints the nudge"),
     ("alt-bash-guard", "alternative: bash `test -f marker` guard"),
     ("alt-bash-jq-statusline", "alternative: bash + jq status line (sums the usage fields)"),
@@ -216,6 +216,9 @@ for label, x in ratios:
               "pretooluse fast path / bun": 0.1}
     if label in limits:
         check("%s ≤ %s×" % (label, limits[label]), x, x <= limits[label], "%.3f×")
+if floor and R.get("pretooluse-transcript"):
+    x = R["pretooluse-transcript"]["median"] / floor
+    check("pretooluse without a status line, 100 MB transcript ≤ 1.5× /bin/true", x, x <= 1.5, "%.2f×")
 if R.get("usage-1mb") and R.get("usage-100mb"):
     x = R["usage-100mb"]["median"] / R["usage-1mb"]["median"]
     check("usage at 100 MB ≤ 1.2× usage at 1 MB", x, x <= 1.2, "%.2f×")

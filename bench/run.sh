@@ -60,7 +60,7 @@ jq -c --arg s "$S_ARMED" '.session_id=$s | .context_window.current_usage.cache_r
     "$fx/statusline-after-turn.json" >"$work/sl-armed.json"
 pre() { jq -c --arg s "$1" --arg t "$2" '.session_id=$s | .transcript_path=$t' "$fx/PreToolUse.json"; }
 pre "$S_FAST" /nonexistent >"$work/pre-fast.json"
-pre "$S_TRANSCRIPT" "$work/t1.jsonl" >"$work/pre-transcript.json"
+pre "$S_TRANSCRIPT" "$work/t100.jsonl" >"$work/pre-transcript.json"
 pre "$S_ARMED" /nonexistent >"$work/pre-armed.json"
 for t in 10 50 50whole; do
     jq -c --arg t "$work/t$t.jsonl" '.session_id="bench-precompact" | .transcript_path=$t' \
@@ -82,7 +82,8 @@ measure() { # name input [hyperfine options] command
 measure floor /dev/null /bin/true
 measure statusline "$work/sl-fast.json" "$bin statusline"
 measure pretooluse-fast "$work/pre-fast.json" --prepare "$refresh" "$bin pretooluse"
-# A 1M window for this session, so its 150k stays idle: the transcript is read on every call.
+# A 1M window for this session, so its 150k stays idle: no status line, so every call reads
+# the transcript (100 MB): the tail once, then only what was appended since (here nothing).
 CTXGUARD_WINDOW_TOKENS=1000000 measure pretooluse-transcript "$work/pre-transcript.json" "$bin pretooluse"
 measure pretooluse-armed "$work/pre-armed.json" --prepare "$rearm" "$bin pretooluse"
 # What the shell form of a hook costs per call: Claude Code runs a shell-form command with
