@@ -14,6 +14,17 @@ use crate::hooks::{
     userpromptsubmit, Outcome,
 };
 
+/// Claude Code's event names, each written here once: the registry's entries and the hooks'
+/// own code (parsing their input, naming their output) use these.
+pub mod event {
+    pub const PRE_TOOL_USE: &str = "PreToolUse";
+    pub const USER_PROMPT_SUBMIT: &str = "UserPromptSubmit";
+    pub const PRE_COMPACT: &str = "PreCompact";
+    pub const POST_COMPACT: &str = "PostCompact";
+    pub const SESSION_START: &str = "SessionStart";
+    pub const SESSION_END: &str = "SessionEnd";
+}
+
 /// One hook command.
 pub struct Hook {
     /// The subcommand: `ctxguard <name>`.
@@ -53,7 +64,7 @@ input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet",
     },
     Hook {
         name: "pretooluse",
-        event: Some("PreToolUse"),
+        event: Some(event::PRE_TOOL_USE),
         matcher: Some("*"),
         about: "PreToolUse hook: nudges the agent to save memories, at most once per level \
                 (normal, critical) per compaction cycle",
@@ -66,7 +77,7 @@ It never approves, denies or changes a tool call, and exits 0 on any input.",
     },
     Hook {
         name: "userpromptsubmit",
-        event: Some("UserPromptSubmit"),
+        event: Some(event::USER_PROMPT_SUBMIT),
         matcher: None,
         about: "UserPromptSubmit hook: delivers a due nudge with the next prompt when no tool \
                 call did (text-only turns)",
@@ -79,7 +90,7 @@ It never blocks or changes the prompt, and exits 0 on any input.",
     },
     Hook {
         name: "precompact",
-        event: Some("PreCompact"),
+        event: Some(event::PRE_COMPACT),
         matcher: Some("auto|manual"),
         about: "PreCompact hook: writes a mechanical checkpoint and starts a new cycle",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
@@ -92,7 +103,7 @@ auto-compaction (exit 2), once per cycle, while the nudge has not been delivered
     },
     Hook {
         name: "postcompact",
-        event: Some("PostCompact"),
+        event: Some(event::POST_COMPACT),
         matcher: Some("auto|manual"),
         about: "PostCompact hook: keeps the compaction's summary with its checkpoint",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
@@ -104,7 +115,7 @@ Prints nothing and exits 0 on any input.",
     },
     Hook {
         name: "sessionstart",
-        event: Some("SessionStart"),
+        event: Some(event::SESSION_START),
         matcher: None,
         about: "SessionStart hook: after a compaction, injects the recovery block once",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
@@ -115,7 +126,7 @@ Prints nothing and exits 0 on any input.",
     },
     Hook {
         name: "sessionend",
-        event: Some("SessionEnd"),
+        event: Some(event::SESSION_END),
         matcher: None,
         about: "SessionEnd hook: writes a final checkpoint, for a digest in the next session",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \

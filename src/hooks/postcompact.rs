@@ -16,6 +16,7 @@ use crate::daily_log;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::marker::Store;
+use crate::registry::event;
 use crate::text::{cut, sanitize};
 
 /// A summary is kept up to this many characters.
@@ -36,7 +37,7 @@ pub fn load_summary(root: &Path, checkpoint: &Path) -> Option<String> {
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, "PostCompact")?;
+    let input = super::parse_event(bytes, event::POST_COMPACT)?;
     if input.compact_summary.trim().is_empty() {
         return Ok(Outcome::Quiet);
     }

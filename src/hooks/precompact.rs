@@ -17,6 +17,7 @@ use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, State, Store};
+use crate::registry::event;
 use crate::tasks;
 use crate::text::{cut, sanitize};
 use crate::transcript;
@@ -207,7 +208,7 @@ pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut 
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, "PreCompact")?;
+    let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);

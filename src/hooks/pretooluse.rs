@@ -26,6 +26,7 @@ use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
 use crate::memory;
 use crate::reading::Reading;
+use crate::registry::event;
 use crate::usage;
 
 /// The observation a transcript reading gives.
@@ -132,17 +133,17 @@ fn read_transcript(
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    handle_event(bytes, env, diag, "PreToolUse")
+    handle_event(bytes, env, diag, event::PRE_TOOL_USE)
 }
 
-/// The nudge hook for `event` (`PreToolUse` or `UserPromptSubmit`).
+/// The nudge hook for `hook_event` (`PreToolUse` or `UserPromptSubmit`).
 pub fn handle_event(
     bytes: &[u8],
     env: &Env,
     diag: &mut Diag,
-    event: &'static str,
+    hook_event: &'static str,
 ) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event)?;
+    let input = super::parse_event(bytes, hook_event)?;
     if !input.agent_id.is_empty() {
         // A subagent's call: its context is not the main thread's, and its transcript is not
         // the main thread's usage.
@@ -171,7 +172,7 @@ pub fn handle_event(
     };
     // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
     // given with the next prompt (UserPromptSubmit), which such clients do pass on.
-    let can_deliver = event != "PreToolUse"
+    let can_deliver = hook_event != event::PRE_TOOL_USE
         || reading
             .as_ref()
             .is_none_or(Reading::client_reads_pretooluse_context);
@@ -194,7 +195,7 @@ pub fn handle_event(
     };
     let place = save_place(env, &input, &config);
     Ok(Outcome::Print(additional_context(
-        event,
+        hook_event,
         nudge_text(level, &next, &config, &place),
     )))
 }

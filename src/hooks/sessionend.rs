@@ -14,6 +14,7 @@ use crate::config::Env;
 use crate::hooks::{precompact, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Store};
+use crate::registry::event;
 use crate::tasks;
 
 /// Does this checkpoint hold anything a later session could use?
@@ -26,7 +27,7 @@ fn worth_a_digest(cp: &checkpoint::Checkpoint) -> bool {
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let mut input: HookInput = super::parse_event(bytes, "SessionEnd")?;
+    let mut input: HookInput = super::parse_event(bytes, event::SESSION_END)?;
     if !input.agent_id.is_empty() {
         return Ok(Outcome::Quiet);
     }

@@ -22,6 +22,7 @@ use crate::marker::{self, Event, Marker, Store};
 use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
+use crate::registry::event;
 use crate::text::sanitize;
 
 /// A new session only hears about a previous one this recent.
@@ -225,7 +226,7 @@ fn previous(
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, "SessionStart")?;
+    let input = super::parse_event(bytes, event::SESSION_START)?;
     let paths = env.paths()?;
     let config = super::config(&paths, env, diag);
     let stale = Duration::from_secs(config.stale_after_secs);
@@ -257,7 +258,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         config.total_budget_chars,
         now,
     );
-    Ok(Outcome::Print(additional_context("SessionStart", block)))
+    Ok(Outcome::Print(additional_context(
+        event::SESSION_START,
+        block,
+    )))
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use anyhow::Result;
 
 use crate::config::Env;
 use crate::hooks::{pretooluse, Diag, Outcome};
+use crate::registry::event;
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    pretooluse::handle_event(bytes, env, diag, "UserPromptSubmit")
+    pretooluse::handle_event(bytes, env, diag, event::USER_PROMPT_SUBMIT)
 }

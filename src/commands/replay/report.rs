@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::registry::event;
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
@@ -95,8 +96,8 @@ impl Hook {
     pub fn name(self) -> &'static str {
         match self {
             Hook::Statusline => "status line",
-            Hook::PreToolUse => "PreToolUse",
-            Hook::UserPromptSubmit => "UserPromptSubmit",
+            Hook::PreToolUse => event::PRE_TOOL_USE,
+            Hook::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
         }
     }
 }
