@@ -425,6 +425,20 @@ pub fn remove_locked_dir(dir: &Path, lock: File, lock_path: &Path) -> Result<()>
     Ok(())
 }
 
+/// Is the flag file at `path` set (a regular file, never a link)?
+pub fn flag_is_set(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Sets the flag file at `path` (an empty private file), creating its state directory.
+pub fn set_flag(root: &Path, path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        ensure_state_dir(root, dir)?;
+    }
+    open_append(path)?;
+    Ok(())
+}
+
 /// Removes temp files a killed writer left in `dir`, if older than `age` (a live writer's temp
 /// file exists for milliseconds). Returns how many were removed.
 pub fn sweep_temp_files(dir: &Path, age: Duration) -> usize {

@@ -62,14 +62,12 @@ fn complete_path(root: &Path) -> PathBuf {
 
 /// Is every session with a checkpoint in the index?
 pub fn complete(paths: &Paths) -> bool {
-    fs::symlink_metadata(complete_path(paths.root())).is_ok_and(|m| m.is_file())
+    files::flag_is_set(&complete_path(paths.root()))
 }
 
 /// Marks the index complete (after a full pass recorded every session).
 pub fn mark_complete(paths: &Paths) -> Result<()> {
-    files::ensure_state_dir(paths.root(), &dir(paths.root()))?;
-    files::open_append(&complete_path(paths.root()))?;
-    Ok(())
+    files::set_flag(paths.root(), &complete_path(paths.root()))
 }
 
 fn read(root: &Path, index_dir: &Path) -> Result<Index> {

@@ -53,14 +53,12 @@ pub fn touch(root: &Path, name: &str, at: DateTime<Utc>) -> Result<()> {
 
 /// Does every session have its buckets?
 pub fn complete(paths: &Paths) -> bool {
-    fs::symlink_metadata(complete_path(paths.root())).is_ok_and(|m| m.is_file())
+    files::flag_is_set(&complete_path(paths.root()))
 }
 
 /// Marks the buckets complete (after a full pass added every session).
 pub fn mark_complete(paths: &Paths) -> Result<()> {
-    files::ensure_state_dir(paths.root(), &dir(paths.root()))?;
-    files::open_append(&complete_path(paths.root()))?;
-    Ok(())
+    files::set_flag(paths.root(), &complete_path(paths.root()))
 }
 
 /// The entries of `dir` that are real directories (never symlinks) with names `parse` accepts,

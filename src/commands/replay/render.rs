@@ -166,8 +166,8 @@ fn cycle(c: &Cycle) -> String {
     let nudge = match &c.nudge {
         Some(n) => format!(
             "{}{} ({} left)",
-            tokens(n.tokens),
-            match n.level {
+            tokens(n.seen.tokens),
+            match n.seen.level {
                 Level::Normal => "",
                 Level::Critical => " critical",
             },

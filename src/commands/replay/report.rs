@@ -202,7 +202,7 @@ pub struct Cycle {
 }
 
 /// A nudge as it was given.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NudgeSeen {
     pub level: Level,
     pub tokens: Option<u64>,
@@ -212,29 +212,12 @@ pub struct NudgeSeen {
     pub by: Hook,
 }
 
-impl NudgeSeen {
-    pub fn with_replies_left(self, replies_left: usize) -> FirstNudge {
-        FirstNudge {
-            level: self.level,
-            tokens: self.tokens,
-            compact_at: self.compact_at,
-            at: self.at,
-            line: self.line,
-            by: self.by,
-            replies_left,
-        }
-    }
-}
-
-/// A cycle's first nudge, and how many replies came after it before the cycle ended.
+/// A cycle's first nudge, and how many replies came after it before the cycle ended (one flat
+/// object in JSON).
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstNudge {
-    pub level: Level,
-    pub tokens: Option<u64>,
-    pub compact_at: Option<u64>,
-    pub at: Option<DateTime<Utc>>,
-    pub line: usize,
-    pub by: Hook,
+    #[serde(flatten)]
+    pub seen: NudgeSeen,
     pub replies_left: usize,
 }
 

@@ -21,7 +21,8 @@ use chrono::{DateTime, Utc};
 
 use super::line::Shape;
 use super::report::{
-    Compaction, Cycle, Event, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict, What,
+    Compaction, Cycle, Event, FirstNudge, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict,
+    What,
 };
 use crate::config::Config;
 use crate::facts::{self, Gathered, LimitsFor};
@@ -446,7 +447,7 @@ impl Simulation {
             peak_tokens: open.peak,
             reached_trigger: open.reached_trigger,
             nudges: open.nudges,
-            nudge: nudge.map(|(seen, replies_left)| seen.with_replies_left(replies_left)),
+            nudge: nudge.map(|(seen, replies_left)| FirstNudge { seen, replies_left }),
             compaction,
         });
     }

@@ -137,7 +137,12 @@ fn a_cycle_nudged_in_time() {
     let cycle = &report.cycles[0];
     let nudge = cycle.nudge.as_ref().unwrap();
     assert_eq!(
-        (nudge.tokens, nudge.by, nudge.replies_left, nudge.line),
+        (
+            nudge.seen.tokens,
+            nudge.seen.by,
+            nudge.replies_left,
+            nudge.seen.line
+        ),
         (Some(130_000), Hook::PreToolUse, 2, 8)
     );
     assert_eq!((cycle.replies, cycle.peak_tokens), (6, Some(150_000)));
@@ -317,7 +322,7 @@ fn a_text_only_exchange_is_nudged_with_the_next_prompt() {
     assert_eq!(kinds(&report), ["armed", "nudge"]);
     assert_eq!(report.events[1].line, 3);
     assert_eq!(
-        report.cycles[0].nudge.as_ref().map(|n| n.by),
+        report.cycles[0].nudge.as_ref().map(|n| n.seen.by),
         Some(Hook::UserPromptSubmit)
     );
     assert_eq!(verdicts(&report), [Verdict::Open]);
