@@ -42,6 +42,11 @@ const CASES: &[Case] = &[
     ("recovery-memory-files.md", |s| s.memory().compacted(0).start(1, SESSION, "compact", CWD)),
     ("recovery-busy-session.md", |s| s.busy(0).start(1, SESSION, "compact", CWD)),
     ("recovery-missing-transcript.md", |s| s.unreadable(0).start(1, SESSION, "compact", CWD)),
+    // The same on excerpts of published sessions (fixtures/transcripts/, sources in its SOURCES.txt).
+    ("recovery-real-edits.md", |s| s.published(0, "spotter-ae4a77f8-edits.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-todos.md", |s| s.published(0, "reliability-python-to-rust-port-todos.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-slash-command.md", |s| s.published(0, "kronix-slash-command.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-git-push.md", |s| s.published(0, "spotter-4d5611e5-git-push.jsonl").start(1, SESSION, "compact", CWD)),
     // PreToolUse: the nudge text, decoded strictly.
     ("nudge.txt", |s| s.report(0, SESSION, 930_000, 1_000_000).nudge(0, SESSION)),
     ("nudge-critical.txt", |s| s.nudged(0).report(1, SESSION, 153_000, 200_000).nudge(1, SESSION)),
@@ -352,6 +357,17 @@ impl Scene {
     fn compacted(&self, minutes: i64) -> &Scene {
         let path = self.env.write("real.jsonl", &before_first_compaction());
         self.precompact(minutes, SESSION, &path, json!("keep the open items"));
+        self
+    }
+
+    /// An auto-compaction of `SESSION` on an excerpt of a published session.
+    fn published(&self, minutes: i64, name: &str) -> &Scene {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/transcripts")
+            .join(name);
+        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let path = self.env.write(name, &text);
+        self.precompact(minutes, SESSION, &path, Value::Null);
         self
     }
 
