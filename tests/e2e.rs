@@ -679,6 +679,52 @@ fn a_subagents_tool_calls_neither_take_nor_receive_the_nudge() {
     rig.assert_hooks_only_added_context();
 }
 
+/// Where the real client puts a subagent's `PreToolUse` `additionalContext`: into the
+/// subagent's own next request, never the main thread's. (So a nudge given at a subagent's tool
+/// call would reach only the subagent, whose context ends with its task: ctxguard gives none
+/// there.) A probe hook answers every call with a marker naming whose call it was.
+#[test]
+fn a_subagents_hook_context_goes_to_the_subagent_not_the_main_thread() {
+    let Some(rig) = Rig::with(Script {
+        tool_calls: 2,
+        context_tokens: 50_000,
+        after_compact_tokens: None,
+        agent: true,
+    }) else {
+        return;
+    };
+    let probe = rig.env.dir.path().join("probe.sh");
+    fs::write(
+        &probe,
+        "#!/bin/sh\ninput=$(cat)\ncase $input in *'\"agent_id\"'*) who=SUBAGENT ;; *) who=MAIN ;; esac\n\
+         printf '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"additionalContext\":\"PROBE-%s-CALL\"}}' \"$who\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let settings = rig.env.dir.path().join("probe-settings.json");
+    let config = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": probe}]}]}});
+    fs::write(&settings, config.to_string()).unwrap();
+    rig.claude_with(&settings, "SPAWN a helper", None, &[], &[]);
+    let is_sub = |r: &Value| r["messages"][0]["content"].to_string().contains("SUBTASK");
+    let requests = rig.api.requests();
+    let (sub, main): (Vec<&Value>, Vec<&Value>) = requests.iter().partition(|r| is_sub(r));
+    assert!(!sub.is_empty() && !main.is_empty(), "{requests:?}");
+    assert!(
+        sub.iter().any(|r| count(r, "PROBE-SUBAGENT-CALL") > 0),
+        "the subagent's requests carry its own hook context"
+    );
+    assert!(
+        main.iter().all(|r| count(r, "PROBE-SUBAGENT-CALL") == 0),
+        "the main thread never sees a subagent's hook context"
+    );
+    assert!(
+        main.iter().any(|r| count(r, "PROBE-MAIN-CALL") > 0),
+        "the main thread's own call (spawning the subagent) carries its context"
+    );
+}
+
 mod recovery;
 
 // Older clients: the same rig on another client version (the scenarios are in e2e_older.rs).
