@@ -486,4 +486,51 @@ fn a_precompact_run_twice_for_one_compaction_is_counted_once() {
     assert_eq!(at("04:16:49.970", "pretooluse", &with(&tool, 49)), "");
     assert_eq!(env.marker(&id)["tokens"], 20_010);
     assert_eq!(env.marker(&id)["compactions"], 1);
+
+    // Run twice with nothing in between (the same 25 lines): the first checkpoint stays, and
+    // nothing is written or logged again.
+    let env = plain_env();
+    let at = |time: &str, p: &Value| {
+        let mut cmd = env.command(&["precompact"]);
+        cmd.env("CTXGUARD_NOW", format!("2026-11-22T{time}Z"));
+        let out = feed(cmd, p.to_string()).wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    };
+    let mut p = first.clone();
+    p["transcript_path"] = json!(transcript(&env, VERSION, NAME, Some(25)));
+    at("04:16:49.066", &p);
+    let checkpoints = env.state().join("checkpoints").join(&id);
+    let names = || {
+        let mut n: Vec<String> = fs::read_dir(&checkpoints)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let log = || {
+        let dir = env.state().join("logs");
+        fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| fs::read_to_string(e.path()).unwrap())
+            .collect::<String>()
+    };
+    let (before, logged) = (names(), log());
+    assert_eq!(before, ["_latest.json", "cp_001.json"]);
+    at("04:16:49.372", &p);
+    assert_eq!(names(), before);
+    assert_eq!(log(), logged);
+    let m = env.marker(&id);
+    assert_eq!(
+        (&m["compactions"], &m["cycle"], &m["recovery_pending"]),
+        (&json!(1), &json!(1), &json!(true))
+    );
+    assert!(m["last_checkpoint"]
+        .as_str()
+        .unwrap()
+        .ends_with("cp_001.json"));
+    // The second run's time is what a reading's staleness is judged against.
+    assert_eq!(m["compacted_at"], "2026-11-22T04:16:49.372Z");
 }

@@ -4,7 +4,7 @@
 //! accepts no `hookSpecificOutput`, and its plain stdout would be merged into the compaction
 //! instructions.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -197,6 +197,17 @@ fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc
     recent && boundary.is_none_or(|b| b < compacted)
 }
 
+/// The same checkpoint but for when it was written and under which name.
+fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
+    let plain = |c: &Checkpoint| {
+        let mut c = c.clone();
+        c.id.clear();
+        c.meta.created_at = None;
+        c
+    };
+    plain(a) == plain(b)
+}
+
 /// Puts the session that wrote `cp` in its directory's index, for the next session's digest
 /// (a failure costs that digest, never the checkpoint).
 pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut Diag) {
@@ -243,8 +254,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .and_then(|d| tasks::read(&d));
     let stale = Duration::from_secs(config.stale_after_secs);
     let written = store.update(&input.session_id, diag, |current, diag| {
-        // A repeat replaces the first run's checkpoint with a fresher one of the same
-        // compaction: same number, same cycle.
+        // A repeat with a reply since the first run replaces its checkpoint with a fresher
+        // one of the same compaction: same number, same cycle.
         let repeat = is_repeat(current, boundary, now);
         let latest = match checkpoints.latest() {
             Ok(latest) => latest,
@@ -270,7 +281,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
                 .and_then(|l| l.meta.previous.as_deref())
                 .and_then(|id| checkpoints.load_id(id).ok().flatten())
         } else {
-            latest
+            latest.clone()
         };
         carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
@@ -278,8 +289,21 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             cp.meta.cycle = current.cycle.saturating_sub(1);
             cp.meta.previous = carried_from.map(|c| c.id);
         }
-        let cp_path = checkpoints.save(&cp)?;
-        record_in_index(&paths, &cp, diag);
+        // Nothing new since the first run: its checkpoint stays, and nothing is written or
+        // logged again (the marker still records this run's time, which the staleness of
+        // readings is judged against).
+        let first = current
+            .last_checkpoint
+            .as_ref()
+            .filter(|_| repeat && latest.as_ref().is_some_and(|l| same_content(l, &cp)));
+        let cp_path = if let Some(first) = first {
+            PathBuf::from(first)
+        } else {
+            let path = checkpoints.save(&cp)?;
+            record_in_index(&paths, &cp, diag);
+            path
+        };
+        let written = first.is_none();
         let event = Event::Compacted {
             checkpoint: cp_path.display().to_string(),
             tokens: cp.meta.tokens_before,
@@ -292,10 +316,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
         Ok((
             marker::transition(current, &event, now, stale),
-            (cp, cp_path),
+            written.then_some((cp, cp_path)),
         ))
     })?;
-    let (cp, cp_path) = written;
+    let Some((cp, cp_path)) = written else {
+        return Ok(Outcome::Quiet);
+    };
 
     let local = now.with_timezone(&Local);
     if let Err(e) = daily_log::append(
