@@ -81,29 +81,7 @@ struct Script {
 
 impl FakeApi {
     fn start(dir: &Path, script: Script) -> FakeApi {
-        let log = dir.join("requests.jsonl");
-        let mut cmd = Command::new("python3");
-        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_api.py"))
-            .args(["--log", log.to_str().unwrap()])
-            .args(["--tool-calls", &script.tool_calls.to_string()])
-            .args(["--context-tokens", &script.context_tokens.to_string()])
-            .args(["--idle-exit", "120"]);
-        if let Some(t) = script.after_compact_tokens {
-            cmd.args(["--after-compact-tokens", &t.to_string()]);
-        }
-        if script.agent {
-            cmd.args(["--script", "agent"]);
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the stand-in API");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the stand-in prints its port");
-        FakeApi { child, port, log }
+        FakeApi::start_with(dir, script, &[])
     }
 
     /// Every request body received so far, in order.
@@ -839,6 +817,11 @@ impl Rig {
 /// A child module, to use the rig as it is.
 #[path = "e2e_older.rs"]
 mod older;
+
+/// The status line in the real client's TUI, driven through tmux (a child module too: it uses
+/// the stand-in API and the installed clients).
+#[path = "e2e_tui.rs"]
+mod tui;
 
 // `ctxguard install` against the real client: the exec-form hooks it writes, the shell-form
 // registration of an earlier version upgraded in place and removed, and the plugin.

@@ -32,6 +32,7 @@ mod versions;
 fn skipped_on_windows_end_to_end_and_then() {
     eprintln!(
         "skipped on Windows: the end-to-end tests against the real Claude Code client (its \
-         Linux build) and `statusline --then` through sh (tests/e2e.rs, tests/then.rs)"
+         Linux build) and `statusline --then` through sh (tests/e2e.rs, tests/e2e_tui.rs, \
+         tests/then.rs)"
     );
 }

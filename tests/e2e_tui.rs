@@ -1,0 +1,388 @@
+//! End-to-end in the TUI: the real Claude Code client, interactive, inside tmux, with
+//! `ctxguard statusline` registered as its status line (which the client runs only in the TUI,
+//! never in `-p` mode) and ctxguard's `PreToolUse` hook, against the stand-in API
+//! (`tests/e2e/fake_api.py`). For 2.1.330 (its default model has a 1M window) and 2.1.14 (200k):
+//! a text-only answer reports usage past the trigger, the status line draws the gauge and arms
+//! the marker; the next prompt's first tool call carries the nudge to the model, once.
+//!
+//! Only `PreToolUse` is registered: with `UserPromptSubmit` too, the nudge the status line armed
+//! would go out with the second prompt instead (a text-only exchange crossed the trigger).
+//! The client's first-run dialogs (onboarding, trusting the folder, using the API key from the
+//! environment) are answered in advance in the test home's `~/.claude.json`; no keystroke but the
+//! prompts is sent. Without tmux or npm these tests say so and pass without checking.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::{client_at, count, FakeApi, Script};
+use crate::util::TestEnv;
+
+const API_KEY: &str = "sk-ant-e2e-test";
+const NUDGE: &str = "PreToolUse:Bash hook additional context: ctxguard:";
+/// Long enough for a cold start of the client on a busy 2-core machine; a step normally takes
+/// a few seconds at most.
+const STEP: Duration = Duration::from_secs(30);
+
+fn tmux_available() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("TUI e2e tests skipped: tmux is not installed (apt-get install tmux)");
+    }
+    found
+}
+
+/// The requests of the conversation itself, in order: to /v1/messages, with tools, and
+/// neither 2.1.14's warmup nor its prompt suggestions.
+fn conversation(api: &FakeApi) -> Vec<Value> {
+    fs::read_to_string(&api.log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| {
+            let path = r["path"].as_str().unwrap_or("");
+            path.split('?').next().unwrap().ends_with("/v1/messages")
+        })
+        .map(|r| r["body"].clone())
+        .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .filter(|b| !b["messages"][0]["content"].to_string().contains("Warmup"))
+        .filter(|b| {
+            let messages = b["messages"].as_array().unwrap();
+            let last = messages.last().unwrap()["content"].to_string();
+            !last.contains("Reply with ONLY the suggestion")
+        })
+        .collect()
+}
+
+/// The client running in a private tmux server (its own socket and config). On drop the
+/// client's process group is killed (2.1.14 can outlive the hangup of its terminal) and the
+/// server with it.
+struct Tui {
+    socket: PathBuf,
+    pgid: i32,
+}
+
+impl Tui {
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket);
+        cmd
+    }
+
+    /// The visible screen, as text (the no-break spaces the client draws, as spaces).
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", "tui"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).replace('\u{a0}', " ")
+    }
+
+    /// Polls `check` until it gives a value; past [`STEP`], fails showing the screen.
+    fn wait_for<T>(&self, what: &str, mut check: impl FnMut(&str) -> Option<T>) -> T {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let screen = self.screen();
+            if let Some(v) = check(&screen) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{screen}"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Types `prompt` into the input box, waits until it shows there, and sends it.
+    fn submit(&self, prompt: &str) {
+        let typed = self
+            .tmux()
+            .args(["send-keys", "-t", "tui", "-l", prompt])
+            .status()
+            .unwrap();
+        assert!(typed.success());
+        self.wait_for(&format!("{prompt:?} in the input box"), |s| {
+            s.contains(&format!("❯ {prompt}")).then_some(())
+        });
+        let sent = self
+            .tmux()
+            .args(["send-keys", "-t", "tui", "Enter"])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        // Only while the pane's process lives: a pid tmux has reaped may be reused.
+        let alive = || {
+            self.tmux()
+                .args(["display-message", "-p", "-t", "tui", "#{pane_dead}"])
+                .output()
+                .is_ok_and(|o| o.stdout.starts_with(b"0"))
+        };
+        if alive() && self.pgid > 1 {
+            // SAFETY: a plain signal to the process group tmux started the client in.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+            // tmux reaps it (the pane stays, dead) before the server goes.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while alive() && Instant::now() < deadline {
+                sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// One client version, in the TUI, with ctxguard as its status line and `PreToolUse` hook.
+struct Case {
+    version: &'static str,
+    /// Context tokens in every reply: past the trigger, short of critical.
+    tokens: u64,
+    /// The stand-in's extra arguments for this client.
+    api_args: &'static [&'static str],
+    /// The gauge once the first reply is in, before anything was said.
+    gauge: &'static str,
+    /// How the nudge describes the context.
+    full: &'static str,
+    window: u64,
+}
+
+fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
+    if !tmux_available() {
+        return;
+    }
+    let Some(client) = client_at(case.version) else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let project = dir.join("project");
+    fs::create_dir_all(&project).unwrap();
+    let project = fs::canonicalize(&project).unwrap();
+    // The first-run dialogs, answered: onboarding done, this folder trusted, and the API key
+    // from the environment accepted (the client keeps its last 20 characters).
+    let key_suffix = &API_KEY[API_KEY.len().saturating_sub(20)..];
+    let state = json!({
+        "hasCompletedOnboarding": true,
+        "customApiKeyResponses": {"approved": [key_suffix], "rejected": []},
+        "projects": {project.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
+    });
+    fs::write(env.home().join(".claude.json"), state.to_string()).unwrap();
+    // The status line as `ctxguard install` registers it (a shell line), and the PreToolUse hook
+    // through the logging wrapper of the other end-to-end tests (a shell line: 2.1.14 has no
+    // exec form).
+    let quote = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', r"'\''"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_ctxguard"));
+    let hook_log = dir.join("hooks.log");
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
+    let pretooluse = format!(
+        "{} {} {} pretooluse",
+        quote(&wrapper),
+        quote(&hook_log),
+        quote(bin)
+    );
+    let settings = dir.join("settings.json");
+    let config = json!({
+        "statusLine": {"type": "command", "command": format!("{} statusline", quote(bin))},
+        "hooks": {"PreToolUse": [{"matcher": "*",
+                                  "hooks": [{"type": "command", "command": pretooluse}]}]},
+    });
+    fs::write(&settings, config.to_string()).unwrap();
+    let script = Script {
+        tool_calls: 2,
+        context_tokens: case.tokens,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let api = FakeApi::start_with(dir, script, case.api_args);
+
+    let tui = start(&client, &env, &project, &settings, api.port);
+    // The status line runs once the session is up, before any usage is known.
+    tui.wait_for("the first status line", |s| {
+        s.contains("ctx ?/").then_some(())
+    });
+
+    // A text-only answer past the trigger: only the status line can arm the marker.
+    tui.submit("CHAT first");
+    tui.wait_for("the gauge after the first answer", |s| {
+        s.contains(case.gauge).then_some(())
+    });
+    let session = find_session(&env);
+    let armed = env.marker(&session);
+    assert_eq!(
+        (
+            armed["state"].as_str(),
+            armed["source"].as_str(),
+            armed["tokens"].as_u64(),
+            armed["window"].as_u64(),
+        ),
+        (
+            Some("armed"),
+            Some("statusline"),
+            Some(case.tokens + 10),
+            Some(case.window)
+        ),
+        "{armed}"
+    );
+    assert!(armed["statusline_at"].is_string(), "{armed}");
+    assert!(armed["nudged_at"].is_null(), "{armed}");
+    assert!(!tui.screen().contains("asked to save"));
+    let first = conversation(&api);
+    assert_eq!(first.len(), 1, "one request, answered with text");
+    assert_eq!(count(&first[0], NUDGE), 0);
+
+    // Two tool calls: the first one's PreToolUse finds the marker armed and nudges.
+    tui.submit("run two commands");
+    let done = format!("{} · asked to save", case.gauge);
+    let requests = tui.wait_for("the two tool calls and the gauge's trace", |s| {
+        let requests = conversation(&api);
+        let ran = pretooluse_runs(&hook_log).len() == 2;
+        (ran && requests.len() >= 4 && s.contains(&done)).then_some(requests)
+    });
+    let counts: Vec<usize> = requests.iter().map(|r| count(r, NUDGE)).collect();
+    assert_eq!(
+        counts,
+        [0, 0, 1, 1],
+        "the answer, the first tool call, then the nudge after it, carried in the history"
+    );
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains(case.full), "{last}");
+    for n in 1..=2 {
+        assert!(last.contains(&format!("ctxguard-e2e-{n}")), "tool call {n}");
+    }
+    let printed: Vec<bool> = pretooluse_runs(&hook_log)
+        .iter()
+        .map(|out| !out.is_empty())
+        .collect();
+    assert_eq!(printed, [true, false], "one nudge, at the first tool call");
+    let nudged = env.marker(&session);
+    assert_eq!(nudged["state"], "nudged", "{nudged}");
+    assert_eq!(
+        nudged["armed_at"], armed["armed_at"],
+        "armed by the status line"
+    );
+    let at = |v: &Value| v.as_str().unwrap().parse::<DateTime<Utc>>().unwrap();
+    assert!(
+        at(&nudged["nudged_at"]) > at(&armed["armed_at"]),
+        "{nudged}"
+    );
+    assert_eq!(nudged["last_nudge"]["critical"], false, "{nudged}");
+}
+
+/// Starts `client` in a private tmux server, in `project`, with the rig's home and state and the
+/// stand-in's address (none of the developer's `CLAUDE*`, `ANTHROPIC*` or `CTXGUARD_*` variables).
+fn start(client: &Path, env: &TestEnv, project: &Path, settings: &Path, port: u16) -> Tui {
+    let dir = env.dir.path();
+    let conf = dir.join("tmux.conf");
+    // The pane stays after the client exits (its last screen tells why); focus events quiet the
+    // client's notice about them.
+    fs::write(&conf, "set -g remain-on-exit on\nset -g focus-events on\n").unwrap();
+    let socket = dir.join("tmux.sock");
+    let mut cmd = Command::new("tmux");
+    cmd.arg("-S").arg(&socket).arg("-f").arg(&conf);
+    cmd.args(["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "tui"])
+        .args(["-x", "160", "-y", "50", "-c"])
+        .arg(project)
+        .arg(client)
+        .arg("--settings")
+        .arg(settings)
+        .args(["--allowedTools", "Bash"]);
+    // The server is started here, so its environment (which the client inherits) is this one.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("CTXGUARD_")
+            || key.starts_with("CLAUDE")
+            || key.starts_with("ANTHROPIC")
+            || key.starts_with("TMUX")
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("HOME", env.home())
+        .env("CTXGUARD_HOME", env.state())
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let out = cmd.output().expect("running tmux");
+    // The guard first, so the server goes even if what follows fails.
+    let pgid = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let tui = Tui { socket, pgid };
+    assert!(
+        out.status.success() && pgid > 1,
+        "tmux new-session: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tui
+}
+
+/// The one session ctxguard keeps state for.
+fn find_session(env: &TestEnv) -> String {
+    let sessions: Vec<String> = fs::read_dir(env.state().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    sessions.into_iter().next().unwrap()
+}
+
+/// The stdout of every `PreToolUse` run, in order (see `tests/e2e/hook.sh`).
+fn pretooluse_runs(log: &Path) -> Vec<String> {
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.splitn(4, '\t').collect();
+            assert_eq!(fields[1], "0", "{l}");
+            (fields[0] == "pretooluse").then(|| fields.get(3).unwrap_or(&"").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn tui_status_line_arms_and_the_next_tool_call_is_nudged_once() {
+    // The default model, claude-opus-5-5, has 1M: 940k is past its trigger (927k), short of
+    // critical (952k).
+    status_line_arms_and_the_next_tool_call_is_nudged_once(&Case {
+        version: "2.1.330",
+        tokens: 940_000,
+        api_args: &[],
+        gauge: "ctx 94% · 940k/1M · compacts in 27k · idle≥200k",
+        full: "94% full (940k of 1M tokens)",
+        window: 1_000_000,
+    });
+}
+
+#[test]
+fn tui_older_client_status_line_arms_and_the_next_tool_call_is_nudged_once() {
+    // 2.1.14's default model, claude-sonnet-4-5-20250929, has 200k: 150k is past its trigger
+    // (127k), short of critical (152k). It asks the API things on the side, answered apart.
+    status_line_arms_and_the_next_tool_call_is_nudged_once(&Case {
+        version: "2.1.14",
+        tokens: 150_000,
+        api_args: &["--side-requests"],
+        gauge: "ctx 75% · 150k/200k · compacts in 17k",
+        full: "75% full (150k of 200k tokens)",
+        window: 200_000,
+    });
+}
