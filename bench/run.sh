@@ -46,6 +46,8 @@ bin=$(scripts/build-release.sh) # the binary install.sh installs
 # --- fixtures ---------------------------------------------------------------------------
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The toolchain stays where it is (bench/sessions.sh builds with cargo) while HOME moves.
+export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 export HOME=$work/home CTXGUARD_HOME=$work/state CTXGUARD_BENCH_MARKER=$work/no-marker
 unset CTXGUARD_WINDOW_TOKENS NO_COLOR
 mkdir -p "$HOME"
