@@ -1,6 +1,7 @@
 //! Records the commit the binary is built from, for `ctxguard --version` and `doctor`:
 //! `CTXGUARD_BUILD_COMMIT` when set (a packager building from a tarball), else
-//! `git rev-parse --short=12 HEAD`, else "unknown". Never fails the build.
+//! `git rev-parse --short=12 HEAD` with `-modified` when tracked files differ from it, else
+//! "unknown". Never fails the build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,9 +33,19 @@ fn watch_head() {
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watched.push(common.join(branch));
     }
+    // The index (a commit, a stage) and the sources: whether the tree is modified.
+    watched.push(git_dir.join("index"));
+    for dir in ["src", "build.rs", "Cargo.toml", "Cargo.lock"] {
+        watched.push(base.join(dir));
+    }
     for path in watched.iter().filter(|p| p.exists()) {
         println!("cargo:rerun-if-changed={}", path.display());
     }
+}
+
+/// Do tracked files differ from HEAD?
+fn modified() -> bool {
+    git(&["status", "--porcelain", "--untracked-files=no"]).is_some()
 }
 
 fn main() {
@@ -44,7 +55,11 @@ fn main() {
         Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
         _ => {
             watch_head();
-            git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_string())
+            match git(&["rev-parse", "--short=12", "HEAD"]) {
+                Some(head) if modified() => format!("{head}-modified"),
+                Some(head) => head,
+                None => "unknown".to_string(),
+            }
         }
     };
     // Only characters that read well in a version line.
