@@ -43,6 +43,7 @@ mod input;
 mod marker;
 mod memory;
 mod paths;
+mod process;
 mod reading;
 mod recovery;
 mod registry;

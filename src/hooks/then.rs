@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::process::{self, Group};
+
 #[cfg(unix)]
 use unix as sys;
 #[cfg(windows)]
@@ -38,7 +40,7 @@ const TICK: Duration = Duration::from_millis(5);
 /// The running command. Dropping it kills its whole group.
 pub struct Running {
     child: Child,
-    group: sys::Group,
+    group: Group,
     stdout: Option<sys::Pipe>,
     started: Instant,
 }
@@ -55,7 +57,7 @@ fn spawn(mut command: Command, input: &[u8]) -> io::Result<Running> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let (mut child, group) = sys::spawn(command)?;
+    let (mut child, group) = process::spawn_group(command)?;
     let stdin = child.stdin.take();
     let running = Running {
         stdout: child.stdout.take().map(sys::Pipe::new),
@@ -149,30 +151,12 @@ impl Drop for Running {
 mod unix {
     use std::io::{self, ErrorKind};
     use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    use std::process::{Child, ChildStdout, Command};
+    use std::process::{Child, ChildStdout};
     use std::time::Duration;
 
     use anyhow::{Context, Result};
 
     use super::{read_ready, Got};
-
-    /// The process group `sh` leads.
-    pub struct Group;
-
-    pub fn spawn(mut command: Command) -> io::Result<(Child, Group)> {
-        Ok((command.process_group(0).spawn()?, Group))
-    }
-
-    impl Group {
-        #[allow(clippy::unused_self)] // the same call as the Windows job object's
-        pub fn kill(&self, child: &mut Child) {
-            if let Ok(group) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: a plain system call on a group this process created.
-                unsafe { libc::killpg(group, libc::SIGKILL) };
-            }
-        }
-    }
 
     /// Whether `sh` has exited, without reaping it: until it is reaped its pid, which is also
     /// the group's id, cannot be reused, so killing the group cannot hit a stranger.
@@ -222,85 +206,15 @@ mod unix {
 }
 
 #[cfg(windows)]
-#[allow(clippy::borrow_as_ptr, clippy::ref_as_ptr)] // Win32 calls take pointers to what they fill in
 mod windows {
     use std::io;
-    use std::os::windows::io::AsRawHandle;
-    use std::process::{Child, ChildStdout, Command};
+    use std::process::{Child, ChildStdout};
     use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
     use std::time::Duration;
 
     use anyhow::{Context, Result};
-    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
-    use windows_sys::Win32::System::JobObjects::{
-        AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
-        SetInformationJobObject, TerminateJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-    };
 
     use super::{read_ready, Got, CAP};
-
-    /// A job object holding `sh` and everything it starts, killed whole (also when this
-    /// process exits: kill-on-close). `None` where no job could be made (then only `sh` is
-    /// killed).
-    pub struct Group(Option<HANDLE>);
-
-    pub fn spawn(mut command: Command) -> io::Result<(Child, Group)> {
-        let child = command.spawn()?;
-        let job = job_for(&child);
-        Ok((child, Group(job)))
-    }
-
-    fn job_for(child: &Child) -> Option<HANDLE> {
-        // SAFETY: no attributes, no name.
-        let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
-        if job.is_null() {
-            return None;
-        }
-        // SAFETY: an all-zero limit structure is valid; only the flag below is set.
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
-        // SAFETY: a job handle just made, a valid structure of the size given, and the child's
-        // process handle, alive as long as `child`.
-        let ok = unsafe {
-            SetInformationJobObject(
-                job,
-                JobObjectExtendedLimitInformation,
-                (&limits as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
-                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
-            ) != 0
-                && AssignProcessToJobObject(job, child.as_raw_handle() as HANDLE) != 0
-        };
-        if !ok {
-            // SAFETY: the handle made above, closed once.
-            unsafe { CloseHandle(job) };
-            return None;
-        }
-        Some(job)
-    }
-
-    impl Group {
-        pub fn kill(&self, child: &mut Child) {
-            match self.0 {
-                // SAFETY: the job handle this group owns.
-                Some(job) => unsafe {
-                    TerminateJobObject(job, 1);
-                },
-                None => {
-                    let _ = child.kill();
-                }
-            }
-        }
-    }
-
-    impl Drop for Group {
-        fn drop(&mut self) {
-            if let Some(job) = self.0 {
-                // SAFETY: the job handle this group owns, closed once.
-                unsafe { CloseHandle(job) };
-            }
-        }
-    }
 
     /// The child's handle keeps its process id from being reused, so checking (and reaping)
     /// early is safe here.

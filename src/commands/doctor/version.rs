@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{finding, Context, Finding, Status};
 use crate::files;
+use crate::process;
 use crate::version::{LONG, TESTED_CLIENTS};
 
 /// `claude --version` starts node; anything slower than this is given up on.
@@ -92,14 +93,19 @@ fn find_on_path(ctx: &Context, name: &str) -> Option<PathBuf> {
 /// Runs `PATH --version` (at most [`LIMIT`]) and reads the version from its first word:
 /// Claude Code prints `2.1.330 (Claude Code)`.
 fn ask_version(path: &Path) -> Client {
+    ask_version_within(path, LIMIT)
+}
+
+fn ask_version_within(path: &Path, limit: Duration) -> Client {
     let unknown = |why: String| Client::Unknown(path.to_path_buf(), why);
-    let child = Command::new(path)
+    let mut command = Command::new(path);
+    command
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let mut child = match child {
+        .stderr(Stdio::null());
+    // In a group of its own: a hung client is killed with everything it started.
+    let (mut child, group) = match process::spawn_group(command) {
         Ok(c) => c,
         Err(e) => return unknown(format!("cannot run it: {e}")),
     };
@@ -107,11 +113,12 @@ fn ask_version(path: &Path) -> Client {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < LIMIT => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
-                let _ = child.kill();
+                // Not reaped yet, so its group id cannot have been reused.
+                group.kill(&mut child);
                 let _ = child.wait();
-                return unknown(format!("no answer within {LIMIT:?}"));
+                return unknown(format!("no answer within {limit:?}"));
             }
             Err(e) => return unknown(format!("{e}")),
         }
@@ -145,6 +152,49 @@ mod tests {
     use super::super::tests::ctx;
     use super::super::tests::lines;
     use super::*;
+
+    /// A client that hangs, having started something in the background: both are gone when
+    /// doctor gives up on it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_hung_client_is_killed_with_what_it_started() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = dir.path().join("claude");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsleep 60 &\necho $! > '{}'\nsleep 60\n",
+                pidfile.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let client = ask_version_within(&script, Duration::from_millis(500));
+        assert!(
+            matches!(&client, Client::Unknown(_, why) if why.starts_with("no answer within")),
+            "{client:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        // Gone, or a zombie waiting for its new parent to reap it: never still sleeping.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+            let alive = stat.is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+            });
+            if !alive {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the background sleep lives on");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 
     #[test]
     fn the_client_version_is_read_from_its_first_word() {
