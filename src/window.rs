@@ -130,10 +130,20 @@ pub fn known(model: &str) -> Option<u64> {
 /// `SessionStart`'s `model` and the status line carry. A hint with the suffix for the same model
 /// wins; otherwise the model seen in the transcript does.
 pub fn judged_model<'a>(seen: Option<&'a str>, hint: Option<&'a str>) -> Option<&'a str> {
+    // The same model: the hint's id, alone or with the release date the API appends
+    // (`claude-sonnet-4-5` and `claude-sonnet-4-5-20250929`), never a mere prefix of another.
     let hint_1m = |h: &str, m: &str| {
         let (h, m) = (h.trim().to_ascii_lowercase(), m.trim().to_ascii_lowercase());
-        h.strip_suffix("[1m]")
-            .is_some_and(|base| !base.is_empty() && m.starts_with(base))
+        let Some(base) = h.strip_suffix("[1m]") else {
+            return false;
+        };
+        let dated = |rest: &str| {
+            rest.strip_prefix('-')
+                .is_some_and(|d| d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()))
+        };
+        base.starts_with("claude-")
+            && m.strip_prefix(base)
+                .is_some_and(|rest| rest.is_empty() || dated(rest))
     };
     match (seen, hint) {
         (Some(m), Some(h)) if hint_1m(h, m) => Some(h),
@@ -239,6 +249,19 @@ mod tests {
         assert_eq!(judged_model(seen, Some("claude-opus-4-6[1m]")), seen);
         assert_eq!(judged_model(seen, Some("claude-sonnet-4-5")), seen);
         assert_eq!(judged_model(seen, Some("[1m]")), seen);
+        // A prefix of another model is not that model.
+        for loose in [
+            "claude-sonnet-4[1m]",
+            "claude-[1m]",
+            "c[1m]",
+            "claude-sonnet-4-5-2[1m]",
+        ] {
+            assert_eq!(judged_model(seen, Some(loose)), seen, "{loose}");
+        }
+        assert_eq!(
+            judged_model(Some("claude-sonnet-4-5"), Some("claude-sonnet-4-5[1m]")),
+            Some("claude-sonnet-4-5[1m]")
+        );
         assert_eq!(judged_model(None, Some("x")), Some("x"));
         assert_eq!(judged_model(seen, None), seen);
     }

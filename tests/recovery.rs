@@ -953,3 +953,25 @@ fn post_compact_keeps_the_summary_and_a_later_block_leaves_out_what_it_names() {
     );
     assert!(block.contains("[pending] Update docs"), "{block}");
 }
+
+/// Two PreCompacts for one compaction running in parallel (the hook registered twice, say as a
+/// plugin and in settings): each takes its time before the lock, so the one that records first
+/// may be a moment later than the other. Still one compaction.
+#[test]
+fn parallel_precompacts_for_one_compaction_count_once() {
+    let env = TestEnv::new();
+    let path = env.write("real.jsonl", &before_first_compaction());
+    let payload = precompact_payload(SESSION, &path, "auto", Value::Null).to_string();
+    for now in ["2026-11-24T12:00:01Z", "2026-11-24T12:00:00Z"] {
+        let mut cmd = env.command(&["precompact"]);
+        cmd.env("CTXGUARD_NOW", now);
+        let out = feed(cmd, &payload).wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (&m["compactions"], &m["cycle"]),
+        (&json!(1), &json!(1)),
+        "{m}"
+    );
+}

@@ -73,7 +73,7 @@ pub enum Nudge {
 const CLOCK_SKEW: Duration = Duration::from_secs(5);
 
 /// Is `at` at most `limit` before `now`, and not more than [`CLOCK_SKEW`] after it?
-fn within(at: DateTime<Utc>, now: DateTime<Utc>, limit: Duration) -> bool {
+pub fn within(at: DateTime<Utc>, now: DateTime<Utc>, limit: Duration) -> bool {
     match now.signed_duration_since(at).to_std() {
         Ok(age) => age <= limit,
         Err(_) => at
