@@ -859,6 +859,19 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
     assert!(digest.contains("(end: clear,"), "{digest}");
     // Once.
     assert_eq!(start("session-c").stdout, "");
+    // Once even when A is resumed and left again with nothing new: no second end checkpoint.
+    env.run(
+        &["sessionend"],
+        sessionend_payload("session-a", &a, "other").to_string(),
+    );
+    assert_eq!(start("session-d").stdout, "");
+    let names: Vec<_> = std::fs::read_dir(checkpoint_dir(&env, "session-a"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with("cp_"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
 
     // A session that did nothing worth recalling leaves nothing.
     let empty = env.write("e.jsonl", "");

@@ -195,12 +195,15 @@ fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc
     recent && boundary.is_none_or(|b| b < compacted)
 }
 
-/// The same checkpoint but for when it was written and under which name.
-fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
+/// The same checkpoint but for when it was written, under which name, after which one, and
+/// what triggered it.
+pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
     let plain = |c: &Checkpoint| {
         let mut c = c.clone();
         c.id.clear();
         c.meta.created_at = None;
+        c.meta.previous = None;
+        c.meta.trigger.clear();
         c
     };
     plain(a) == plain(b)

@@ -70,7 +70,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         precompact::carry_forward(&mut cp, latest.as_ref(), task_store);
         // Not a compaction: it keeps the session's compaction count.
         cp.meta.compaction = current.compactions;
-        if !worth_a_digest(&cp) {
+        // Ended again with nothing new (resumed and left at once): the end checkpoint there is
+        // stays, given as a digest or not, never offered again.
+        let ended_again = latest
+            .as_ref()
+            .is_some_and(|l| l.meta.trigger.starts_with("end") && precompact::same_content(l, &cp));
+        if !worth_a_digest(&cp) || ended_again {
             return Ok((current.clone(), ()));
         }
         let path = checkpoints.save(&cp)?;
