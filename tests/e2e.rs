@@ -130,7 +130,7 @@ impl Rig {
         let env = TestEnv::new();
         fs::write(
             env.home().join(".claude.json"),
-            r#"{"hasCompletedOnboarding": true}"#,
+            r#"{"hasCompletedOnboarding": true, "autoUpdates": false}"#,
         )
         .unwrap();
         let project = env.dir.path().join("project");
@@ -203,6 +203,8 @@ impl Rig {
             )
             .env("ANTHROPIC_API_KEY", "sk-ant-e2e-test")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // Never let the client update itself (into the system npm) during a test.
+            .env("DISABLE_AUTOUPDATER", "1")
             .envs(vars.iter().copied());
         let out = cmd.output().expect("running claude");
         assert!(

@@ -56,7 +56,9 @@ impl Rig {
                 format!("http://127.0.0.1:{}", self.api.port),
             )
             .env("ANTHROPIC_API_KEY", "sk-ant-e2e-test")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // Never let the client update itself (into the system npm) during a test.
+            .env("DISABLE_AUTOUPDATER", "1");
         let mut child = cmd.spawn().expect("running claude");
         let mut stdin = child.stdin.take();
         let send = |stdin: &mut Option<std::process::ChildStdin>, prompt: &str| {

@@ -182,6 +182,7 @@ fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
     let key_suffix = &API_KEY[API_KEY.len().saturating_sub(20)..];
     let state = json!({
         "hasCompletedOnboarding": true,
+        "autoUpdates": false,
         "customApiKeyResponses": {"approved": [key_suffix], "rejected": []},
         "projects": {project.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
     });
@@ -319,7 +320,9 @@ fn start(client: &Path, env: &TestEnv, project: &Path, settings: &Path, port: u1
         .env("CTXGUARD_HOME", env.state())
         .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("ANTHROPIC_API_KEY", API_KEY)
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        // Never let the client update itself (into the system npm) during a test.
+        .env("DISABLE_AUTOUPDATER", "1");
     let out = cmd.output().expect("running tmux");
     // The guard first, so the server goes even if what follows fails.
     let pgid = String::from_utf8_lossy(&out.stdout)
