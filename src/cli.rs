@@ -101,7 +101,9 @@ recovery is still pending is never removed, nor one a hook is working on."
     #[command(
         after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n\n\
 Idempotent; keeps every other key and hook in its order; backs the file up first. An existing \
-status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
+status line is wrapped by default: `ctxguard statusline --then '<yours>'`. Registers what the \
+Claude Code on PATH accepts: before 2.1.330, shell lines and no PostCompact hook (an older \
+client ignores a settings file naming an event it does not know)."
     )]
     Install {
         #[command(flatten)]
@@ -109,6 +111,9 @@ status line is wrapped by default: `ctxguard statusline --then '<yours>'`."
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
         statusline: StatusLineArg,
+        /// The Claude Code version to register for, instead of asking the `claude` on PATH
+        #[arg(long, value_name = "VERSION")]
+        client_version: Option<String>,
     },
     /// Remove exactly what install added (restoring a wrapped status line)
     #[command(

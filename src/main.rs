@@ -91,13 +91,17 @@ fn run() -> Exit {
         Command::Checkpoint(CheckpointCommand::Show { session, json }) => {
             commands::checkpoint::show(session, json)
         }
-        Command::Install { target, statusline } => {
+        Command::Install {
+            target,
+            statusline,
+            client_version,
+        } => {
             let mode = match statusline {
                 StatusLineArg::Wrap => settings::StatusLineMode::Wrap,
                 StatusLineArg::Replace => settings::StatusLineMode::Replace,
                 StatusLineArg::Skip => settings::StatusLineMode::Skip,
             };
-            commands::install::install(&target, mode)
+            commands::install::install(&target, mode, client_version.as_deref())
         }
         Command::Uninstall { target } => commands::install::uninstall(&target),
         Command::Doctor { json } => {

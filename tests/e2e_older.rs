@@ -216,3 +216,98 @@ fn older_client_compact_checkpoints_and_the_next_prompt_carries_the_recovery_onc
     assert_eq!(printed, 1, "printed once");
     rig.assert_hooks_only_added_context();
 }
+
+/// What `ctxguard install` writes for this client, finding it on PATH: shell lines and no
+/// PostCompact (it ignores a settings file naming an event it does not know, and runs an
+/// exec-form entry without its arguments). The client runs it: the nudge reaches the model once.
+/// `doctor` agrees; a current client's registration fails its check for this client.
+#[test]
+fn install_registers_what_this_client_accepts_and_it_runs() {
+    let Some(rig) = rig(3, 140_000) else {
+        return;
+    };
+    let settings = rig.env.dir.path().join("installed.json");
+    let path_with_client = std::env::join_paths(
+        std::iter::once(rig.client.parent().unwrap().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        rig.env
+            .command(args)
+            .env("PATH", &path_with_client)
+            .current_dir(&rig.project)
+            .output()
+            .unwrap()
+    };
+    let s = settings.to_str().unwrap();
+    let out = run(&["install", "--settings", s, "--statusline", "skip"]);
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("Claude Code 2.1.14") && said.contains("shell lines, without PostCompact"),
+        "{said}"
+    );
+    let written = rig.read(&settings);
+    assert!(written["hooks"].get("PostCompact").is_none(), "{written:#}");
+    let bin = installed_bin();
+    assert_eq!(
+        written["hooks"]["PreToolUse"][0]["hooks"][0],
+        json!({"type": "command", "command": format!("{bin} pretooluse")})
+    );
+    let out = rig.claude_with(&settings, "run three commands", None, &[], &[]);
+    let session = out["session_id"].as_str().unwrap();
+    let counts: Vec<usize> = conversation(&rig).iter().map(|r| count(r, NUDGE)).collect();
+    assert_eq!(counts.last(), Some(&1), "{counts:?}");
+    assert_eq!(rig.env.marker(session)["state"], "nudged");
+
+    // doctor, run where the client is on PATH, with the user settings being these.
+    let user = rig.env.home().join(".claude").join("settings.json");
+    fs::create_dir_all(user.parent().unwrap()).unwrap();
+    fs::copy(&settings, &user).unwrap();
+    let doctor = run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let hooks: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "hooks")
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f["status"].as_str().unwrap(),
+                f["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(hooks.iter().all(|h| h.starts_with("ok:")), "{hooks:?}");
+    assert!(
+        hooks
+            .iter()
+            .any(|h| h.contains("PostCompact is not registered")),
+        "{hooks:?}"
+    );
+    // What a current client's install writes: doctor fails it for this client.
+    assert!(run(&["install", "--client-version", "2.1.330"])
+        .status
+        .success());
+    let report: Value = serde_json::from_slice(&run(&["doctor", "--json"]).stdout).unwrap();
+    let fails: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        fails
+            .iter()
+            .any(|m| m.contains("does not know PostCompact")),
+        "{fails:?}"
+    );
+    assert!(
+        fails.iter().any(|m| m.contains("in exec form")),
+        "{fails:?}"
+    );
+}

@@ -7,11 +7,13 @@
 //! `env` holds the variables and the values they and the settings carry, `files` finds and parses
 //! each settings file, `settings` merges them the way the client does.
 
+mod accepts;
 mod env;
 mod files;
 mod settings;
 
 // Every item keeps its `crate::client::` path, whichever file it lives in.
+pub use accepts::*;
 pub use env::*;
 pub use files::*;
 pub use settings::*;

@@ -21,7 +21,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use chrono::{DateTime, Local};
 use serde_json::{json, Value};
 
+use super::doctor::version::Client;
 use crate::cli::SettingsTarget;
+use crate::client::{self, Accepts};
 use crate::config::Env;
 use crate::files;
 use crate::settings::{self, Edit, Note, StatusLineMode};
@@ -278,16 +280,47 @@ fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
     Ok((bin, same))
 }
 
-pub fn install(target: &SettingsTarget, mode: StatusLineMode) -> Result<()> {
+pub fn install(
+    target: &SettingsTarget,
+    mode: StatusLineMode,
+    client_version: Option<&str>,
+) -> Result<()> {
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
     let (bin, same) = this_binary()?;
+    let accepts = client_accepts(&env, client_version);
     apply(
         &path,
         target.dry_run,
         "ctxguard is already installed in",
-        |v| settings::install(v, &bin, &same, mode),
+        |v| settings::install(v, &bin, &same, mode, accepts),
     )
+}
+
+/// What the client's settings may hold: the version given, else the `claude` on PATH's, else
+/// everything. Says which, when it narrows the registration.
+fn client_accepts(env: &Env, given: Option<&str>) -> Accepts {
+    let (version, from) = match given {
+        Some(v) => (Some(v.trim().to_string()), "--client-version".to_string()),
+        None => match super::doctor::version::detect(env.search_path.as_deref()) {
+            Client::Version(path, v) => (Some(v), path.display().to_string()),
+            _ => (None, String::new()),
+        },
+    };
+    let Some(version) = version else {
+        return Accepts::ALL;
+    };
+    let accepts = Accepts::version(&version);
+    if accepts != Accepts::ALL {
+        let (major, minor, patch) = client::FULL_SINCE;
+        println!(
+            "Claude Code {} ({from}): hooks registered as shell lines, without PostCompact (the \
+             exec form and PostCompact are used from {major}.{minor}.{patch} on; after upgrading \
+             the client, run install again)",
+            crate::text::sanitize(&version, true)
+        );
+    }
+    accepts
 }
 
 pub fn uninstall(target: &SettingsTarget) -> Result<()> {

@@ -21,6 +21,7 @@ pub use call::runs_ctxguard;
 use call::{hook_call, innermost, statusline, HookCommand, Ours, Wrapped};
 pub use diff::diff;
 
+use crate::client::Accepts;
 use crate::registry::STATUSLINE;
 pub use quoting::shell_quote;
 pub use quoting::shell_words;
@@ -78,11 +79,17 @@ fn upgraded(
     command: &HookCommand,
     bin: &str,
     ours: Ours,
+    exec_form: bool,
 ) -> (Option<HookCommand>, Option<String>) {
     let Some(c) = hook_call(command, ours) else {
         return (None, None);
     };
     match (c.exec_args(), command) {
+        // A client without the exec form: the same words as a shell line.
+        (Some(args), _) if !exec_form => {
+            let line = HookCommand::Shell(HookCommand::exec(bin, &args).to_string());
+            ((line != *command).then_some(line), None)
+        }
         (Some(args), _) => {
             let exec = HookCommand::exec(bin, &args);
             ((exec != *command).then_some(exec), None)
@@ -96,6 +103,86 @@ fn upgraded(
         ),
         (None, HookCommand::Exec { .. }) => (None, None),
     }
+}
+
+/// A matcher group running `ctxguard sub` for `event`, in exec form or (for a client without
+/// it) as a shell line, and the change it makes.
+fn new_group(
+    event: &str,
+    matcher: Option<&str>,
+    sub: &str,
+    bin: &str,
+    exec_form: bool,
+) -> (Value, String) {
+    let (wanted, form) = if exec_form {
+        (HookCommand::exec(bin, &[sub]), "exec form")
+    } else {
+        (
+            HookCommand::Shell(HookCommand::exec(bin, &[sub]).to_string()),
+            "a shell line: this Claude Code has no exec form",
+        )
+    };
+    let mut group = Map::new();
+    if let Some(m) = matcher {
+        group.insert("matcher".into(), json!(m));
+    }
+    group.insert("hooks".into(), json!([wanted.entry()]));
+    (
+        Value::Object(group),
+        format!("{event}: added `{wanted}` ({form})"),
+    )
+}
+
+/// For a client that does not know `event` (it would reject the whole file for naming it):
+/// ctxguard's entries go, and the event's list if that leaves it empty.
+fn drop_unknown_event(
+    hooks: &mut Map<String, Value>,
+    event: &str,
+    sub: &str,
+    ours: Ours,
+    edit: &mut Edit,
+) {
+    for cmd in remove_ours(hooks, event, sub, ours) {
+        edit.changes.push(format!(
+            "{event}: removed `{cmd}` (this Claude Code does not know the event, and would ignore \
+             the whole settings file for it)"
+        ));
+    }
+    if hooks
+        .get(event)
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        hooks.shift_remove(event);
+    }
+}
+
+/// Removes ctxguard's `sub` entries from `event`'s matcher groups (and the groups they leave
+/// empty); returns what was removed.
+fn remove_ours(hooks: &mut Map<String, Value>, event: &str, sub: &str, ours: Ours) -> Vec<String> {
+    let Some(groups) = hooks.get_mut(event).and_then(Value::as_array_mut) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for group in groups.iter_mut() {
+        if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+            list.retain(|hook| match HookCommand::of(hook) {
+                Some(cmd) if hook_subcommand(&cmd, ours) == Some(sub) => {
+                    removed.push(cmd.to_string());
+                    false
+                }
+                _ => true,
+            });
+        }
+    }
+    if !removed.is_empty() {
+        groups.retain(|g| {
+            !g.get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+        });
+    }
+    removed
 }
 
 /// The status-line command ctxguard sets, wrapping `theirs` if given.
@@ -153,6 +240,7 @@ pub fn install(
     bin: &str,
     same_binary: &dyn Fn(&str) -> bool,
     mode: StatusLineMode,
+    accepts: Accepts,
 ) -> Result<Edit, String> {
     let ours = Ours {
         bin: Some(bin),
@@ -164,6 +252,10 @@ pub fn install(
     let mut edit = Edit::default();
     let hooks = object(root, "hooks")?;
     for (event, matcher, sub) in hook_events() {
+        if !accepts.event(event) {
+            drop_unknown_event(hooks, event, sub, ours, &mut edit);
+            continue;
+        }
         let groups = hooks
             .entry(event.to_string())
             .or_insert_with(|| json!([]))
@@ -174,18 +266,12 @@ pub fn install(
             .filter(|(_, _, cmd)| hook_subcommand(cmd, ours) == Some(sub))
             .collect();
         let Some(((g, h, cmd), copies)) = found.split_first() else {
-            let wanted = HookCommand::exec(bin, &[sub]);
-            let mut group = Map::new();
-            if let Some(m) = matcher {
-                group.insert("matcher".into(), json!(m));
-            }
-            group.insert("hooks".into(), json!([wanted.entry()]));
-            groups.push(Value::Object(group));
-            edit.changes
-                .push(format!("{event}: added `{wanted}` (exec form)"));
+            let (group, change) = new_group(event, matcher, sub, bin, accepts.exec_form);
+            groups.push(group);
+            edit.changes.push(change);
             continue;
         };
-        let (new, notice) = upgraded(event, cmd, bin, ours);
+        let (new, notice) = upgraded(event, cmd, bin, ours, accepts.exec_form);
         if let Some(new) = new {
             if let Some(entry) = groups[*g]["hooks"][*h].as_object_mut() {
                 new.write_to(entry);

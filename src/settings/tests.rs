@@ -24,7 +24,7 @@ fn their_settings() -> Value {
 }
 
 fn install(s: &mut Value, bin: &str, mode: StatusLineMode) -> Edit {
-    super::install(s, bin, &none, mode).unwrap()
+    super::install(s, bin, &none, mode, Accepts::ALL).unwrap()
 }
 
 fn uninstall(s: &mut Value, replaced: Option<&Value>) -> Edit {
@@ -115,6 +115,7 @@ fn entries_are_recognised_whatever_the_binary_is_called() {
         "/opt/cg",
         &|p| p == "/usr/bin/cg-link",
         StatusLineMode::Skip,
+        Accepts::ALL,
     )
     .unwrap();
     assert_eq!(
@@ -346,8 +347,62 @@ fn a_status_line_it_cannot_read_back_is_left_alone() {
 
 #[test]
 fn wrong_shapes_are_refused() {
-    let install = |mut v: Value| super::install(&mut v, BIN, &none, StatusLineMode::Wrap);
+    let install =
+        |mut v: Value| super::install(&mut v, BIN, &none, StatusLineMode::Wrap, Accepts::ALL);
     assert!(install(json!([])).is_err());
     assert!(install(json!({"hooks": []})).is_err());
     assert!(install(json!({"hooks": {"PreToolUse": {}}})).is_err());
+}
+
+#[test]
+fn an_older_client_gets_shell_lines_and_no_event_it_does_not_know() {
+    let old = Accepts::version("2.1.14");
+    let mut s = their_settings();
+    let edit = super::install(&mut s, BIN, &none, StatusLineMode::Wrap, old).unwrap();
+    let hooks = s["hooks"].as_object().unwrap();
+    assert!(!hooks.contains_key("PostCompact"), "{s:#}");
+    assert_eq!(
+        s["hooks"]["SessionStart"][0]["hooks"][0],
+        json!({"type": "command", "command": format!("{BIN} sessionstart")})
+    );
+    assert!(
+        edit.changes
+            .iter()
+            .any(|c| c.contains("a shell line: this Claude Code has no exec form")),
+        "{:?}",
+        edit.changes
+    );
+    // Again: nothing changes.
+    let again = super::install(&mut s.clone(), BIN, &none, StatusLineMode::Wrap, old).unwrap();
+    assert!(again.changes.is_empty(), "{:?}", again.changes);
+
+    // What a current client's install left: exec form and PostCompact, made right for the older
+    // client (PostCompact's now empty list goes too, the user's own hooks stay).
+    let mut s = their_settings();
+    install(&mut s, BIN, StatusLineMode::Wrap);
+    assert!(s["hooks"]["PostCompact"].is_array());
+    let edit = super::install(&mut s, BIN, &none, StatusLineMode::Wrap, old).unwrap();
+    assert!(!s["hooks"].as_object().unwrap().contains_key("PostCompact"));
+    assert_eq!(
+        s["hooks"]["PreToolUse"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .filter(|h| h["command"].as_str().unwrap().contains("ctxguard"))
+            .cloned()
+            .collect::<Vec<_>>(),
+        [json!({"type": "command", "command": format!("{BIN} pretooluse")})]
+    );
+    assert!(
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("PostCompact: removed")),
+        "{:?}",
+        edit.changes
+    );
+    // And back to a current client: the exec form and PostCompact again.
+    super::install(&mut s, BIN, &none, StatusLineMode::Wrap, Accepts::ALL).unwrap();
+    assert!(s["hooks"]["PostCompact"].is_array());
+    assert!(s["hooks"]["SessionStart"][0]["hooks"][0]["args"].is_array());
 }

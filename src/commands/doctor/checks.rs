@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{finding, Context, Finding, Status};
-use crate::client::{Problem, Scope, SettingsFile};
+use crate::client::{self, Problem, Scope, SettingsFile};
 use crate::files;
 use crate::registry::STATUSLINE;
 use crate::settings::{self, hook_events};
@@ -43,11 +43,59 @@ pub fn settings_files(ctx: &Context) -> Vec<Finding> {
 /// Each hook event runs its ctxguard subcommand exactly once (settings files and plugin together),
 /// and a hook in a settings file that runs it in shell form (as earlier versions registered it)
 /// is pointed out: the exec form starts no shell.
+/// "Claude Code 2.1.14", or "this Claude Code" when its version is unknown.
+fn client_name(ctx: &Context) -> String {
+    match &ctx.claude {
+        super::version::Client::Version(_, v) => format!("Claude Code {v}"),
+        _ => "this Claude Code".to_string(),
+    }
+}
+
+/// What an older client cannot take: the exec form (it runs the bare program), an event it does
+/// not know (it ignores the whole settings file).
+fn unaccepted(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
+    let accepts = ctx.accepts();
+    let client = client_name(ctx);
+    commands
+        .iter()
+        .filter_map(|c| {
+            let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+            if !settings::runs_ctxguard(&c.line, sub) {
+                return None;
+            }
+            let why = if !accepts.event(event) {
+                format!(
+                    "{client} does not know {event}, and ignores the whole settings file that \
+                     names it ({})",
+                    c.file.path.display()
+                )
+            } else if c.exec && !accepts.exec_form {
+                format!(
+                    "{event} runs `ctxguard {sub}` in exec form, which {client} does not have: it \
+                     runs the program without its arguments ({})",
+                    c.file.path.display()
+                )
+            } else {
+                return None;
+            };
+            Some(finding(
+                "hooks",
+                Status::Fail,
+                why,
+                Some("run `ctxguard install` (it registers what this client accepts)"),
+            ))
+        })
+        .collect()
+}
+
 pub fn hooks(ctx: &Context) -> Vec<Finding> {
     let commands = ctx.client.hook_commands();
+    let accepts = ctx.accepts();
+    let unaccepted = unaccepted(ctx, &commands);
+    let client = client_name(ctx);
     let shell_form: Vec<Finding> = commands
         .iter()
-        .filter(|c| !c.exec && c.file.scope != Scope::Managed)
+        .filter(|c| accepts.exec_form && !c.exec && c.file.scope != Scope::Managed)
         .filter_map(|c| {
             let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
             settings::runs_ctxguard(&c.line, sub).then(|| {
@@ -89,6 +137,12 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
                 .collect();
             places.extend(plugin.iter().cloned());
             match places.len() {
+                0 if !accepts.event(event) => finding(
+                    "hooks",
+                    Status::Ok,
+                    format!("{event} is not registered: {client} does not know it"),
+                    None,
+                ),
                 0 => finding(
                     "hooks",
                     Status::Fail,
@@ -109,6 +163,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
                 ),
             }
         })
+        .chain(unaccepted)
         .chain(shell_form)
         .collect()
 }

@@ -6,7 +6,7 @@
 
 mod checks;
 mod compaction;
-mod version;
+pub mod version;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -93,6 +93,18 @@ pub struct Context {
     pub paths: Result<Paths, String>,
     /// ctxguard's configuration, loaded strictly; `None` without a state root.
     pub config: Option<Result<Loaded, String>>,
+    /// The `claude` on `PATH` and its version (asked once).
+    pub claude: version::Client,
+}
+
+impl Context {
+    /// What the settings may hold for the client found (everything when none was).
+    pub fn accepts(&self) -> client::Accepts {
+        match &self.claude {
+            version::Client::Version(_, v) => client::Accepts::version(v),
+            _ => client::Accepts::ALL,
+        }
+    }
 }
 
 impl Context {
@@ -114,6 +126,7 @@ impl Context {
             search_path: env.search_path.clone(),
             paths,
             config,
+            claude: version::detect(env.search_path.as_deref()),
         }
     }
 }
@@ -203,6 +216,7 @@ pub(super) mod tests {
             search_path: None,
             paths: Err("cannot find the home directory: set CTXGUARD_HOME".into()),
             config: None,
+            claude: super::version::Client::NotFound,
         }
     }
 

@@ -28,11 +28,15 @@ pub enum Client {
 
 /// ctxguard's own version and commit, then the client's version and whether it is covered.
 pub fn version(ctx: &Context) -> Vec<Finding> {
-    let client = match find_on_path(ctx, "claude") {
+    findings(&ctx.claude)
+}
+
+/// The `claude` on `search_path`, and what it says its version is.
+pub fn detect(search_path: Option<&std::ffi::OsStr>) -> Client {
+    match find_on_path(search_path, "claude") {
         None => Client::NotFound,
         Some(path) => ask_version(&path),
-    };
-    findings(&client)
+    }
 }
 
 /// The findings for what the client said (pure).
@@ -81,8 +85,8 @@ pub fn findings(client: &Client) -> Vec<Finding> {
 /// The first executable `name` in the context's `PATH`. On Windows `claude.exe` or the
 /// `claude.cmd` npm writes, never the extensionless `claude` beside it (a shell script for Git
 /// Bash, which Windows cannot run).
-fn find_on_path(ctx: &Context, name: &str) -> Option<PathBuf> {
-    ctx.search_path
+fn find_on_path(search_path: Option<&std::ffi::OsStr>, name: &str) -> Option<PathBuf> {
+    search_path
         .iter()
         .flat_map(std::env::split_paths)
         .filter(|dir| dir.is_absolute())
@@ -230,10 +234,11 @@ mod tests {
         std::fs::write(&claude, "#!/bin/sh\necho '2.1.330 (Claude Code)'\n").unwrap();
         std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = ctx(&[]);
-        c.search_path = Some(dir.path().as_os_str().to_owned());
+        c.claude = detect(Some(dir.path().as_os_str()));
+        assert_eq!(c.claude, Client::Version(claude.clone(), "2.1.330".into()));
         let found = version(&c);
         assert_eq!(found[1].status, Status::Ok, "{found:?}");
-        c.search_path = None;
+        c.claude = detect(None);
         assert!(lines(&version(&c))[1].starts_with("info: no `claude`"));
     }
 }

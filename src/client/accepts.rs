@@ -1,0 +1,83 @@
+//! What a Claude Code version accepts in its settings files. A client rejects a whole settings
+//! file that names a hook event it does not know (2.1.14 and `PostCompact`: its permissions, env
+//! and the user's own hooks go with it), and one without the exec form runs a hook entry's bare
+//! `command`, dropping its `args`. `install` registers what the client accepts, and `doctor`
+//! checks it. Both forms were verified on the real clients: 2.1.330 takes them, 2.1.14 neither;
+//! versions between were not tested, so they get what works everywhere.
+
+use crate::registry::event;
+
+/// The first version ctxguard verified exec-form hooks and `PostCompact` on.
+pub const FULL_SINCE: (u64, u64, u64) = (2, 1, 330);
+
+/// What a client's settings may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepts {
+    /// `{"command": …, "args": […]}` entries.
+    pub exec_form: bool,
+    /// Hook events added late (`PostCompact`).
+    pub late_events: bool,
+}
+
+impl Accepts {
+    /// Everything (a current client, or one not known).
+    pub const ALL: Accepts = Accepts {
+        exec_form: true,
+        late_events: true,
+    };
+
+    /// What `version` (`2.1.14`, `2.1.330 (Claude Code)`) accepts; an unreadable version is taken
+    /// to be current.
+    pub fn version(version: &str) -> Accepts {
+        match parse(version) {
+            Some(v) if v < FULL_SINCE => Accepts {
+                exec_form: false,
+                late_events: false,
+            },
+            _ => Accepts::ALL,
+        }
+    }
+
+    /// Does the client know this hook event?
+    pub fn event(self, name: &str) -> bool {
+        self.late_events || name != event::POST_COMPACT
+    }
+}
+
+/// `2.1.14` → (2, 1, 14), from the first word.
+fn parse(version: &str) -> Option<(u64, u64, u64)> {
+    let word = version.split_whitespace().next()?;
+    let mut parts = word.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_clients_get_shell_lines_and_no_late_events() {
+        let old = Accepts::version("2.1.14");
+        assert_eq!(
+            (
+                old.exec_form,
+                old.event("PostCompact"),
+                old.event("SessionEnd")
+            ),
+            (false, false, true)
+        );
+        for v in ["2.0.76", "1.0.88", "2.1.329"] {
+            assert_eq!(Accepts::version(v), old, "{v}");
+        }
+        for v in [
+            "2.1.330",
+            "2.1.330 (Claude Code)",
+            "2.2.0",
+            "3.0.1",
+            "garbage",
+            "",
+        ] {
+            assert_eq!(Accepts::version(v), Accepts::ALL, "{v}");
+        }
+    }
+}
