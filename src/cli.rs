@@ -142,7 +142,7 @@ Exits 1 when something is broken; every finding says how to fix it."
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Inspect checkpoints written by the `PreCompact` hook
+    /// Inspect checkpoints (written at each compaction and when a session ends)
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
     /// Compute context usage from a transcript file

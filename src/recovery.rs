@@ -145,6 +145,13 @@ fn render_checkpoint(
         sanitize(&m.trigger, true)
     };
     let mut header = match kind {
+        // `checkpoint show` of the one `SessionEnd` wrote: no compaction happened there.
+        Kind::Compact | Kind::Resume if m.trigger.starts_with("end") => format!(
+            "## ctxguard recovery: where this session ended\n\
+             Recorded mechanically from the transcript when the session ended ({trigger}, {when}), \
+             after {} compaction(s).",
+            m.compaction
+        ),
         Kind::Compact => format!(
             "## ctxguard recovery: compaction #{} of this session\n\
              Recorded mechanically from the transcript just before the compaction ({trigger}, {when}) \

@@ -872,6 +872,15 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
         .filter(|n| n.to_string_lossy().starts_with("cp_"))
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+    // `checkpoint show` says where it ended, not a compaction.
+    let shown = env.run(&["checkpoint", "show", "--session", "session-a"], "");
+    assert!(
+        shown
+            .stdout
+            .starts_with("## ctxguard recovery: where this session ended\n"),
+        "{shown:?}"
+    );
+    assert!(!shown.stdout.contains("compaction #"), "{shown:?}");
 
     // A session that did nothing worth recalling leaves nothing.
     let empty = env.write("e.jsonl", "");

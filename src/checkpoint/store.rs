@@ -77,12 +77,39 @@ impl CheckpointStore {
         bytes.push(b'\n');
         files::write_atomic(&path, &bytes, true)?;
         files::write_atomic(&self.latest_path(), &bytes, false)?;
-        let numbers = self.numbers()?;
-        for n in numbers.iter().take(numbers.len().saturating_sub(KEEP)) {
-            let old = self.dir.join(format!("cp_{n:03}.json"));
-            fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-        }
+        self.trim()?;
         Ok(path)
+    }
+
+    /// Keeps the newest [`KEEP`] checkpoints, and the newest [`KEEP`] written at a compaction
+    /// even when later session ends (one per `-p` run) outnumber them; each removed one goes with
+    /// the compaction summary kept beside it.
+    fn trim(&self) -> Result<()> {
+        let numbers = self.numbers()?;
+        if numbers.len() <= KEEP {
+            return Ok(());
+        }
+        let (mut kept, mut compactions) = (0, 0);
+        for n in numbers.iter().rev() {
+            let old = self.dir.join(format!("cp_{n:03}.json"));
+            let at_end = load(&old)
+                .ok()
+                .flatten()
+                .is_some_and(|c| c.meta.trigger.starts_with("end"));
+            if kept < KEEP || (!at_end && compactions < KEEP) {
+                kept += 1;
+                compactions += usize::from(!at_end);
+                continue;
+            }
+            fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
+            let summary = old.with_extension("summary.md");
+            if let Err(e) = fs::remove_file(&summary) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(e).with_context(|| format!("removing {}", summary.display()));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn latest(&self) -> Result<Option<Checkpoint>> {
@@ -140,5 +167,40 @@ mod tests {
                 "cp_007.json"
             ]
         );
+    }
+
+    #[test]
+    fn session_ends_never_push_out_the_newest_compactions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = in_dir(dir.path().to_path_buf(), dir.path().join("s"));
+        let save = |trigger: &str| {
+            let id = store.next_id().unwrap();
+            let mut cp = Checkpoint {
+                id: id.clone(),
+                ..Checkpoint::default()
+            };
+            cp.meta.trigger = trigger.into();
+            let path = store.save(&cp).unwrap();
+            fs::write(path.with_extension("summary.md"), "the summary").unwrap();
+            id
+        };
+        // Two compactions, then eight `-p` runs ending.
+        let compactions = [save("auto"), save("manual")];
+        let mut ends: Vec<String> = (0..8).map(|_| save("end: other")).collect();
+        let mut names: Vec<String> = fs::read_dir(dir.path().join("s"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("cp_"))
+            .collect();
+        names.sort();
+        let mut kept: Vec<String> = compactions.to_vec();
+        kept.extend(ends.split_off(3));
+        let mut expected: Vec<String> = kept
+            .iter()
+            .flat_map(|id| [format!("{id}.json"), format!("{id}.summary.md")])
+            .collect();
+        expected.sort();
+        // The oldest ends went, each with its summary; both compactions stayed.
+        assert_eq!(names, expected);
     }
 }
