@@ -381,6 +381,26 @@ pub fn create_new_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<
     written
 }
 
+/// Is the open `file` still the file at `path`? A lock file is removed with its directory
+/// (retention), so a process that was waiting on it may get the lock of a file no longer there;
+/// it must then lock the one at the path. (On Windows an open lock file cannot be removed:
+/// always.)
+pub fn still_at(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (sys::identity(file), fs::symlink_metadata(path)) {
+            (Ok(open), Ok(meta)) => open == (meta.dev(), meta.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
 /// Removes the state directory `dir` whose lock file `lock_path` (inside `dir`) the caller holds
 /// as `lock`, and releases the lock.
 ///

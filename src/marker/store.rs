@@ -173,10 +173,17 @@ impl Store {
         Ok(true)
     }
 
-    /// Takes the session's exclusive lock, waiting at most `wait`.
+    /// Takes the session's exclusive lock, waiting at most `wait`. If retention removed the
+    /// session's directory meanwhile, it is made again and its new lock taken.
     fn lock(&self, wait: Duration) -> Result<File> {
-        files::ensure_state_dir(&self.root, &self.dir)?;
-        lock_within(&self.lock_path(), wait)
+        let mut attempts = 0;
+        loop {
+            files::ensure_state_dir(&self.root, &self.dir)?;
+            match lock_within(&self.lock_path(), wait) {
+                Err(e) if files::is_not_found(&e) && attempts < 3 => attempts += 1,
+                other => return other,
+            }
+        }
     }
 }
 
@@ -184,8 +191,25 @@ impl Store {
 /// waiting at most `wait`. The lock is advisory and held by the open file it returns, so a
 /// crashed holder never leaves it stuck.
 pub fn lock_within(path: &Path, wait: Duration) -> Result<File> {
-    let file = files::open_lock(path)?;
     let deadline = Instant::now() + wait;
+    loop {
+        let file = lock_file_within(path, deadline, wait)?;
+        // Removed (with its directory) while we waited: lock the one at the path now.
+        if files::still_at(&file, path) {
+            return Ok(file);
+        }
+        if Instant::now() >= deadline {
+            return Err(anyhow!(
+                "lock {} was removed while waiting for it",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// The lock of the file now at `path`, waiting until `deadline`.
+fn lock_file_within(path: &Path, deadline: Instant, wait: Duration) -> Result<File> {
+    let file = files::open_lock(path)?;
     let mut pause = Duration::from_millis(1);
     loop {
         match file.try_lock_exclusive() {
@@ -211,6 +235,8 @@ pub fn lock_within(path: &Path, wait: Duration) -> Result<File> {
 pub fn try_lock(path: &Path) -> Result<Option<File>> {
     let file = files::open_lock(path)?;
     match file.try_lock_exclusive() {
+        // A lock file removed since it was opened is held by whoever removed it.
+        Ok(()) if !files::still_at(&file, path) => Ok(None),
         Ok(()) => Ok(Some(file)),
         Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => Ok(None),
         Err(e) => Err(e).with_context(|| format!("locking {}", path.display())),
@@ -265,6 +291,47 @@ mod tests {
 
     fn store(root: &Path, rel: &str) -> Store {
         Store::in_dir(root.to_path_buf(), root.join(rel))
+    }
+
+    /// Retention removes a session's directory while a hook waits for its lock: the hook must
+    /// not write through a lock file that is gone (two holders, a marker written nowhere), but
+    /// take the lock at the path again, in the directory made anew.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_removed_while_waited_for_is_taken_again_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let holder = store(&root, "sessions/s");
+        files::ensure_state_dir(&root, holder.dir()).unwrap();
+        let held = lock_within(&holder.lock_path(), Duration::from_secs(1)).unwrap();
+        let waiter = {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                store(&root, "sessions/s").update("s", &mut Diag::default(), |m, _| {
+                    let mut next = m.clone();
+                    next.tokens = Some(5);
+                    next.updated_at = Some(Utc::now());
+                    Ok((next, ()))
+                })
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        files::remove_locked_dir(holder.dir(), held, &holder.lock_path()).unwrap();
+        waiter.join().unwrap().unwrap();
+        assert!(
+            holder.lock_path().is_file(),
+            "the lock file at the path again"
+        );
+        assert_eq!(holder.peek().unwrap().unwrap().tokens, Some(5));
+        // A lock file removed after it was opened is no longer the one at the path.
+        let opened = files::open_lock(&holder.lock_path()).unwrap();
+        assert!(files::still_at(&opened, &holder.lock_path()));
+        std::fs::remove_file(holder.lock_path()).unwrap();
+        assert!(!files::still_at(&opened, &holder.lock_path()));
+        assert!(
+            try_lock(&holder.lock_path()).unwrap().is_some(),
+            "a new one"
+        );
     }
 
     fn save(store: &Store, mut marker: Marker) {
