@@ -30,6 +30,22 @@ pub fn is_ctxguard_binary(path: &std::path::Path) -> bool {
     if len > MAX_BINARY {
         return false;
     }
+    // An executable: ELF, Mach-O (either byte order, or universal) or PE. A script or any text
+    // that merely quotes the signature is not ctxguard.
+    let mut magic = [0u8; 4];
+    let mut head = &file;
+    if head.read_exact(&mut magic).is_err() {
+        return false;
+    }
+    let executable = magic == *b"\x7fELF"
+        || matches!(
+            u32::from_be_bytes(magic),
+            0xfeed_face | 0xfeed_facf | 0xcefa_edfe | 0xcffa_edfe | 0xcafe_babe
+        )
+        || magic.starts_with(b"MZ");
+    if !executable {
+        return false;
+    }
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file.take(MAX_BINARY));
     let mut window: Vec<u8> = Vec::with_capacity((1 << 20) + SIGNATURE.len());
     let mut chunk = vec![0u8; 1 << 20];
@@ -63,13 +79,19 @@ mod tests {
         let copy = dir.path().join("cg");
         std::fs::copy(&exe, &copy).unwrap();
         assert!(is_ctxguard_binary(&copy));
-        // Straddling a chunk boundary.
-        let mut bytes = vec![b'x'; (1 << 20) - 5];
+        // Straddling a chunk boundary (in a file that starts like an executable).
+        let mut bytes = b"\x7fELF".to_vec();
+        bytes.resize((1 << 20) - 5, b'x');
         bytes.extend_from_slice(SIGNATURE);
         std::fs::write(dir.path().join("edge"), &bytes).unwrap();
         assert!(is_ctxguard_binary(&dir.path().join("edge")));
         std::fs::write(dir.path().join("other"), b"#!/bin/sh\necho ctxguard\n").unwrap();
         assert!(!is_ctxguard_binary(&dir.path().join("other")));
+        // A script quoting the signature is not a binary holding it.
+        let mut script = b"#!/bin/sh\n# ".to_vec();
+        script.extend_from_slice(SIGNATURE);
+        std::fs::write(dir.path().join("quoting"), &script).unwrap();
+        assert!(!is_ctxguard_binary(&dir.path().join("quoting")));
         assert!(!is_ctxguard_binary(dir.path()));
         assert!(!is_ctxguard_binary(&dir.path().join("missing")));
     }

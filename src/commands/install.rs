@@ -273,9 +273,16 @@ fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
         .to_str()
         .ok_or_else(|| anyhow!("the binary's path {} is not UTF-8", exe.display()))?
         .to_string();
+    // Each program is looked at once, however many entries name it.
+    let seen = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
     let same = move |p: &str| {
-        files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe)
-            || crate::version::is_ctxguard_binary(Path::new(p))
+        if let Some(known) = seen.borrow().get(p) {
+            return *known;
+        }
+        let ours = files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe)
+            || crate::version::is_ctxguard_binary(Path::new(p));
+        seen.borrow_mut().insert(p.to_string(), ours);
+        ours
     };
     Ok((bin, same))
 }

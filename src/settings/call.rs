@@ -122,13 +122,23 @@ impl Ours<'static> {
 }
 
 impl Ours<'_> {
-    fn is_program(&self, word: &Word) -> bool {
+    /// Is `word`, followed by `args`, a program that is ctxguard? Its name, the installed path or
+    /// the plugin launcher say so at once; the program file itself is looked at only when the
+    /// arguments start with one of ctxguard's hook subcommands.
+    fn is_program(&self, word: &Word, args: &[Word]) -> bool {
         let text = word.text.as_str();
         let name = text.rsplit(['/', '\\']).next().unwrap_or(text);
+        let hook_shaped = || {
+            args.first()
+                .is_some_and(|a| a.literal && crate::registry::find(&a.text).is_some())
+        };
         name.starts_with("ctxguard")
             || self.bin == Some(text)
-            || (word.literal && text.contains(['/', '\\']) && (self.same_binary)(text))
             || is_launcher(text)
+            || (word.literal
+                && text.contains(['/', '\\'])
+                && hook_shaped()
+                && (self.same_binary)(text))
     }
 }
 
@@ -164,10 +174,12 @@ pub fn hook_call<'c>(command: &'c HookCommand, ours: Ours) -> Option<Call<'c>> {
                 span: 0..0,
             };
             let program = word(program);
-            ours.is_program(&program).then(|| Call {
+            let args: Vec<Word> = args.iter().map(|a| word(a)).collect();
+            let ours = ours.is_program(&program, &args);
+            ours.then_some(Call {
                 line: "",
                 program,
-                args: args.iter().map(|a| word(a)).collect(),
+                args,
                 rest: false,
             })
         }
@@ -177,7 +189,7 @@ pub fn hook_call<'c>(command: &'c HookCommand, ours: Ours) -> Option<Call<'c>> {
 /// The call, if `line` runs ctxguard.
 pub fn call<'l>(line: &'l str, ours: Ours) -> Option<Call<'l>> {
     let mut lexed = lex(line);
-    if lexed.words.is_empty() || !ours.is_program(&lexed.words[0]) {
+    if lexed.words.is_empty() || !ours.is_program(&lexed.words[0], &lexed.words[1..]) {
         return None;
     }
     let program = lexed.words.remove(0);
