@@ -165,6 +165,19 @@ struct Case {
     window: u64,
 }
 
+/// The first-run dialogs, answered: onboarding done, this folder trusted, and the API key from
+/// the environment accepted (the client keeps its last 20 characters); no self-update.
+fn answer_dialogs(env: &TestEnv, project: &Path) {
+    let key_suffix = &API_KEY[API_KEY.len().saturating_sub(20)..];
+    let state = json!({
+        "hasCompletedOnboarding": true,
+        "autoUpdates": false,
+        "customApiKeyResponses": {"approved": [key_suffix], "rejected": []},
+        "projects": {project.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
+    });
+    fs::write(env.home().join(".claude.json"), state.to_string()).unwrap();
+}
+
 fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
     if !tmux_available() {
         return;
@@ -177,16 +190,7 @@ fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
     let project = dir.join("project");
     fs::create_dir_all(&project).unwrap();
     let project = fs::canonicalize(&project).unwrap();
-    // The first-run dialogs, answered: onboarding done, this folder trusted, and the API key
-    // from the environment accepted (the client keeps its last 20 characters).
-    let key_suffix = &API_KEY[API_KEY.len().saturating_sub(20)..];
-    let state = json!({
-        "hasCompletedOnboarding": true,
-        "autoUpdates": false,
-        "customApiKeyResponses": {"approved": [key_suffix], "rejected": []},
-        "projects": {project.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
-    });
-    fs::write(env.home().join(".claude.json"), state.to_string()).unwrap();
+    answer_dialogs(&env, &project);
     // The status line as `ctxguard install` registers it (a shell line), and the PreToolUse hook
     // through the logging wrapper of the other end-to-end tests (a shell line: 2.1.14 has no
     // exec form).
@@ -388,4 +392,101 @@ fn tui_older_client_status_line_arms_and_the_next_tool_call_is_nudged_once() {
         full: "75% full (150k of 200k tokens)",
         window: 200_000,
     });
+}
+
+/// `/compact` typed in the TUI: PreCompact writes the checkpoint, SessionStart(compact) hands
+/// over the recovery, which the next request carries once, and PostCompact runs here too (a
+/// public report said the TUI never fires it; 2.1.330 does), so the summary is kept.
+#[test]
+fn tui_compact_checkpoints_and_recovers() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(client) = client_at("2.1.330") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let project = dir.join("project");
+    fs::create_dir_all(&project).unwrap();
+    let project = fs::canonicalize(&project).unwrap();
+    answer_dialogs(&env, &project);
+    let quote = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', r"'\''"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_ctxguard"));
+    let hook_log = dir.join("hooks.log");
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
+    let hook = |sub: &str| {
+        let line = format!(
+            "{} {} {} {sub}",
+            quote(&wrapper),
+            quote(&hook_log),
+            quote(bin)
+        );
+        json!([{"hooks": [{"type": "command", "command": line}]}])
+    };
+    let settings = dir.join("settings.json");
+    let config = json!({
+        "statusLine": {"type": "command", "command": format!("{} statusline", quote(bin))},
+        "hooks": {"PreCompact": hook("precompact"), "PostCompact": hook("postcompact"),
+                  "SessionStart": hook("sessionstart")},
+    });
+    fs::write(&settings, config.to_string()).unwrap();
+    let script = Script {
+        tool_calls: 1,
+        context_tokens: 50_000,
+        after_compact_tokens: Some(5_000),
+        agent: true,
+    };
+    let api = FakeApi::start_with(dir, script, &[]);
+    let tui = start(&client, &env, &project, &settings, api.port);
+    tui.wait_for("the first status line", |s| {
+        s.contains("ctx ?/").then_some(())
+    });
+    tui.submit("CHAT plan the parser");
+    tui.wait_for("the gauge", |s| s.contains("ctx 5% · 50k/1M").then_some(()));
+    tui.submit("/compact keep the parser plan");
+    let runs = |sub: &str| {
+        fs::read_to_string(&hook_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{sub}\t")))
+            .count()
+    };
+    tui.wait_for("PreCompact and SessionStart(compact)", |_| {
+        (runs("precompact") == 1 && runs("sessionstart") >= 2).then_some(())
+    });
+    let session = find_session(&env);
+    let cp = env
+        .state()
+        .join("checkpoints")
+        .join(&session)
+        .join("_latest.json");
+    let cp: Value = serde_json::from_str(&fs::read_to_string(cp).unwrap()).unwrap();
+    assert_eq!(cp["meta"]["trigger"], "manual");
+    assert_eq!(cp["meta"]["custom_instructions"], "keep the parser plan");
+    assert_eq!(cp["asks"], json!(["CHAT plan the parser"]));
+    let marker = env.marker(&session);
+    assert_eq!(marker["recovery_pending"], false, "{marker}");
+    tui.wait_for("PostCompact", |_| (runs("postcompact") == 1).then_some(()));
+    let summaries: Vec<String> = fs::read_dir(env.state().join("checkpoints").join(&session))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".summary.md"))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    // The next request carries the recovery block, once.
+    let before = conversation(&api).len();
+    tui.submit("CHAT what next");
+    let requests = tui.wait_for("the next request", |_| {
+        let r = conversation(&api);
+        (r.len() > before).then_some(r)
+    });
+    let last = requests.last().unwrap();
+    assert_eq!(
+        count(last, "## ctxguard recovery: compaction #1"),
+        1,
+        "{last}"
+    );
+    assert!(last.to_string().contains("plan the parser"), "{last}");
 }
