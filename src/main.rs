@@ -68,6 +68,21 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Exit {
+    // A hook call (`ctxguard <hook>`, plus the status line's flags) is parsed by that hook's own
+    // subcommand: building the whole CLI would cost a third of a fast hook call.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(hook) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(registry::find)
+    {
+        quiet_backtraces();
+        let command = hook.command().bin_name(format!("ctxguard {}", hook.name));
+        return match command.try_get_matches_from(&args[1..]) {
+            Ok(matches) => hook.run(&matches),
+            Err(e) => arguments_error(e),
+        };
+    }
     let matches = match cli::command().try_get_matches() {
         Ok(matches) => matches,
         Err(e) => return arguments_error(e),
@@ -154,6 +169,16 @@ fn run() -> Exit {
             eprintln!("ctxguard: {e:#}");
             Exit::Failure
         }
+    }
+}
+
+/// A hook turns every error into one stderr line, never a backtrace: with `RUST_BACKTRACE` set
+/// in the environment (as many Rust developers have it), each error would still capture one, at
+/// a cost larger than the rest of a fast hook call. (Panics keep `RUST_BACKTRACE`.)
+fn quiet_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // Before any other thread exists and before the first capture reads it.
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
     }
 }
 
