@@ -132,6 +132,9 @@ Exits 1 when something is broken; every finding says how to fix it."
         /// Print the findings as JSON
         #[arg(long)]
         json: bool,
+        /// The Claude Code version to check for, instead of asking the `claude` on PATH
+        #[arg(long, value_name = "VERSION")]
+        client_version: Option<String>,
     },
     /// Print a shell completion script
     #[command(

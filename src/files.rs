@@ -85,7 +85,8 @@ pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
             meta.len()
         );
     }
-    let mut bytes = Vec::new();
+    // Sized for the whole file (and one byte more, to see it end) so it is read in one call.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
     io::Read::read_to_end(&mut io::Read::take(file, MAX_STATE_FILE + 1), &mut bytes)
         .with_context(|| format!("reading {what} {}", path.display()))?;
     if bytes.len() as u64 > MAX_STATE_FILE {

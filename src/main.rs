@@ -119,8 +119,11 @@ fn run() -> Exit {
             commands::install::install(&target, mode, client_version.as_deref())
         }
         Command::Uninstall { target } => commands::install::uninstall(&target),
-        Command::Doctor { json } => {
-            return match commands::doctor::run(json) {
+        Command::Doctor {
+            json,
+            client_version,
+        } => {
+            return match commands::doctor::run(json, client_version.as_deref()) {
                 Ok(exit) => exit,
                 Err(e) => {
                     eprintln!("ctxguard: {e:#}");

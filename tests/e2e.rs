@@ -919,7 +919,10 @@ fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_rem
     let upgraded = rig.ctxguard(&["install", "--settings", path, "--statusline", "skip"]);
     // The four old lines upgraded in place (the hooks added since are added in exec form).
     assert_eq!(
-        upgraded.matches("(exec form)").count(),
+        upgraded
+            .lines()
+            .filter(|l| l.starts_with("  - ") && l.contains("exec form"))
+            .count(),
         upgraded.lines().filter(|l| l.starts_with("  - ")).count(),
         "{upgraded}"
     );

@@ -303,11 +303,16 @@ fn install_registers_what_this_client_accepts_and_it_runs() {
     assert!(
         fails
             .iter()
-            .any(|m| m.contains("does not know PostCompact")),
+            .any(|m| m.contains("names PostCompact, which Claude Code 2.1.14 does not know")),
         "{fails:?}"
     );
     assert!(
-        fails.iter().any(|m| m.contains("in exec form")),
+        fails
+            .iter()
+            .any(|m| m.contains("registers ctxguard in exec form")),
         "{fails:?}"
     );
+    // With the version given, doctor judges for it whatever is on PATH.
+    let given = run(&["doctor", "--json", "--client-version", "2.1.330"]);
+    assert_eq!(given.status.code(), Some(0), "{given:?}");
 }

@@ -79,8 +79,13 @@ fn install_into_a_fresh_home_then_again_changes_nothing() {
     let env = TestEnv::new();
     let run = env.run(&["install"], "");
     assert_eq!(run.code, 0, "{run:?}");
+    // First, what it registered for: no `claude` on PATH here.
     assert!(
-        run.stdout
+        run.stdout.starts_with("No Claude Code version found"),
+        "{run:?}"
+    );
+    assert!(
+        after_client_line(&run.stdout)
             .starts_with(&format!("updated {}:", settings(&env).display())),
         "{}",
         run.stdout
@@ -215,7 +220,11 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
     fs::write(settings(&env), THEIRS).unwrap();
     let run = env.run(&["install", "--dry-run", "--statusline", "skip"], "");
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.starts_with("would change "), "{}", run.stdout);
+    assert!(
+        after_client_line(&run.stdout).starts_with("would change "),
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout.contains("+ ") && run.stdout.contains("pretooluse"),
         "{}",
@@ -270,6 +279,11 @@ fn a_hanging_wrapped_status_line_is_cut_off() {
     assert_eq!(run.code, 0);
     assert_eq!(run.stdout, "ctx 64% · 128k/200k · compacts in 39k\n");
     assert!(run.stderr.contains("killed"), "{run:?}");
+}
+
+/// `install`'s output after its first line, which says which client it registered for.
+fn after_client_line(stdout: &str) -> &str {
+    stdout.split_once('\n').map_or("", |(_, rest)| rest)
 }
 
 fn doctor(env: &TestEnv, cwd: &Path) -> (i32, Value) {
@@ -1112,11 +1126,15 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
     let run = env.run(&["install"], "");
     assert_eq!(run.code, 0, "{run:?}");
     // Four upgraded where they were; the hooks added since come in exec form too.
-    assert_eq!(run.stdout.matches("became").count(), 4, "{run:?}");
-    assert_eq!(run.stdout.matches("(exec form)").count(), 6, "{run:?}");
+    assert_eq!(
+        run.stdout.matches("became the exec form").count(),
+        4,
+        "{run:?}"
+    );
+    assert_eq!(run.stdout.matches("(exec form)").count(), 2, "{run:?}");
     assert!(
         run.stdout.contains(&format!(
-            "PreToolUse: `{} pretooluse` became `{} pretooluse` (exec form)",
+            "PreToolUse: the shell line `{} pretooluse` became the exec form `{} pretooluse`",
             sh(&bin),
             sh(&bin)
         )),

@@ -44,11 +44,27 @@ impl Accepts {
     }
 }
 
-/// `2.1.14` → (2, 1, 14), from the first word.
-fn parse(version: &str) -> Option<(u64, u64, u64)> {
-    let word = version.split_whitespace().next()?;
-    let mut parts = word.split('.').map(|p| p.parse::<u64>().ok());
-    Some((parts.next()??, parts.next()??, parts.next()??))
+/// The first version number in `text` (`2.1.14` in `2.1.14 (Claude Code)`, `v2.1.14`,
+/// `2.1.14-beta`, or after a line a wrapper printed first), as (major, minor, patch).
+pub fn parse(text: &str) -> Option<(u64, u64, u64)> {
+    text.split_whitespace().find_map(|word| {
+        let word = word.trim_start_matches(['v', 'V']);
+        let core = word.split(['-', '+']).next()?;
+        let mut parts = core.split('.').map(|p| {
+            if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
+                p.parse::<u64>().ok()
+            } else {
+                None
+            }
+        });
+        let v = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(v)
+    })
+}
+
+/// [`parse`], written back as `2.1.14`.
+pub fn version_in(text: &str) -> Option<String> {
+    parse(text).map(|(a, b, c)| format!("{a}.{b}.{c}"))
 }
 
 #[cfg(test)]
@@ -78,6 +94,27 @@ mod tests {
             "",
         ] {
             assert_eq!(Accepts::version(v), Accepts::ALL, "{v}");
+        }
+    }
+
+    #[test]
+    fn versions_are_found_as_clients_and_wrappers_print_them() {
+        for text in [
+            "2.1.14",
+            "2.1.14 (Claude Code)",
+            "v2.1.14",
+            "2.1.14-beta",
+            "Loading nvm...\n2.1.14 (Claude Code)",
+        ] {
+            assert_eq!(version_in(text).as_deref(), Some("2.1.14"), "{text:?}");
+            assert_eq!(
+                Accepts::version(text),
+                Accepts::version("2.1.14"),
+                "{text:?}"
+            );
+        }
+        for text in ["garbage", "", "2.1", "1", "2.1.14.7", "v", "2..14"] {
+            assert_eq!(version_in(text), None, "{text:?}");
         }
     }
 }

@@ -113,7 +113,7 @@ impl SettingsFile {
         }
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(&self, key: &str) -> Option<&Value> {
         self.contents.as_ref().ok()?.get(key)
     }
 }

@@ -295,7 +295,7 @@ pub fn install(
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
     let (bin, same) = this_binary()?;
-    let accepts = client_accepts(&env, client_version);
+    let accepts = client_accepts(&env, client_version)?;
     apply(
         &path,
         target.dry_run,
@@ -305,29 +305,44 @@ pub fn install(
 }
 
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
-/// everything. Says which, when it narrows the registration.
-fn client_accepts(env: &Env, given: Option<&str>) -> Accepts {
-    let (version, from) = match given {
-        Some(v) => (Some(v.trim().to_string()), "--client-version".to_string()),
+/// everything. Says which, so a user running another client knows to pass `--client-version`.
+fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
+    let found = match given {
+        Some(text) => {
+            let Some(v) = client::version_in(text) else {
+                bail!(
+                    "--client-version: {:?} is not a Claude Code version (like 2.1.14; `claude \
+                     --version` prints it)",
+                    crate::text::cut(&crate::text::sanitize(text, true), 40)
+                );
+            };
+            Some((v, "--client-version".to_string()))
+        }
         None => match super::doctor::version::detect(env.search_path.as_deref()) {
-            Client::Version(path, v) => (Some(v), path.display().to_string()),
-            _ => (None, String::new()),
+            Client::Version(path, v) => Some((v, path.display().to_string())),
+            _ => None,
         },
     };
-    let Some(version) = version else {
-        return Accepts::ALL;
+    let (major, minor, patch) = client::FULL_SINCE;
+    let Some((version, from)) = found else {
+        println!(
+            "No Claude Code version found (no `claude` on PATH answered `--version`): hooks \
+             registered for {major}.{minor}.{patch} and later (exec form, PostCompact); for an \
+             older client, run install again with --client-version VERSION"
+        );
+        return Ok(Accepts::ALL);
     };
     let accepts = Accepts::version(&version);
-    if accepts != Accepts::ALL {
-        let (major, minor, patch) = client::FULL_SINCE;
+    if accepts == Accepts::ALL {
+        println!("Claude Code {version} ({from}): hooks in exec form, PostCompact included");
+    } else {
         println!(
-            "Claude Code {} ({from}): hooks registered as shell lines, without PostCompact (the \
-             exec form and PostCompact are used from {major}.{minor}.{patch} on; after upgrading \
-             the client, run install again)",
-            crate::text::sanitize(&version, true)
+            "Claude Code {version} ({from}): hooks registered as shell lines, without PostCompact \
+             (the exec form and PostCompact are used from {major}.{minor}.{patch} on; after \
+             upgrading the client, run install again)"
         );
     }
-    accepts
+    Ok(accepts)
 }
 
 pub fn uninstall(target: &SettingsTarget) -> Result<()> {

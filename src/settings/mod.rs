@@ -148,12 +148,23 @@ fn drop_unknown_event(
              the whole settings file for it)"
         ));
     }
-    if hooks
-        .get(event)
-        .and_then(Value::as_array)
-        .is_some_and(Vec::is_empty)
-    {
-        hooks.shift_remove(event);
+    match hooks.get(event).and_then(Value::as_array) {
+        Some(list) if list.is_empty() => {
+            hooks.shift_remove(event);
+            edit.changes.push(format!(
+                "{event}: removed the empty list (this Claude Code would ignore the whole \
+                 settings file for naming the event)"
+            ));
+        }
+        // The user's own: theirs to move, but the client will not read this file while it is
+        // there.
+        Some(_) => edit.notices.push(format!(
+            "{event} still holds hooks of yours: this Claude Code does not know the event and \
+             ignores this whole settings file (ctxguard's hooks, your permissions and other \
+             hooks included) while it is there; move them to a file a newer client reads, or \
+             upgrade the client"
+        )),
+        None => {}
     }
 }
 
@@ -278,8 +289,12 @@ pub fn install(
             }
             edit.changes.push(match (cmd, &new) {
                 (HookCommand::Shell(_), HookCommand::Exec { .. }) => {
-                    format!("{event}: `{cmd}` became `{new}` (exec form)")
+                    format!("{event}: the shell line `{cmd}` became the exec form `{new}`")
                 }
+                (HookCommand::Exec { .. }, HookCommand::Shell(_)) => format!(
+                    "{event}: the exec form `{cmd}` became the shell line `{new}` (this Claude \
+                     Code has no exec form)"
+                ),
                 _ => format!("{event}: updated the command to `{new}`"),
             });
         }

@@ -202,7 +202,8 @@ fn shell_lines_of_an_earlier_version_become_the_exec_form_in_place() {
     assert_eq!(
         edit.changes[0],
         format!(
-            "PreToolUse: `'/old dir/ctxguard' pretooluse` became `{BIN} pretooluse` (exec form)"
+            "PreToolUse: the shell line `'/old dir/ctxguard' pretooluse` became the exec form \
+             `{BIN} pretooluse`"
         )
     );
     // Once upgraded, installing again changes nothing; uninstall removes both forms.
@@ -405,4 +406,35 @@ fn an_older_client_gets_shell_lines_and_no_event_it_does_not_know() {
     super::install(&mut s, BIN, &none, StatusLineMode::Wrap, Accepts::ALL).unwrap();
     assert!(s["hooks"]["PostCompact"].is_array());
     assert!(s["hooks"]["SessionStart"][0]["hooks"][0]["args"].is_array());
+}
+
+#[test]
+fn for_an_older_client_an_empty_late_event_goes_and_a_users_own_is_named() {
+    let old = Accepts::version("2.1.14");
+    // An empty list left behind: removed, and said (so the file is written).
+    let mut s = json!({"hooks": {"PostCompact": []}});
+    let edit = super::install(&mut s, BIN, &none, StatusLineMode::Skip, old).unwrap();
+    assert!(s["hooks"].get("PostCompact").is_none(), "{s:#}");
+    assert!(
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("PostCompact: removed the empty list")),
+        "{:?}",
+        edit.changes
+    );
+    // The user's own hook stays, with a notice that the client ignores the file for it.
+    let mut s = json!({"hooks": {"PostCompact": [{"hooks": [
+        {"type": "command", "command": "echo mine"}]}]}});
+    let edit = super::install(&mut s, BIN, &none, StatusLineMode::Skip, old).unwrap();
+    assert_eq!(
+        s["hooks"]["PostCompact"][0]["hooks"][0]["command"],
+        "echo mine"
+    );
+    assert!(
+        edit.notices
+            .iter()
+            .any(|n| n.starts_with("PostCompact still holds hooks of yours")),
+        "{:?}",
+        edit.notices
+    );
 }

@@ -51,40 +51,93 @@ fn client_name(ctx: &Context) -> String {
     }
 }
 
-/// What an older client cannot take: the exec form (it runs the bare program), an event it does
-/// not know (it ignores the whole settings file).
+/// How to run `install` on this file.
+fn install_fix(file: &SettingsFile) -> String {
+    match file.scope {
+        Scope::User => "run `ctxguard install` (it registers what this client accepts)".into(),
+        _ => format!(
+            "run `ctxguard install --settings {}` (it registers what this client accepts)",
+            file.path.display()
+        ),
+    }
+}
+
+/// What an older client cannot take, one finding per settings file: an event it does not know
+/// (it ignores the whole file, whoever's hook it is), ctxguard's hooks in exec form (it runs the
+/// program without its arguments), and the plugin (its hooks.json names such an event).
 fn unaccepted(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
     let accepts = ctx.accepts();
     let client = client_name(ctx);
-    commands
-        .iter()
-        .filter_map(|c| {
-            let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
-            if !settings::runs_ctxguard(&c.line, sub) {
-                return None;
-            }
-            let why = if !accepts.event(event) {
-                format!(
-                    "{client} does not know {event}, and ignores the whole settings file that \
-                     names it ({})",
-                    c.file.path.display()
-                )
-            } else if c.exec && !accepts.exec_form {
-                format!(
-                    "{event} runs `ctxguard {sub}` in exec form, which {client} does not have: it \
-                     runs the program without its arguments ({})",
-                    c.file.path.display()
-                )
-            } else {
-                return None;
-            };
-            Some(finding(
+    let mut out = Vec::new();
+    for file in &ctx.client.files {
+        let unknown: Vec<&str> = hook_events()
+            .map(|(event, _, _)| event)
+            .filter(|e| !accepts.event(e))
+            .filter(|e| file.get("hooks").and_then(|h| h.get(*e)).is_some())
+            .collect();
+        if !unknown.is_empty() {
+            out.push(finding(
                 "hooks",
                 Status::Fail,
-                why,
-                Some("run `ctxguard install` (it registers what this client accepts)"),
-            ))
-        })
+                format!(
+                    "{} names {}, which {client} does not know: it ignores this whole settings \
+                     file (every hook, permission and setting in it)",
+                    file.path.display(),
+                    unknown.join(", ")
+                ),
+                Some(&format!(
+                    "{}; hooks of your own under {} must move to a file a newer client reads",
+                    install_fix(file),
+                    unknown.join(", ")
+                )),
+            ));
+        }
+        let exec: Vec<String> = commands
+            .iter()
+            .filter(|c| c.exec && std::ptr::eq(c.file, file))
+            .filter_map(|c| {
+                let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+                settings::runs_ctxguard(&c.line, sub).then(|| event.to_string())
+            })
+            .collect();
+        if !accepts.exec_form && !exec.is_empty() {
+            out.push(finding(
+                "hooks",
+                Status::Fail,
+                format!(
+                    "{} registers ctxguard in exec form ({}), which {client} does not have: it \
+                     runs the program without its arguments",
+                    file.path.display(),
+                    exec.join(", ")
+                ),
+                Some(&install_fix(file)),
+            ));
+        }
+    }
+    if !accepts.late_events && !plugins(ctx).is_empty() {
+        out.push(finding(
+            "hooks",
+            Status::Fail,
+            format!(
+                "the ctxguard plugin registers PostCompact, which {client} does not know: it \
+                 loads none of the plugin's hooks"
+            ),
+            Some(
+                "disable the plugin and run `ctxguard install` (the plugin needs Claude Code \
+                 2.1.330 or later)",
+            ),
+        ));
+    }
+    out
+}
+
+/// Where the enabled ctxguard plugin is turned on.
+fn plugins(ctx: &Context) -> Vec<String> {
+    ctx.client
+        .enabled_plugins()
+        .into_iter()
+        .filter(|(name, _)| name.split('@').next() == Some("ctxguard"))
+        .map(|(_, f)| format!("the ctxguard plugin (enabled in {})", f.path.display()))
         .collect()
 }
 
@@ -121,13 +174,12 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
             })
         })
         .collect();
-    let plugin: Vec<String> = ctx
-        .client
-        .enabled_plugins()
-        .into_iter()
-        .filter(|(name, _)| name.split('@').next() == Some("ctxguard"))
-        .map(|(_, f)| format!("the ctxguard plugin (enabled in {})", f.path.display()))
-        .collect();
+    // An older client loads none of the plugin's hooks (see `unaccepted`).
+    let plugin: Vec<String> = if accepts.late_events {
+        plugins(ctx)
+    } else {
+        Vec::new()
+    };
     hook_events()
         .map(|(event, _, sub)| {
             let mut places: Vec<String> = commands

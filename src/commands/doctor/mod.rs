@@ -108,7 +108,8 @@ impl Context {
 }
 
 impl Context {
-    pub fn gather(env: &Env) -> Context {
+    /// Everything but the client's version, which [`check`] asks for (or is given).
+    fn gather_without_client(env: &Env) -> Context {
         let project = std::env::current_dir().ok();
         let locations = client::locations(
             env.home.as_deref(),
@@ -126,13 +127,24 @@ impl Context {
             search_path: env.search_path.clone(),
             paths,
             config,
-            claude: version::detect(env.search_path.as_deref()),
+            claude: version::Client::NotFound,
         }
     }
 }
 
-pub fn check(env: &Env) -> Report {
-    report(&Context::gather(env))
+pub fn check(env: &Env, client_version: Option<&str>) -> Result<Report> {
+    let mut ctx = Context::gather_without_client(env);
+    ctx.claude = match client_version {
+        None => version::detect(env.search_path.as_deref()),
+        Some(text) => match client::version_in(text) {
+            Some(v) => version::Client::Version(PathBuf::from("--client-version"), v),
+            None => anyhow::bail!(
+                "--client-version: {:?} is not a Claude Code version (like 2.1.14)",
+                crate::text::cut(&crate::text::sanitize(text, true), 40)
+            ),
+        },
+    };
+    Ok(report(&ctx))
 }
 
 /// Runs every check, in order, and works out the thresholds.
@@ -187,9 +199,9 @@ fn render(report: &Report) -> String {
     out
 }
 
-pub fn run(json: bool) -> Result<Exit> {
+pub fn run(json: bool, client_version: Option<&str>) -> Result<Exit> {
     let env = Env::from_process();
-    let report = check(&env);
+    let report = check(&env, client_version)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -140,14 +140,9 @@ fn ask_version_within(path: &Path, limit: Duration) -> Client {
     }
 }
 
-/// `2.1.330` from `2.1.330 (Claude Code)`: the first word, if it is dotted numbers.
+/// The version `claude --version` printed (see [`crate::client::version_in`]).
 fn parse_version(out: &str) -> Option<String> {
-    let word = out.split_whitespace().next()?;
-    let ok = word.split('.').count() >= 2
-        && word
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    ok.then(|| word.to_string())
+    crate::client::version_in(out)
 }
 
 #[cfg(test)]
@@ -206,6 +201,7 @@ mod tests {
             parse_version("2.1.330 (Claude Code)\n").as_deref(),
             Some("2.1.330")
         );
+        assert_eq!(parse_version("v2.1.14").as_deref(), Some("2.1.14"));
         assert_eq!(parse_version("v2.1").as_deref(), None);
         assert_eq!(parse_version("").as_deref(), None);
         assert_eq!(parse_version("2..1").as_deref(), None);

@@ -322,3 +322,74 @@ fn the_status_line_that_runs_is_the_most_specific() {
         .unwrap()
         .starts_with("run `ctxguard install --settings /p/.claude/settings.json`"));
 }
+
+#[test]
+fn what_an_older_client_cannot_take_fails_once_per_file() {
+    let old = |files: &[(Scope, &str)]| {
+        let mut c = ctx(files);
+        c.claude = crate::commands::doctor::version::Client::Version(
+            PathBuf::from("/bin/claude"),
+            "2.1.14".into(),
+        );
+        c
+    };
+    // The user's own PostCompact hook: the client ignores the file all the same.
+    let theirs =
+        r#"{"hooks": {"PostCompact": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}"#;
+    let found = hooks(&old(&[(Scope::Project, theirs)]));
+    let fails: Vec<&Finding> = found.iter().filter(|f| f.status == Status::Fail).collect();
+    let names = fails
+        .iter()
+        .find(|f| f.message.contains("names PostCompact"))
+        .unwrap_or_else(|| panic!("{found:?}"));
+    assert!(
+        names.message.contains("Claude Code 2.1.14 does not know"),
+        "{names:?}"
+    );
+    // The fix names the file: `install` alone edits the user's.
+    assert!(
+        names
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains("--settings")),
+        "{names:?}"
+    );
+    // Missing PostCompact is fine there; the rest must be registered.
+    assert!(lines(&found)
+        .iter()
+        .any(|l| l == "ok: PostCompact is not registered: Claude Code 2.1.14 does not know it"));
+
+    // ctxguard in exec form, and the plugin: one failure each.
+    let exec = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "/x/ctxguard", "args": ["pretooluse"]}]}]},
+                  "enabledPlugins": {"ctxguard@market": true}}"#;
+    let found = hooks(&old(&[(Scope::User, exec)]));
+    let fails: Vec<String> = lines(&found)
+        .into_iter()
+        .filter(|l| l.starts_with("fail:"))
+        .collect();
+    assert!(
+        fails
+            .iter()
+            .any(|l| l.contains("registers ctxguard in exec form (PreToolUse)")),
+        "{fails:?}"
+    );
+    assert!(
+        fails
+            .iter()
+            .any(|l| l.contains("the ctxguard plugin registers PostCompact")),
+        "{fails:?}"
+    );
+    // The plugin does not count as running the hooks there.
+    assert!(
+        fails
+            .iter()
+            .any(|l| l.contains("SessionStart does not run `ctxguard sessionstart`")),
+        "{fails:?}"
+    );
+    // A current client takes all of it.
+    let found = hooks(&ctx(&[(Scope::User, exec)]));
+    assert!(
+        !lines(&found).iter().any(|l| l.contains("does not know")),
+        "{found:?}"
+    );
+}
