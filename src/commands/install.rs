@@ -318,15 +318,18 @@ fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
             };
             Some((v, "--client-version".to_string()))
         }
-        None => match super::doctor::version::detect(env.search_path.as_deref()) {
-            Client::Version(path, v) => Some((v, path.display().to_string())),
-            _ => None,
-        },
+        None => {
+            match super::doctor::version::detect(env.search_path.as_deref(), env.home.as_deref()) {
+                Client::Version(path, v) => Some((v, path.display().to_string())),
+                _ => None,
+            }
+        }
     };
     let (major, minor, patch) = client::FULL_SINCE;
     let Some((version, from)) = found else {
         println!(
-            "No Claude Code version found (no `claude` on PATH answered `--version`): hooks \
+            "No Claude Code version found (no `claude` on PATH or in ~/.claude/local answered \
+             `--version`): hooks \
              registered for {major}.{minor}.{patch} and later (exec form, PostCompact); for an \
              older client, run install again with --client-version VERSION"
         );

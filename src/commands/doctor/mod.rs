@@ -135,7 +135,7 @@ impl Context {
 pub fn check(env: &Env, client_version: Option<&str>) -> Result<Report> {
     let mut ctx = Context::gather_without_client(env);
     ctx.claude = match client_version {
-        None => version::detect(env.search_path.as_deref()),
+        None => version::detect(env.search_path.as_deref(), env.home.as_deref()),
         Some(text) => match client::version_in(text) {
             Some(v) => version::Client::Version(PathBuf::from("--client-version"), v),
             None => anyhow::bail!(

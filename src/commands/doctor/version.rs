@@ -31,9 +31,17 @@ pub fn version(ctx: &Context) -> Vec<Finding> {
     findings(&ctx.claude)
 }
 
-/// The `claude` on `search_path`, and what it says its version is.
-pub fn detect(search_path: Option<&std::ffi::OsStr>) -> Client {
-    match find_on_path(search_path, "claude") {
+/// The `claude` on `search_path` (else the one the client's own local install keeps,
+/// `~/.claude/local/claude`, which users reach through a shell alias), and what it says its
+/// version is.
+pub fn detect(search_path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Client {
+    let local = || {
+        home.map(|h| h.join(".claude").join("local").join("claude"))
+            .into_iter()
+            .flat_map(files::program_candidates)
+            .find(|p| files::is_executable(p))
+    };
+    match find_on_path(search_path, "claude").or_else(local) {
         None => Client::NotFound,
         Some(path) => ask_version(&path),
     }
@@ -230,11 +238,20 @@ mod tests {
         std::fs::write(&claude, "#!/bin/sh\necho '2.1.330 (Claude Code)'\n").unwrap();
         std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = ctx(&[]);
-        c.claude = detect(Some(dir.path().as_os_str()));
+        c.claude = detect(Some(dir.path().as_os_str()), None);
         assert_eq!(c.claude, Client::Version(claude.clone(), "2.1.330".into()));
         let found = version(&c);
         assert_eq!(found[1].status, Status::Ok, "{found:?}");
-        c.claude = detect(None);
+        c.claude = detect(None, None);
         assert!(lines(&version(&c))[1].starts_with("info: no `claude`"));
+        // The client's local install, reached through an alias, is found too.
+        let home = tempfile::tempdir().unwrap();
+        let local = home.path().join(".claude/local");
+        std::fs::create_dir_all(&local).unwrap();
+        std::fs::copy(&claude, local.join("claude")).unwrap();
+        assert_eq!(
+            detect(None, Some(home.path())),
+            Client::Version(local.join("claude"), "2.1.330".into())
+        );
     }
 }
