@@ -158,6 +158,10 @@ Exits 1 when something is broken; every finding says how to fix it."
         /// Context window in tokens (default: `window_tokens` from the config, else guessed)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,
+        /// The compaction window the client ran with (`claude --autocompact TOKENS`, or
+        /// `/autocompact`), as `CLAUDE_CODE_AUTO_COMPACT_WINDOW` gives it
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        autocompact: Option<u64>,
         /// Print JSON
         #[arg(long)]
         json: bool,
@@ -176,6 +180,10 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
         /// Context window in tokens (default: `window_tokens` from the config, else the model's)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,
+        /// The compaction window the client ran with (`claude --autocompact TOKENS`, or
+        /// `/autocompact`), as `CLAUDE_CODE_AUTO_COMPACT_WINDOW` gives it
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        autocompact: Option<u64>,
         /// Simulate a status line reporting the window on every reply (default: none, as in -p mode)
         #[arg(long)]
         statusline: bool,

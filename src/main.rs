@@ -67,21 +67,26 @@ fn main() -> ExitCode {
     run().into()
 }
 
-fn run() -> Exit {
-    // A hook call (`ctxguard <hook>`, plus the status line's flags) is parsed by that hook's own
-    // subcommand: building the whole CLI would cost a third of a fast hook call.
+/// A hook call (`ctxguard <hook>`, plus the status line's flags), parsed by that hook's own
+/// subcommand: building the whole CLI would cost a third of a fast hook call. `None` when the
+/// first argument names no hook.
+fn run_hook() -> Option<Exit> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(hook) = args
+    let hook = args
         .get(1)
         .and_then(|a| a.to_str())
-        .and_then(registry::find)
-    {
-        quiet_backtraces();
-        let command = hook.command().bin_name(format!("ctxguard {}", hook.name));
-        return match command.try_get_matches_from(&args[1..]) {
-            Ok(matches) => hook.run(&matches),
-            Err(e) => arguments_error(e),
-        };
+        .and_then(registry::find)?;
+    quiet_backtraces();
+    let command = hook.command().bin_name(format!("ctxguard {}", hook.name));
+    Some(match command.try_get_matches_from(&args[1..]) {
+        Ok(matches) => hook.run(&matches),
+        Err(e) => arguments_error(e),
+    })
+}
+
+fn run() -> Exit {
+    if let Some(exit) = run_hook() {
+        return exit;
     }
     let matches = match cli::command().try_get_matches() {
         Ok(matches) => matches,
@@ -157,14 +162,16 @@ fn run() -> Exit {
         Command::Usage {
             transcript,
             window,
+            autocompact,
             json,
-        } => commands::usage::run(&transcript, window, json),
+        } => commands::usage::run(&transcript, window, autocompact, json),
         Command::Replay {
             transcript,
             window,
+            autocompact,
             statusline,
             json,
-        } => commands::replay::run(&transcript, window, statusline, json),
+        } => commands::replay::run(&transcript, window, autocompact, statusline, json),
     };
     match result {
         Ok(()) => Exit::Ok,

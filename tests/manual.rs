@@ -242,6 +242,25 @@ fn usage_names_the_autocompact_setting_that_moved_the_compaction_point() {
 }
 
 #[test]
+fn usage_takes_the_compaction_window_the_client_ran_with() {
+    // `claude --autocompact 300000` on the 1M model: compaction at 267k, not 967k.
+    let env = TestEnv::new();
+    let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
+    let p = path.to_str().unwrap();
+    let run = env.run(&["usage", p, "--autocompact", "300000", "--json"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        (&v["compact_at"], &v["trigger_at"], &v["compact_source"]),
+        (&json!(267_000), &json!(227_000), &json!("env"))
+    );
+    // A clear error, exit 1 as for every manual command's bad argument.
+    let run = env.run(&["usage", p, "--autocompact", "0"], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("--autocompact"), "{run:?}");
+}
+
+#[test]
 fn usage_uses_the_window_the_status_line_reported_for_that_session() {
     let env = TestEnv::new();
     let path = env.write(

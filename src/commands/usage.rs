@@ -50,7 +50,12 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
-pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()> {
+pub fn run(
+    path: &std::path::Path,
+    window: Option<u64>,
+    autocompact: Option<u64>,
+    json: bool,
+) -> Result<()> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
@@ -76,6 +81,7 @@ pub fn run(path: &std::path::Path, window: Option<u64>, json: bool) -> Result<()
         .unwrap_or_default();
     let config = Config {
         window_tokens: window.or(config.window_tokens),
+        autocompact_window: autocompact.or(config.autocompact_window),
         ..config
     };
     let ctx = Context {

@@ -21,15 +21,25 @@ use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
-pub fn run(path: &Path, window: Option<u64>, statusline: bool, json: bool) -> Result<()> {
+pub fn run(
+    path: &Path,
+    window: Option<u64>,
+    autocompact: Option<u64>,
+    statusline: bool,
+    json: bool,
+) -> Result<()> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
+    let config = Config {
+        autocompact_window: autocompact.or(loaded.config.autocompact_window),
+        ..loaded.config
+    };
     let (file, _) = crate::files::open_regular(path, "transcript")?;
-    let mut sim = Simulation::new(&loaded.config, Options { statusline, window });
+    let mut sim = Simulation::new(&config, Options { statusline, window });
     let mut lines = LineReader::new(file, MAX_LINE);
     while let Some(line) = lines
         .next_line()
