@@ -316,3 +316,28 @@ fn install_registers_what_this_client_accepts_and_it_runs() {
     let given = run(&["doctor", "--json", "--client-version", "2.1.330"]);
     assert_eq!(given.status.code(), Some(0), "{given:?}");
 }
+
+/// This client keeps SessionStart's context in memory only: `claude -p "/compact"` ends with the
+/// recovery it was handed. The next `--resume` finds nothing after the boundary carrying it, no
+/// reply either, and gets it again: its first request carries it, once.
+#[test]
+fn older_client_a_recovery_lost_with_its_process_comes_back_at_resume() {
+    let Some(rig) = rig(2, 100_000) else {
+        return;
+    };
+    let out = rig.claude("write a notes file", None, &[]);
+    let session = out["session_id"].as_str().unwrap().to_string();
+    rig.claude("/compact keep the open items", Some(&session), &[]);
+    assert_eq!(rig.env.marker(&session)["recovery_pending"], false);
+    rig.api.clear();
+    rig.claude("what next?", Some(&session), &[]);
+    let requests = conversation(&rig);
+    assert!(!requests.is_empty());
+    let counts: Vec<usize> = requests.iter().map(|r| count(r, RECOVERY)).collect();
+    assert!(counts.iter().all(|c| *c == 1), "once, in each: {counts:?}");
+    assert!(requests[0].to_string().contains("write a notes file"));
+    // The conversation went on: a later resume does not bring it again.
+    rig.api.clear();
+    rig.claude("and now?", Some(&session), &[]);
+    assert!(conversation(&rig).iter().all(|r| count(r, RECOVERY) == 0));
+}

@@ -116,6 +116,19 @@ impl CheckpointStore {
         load(&self.latest_path())
     }
 
+    /// The newest checkpoint written at a compaction (not at a session's end), with its path.
+    pub fn latest_compaction(&self) -> Result<Option<(Checkpoint, PathBuf)>> {
+        for n in self.numbers()?.iter().rev() {
+            let path = self.dir.join(format!("cp_{n:03}.json"));
+            if let Some(cp) = load(&path)? {
+                if !cp.meta.trigger.starts_with("end") {
+                    return Ok(Some((cp, path)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The checkpoint with this id (`cp_NNN`), if it is still kept.
     pub fn load_id(&self, id: &str) -> Result<Option<Checkpoint>> {
         if number_of(&format!("{id}.json")).is_none() {

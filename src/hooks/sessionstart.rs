@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
-use crate::checkpoint::{self, Checkpoint};
+use crate::checkpoint::{self, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
@@ -127,7 +127,18 @@ fn own(
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let store = Store::new(paths, &input.session_id);
     // Most session starts have nothing pending: answer without the lock.
-    if !matches!(store.peek(), Ok(Some(m)) if m.recovery_pending) {
+    let peeked = store.peek().ok().flatten();
+    if !peeked.as_ref().is_some_and(|m| m.recovery_pending) {
+        let compacted = peeked.is_some_and(|m| m.compactions > 0);
+        if input.source == "resume" && compacted && recovery_lost(&input.transcript_path) {
+            // Handed over, but it never reached the conversation: again, for this start.
+            return Ok(CheckpointStore::new(paths, &input.session_id)
+                .latest_compaction()
+                .unwrap_or_else(|e| {
+                    diag.note(format!("{e:#}"));
+                    None
+                }));
+        }
         return Ok(None);
     }
     let path = store.update(&input.session_id, diag, |m, _| {
@@ -155,6 +166,49 @@ fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()>
         // Limits computed for another model are not for this one.
         next.limits_at = None;
         Ok((next, ()))
+    })
+}
+
+/// How much of the transcript's end [`recovery_lost`] reads: right after a compaction the part
+/// after its boundary is the summary and a few records.
+const LOST_TAIL: u64 = 256 * 1024;
+
+/// Did the recovery handed over at the session's last compaction never reach the conversation?
+/// Some clients (2.1.14) keep `SessionStart`'s context in memory only: `claude -p "/compact"`
+/// ends with it, and the next `--resume` starts without it. A client that keeps it (2.1.330)
+/// writes it into the transcript. So: after the newest `compact_boundary`, no reply yet and no
+/// line carrying the block. Unreadable, or no boundary in the tail: not lost.
+fn recovery_lost(transcript: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    if transcript.is_empty() {
+        return false;
+    }
+    let Ok((mut file, len)) = crate::files::open_regular(Path::new(transcript), "transcript")
+    else {
+        return false;
+    };
+    let start = len.saturating_sub(LOST_TAIL);
+    let mut tail = Vec::new();
+    if file.seek(SeekFrom::Start(start)).is_err()
+        || file.take(LOST_TAIL).read_to_end(&mut tail).is_err()
+    {
+        return false;
+    }
+    lost_in(&tail)
+}
+
+/// [`recovery_lost`] on the transcript's tail.
+fn lost_in(tail: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(boundary) = lines
+        .iter()
+        .rposition(|l| l.contains(r#""subtype":"compact_boundary""#))
+    else {
+        return false;
+    };
+    !lines[boundary + 1..].iter().any(|l| {
+        l.contains(r#""type":"assistant""#) || l.contains("ctxguard recovery: compaction #")
     })
 }
 
@@ -282,6 +336,25 @@ mod tests {
             digest_given: false,
             ended: false,
         }
+    }
+
+    #[test]
+    fn a_recovery_is_lost_when_nothing_after_the_boundary_carries_it() {
+        let boundary = r#"{"type":"system","subtype":"compact_boundary"}"#;
+        let summary = r#"{"type":"user","isCompactSummary":true,"message":{"content":"..."}}"#;
+        let reply = r#"{"type":"assistant","message":{"content":[]}}"#;
+        let kept = r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["## ctxguard recovery: compaction #1 of this session"]}}"###;
+        let text = |lines: &[&str]| lines.join("\n").into_bytes();
+        // 2.1.14 after `-p "/compact"`: the summary, nothing else.
+        assert!(lost_in(&text(&[reply, boundary, summary])));
+        // 2.1.330 writes the block into the transcript; or the conversation went on.
+        assert!(!lost_in(&text(&[reply, boundary, summary, kept])));
+        assert!(!lost_in(&text(&[boundary, summary, reply])));
+        // Only the newest boundary counts; none in the tail: not lost.
+        assert!(lost_in(&text(&[boundary, kept, reply, boundary, summary])));
+        assert!(!lost_in(&text(&[reply, summary])));
+        assert!(!recovery_lost(""));
+        assert!(!recovery_lost("/nonexistent/t.jsonl"));
     }
 
     #[test]
