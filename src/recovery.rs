@@ -146,7 +146,7 @@ fn render_checkpoint(
     };
     let mut header = match kind {
         // `checkpoint show` of the one `SessionEnd` wrote: no compaction happened there.
-        Kind::Compact | Kind::Resume if m.trigger.starts_with("end") => format!(
+        Kind::Compact | Kind::Resume if m.at_session_end() => format!(
             "## ctxguard recovery: where this session ended\n\
              Recorded mechanically from the transcript when the session ended ({trigger}, {when}), \
              after {} compaction(s).",

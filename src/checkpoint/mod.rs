@@ -95,6 +95,14 @@ pub struct Meta {
     pub transcript_error: Option<String>,
 }
 
+impl Meta {
+    /// Was this checkpoint written when the session ended (`SessionEnd`, trigger `end` or
+    /// `end: <reason>`), not at a compaction?
+    pub fn at_session_end(&self) -> bool {
+        self.trigger.starts_with("end")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Todo {
     pub content: String,

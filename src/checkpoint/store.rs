@@ -95,7 +95,7 @@ impl CheckpointStore {
             let at_end = load(&old)
                 .ok()
                 .flatten()
-                .is_some_and(|c| c.meta.trigger.starts_with("end"));
+                .is_some_and(|c| c.meta.at_session_end());
             if kept < KEEP || (!at_end && compactions < KEEP) {
                 kept += 1;
                 compactions += usize::from(!at_end);
@@ -121,7 +121,7 @@ impl CheckpointStore {
         for n in self.numbers()?.iter().rev() {
             let path = self.dir.join(format!("cp_{n:03}.json"));
             if let Some(cp) = load(&path)? {
-                if !cp.meta.trigger.starts_with("end") {
+                if !cp.meta.at_session_end() {
                     return Ok(Some((cp, path)));
                 }
             }

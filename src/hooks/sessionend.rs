@@ -74,7 +74,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         // stays, given as a digest or not, never offered again.
         let ended_again = latest
             .as_ref()
-            .is_some_and(|l| l.meta.trigger.starts_with("end") && precompact::same_content(l, &cp));
+            .is_some_and(|l| l.meta.at_session_end() && precompact::same_content(l, &cp));
         if !worth_a_digest(&cp) || ended_again {
             return Ok((current.clone(), ()));
         }
