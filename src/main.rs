@@ -88,17 +88,12 @@ fn run() -> Exit {
     if let Some(exit) = run_hook() {
         return exit;
     }
+    // The full CLI: the manual commands (a hook subcommand never gets here; it stays in the
+    // CLI for `--help` and completions).
     let matches = match cli::command().try_get_matches() {
         Ok(matches) => matches,
         Err(e) => return arguments_error(e),
     };
-    if let Some(hook) = matches.subcommand_name().and_then(registry::find) {
-        let sub = matches
-            .subcommand()
-            .map(|(_, m)| m.clone())
-            .unwrap_or_default();
-        return hook.run(&sub);
-    }
     // A manual command whose output is cut short (`ctxguard status | head -1`) ends quietly,
     // as other command-line tools do, instead of panicking on the failed write. Hooks keep
     // SIGPIPE ignored: they must exit 0 whatever happens to their pipes.
