@@ -24,6 +24,7 @@ use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 use crate::registry::event;
 use crate::text::sanitize;
+use crate::transcript;
 
 /// A new session only hears about a previous one this recent.
 const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -179,7 +180,6 @@ const LOST_TAIL: u64 = 256 * 1024;
 /// writes it into the transcript. So: after the newest `compact_boundary`, no reply yet and no
 /// line carrying the block. Unreadable, or no boundary in the tail: not lost.
 fn recovery_lost(transcript: &str) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
     if transcript.is_empty() {
         return false;
     }
@@ -187,29 +187,21 @@ fn recovery_lost(transcript: &str) -> bool {
     else {
         return false;
     };
-    let start = len.saturating_sub(LOST_TAIL);
-    let mut tail = Vec::new();
-    if file.seek(SeekFrom::Start(start)).is_err()
-        || file.take(LOST_TAIL).read_to_end(&mut tail).is_err()
-    {
-        return false;
-    }
-    lost_in(&tail)
+    lost_in(&mut file, len)
 }
 
-/// [`recovery_lost`] on the transcript's tail.
-fn lost_in(tail: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(tail);
-    let lines: Vec<&str> = text.lines().collect();
-    let Some(boundary) = lines
-        .iter()
-        .rposition(|l| l.contains(r#""subtype":"compact_boundary""#))
-    else {
-        return false;
+/// [`recovery_lost`] on a transcript of `len` bytes.
+fn lost_in<R: std::io::Read + std::io::Seek>(reader: &mut R, len: u64) -> bool {
+    let carried = |line: &[u8]| {
+        matches!(
+            transcript::classify(line),
+            transcript::Verdict::Usage { .. }
+        ) || memchr::memmem::find(line, b"ctxguard recovery: compaction #").is_some()
     };
-    !lines[boundary + 1..].iter().any(|l| {
-        l.contains(r#""type":"assistant""#) || l.contains("ctxguard recovery: compaction #")
-    })
+    matches!(
+        transcript::any_since_newest_boundary(reader, len, LOST_TAIL, carried),
+        Ok(Some(false))
+    )
 }
 
 /// Is the newest checkpoint of this session the one `SessionEnd` wrote?
@@ -342,17 +334,21 @@ mod tests {
     fn a_recovery_is_lost_when_nothing_after_the_boundary_carries_it() {
         let boundary = r#"{"type":"system","subtype":"compact_boundary"}"#;
         let summary = r#"{"type":"user","isCompactSummary":true,"message":{"content":"..."}}"#;
-        let reply = r#"{"type":"assistant","message":{"content":[]}}"#;
+        let reply = r#"{"type":"assistant","message":{"content":[],"usage":{"input_tokens":20000,"output_tokens":5}}}"#;
         let kept = r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["## ctxguard recovery: compaction #1 of this session"]}}"###;
-        let text = |lines: &[&str]| lines.join("\n").into_bytes();
+        let lost_in = |bytes: Vec<u8>| {
+            let len = bytes.len() as u64;
+            lost_in(&mut std::io::Cursor::new(bytes), len)
+        };
+        let text = |lines: &[&str]| (lines.join("\n") + "\n").into_bytes();
         // 2.1.14 after `-p "/compact"`: the summary, nothing else.
-        assert!(lost_in(&text(&[reply, boundary, summary])));
+        assert!(lost_in(text(&[reply, boundary, summary])));
         // 2.1.330 writes the block into the transcript; or the conversation went on.
-        assert!(!lost_in(&text(&[reply, boundary, summary, kept])));
-        assert!(!lost_in(&text(&[boundary, summary, reply])));
+        assert!(!lost_in(text(&[reply, boundary, summary, kept])));
+        assert!(!lost_in(text(&[boundary, summary, reply])));
         // Only the newest boundary counts; none in the tail: not lost.
-        assert!(lost_in(&text(&[boundary, kept, reply, boundary, summary])));
-        assert!(!lost_in(&text(&[reply, summary])));
+        assert!(lost_in(text(&[boundary, kept, reply, boundary, summary])));
+        assert!(!lost_in(text(&[reply, summary])));
         assert!(!recovery_lost(""));
         assert!(!recovery_lost("/nonexistent/t.jsonl"));
     }

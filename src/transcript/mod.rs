@@ -337,6 +337,27 @@ pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
     Ok(found)
 }
 
+/// Does a line after the newest `compact_boundary` satisfy `pred`? Reads backwards at most
+/// `max_read` bytes: `Some(true)` at the newest such line, `Some(false)` when the boundary comes
+/// first, `None` when neither does within `max_read`.
+pub fn any_since_newest_boundary<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    max_read: u64,
+    mut pred: impl FnMut(&[u8]) -> bool,
+) -> io::Result<Option<bool>> {
+    let mut found = None;
+    scan_backwards(reader, len, FIRST_CHUNK, max_read, MAX_LINE, |line, _| {
+        if is_boundary(line) {
+            found = Some(false);
+        } else if pred(line) {
+            found = Some(true);
+        }
+        found.is_some()
+    })?;
+    Ok(found)
+}
+
 /// Is this line a `compact_boundary`?
 fn is_boundary(line: &[u8]) -> bool {
     matches!(classify(line), Verdict::Boundary { .. })
