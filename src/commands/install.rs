@@ -307,23 +307,9 @@ pub fn install(
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
 /// everything. Says which, so a user running another client knows to pass `--client-version`.
 fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
-    let found = match given {
-        Some(text) => {
-            let Some(v) = client::version_in(text) else {
-                bail!(
-                    "--client-version: {:?} is not a Claude Code version (like 2.1.14; `claude \
-                     --version` prints it)",
-                    crate::text::cut(&crate::text::sanitize(text, true), 40)
-                );
-            };
-            Some((v, "--client-version".to_string()))
-        }
-        None => {
-            match super::doctor::version::detect(env.search_path.as_deref(), env.home.as_deref()) {
-                Client::Version(path, v) => Some((v, path.display().to_string())),
-                _ => None,
-            }
-        }
+    let found = match super::doctor::version::client(env, given)? {
+        Client::Version(path, v) => Some((v, path.display().to_string())),
+        _ => None,
     };
     let (major, minor, patch) = client::FULL_SINCE;
     let Some((version, from)) = found else {

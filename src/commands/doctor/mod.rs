@@ -134,16 +134,7 @@ impl Context {
 
 pub fn check(env: &Env, client_version: Option<&str>) -> Result<Report> {
     let mut ctx = Context::gather_without_client(env);
-    ctx.claude = match client_version {
-        None => version::detect(env.search_path.as_deref(), env.home.as_deref()),
-        Some(text) => match client::version_in(text) {
-            Some(v) => version::Client::Version(PathBuf::from("--client-version"), v),
-            None => anyhow::bail!(
-                "--client-version: {:?} is not a Claude Code version (like 2.1.14)",
-                crate::text::cut(&crate::text::sanitize(text, true), 40)
-            ),
-        },
-    };
+    ctx.claude = version::client(env, client_version)?;
     Ok(report(&ctx))
 }
 

@@ -31,6 +31,22 @@ pub fn version(ctx: &Context) -> Vec<Finding> {
     findings(&ctx.claude)
 }
 
+/// The client to judge for: the version given (`--client-version`, refused when it reads as no
+/// version), else the one [`detect`] finds.
+pub fn client(env: &crate::config::Env, given: Option<&str>) -> anyhow::Result<Client> {
+    match given {
+        None => Ok(detect(env.search_path.as_deref(), env.home.as_deref())),
+        Some(text) => match crate::client::version_in(text) {
+            Some(v) => Ok(Client::Version(PathBuf::from("--client-version"), v)),
+            None => anyhow::bail!(
+                "--client-version: {:?} is not a Claude Code version (like 2.1.14; `claude \
+                 --version` prints it)",
+                crate::text::cut(&crate::text::sanitize(text, true), 40)
+            ),
+        },
+    }
+}
+
 /// The `claude` on `search_path` (else the one the client's own local install keeps,
 /// `~/.claude/local/claude`, which users reach through a shell alias), and what it says its
 /// version is.
