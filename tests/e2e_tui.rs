@@ -165,6 +165,43 @@ struct Case {
     window: u64,
 }
 
+/// The project directory of a test (canonical, as the client names it), with the client's
+/// first-run dialogs answered for it.
+fn project_in(env: &TestEnv) -> PathBuf {
+    let project = env.dir.path().join("project");
+    fs::create_dir_all(&project).unwrap();
+    let project = fs::canonicalize(&project).unwrap();
+    answer_dialogs(env, &project);
+    project
+}
+
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.to_str().unwrap().replace('\'', r"'\''"))
+}
+
+/// The status line as `ctxguard install` registers it: a shell line.
+fn statusline_command() -> String {
+    format!(
+        "{} statusline",
+        quote(Path::new(env!("CARGO_BIN_EXE_ctxguard")))
+    )
+}
+
+/// `ctxguard SUB` through the logging wrapper of the other end-to-end tests, as a shell line
+/// (2.1.14 has no exec form), logging to `hooks.log` (returned) in the test's directory.
+fn logged_hook(env: &TestEnv, sub: &str) -> (String, PathBuf) {
+    let hook_log = env.dir.path().join("hooks.log");
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
+    let bin = Path::new(env!("CARGO_BIN_EXE_ctxguard"));
+    let line = format!(
+        "{} {} {} {sub}",
+        quote(&wrapper),
+        quote(&hook_log),
+        quote(bin)
+    );
+    (line, hook_log)
+}
+
 /// The first-run dialogs, answered: onboarding done, this folder trusted, and the API key from
 /// the environment accepted (the client keeps its last 20 characters); no self-update.
 fn answer_dialogs(env: &TestEnv, project: &Path) {
@@ -187,26 +224,11 @@ fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
     };
     let env = TestEnv::new();
     let dir = env.dir.path();
-    let project = dir.join("project");
-    fs::create_dir_all(&project).unwrap();
-    let project = fs::canonicalize(&project).unwrap();
-    answer_dialogs(&env, &project);
-    // The status line as `ctxguard install` registers it (a shell line), and the PreToolUse hook
-    // through the logging wrapper of the other end-to-end tests (a shell line: 2.1.14 has no
-    // exec form).
-    let quote = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', r"'\''"));
-    let bin = Path::new(env!("CARGO_BIN_EXE_ctxguard"));
-    let hook_log = dir.join("hooks.log");
-    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
-    let pretooluse = format!(
-        "{} {} {} pretooluse",
-        quote(&wrapper),
-        quote(&hook_log),
-        quote(bin)
-    );
+    let project = project_in(&env);
+    let (pretooluse, hook_log) = logged_hook(&env, "pretooluse");
     let settings = dir.join("settings.json");
     let config = json!({
-        "statusLine": {"type": "command", "command": format!("{} statusline", quote(bin))},
+        "statusLine": {"type": "command", "command": statusline_command()},
         "hooks": {"PreToolUse": [{"matcher": "*",
                                   "hooks": [{"type": "command", "command": pretooluse}]}]},
     });
@@ -407,26 +429,13 @@ fn tui_compact_checkpoints_and_recovers() {
     };
     let env = TestEnv::new();
     let dir = env.dir.path();
-    let project = dir.join("project");
-    fs::create_dir_all(&project).unwrap();
-    let project = fs::canonicalize(&project).unwrap();
-    answer_dialogs(&env, &project);
-    let quote = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', r"'\''"));
-    let bin = Path::new(env!("CARGO_BIN_EXE_ctxguard"));
-    let hook_log = dir.join("hooks.log");
-    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/hook.sh");
-    let hook = |sub: &str| {
-        let line = format!(
-            "{} {} {} {sub}",
-            quote(&wrapper),
-            quote(&hook_log),
-            quote(bin)
-        );
-        json!([{"hooks": [{"type": "command", "command": line}]}])
-    };
+    let project = project_in(&env);
+    let hook =
+        |sub: &str| json!([{"hooks": [{"type": "command", "command": logged_hook(&env, sub).0}]}]);
+    let hook_log = logged_hook(&env, "").1;
     let settings = dir.join("settings.json");
     let config = json!({
-        "statusLine": {"type": "command", "command": format!("{} statusline", quote(bin))},
+        "statusLine": {"type": "command", "command": statusline_command()},
         "hooks": {"PreCompact": hook("precompact"), "PostCompact": hook("postcompact"),
                   "SessionStart": hook("sessionstart")},
     });
