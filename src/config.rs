@@ -18,7 +18,7 @@ use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::client::{self, ClientEnv};
+use crate::client::ClientEnv;
 use crate::paths::Paths;
 use crate::usage::Policy;
 
@@ -129,16 +129,56 @@ fn env_name(key: &str) -> String {
     format!("CTXGUARD_{}", key.to_ascii_uppercase())
 }
 
-const DEFAULT_NUDGE_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
-{window} tokens); auto-compaction will summarise and drop the history in about {headroom} \
-tokens. Before continuing, save durable knowledge to memory now, {where}: decisions and their \
-reasons, user preferences, debugging insights, project facts, open tasks and next steps. Keep it \
-brief, then continue with the task.";
+const DEFAULT_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before \
+auto-compaction, which comes at {compact_at} tokens ({tokens} are in context now) and will \
+summarise and drop the history. Before continuing, save durable knowledge to memory now, {where}: \
+decisions and their reasons, user preferences, debugging insights, project facts, open tasks and \
+next steps. Keep it brief, then continue with the task.";
 
-const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: the context is {pct}% full ({tokens} of \
-{window} tokens); auto-compaction is imminent (about {headroom} tokens left). If decisions, open \
-tasks and next steps are not yet saved, save them now, {where}, in a few lines, before anything \
-else; then continue.";
+const DEFAULT_CRITICAL_TEXT: &str = "ctxguard: auto-compaction is imminent: about {headroom} \
+tokens are left before it comes at {compact_at} tokens ({tokens} are in context now). If \
+decisions, open tasks and next steps are not yet saved, save them now, {where}, in a few lines, \
+before anything else; then continue.";
+
+/// The default texts when the client's auto-compaction is off: nothing will make room by itself,
+/// so no compaction is announced; the window's end is what comes.
+const OFF_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
+window is full ({tokens} of {window} tokens are in use), and auto-compaction is off, so nothing \
+will make room by itself. Save durable knowledge to memory now, {where}: decisions and their \
+reasons, user preferences, debugging insights, project facts, open tasks and next steps. Keep it \
+brief; then tell the user the context is nearly full, so that they can run {make_room} before it \
+fills, and continue with the task.";
+
+const OFF_CRITICAL_TEXT: &str = "ctxguard: the context window is almost full: about {headroom} \
+tokens are left ({tokens} of {window} tokens are in use), and auto-compaction is off. If \
+decisions, open tasks and next steps are not yet saved, save them now, {where}, in a few lines, \
+before anything else; then tell the user to run {make_room} now.";
+
+/// The texts of a nudge of either level: the configured ones, or, when the client's
+/// auto-compaction is off and they are the defaults, the defaults that announce no compaction.
+pub fn nudge_templates(config: &Config, compaction_off: bool) -> (&str, &str) {
+    fn pick<'a>(text: &'a str, default: &str, off: &'static str, compaction_off: bool) -> &'a str {
+        if compaction_off && text == default {
+            off
+        } else {
+            text
+        }
+    }
+    (
+        pick(
+            &config.nudge_text,
+            DEFAULT_NUDGE_TEXT,
+            OFF_NUDGE_TEXT,
+            compaction_off,
+        ),
+        pick(
+            &config.critical_text,
+            DEFAULT_CRITICAL_TEXT,
+            OFF_CRITICAL_TEXT,
+            compaction_off,
+        ),
+    )
+}
 
 /// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
 /// environment), what a valid value looks like, and how a raw value is checked and stored.
@@ -181,18 +221,12 @@ macro_rules! keys {
         #[derive(Debug, Clone, PartialEq)]
         pub struct Config {
             $($(#[$attr])* pub $name: $ty,)*
-            /// From `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (Claude Code's, not a key).
-            pub autocompact_pct: Option<f64>,
-            /// From `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (Claude Code's, not a key).
-            pub autocompact_window: Option<u64>,
         }
 
         impl Default for Config {
             fn default() -> Self {
                 Config {
                     $($name: $default,)*
-                    autocompact_pct: None,
-                    autocompact_window: None,
                 }
             }
         }
@@ -411,7 +445,6 @@ impl Config {
             key.apply(&mut config, &Raw::Env(value))
                 .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key.name)))?;
         }
-        config.apply_client_env(&env.client, &mut warnings);
         Ok(Loaded { config, warnings })
     }
 
@@ -420,12 +453,11 @@ impl Config {
     pub fn load_or_default(paths: &Paths, env: &Env) -> Loaded {
         Config::load(paths, env).unwrap_or_else(|e| {
             let mut config = Config::default();
-            let mut warnings = vec![format!("{e:#}; using the defaults")];
+            let warnings = vec![format!("{e:#}; using the defaults")];
             for (key, value) in env.overrides() {
                 // An invalid one is in the error above, or was shadowed by it; keep the rest.
                 let _ = key.apply(&mut config, &Raw::Env(value));
             }
-            config.apply_client_env(&env.client, &mut warnings);
             Loaded { config, warnings }
         })
     }
@@ -462,30 +494,6 @@ impl Config {
         Ok(())
     }
 
-    /// Claude Code's own variables: not ours to reject, so an unusable value is only a warning.
-    fn apply_client_env(&mut self, env: &ClientEnv, warnings: &mut Vec<String>) {
-        if let Some(pct) = env.autocompact_pct() {
-            match pct.value {
-                Some(p) => self.autocompact_pct = Some(p),
-                None => warnings.push(format!(
-                    "{}={:?} is not a percent (1-100); ignored",
-                    client::AUTOCOMPACT_PCT,
-                    pct.raw
-                )),
-            }
-        }
-        if let Some(window) = env.auto_compact_window() {
-            match window.value {
-                Some(w) => self.autocompact_window = Some(w),
-                None => warnings.push(format!(
-                    "{}={:?} is not a token count; ignored",
-                    client::AUTO_COMPACT_WINDOW,
-                    window.raw
-                )),
-            }
-        }
-    }
-
     /// A fingerprint of every setting the limits depend on: limits kept in a marker are reused
     /// only while it matches.
     pub fn limits_key(&self) -> u64 {
@@ -507,22 +515,35 @@ impl Config {
             threshold_pct: self.threshold_pct,
             critical_headroom_tokens: self.critical_headroom_tokens,
             compact_buffer_tokens: self.compact_buffer_tokens,
-            autocompact_pct: self.autocompact_pct,
-            autocompact_window: self.autocompact_window,
+            autocompact_pct: None,
+            autocompact_window: None,
         }
     }
 }
 
-/// Fills `{tokens}`, `{window}`, `{headroom}`, `{pct}` and `{where}` (where to save memories)
-/// in a nudge text.
-pub fn render_text(template: &str, tokens: u64, window: u64, headroom: u64, place: &str) -> String {
+/// The numbers a nudge text names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NudgeNumbers {
+    /// Tokens in context now.
+    pub tokens: u64,
+    pub window: u64,
+    /// Where the client compacts (the window's end when auto-compaction is off).
+    pub compact_at: u64,
+}
+
+/// Fills `{tokens}`, `{window}`, `{compact_at}`, `{headroom}` (tokens left before
+/// `compact_at`), `{pct}` (percent of the way to `compact_at`), `{where}` (where to save
+/// memories) and `{make_room}` (what the user can run to make room) in a nudge text.
+pub fn render_text(template: &str, n: NudgeNumbers, place: &str, make_room: &str) -> String {
     use crate::usage::{human, percent};
     template
-        .replace("{tokens}", &human(tokens))
-        .replace("{window}", &human(window))
-        .replace("{headroom}", &human(headroom))
-        .replace("{pct}", &percent(tokens, window).to_string())
+        .replace("{tokens}", &human(n.tokens))
+        .replace("{window}", &human(n.window))
+        .replace("{compact_at}", &human(n.compact_at))
+        .replace("{headroom}", &human(n.compact_at.saturating_sub(n.tokens)))
+        .replace("{pct}", &percent(n.tokens, n.compact_at).to_string())
         .replace("{where}", place)
+        .replace("{make_room}", make_room)
 }
 
 #[cfg(test)]

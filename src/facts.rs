@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use chrono::{DateTime, Utc};
 
-use crate::client::{self, AutoCompactWindow};
+use crate::client;
 use crate::config::{Config, Env};
 use crate::files;
 use crate::marker::{Marker, Observation, Source};
@@ -171,15 +171,16 @@ pub struct Resolved {
     pub limits: Limits,
     pub window_source: WindowSource,
     pub compact_source: CompactSource,
-    /// The client's idle compaction (`idleCompaction`, on unless set to false).
-    pub idle_compaction: bool,
+    /// The client's idle compaction: `None` when off (`idleCompaction: false`), else the tokens
+    /// from which it applies.
+    pub idle_compaction: Option<u64>,
 }
 
 /// Limits for an observation: resolved afresh (with their sources), or kept from the marker.
 pub struct LimitsFor {
     pub limits: Limits,
     /// Set when resolved afresh, with the config fingerprint and whether idle compaction is on.
-    pub sources: Option<(WindowSource, CompactSource, u64, bool)>,
+    pub sources: Option<(WindowSource, CompactSource, u64, Option<u64>)>,
 }
 
 impl LimitsFor {
@@ -190,7 +191,8 @@ impl LimitsFor {
             obs.window_source = Some(w);
             obs.compact_source = Some(c);
             obs.limits_key = Some(key);
-            obs.idle_compaction = Some(idle);
+            obs.idle_compaction = Some(idle.is_some());
+            obs.idle_from = idle;
         }
         obs
     }
@@ -203,6 +205,9 @@ pub struct Context<'a> {
     pub paths: &'a Paths,
     /// The session's directory (settings of the project), if known.
     pub project: Option<&'a Path>,
+    /// A compaction window given by hand (`usage`/`replay --autocompact`), in place of the
+    /// running client's `--autocompact`.
+    pub flag: Option<u64>,
 }
 
 impl<'a> Context<'a> {
@@ -213,6 +218,7 @@ impl<'a> Context<'a> {
             env,
             paths,
             project: (!cwd.is_empty()).then(|| Path::new(cwd)),
+            flag: None,
         }
     }
 }
@@ -289,24 +295,106 @@ pub fn cached_or(
     }
 }
 
+/// Claude Code's auto-compaction settings, as its variables (process and `env` blocks) and
+/// settings files set them, independent of the model: what [`resolve_with`] applies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCompaction {
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`.
+    pub pct: Option<f64>,
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
+    pub window_var: Option<u64>,
+    /// The top-level `autoCompactWindow` (a token count; `"auto"` is none), with its origin.
+    pub window_setting: Option<(u64, String)>,
+    /// `modelSettings.<model>.autoCompactWindow`: the key as written, its tokens (`None` for
+    /// `"auto"`, which overrides the top-level setting with the model's own window), its origin.
+    pub per_model: Vec<(String, Option<u64>, String)>,
+    /// What turned auto-compaction off (`DISABLE_COMPACT`, `DISABLE_AUTO_COMPACT`,
+    /// `autoCompactEnabled: false`), if anything.
+    pub off: Option<String>,
+    /// Idle compaction: `None` when off (`idleCompaction: false`), else the tokens from which it
+    /// takes an attended session.
+    pub idle_from: Option<u64>,
+}
+
+impl Default for ClientCompaction {
+    /// The client's defaults: nothing set, idle compaction on from 200k.
+    fn default() -> ClientCompaction {
+        ClientCompaction {
+            pct: None,
+            window_var: None,
+            window_setting: None,
+            per_model: Vec::new(),
+            off: None,
+            idle_from: Some(crate::marker::IDLE_COMPACTION_TOKENS),
+        }
+    }
+}
+
+impl ClientCompaction {
+    /// Read from the client's merged settings and variables.
+    pub fn from_settings(settings: &client::Settings) -> ClientCompaction {
+        let setting = |r: client::Reading<client::Window>| (r.value, r.origin.to_string());
+        ClientCompaction {
+            pct: settings.autocompact_pct().and_then(|r| r.value),
+            window_var: settings
+                .var(client::AUTO_COMPACT_WINDOW)
+                .and_then(|v| client::window_tokens(&v)),
+            window_setting: settings.get("autoCompactWindow").and_then(|(f, v)| {
+                let w = client::Window::from_json(v)?.tokens()?;
+                Some((w, format!("autoCompactWindow in {}", f.path.display())))
+            }),
+            per_model: settings
+                .model_compact_windows()
+                .into_iter()
+                .filter_map(|(model, r)| {
+                    let (w, origin) = setting(r);
+                    Some((model, w?.tokens(), origin))
+                })
+                .collect(),
+            off: settings.auto_compact_off().map(|o| o.to_string()),
+            idle_from: settings.idle_compaction(crate::marker::IDLE_COMPACTION_TOKENS),
+        }
+    }
+
+    /// The compaction window for `model`, and where it came from: the variable, else a
+    /// `modelSettings` entry naming the model, else the top-level setting.
+    pub fn window_for(&self, model: Option<&str>) -> Option<(u64, CompactSource)> {
+        if let Some(w) = self.window_var {
+            return Some((w, CompactSource::Env));
+        }
+        if let Some(model) = model {
+            if let Some((_, w, origin)) = self
+                .per_model
+                .iter()
+                .find(|(key, _, _)| client::model_key_matches(key, model))
+            {
+                // `"auto"` for this model: its own window, whatever the top-level says.
+                return w.map(|w| (w, CompactSource::Setting(origin.clone())));
+            }
+        }
+        self.window_setting
+            .as_ref()
+            .map(|(w, origin)| (*w, CompactSource::Setting(origin.clone())))
+    }
+}
+
 /// What only I/O tells about the limits: a learned window for the model, the running client's
-/// `--autocompact`, its `autoCompactWindow` setting (with the file), and its idle compaction.
-#[derive(Debug, Clone)]
+/// `--autocompact`, and its compaction settings.
+#[derive(Debug, Clone, Default)]
 pub struct Gathered {
     pub learned: Option<u64>,
     pub flag: Option<u64>,
-    pub setting: Option<(AutoCompactWindow, String)>,
-    pub idle_compaction: bool,
+    pub client: ClientCompaction,
 }
 
-impl Default for Gathered {
-    /// Nothing known: no learned window, no flag, no setting, idle compaction on (the default).
-    fn default() -> Gathered {
+impl Gathered {
+    /// What a manual command (`usage`, `replay`) knows: the client's settings for `project`
+    /// (its variables from this process), and `--autocompact N` given by hand.
+    pub fn for_command(env: &Env, project: Option<&Path>, flag: Option<u64>) -> Gathered {
         Gathered {
             learned: None,
-            flag: None,
-            setting: None,
-            idle_compaction: true,
+            flag,
+            client: ClientCompaction::from_settings(&client_settings(env, project)),
         }
     }
 }
@@ -316,16 +404,8 @@ fn gather(ctx: &Context, model: Option<&str>) -> Gathered {
     let settings = client_settings(ctx.env, ctx.project);
     Gathered {
         learned: model.and_then(|m| learned(ctx.paths).get(m).copied()),
-        flag: client_flag(ctx.env),
-        // The file alone: `CompactSource::Setting` names the key itself.
-        setting: settings.auto_compact_window().and_then(|r| match r.origin {
-            client::Origin::Setting { file, .. } => Some((r.value?, file.display().to_string())),
-            client::Origin::Variable(_) => None,
-        }),
-        idle_compaction: !matches!(
-            settings.get("idleCompaction"),
-            Some((_, serde_json::Value::Bool(false)))
-        ),
+        flag: ctx.flag.or_else(|| client_flag(ctx.env)),
+        client: ClientCompaction::from_settings(&settings),
     }
 }
 
@@ -367,22 +447,24 @@ pub fn resolve_with(
         learned: gathered.learned,
         tokens,
     });
+    let mut policy = config.policy();
+    policy.autocompact_pct = gathered.client.pct;
     let (limits, compact_source) = window::limits(
         window.tokens,
-        &config.policy(),
+        &policy,
         &CompactFacts {
             flag: gathered.flag,
-            env: config.autocompact_window,
-            setting: gathered.setting.as_ref().map(|(w, f)| (w, f.clone())),
-            model,
+            setting: gathered.client.window_for(model),
+            off: gathered.client.off.clone(),
             observed: marker.auto_compacted_at,
+            uncompacted: marker.uncompacted_max,
         },
     );
     Resolved {
         limits,
         window_source: window.source,
         compact_source,
-        idle_compaction: gathered.idle_compaction,
+        idle_compaction: gathered.client.idle_from,
     }
 }
 

@@ -93,14 +93,7 @@ pub fn client_memory_dir(
     transcript_path: &str,
     cwd: &str,
 ) -> Option<PathBuf> {
-    let off_var = settings
-        .var("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
-        .is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"));
-    let off_setting = matches!(
-        settings.get("autoMemoryEnabled"),
-        Some((_, serde_json::Value::Bool(false)))
-    );
-    if off_var || off_setting {
+    if settings.auto_memory_off().is_some() {
         return None;
     }
     if let Some((_, serde_json::Value::String(dir))) = settings.get("autoMemoryDirectory") {

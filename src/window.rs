@@ -14,16 +14,17 @@
 //! 7. 200k.
 //!
 //! The compaction window (what the client computes its compaction point against), first match:
-//! the running client's `--autocompact N`, `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, then the
-//! `autoCompactWindow` setting (per-model entry before the global one; managed, local, project,
-//! user settings in that order). Never above the window. Then, when this session's client was
-//! seen auto-compacting on the same window, that point bounds the computed one.
+//! the running client's `--autocompact N`, `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, then the settings:
+//! `modelSettings.<model>.autoCompactWindow` for this model, else the top-level
+//! `autoCompactWindow` (managed, local, project, user settings in that order). Never above the
+//! window. Then, when this session's client was seen auto-compacting on the same window, the
+//! point is calibrated on it ([`limits`]). With auto-compaction off, the point is the window's
+//! end.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::{AutoCompactWindow, Window as SettingWindow};
 use crate::usage::{Limits, Policy, DEFAULT_WINDOW, LARGE_WINDOW};
 
 /// Where the window came from.
@@ -63,10 +64,13 @@ pub enum CompactSource {
     Flag,
     /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
     Env,
-    /// `autoCompactWindow` in a settings file (named).
+    /// A setting, named with its file (`autoCompactWindow in FILE`,
+    /// `modelSettings.<model>.autoCompactWindow in FILE`).
     Setting(String),
     /// This session's client was seen auto-compacting there.
     Observed,
+    /// Auto-compaction is off (what turned it off): the point is the window's end.
+    Off(String),
 }
 
 impl CompactSource {
@@ -75,8 +79,11 @@ impl CompactSource {
             CompactSource::Window => "the window".into(),
             CompactSource::Flag => "the client's --autocompact argument".into(),
             CompactSource::Env => "CLAUDE_CODE_AUTO_COMPACT_WINDOW".into(),
-            CompactSource::Setting(file) => format!("autoCompactWindow in {file}"),
+            CompactSource::Setting(origin) => origin.clone(),
             CompactSource::Observed => "where this session last auto-compacted".into(),
+            CompactSource::Off(origin) => {
+                format!("the window's end: auto-compaction is off ({origin})")
+            }
         }
     }
 }
@@ -180,55 +187,60 @@ pub fn resolve(f: &WindowFacts) -> Window {
 
 /// What is known about where the client compacts.
 #[derive(Debug, Clone, Default)]
-pub struct CompactFacts<'a> {
+pub struct CompactFacts {
     /// `--autocompact N` of the running client.
     pub flag: Option<u64>,
-    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
-    pub env: Option<u64>,
-    /// `autoCompactWindow`, with the file it came from.
-    pub setting: Option<(&'a AutoCompactWindow, String)>,
-    pub model: Option<&'a str>,
-    /// This session's last auto-compaction: the tokens then, and the window at the time.
+    /// The compaction window from the client's variable or settings, already chosen for the
+    /// model (see [`crate::facts::ClientCompaction::window_for`]).
+    pub setting: Option<(u64, CompactSource)>,
+    /// What turned auto-compaction off, if anything.
+    pub off: Option<String>,
+    /// This session's last auto-compaction: the boundary's `preTokens`, and the window then.
     pub observed: Option<(u64, u64)>,
-}
-
-/// The token count the setting gives for `model` (`"auto"` means the window).
-fn setting_tokens(setting: &AutoCompactWindow, model: Option<&str>) -> Option<u64> {
-    let tokens = |w: &SettingWindow| match w {
-        SettingWindow::Tokens(n) => Some(*n),
-        SettingWindow::Auto => None,
-    };
-    match setting {
-        AutoCompactWindow::Every(w) => tokens(w),
-        AutoCompactWindow::PerModel(entries) => {
-            let model = model?;
-            entries
-                .iter()
-                .find(|(id, _)| id == model)
-                .and_then(|(_, w)| tokens(w))
-        }
-    }
+    /// The highest reading of this session that did not compact, and the window then.
+    pub uncompacted: Option<(u64, u64)>,
 }
 
 /// Limits for `window`, with the compaction window from `facts`, and where it came from.
+///
+/// With auto-compaction off nothing compacts: the point that matters is the end of the window,
+/// where the session can go no further until `/compact` or `/clear`.
+///
+/// A seen auto-compaction calibrates the point: the client's threshold lies above the highest
+/// reading that did not compact and at or below the boundary's `preTokens` (exact). The computed
+/// point is kept when it lies there, else moved to the nearest end of that interval.
 pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, CompactSource) {
+    if let Some(off) = &facts.off {
+        let mut policy = policy.clone();
+        policy.autocompact_window = None;
+        policy.autocompact_pct = None;
+        policy.compact_buffer_tokens = 0;
+        return (
+            Limits::compute(window, &policy),
+            CompactSource::Off(off.clone()),
+        );
+    }
     let chosen = facts
         .flag
         .map(|w| (w, CompactSource::Flag))
-        .or_else(|| facts.env.map(|w| (w, CompactSource::Env)))
-        .or_else(|| {
-            let (setting, file) = facts.setting.as_ref()?;
-            setting_tokens(setting, facts.model).map(|w| (w, CompactSource::Setting(file.clone())))
-        })
+        .or_else(|| facts.setting.clone())
         .filter(|(w, _)| *w > 0 && *w < window);
     let mut policy = policy.clone();
     policy.autocompact_window = chosen.as_ref().map(|(w, _)| *w);
     let mut source = chosen.map_or(CompactSource::Window, |(_, s)| s);
     let mut limits = Limits::compute(window, &policy);
-    if let Some((at, seen_window)) = facts.observed {
-        if seen_window == window && at > 0 && at < limits.compact_at {
-            limits = limits.compacting_at(at, &policy);
-            source = CompactSource::Observed;
+    if let Some((pre, seen_window)) = facts.observed {
+        if seen_window == window && pre > 0 {
+            // Above the highest reading that did not compact (when consistent with `pre`).
+            let floor = facts
+                .uncompacted
+                .filter(|(t, w)| *w == window && *t < pre)
+                .map_or(0, |(t, _)| t + 1);
+            let at = limits.compact_at.clamp(floor, pre);
+            if at != limits.compact_at {
+                limits = limits.compacting_at(at, &policy);
+                source = CompactSource::Observed;
+            }
         }
     }
     (limits, source)
@@ -343,64 +355,101 @@ mod tests {
     }
 
     #[test]
-    fn the_compaction_window_from_flag_env_and_settings() {
+    fn the_compaction_window_from_flag_then_settings() {
         let policy = Policy::default();
-        let per_model = AutoCompactWindow::PerModel(vec![(
-            "claude-opus-5-5".into(),
-            SettingWindow::Tokens(400_000),
-        )]);
         let mut f = CompactFacts {
             flag: Some(300_000),
-            env: Some(500_000),
-            setting: Some((&per_model, "/u/.claude/settings.json".into())),
-            model: Some("claude-opus-5-5"),
-            observed: None,
+            setting: Some((
+                400_000,
+                CompactSource::Setting("autoCompactWindow in /u".into()),
+            )),
+            ..CompactFacts::default()
         };
         let (l, s) = limits(1_000_000, &policy, &f);
         assert_eq!((l.compact_at, s), (267_000, CompactSource::Flag));
         f.flag = None;
-        let (l, s) = limits(1_000_000, &policy, &f);
-        assert_eq!((l.compact_at, s), (467_000, CompactSource::Env));
-        f.env = None;
         let (l, s) = limits(1_000_000, &policy, &f);
         assert_eq!(
             (l.compact_at, l.trigger_at, s),
             (
                 367_000,
                 327_000,
-                CompactSource::Setting("/u/.claude/settings.json".into())
+                CompactSource::Setting("autoCompactWindow in /u".into())
             )
         );
-        // Another model: the per-model entry does not apply.
-        f.model = Some("claude-sonnet-5");
-        let (l, s) = limits(1_000_000, &policy, &f);
-        assert_eq!((l.compact_at, s), (967_000, CompactSource::Window));
-        // "auto" and a window above the model's change nothing.
-        let auto = AutoCompactWindow::Every(SettingWindow::Auto);
-        f.setting = Some((&auto, "x".into()));
-        assert_eq!(limits(1_000_000, &policy, &f).0.compact_at, 967_000);
+        // A window at or above the model's changes nothing.
+        f.setting = Some((1_000_000, CompactSource::Env));
+        assert_eq!(
+            limits(1_000_000, &policy, &f),
+            (
+                limits(1_000_000, &policy, &CompactFacts::default()).0,
+                CompactSource::Window
+            )
+        );
         f.flag = Some(2_000_000);
         assert_eq!(limits(1_000_000, &policy, &f).1, CompactSource::Window);
     }
 
     #[test]
-    fn an_observed_auto_compaction_moves_the_point_earlier_on_the_same_window() {
-        let policy = Policy::default();
+    fn with_auto_compaction_off_the_point_is_the_windows_end() {
         let f = CompactFacts {
-            observed: Some((280_000, 1_000_000)),
+            flag: Some(300_000),
+            off: Some("DISABLE_AUTO_COMPACT".into()),
+            observed: Some((150_000, 1_000_000)),
             ..CompactFacts::default()
         };
-        let (l, s) = limits(1_000_000, &policy, &f);
+        let (l, s) = limits(1_000_000, &Policy::default(), &f);
         assert_eq!(
-            (l.compact_at, l.trigger_at, s),
-            (280_000, 240_000, CompactSource::Observed)
+            (l.compact_at, l.trigger_at, l.critical_at),
+            (1_000_000, 960_000, Some(985_000))
         );
-        assert_eq!(l.critical_at, Some(265_000));
-        // Seen on another window (the model changed): ignored.
-        let f = CompactFacts {
-            observed: Some((150_000, 200_000)),
-            ..CompactFacts::default()
+        assert_eq!(s, CompactSource::Off("DISABLE_AUTO_COMPACT".into()));
+        assert!(s.describe().contains("auto-compaction is off"));
+    }
+
+    #[test]
+    fn an_observed_auto_compaction_calibrates_the_point_within_the_evidence() {
+        let policy = Policy::default();
+        let at = |observed, uncompacted| {
+            let f = CompactFacts {
+                observed: Some(observed),
+                uncompacted,
+                ..CompactFacts::default()
+            };
+            let (l, s) = limits(1_000_000, &policy, &f);
+            (l.compact_at, s)
         };
-        assert_eq!(limits(1_000_000, &policy, &f).1, CompactSource::Window);
+        // Compacted at 280k: the threshold is at or below it.
+        assert_eq!(
+            at((280_000, 1_000_000), None),
+            (280_000, CompactSource::Observed)
+        );
+        // Compacted at 975k, the formula's 967k lies between the highest reading that did not
+        // compact (950k) and 975k: the evidence agrees with it, so it stays.
+        assert_eq!(
+            at((975_000, 1_000_000), Some((950_000, 1_000_000))),
+            (967_000, CompactSource::Window)
+        );
+        // 972k did not compact: the threshold is above it.
+        assert_eq!(
+            at((980_000, 1_000_000), Some((972_000, 1_000_000))),
+            (972_001, CompactSource::Observed)
+        );
+        // A reading above `preTokens` (another configuration then) does not count.
+        assert_eq!(
+            at((975_000, 1_000_000), Some((990_000, 1_000_000))),
+            (967_000, CompactSource::Window)
+        );
+        let (l, _) = limits(
+            1_000_000,
+            &policy,
+            &CompactFacts {
+                observed: Some((280_000, 1_000_000)),
+                ..CompactFacts::default()
+            },
+        );
+        assert_eq!((l.trigger_at, l.critical_at), (240_000, Some(265_000)));
+        // Seen on another window (the model changed): ignored.
+        assert_eq!(at((150_000, 200_000), None).1, CompactSource::Window);
     }
 }

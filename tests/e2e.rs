@@ -351,7 +351,7 @@ fn above_the_trigger_the_nudge_is_injected_once_and_the_tools_still_run() {
     assert!(monotonic && counts.iter().all(|c| *c <= 1), "{counts:?}");
     assert_eq!(*counts.last().unwrap(), 1, "{counts:?}");
     let last = requests.last().unwrap().to_string();
-    assert!(last.contains("94% full (940k of 1M tokens)"), "{last}");
+    assert!(last.contains("(940k are in context now)"), "{last}");
     let last = requests.last().unwrap().to_string();
     for n in 1..=3 {
         assert!(
@@ -596,7 +596,7 @@ fn a_text_only_turn_is_nudged_through_user_prompt_submit() {
     );
     assert!(requests[0]
         .to_string()
-        .contains("94% full (940k of 1M tokens)"));
+        .contains("(940k are in context now)"));
     assert_eq!(rig.env.marker(&session)["state"], "nudged");
     // Once: a third prompt does not repeat it (the second carries it in its history only).
     rig.api.clear();

@@ -150,7 +150,7 @@ fn older_client_above_the_trigger_one_nudge_and_the_tools_run() {
     );
     assert_eq!(*counts.last().unwrap(), 1, "{counts:?}");
     let last = requests.last().unwrap().to_string();
-    assert!(last.contains("70% full (140k of 200k tokens)"), "{last}");
+    assert!(last.contains("(140k are in context now)"), "{last}");
     for n in 1..=3 {
         assert!(last.contains(&format!("ctxguard-e2e-{n}")), "tool call {n}");
     }

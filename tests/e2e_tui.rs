@@ -397,7 +397,7 @@ fn tui_status_line_arms_and_the_next_tool_call_is_nudged_once() {
         tokens: 940_000,
         api_args: &[],
         gauge: "ctx 94% · 940k/1M · compacts in 27k · idle≥200k",
-        full: "94% full (940k of 1M tokens)",
+        full: "(940k are in context now)",
         window: 1_000_000,
     });
 }
@@ -411,7 +411,7 @@ fn tui_older_client_status_line_arms_and_the_next_tool_call_is_nudged_once() {
         tokens: 150_000,
         api_args: &["--side-requests"],
         gauge: "ctx 75% · 150k/200k · compacts in 17k",
-        full: "75% full (150k of 200k tokens)",
+        full: "(150k are in context now)",
         window: 200_000,
     });
 }

@@ -431,8 +431,9 @@ fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
             .any(|a| a.starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50")),
         "{auto:?}"
     );
-    assert_eq!(report["thresholds"][0]["compact_at"], 100_000);
-    assert_eq!(report["thresholds"][0]["trigger_at"], 60_000);
+    // Auto-compaction off: the window's end is the point, whatever the percent says.
+    assert_eq!(report["thresholds"][0]["compact_at"], 200_000);
+    assert_eq!(report["thresholds"][0]["trigger_at"], 160_000);
 }
 
 #[test]

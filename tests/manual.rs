@@ -215,13 +215,14 @@ fn usage_on_the_real_transcript() {
 
 #[test]
 fn usage_names_the_autocompact_setting_that_moved_the_compaction_point() {
-    // What `/autocompact 400000` writes, per model, in the user's settings.
+    // What `/autocompact 400000` writes, per model, in the user's settings (`modelSettings`;
+    // a map under `autoCompactWindow` is no form the client knows, and changes nothing).
     let env = TestEnv::new();
     let settings = env.home().join(".claude").join("settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
         &settings,
-        r#"{"autoCompactWindow": {"claude-opus-5-5": 400000}}"#,
+        r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 400000}}}"#,
     )
     .unwrap();
     let path = env.write("real.jsonl", &fixture("transcript-with-compaction.jsonl"));
@@ -235,7 +236,7 @@ fn usage_names_the_autocompact_setting_that_moved_the_compaction_point() {
     assert_eq!(
         line,
         format!(
-            "compacts at  367,000 (216,490 to go; from autoCompactWindow in {})",
+            "compacts at  367,000 (216,490 to go; from modelSettings.claude-opus-5-5.autoCompactWindow in {})",
             settings.display()
         )
     );
@@ -252,7 +253,7 @@ fn usage_takes_the_compaction_window_the_client_ran_with() {
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         (&v["compact_at"], &v["trigger_at"], &v["compact_source"]),
-        (&json!(267_000), &json!(227_000), &json!("env"))
+        (&json!(267_000), &json!(227_000), &json!("flag"))
     );
     // A clear error, exit 1 as for every manual command's bad argument.
     let run = env.run(&["usage", p, "--autocompact", "0"], "");

@@ -33,7 +33,7 @@ fn armed_by_the_status_line_nudges_exactly_once() {
     assert_eq!((first.code, first.stderr.as_str()), (0, ""));
     let text = decode_nudge(&first.stdout);
     assert!(
-        text.starts_with("ctxguard: the context is 93% full (930k of 1M tokens)"),
+        text.starts_with("ctxguard: about 37k tokens are left before auto-compaction, which comes at 967k tokens (930k are in context now)"),
         "{text}"
     );
     let m = env.marker(SESSION);
@@ -173,7 +173,7 @@ fn a_reported_1m_window_applies_to_transcript_readings() {
         SESSION,
         &transcript_with(&env2, 940_000),
     ));
-    assert!(decode_nudge(&run.stdout).contains("94% full"));
+    assert!(decode_nudge(&run.stdout).contains("(940k are in context now)"));
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn env_and_config_file_change_the_trigger_and_texts() {
     env.statusline(&statusline_payload(SESSION, Some(100_000), Some(200_000)));
     assert_eq!(
         decode_nudge(&env.pretooluse(&payload).stdout),
-        "SAVE 50% 100k/200k 67k"
+        "SAVE 60% 100k/200k 67k"
     );
 
     // The environment overrides the file.
@@ -306,7 +306,8 @@ fn env_and_config_file_change_the_trigger_and_texts() {
     env.set("CTXGUARD_THRESHOLD_PCT", "20");
     env.run(&["reset", "--all"], "");
     env.statusline(&statusline_payload(SESSION, Some(40_000), Some(200_000)));
-    assert_eq!(decode_nudge(&env.pretooluse(&payload).stdout), "ENV 20");
+    // {pct} is of the compaction point: 40k of 167k.
+    assert_eq!(decode_nudge(&env.pretooluse(&payload).stdout), "ENV 24");
 
     // Critical text, and critical disabled.
     let mut env = TestEnv::new();

@@ -182,8 +182,9 @@ fn the_recorded_transcript_on_its_own_window_and_on_200k() {
         );
         assert_eq!((r.replies, r.compactions, r.lines), (14, 4, 183));
         assert_eq!(r.model.as_deref(), Some("claude-opus-5-5"));
-        // Where the client was seen compacting (the last boundary's preTokens).
-        assert_eq!(r.limits.as_ref().map(|l| l.compact_at), Some(150_510));
+        // Where the client was seen compacting: above the replies at 150,510 that did not
+        // compact, at or below the boundaries' preTokens (150,532, 150,533).
+        assert_eq!(r.limits.as_ref().map(|l| l.compact_at), Some(150_533));
         assert_eq!(r.statusline, !args.is_empty());
         let triggers: Vec<_> = r
             .cycles

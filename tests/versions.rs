@@ -305,7 +305,7 @@ fn the_recorded_pretooluse_nudges_once_above_the_trigger() {
             decode_nudge(&first.stdout)
         };
         assert!(
-            nudge.starts_with("ctxguard: the context is 75% full (150k of 200k tokens)"),
+            nudge.starts_with("ctxguard: about 17k tokens are left before auto-compaction, which comes at 167k tokens (150k are in context now)"),
             "{version}: {nudge}"
         );
         assert_eq!(hook(&env, "pretooluse", &p).stdout, "", "{version}: once");

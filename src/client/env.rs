@@ -10,11 +10,28 @@ use serde_json::Value;
 pub const AUTOCOMPACT_PCT: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
 /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`: the window auto-compaction is computed against.
 pub const AUTO_COMPACT_WINDOW: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
-/// `DISABLE_AUTO_COMPACT`: any value but `0` or `false` turns auto-compaction off.
+/// `DISABLE_AUTO_COMPACT`: a true value turns auto-compaction off (`/compact` still works).
 pub const DISABLE_AUTO_COMPACT: &str = "DISABLE_AUTO_COMPACT";
+/// `DISABLE_COMPACT`: a true value turns compaction off altogether, auto and `/compact`.
+pub const DISABLE_COMPACT: &str = "DISABLE_COMPACT";
+/// `CLAUDE_CODE_DISABLE_AUTO_MEMORY`: a true value turns the client's auto memory off.
+pub const DISABLE_AUTO_MEMORY: &str = "CLAUDE_CODE_DISABLE_AUTO_MEMORY";
+/// `CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`: idle compaction takes sessions from this many tokens.
+pub const IDLE_COMPACT_MIN_TOKENS: &str = "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS";
+/// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`: the context window the client assumes for the model.
+pub const MAX_CONTEXT_TOKENS: &str = "CLAUDE_CODE_MAX_CONTEXT_TOKENS";
 
-/// The client's variables ctxguard reads.
-const VARS: [&str; 3] = [AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT];
+/// The client's variables ctxguard reads, each from the process and from the settings files'
+/// `env` blocks (see [`crate::client::Settings::var`]).
+pub const VARS: [&str; 7] = [
+    AUTOCOMPACT_PCT,
+    AUTO_COMPACT_WINDOW,
+    DISABLE_AUTO_COMPACT,
+    DISABLE_COMPACT,
+    DISABLE_AUTO_MEMORY,
+    IDLE_COMPACT_MIN_TOKENS,
+    MAX_CONTEXT_TOKENS,
+];
 
 /// Claude Code's variables ([`VARS`]) as found in a process environment; blank ones are unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,21 +56,6 @@ impl ClientEnv {
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
     }
-
-    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` from the process alone (what a hook sees: the client
-    /// has already applied its settings' `env` blocks to its own environment).
-    pub fn autocompact_pct(&self) -> Option<Reading<f64>> {
-        self.get(AUTOCOMPACT_PCT).map(read_pct)
-    }
-
-    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` from the process alone.
-    pub fn auto_compact_window(&self) -> Option<Reading<u64>> {
-        self.get(AUTO_COMPACT_WINDOW).map(|raw| Reading {
-            origin: Origin::Variable(AUTO_COMPACT_WINDOW),
-            raw: raw.to_string(),
-            value: window_tokens(raw),
-        })
-    }
 }
 
 /// A value as written and what it means; `value` is `None` when it is unusable.
@@ -70,8 +72,8 @@ pub struct Reading<T> {
 pub enum Origin {
     /// An environment variable (set in the process or in a settings file's `env` block).
     Variable(&'static str),
-    /// A top-level key of a settings file.
-    Setting { key: &'static str, file: PathBuf },
+    /// A key of a settings file (`modelSettings.<model>.autoCompactWindow` for a nested one).
+    Setting { key: String, file: PathBuf },
 }
 
 impl fmt::Display for Origin {
@@ -121,33 +123,69 @@ impl fmt::Display for Window {
     }
 }
 
-/// The auto-compaction window, as `autoCompactWindow` or `CLAUDE_CODE_AUTO_COMPACT_WINDOW` sets
-/// it: one for every model (a number or `"auto"`), or a map of model ids to one (the form
-/// `/autocompact` writes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AutoCompactWindow {
-    Every(Window),
-    /// In the file's order.
-    PerModel(Vec<(String, Window)>),
-}
-
-impl AutoCompactWindow {
-    /// The setting's JSON value; `None` for any other shape.
-    pub fn from_json(value: &Value) -> Option<AutoCompactWindow> {
-        fn window(value: &Value) -> Option<Window> {
-            match value {
-                Value::String(s) if s == "auto" => Some(Window::Auto),
-                Value::Number(n) => n.as_u64().filter(|w| *w > 0).map(Window::Tokens),
-                _ => None,
-            }
-        }
+impl Window {
+    /// An `autoCompactWindow` value: a positive whole number of tokens or `"auto"`; `None` for
+    /// anything else.
+    pub fn from_json(value: &Value) -> Option<Window> {
         match value {
-            Value::Object(models) => models
-                .iter()
-                .map(|(model, w)| Some((model.clone(), window(w)?)))
-                .collect::<Option<Vec<_>>>()
-                .map(AutoCompactWindow::PerModel),
-            other => window(other).map(AutoCompactWindow::Every),
+            Value::String(s) if s == "auto" => Some(Window::Auto),
+            Value::Number(n) => n.as_u64().filter(|w| *w > 0).map(Window::Tokens),
+            _ => None,
         }
     }
+
+    /// The tokens it names (`"auto"` names none: the model's own window).
+    pub fn tokens(self) -> Option<u64> {
+        match self {
+            Window::Tokens(n) => Some(n),
+            Window::Auto => None,
+        }
+    }
+}
+
+/// The model id a `modelSettings` key is compared with: the canonical name, without the
+/// spellings the client also accepts for it (the schema: "The canonical model name as key also
+/// matches its dated, [1m], Bedrock and Vertex spellings"): lower case, no `[1m]`, no Bedrock
+/// region and `anthropic.` prefix nor `-v1:0` version, no Vertex `@20250929`, no `-20250929`.
+pub fn canonical_model(id: &str) -> String {
+    let mut id = id.trim().to_ascii_lowercase();
+    if let Some(base) = id.strip_suffix("[1m]") {
+        id = base.to_string();
+    }
+    // Bedrock: `us.anthropic.claude-opus-4-1-20250805-v1:0`, `anthropic.claude-…-v1:0`.
+    if let Some(at) = id.find("anthropic.") {
+        if id[..at]
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'.')
+        {
+            id = id[at + "anthropic.".len()..].to_string();
+        }
+    }
+    if let Some(at) = id.rfind("-v") {
+        let version = &id[at + 2..];
+        if !version.is_empty()
+            && version.bytes().all(|b| b.is_ascii_digit() || b == b':')
+            && version.as_bytes()[0].is_ascii_digit()
+        {
+            id.truncate(at);
+        }
+    }
+    // Vertex: `claude-opus-4-1@20250805`.
+    if let Some(at) = id.find('@') {
+        id.truncate(at);
+    }
+    // The API's release date: `claude-sonnet-4-5-20250929`.
+    if let Some(at) = id.rfind('-') {
+        let date = &id[at + 1..];
+        if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) {
+            id.truncate(at);
+        }
+    }
+    id
+}
+
+/// Does the `modelSettings` key `key` name the model `id`?
+pub fn model_key_matches(key: &str, id: &str) -> bool {
+    let key = canonical_model(key);
+    !key.is_empty() && key == canonical_model(id)
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::env::{
-    read_pct, window_tokens, AutoCompactWindow, ClientEnv, Origin, Reading, Window,
-    AUTOCOMPACT_PCT, AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT,
+    read_pct, window_tokens, ClientEnv, Origin, Reading, Window, AUTOCOMPACT_PCT,
+    DISABLE_AUTO_COMPACT, DISABLE_AUTO_MEMORY, DISABLE_COMPACT, IDLE_COMPACT_MIN_TOKENS,
 };
 #[cfg(test)]
 use super::files::MANAGED_SETTINGS;
@@ -187,18 +187,60 @@ impl Settings {
             .collect()
     }
 
-    /// What turns auto-compaction off, if anything: `autoCompactEnabled: false` in the file that
-    /// wins, or `DISABLE_AUTO_COMPACT` set to anything but `0` or `false`.
+    /// Is this variable set to a true value (`1`, `true`, `yes`, `on`, any case), as the client
+    /// reads its switches?
+    pub fn flag(&self, name: &str) -> bool {
+        self.var(name).is_some_and(|v| truthy(&v))
+    }
+
+    /// What turns auto-compaction off, if anything: `DISABLE_COMPACT` (all compaction),
+    /// `DISABLE_AUTO_COMPACT`, or `autoCompactEnabled: false` in the file that wins.
     pub fn auto_compact_off(&self) -> Option<Origin> {
+        for name in [DISABLE_COMPACT, DISABLE_AUTO_COMPACT] {
+            if self.flag(name) {
+                return Some(Origin::Variable(name));
+            }
+        }
         if let Some((f, Value::Bool(false))) = self.get("autoCompactEnabled") {
             return Some(Origin::Setting {
-                key: "autoCompactEnabled",
+                key: "autoCompactEnabled".into(),
                 file: f.path.clone(),
             });
         }
-        self.var(DISABLE_AUTO_COMPACT)
-            .filter(|v| v.trim() != "0" && !v.trim().eq_ignore_ascii_case("false"))
-            .map(|_| Origin::Variable(DISABLE_AUTO_COMPACT))
+        None
+    }
+
+    /// Is `/compact` itself turned off (`DISABLE_COMPACT`)?
+    pub fn compact_off(&self) -> bool {
+        self.flag(DISABLE_COMPACT)
+    }
+
+    /// Is the client's auto memory off: `CLAUDE_CODE_DISABLE_AUTO_MEMORY` or
+    /// `autoMemoryEnabled: false`?
+    pub fn auto_memory_off(&self) -> Option<Origin> {
+        if self.flag(DISABLE_AUTO_MEMORY) {
+            return Some(Origin::Variable(DISABLE_AUTO_MEMORY));
+        }
+        match self.get("autoMemoryEnabled") {
+            Some((f, Value::Bool(false))) => Some(Origin::Setting {
+                key: "autoMemoryEnabled".into(),
+                file: f.path.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Idle compaction: off with `idleCompaction: false`; else the tokens from which it takes a
+    /// session (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`, else `default`).
+    pub fn idle_compaction(&self, default: u64) -> Option<u64> {
+        if matches!(self.get("idleCompaction"), Some((_, Value::Bool(false)))) {
+            return None;
+        }
+        Some(
+            self.var(IDLE_COMPACT_MIN_TOKENS)
+                .and_then(|v| window_tokens(&v))
+                .unwrap_or(default),
+        )
     }
 
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, from an `env` block or the process.
@@ -206,26 +248,45 @@ impl Settings {
         self.var(AUTOCOMPACT_PCT).as_deref().map(read_pct)
     }
 
-    /// The auto-compaction window: `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (a token count) beats the
-    /// `autoCompactWindow` setting (a token count, `"auto"`, or per model).
-    pub fn auto_compact_window(&self) -> Option<Reading<AutoCompactWindow>> {
-        if let Some(raw) = self.var(AUTO_COMPACT_WINDOW) {
-            return Some(Reading {
-                origin: Origin::Variable(AUTO_COMPACT_WINDOW),
-                value: window_tokens(&raw).map(|w| AutoCompactWindow::Every(Window::Tokens(w))),
-                raw,
-            });
+    /// Every `modelSettings.<model>.autoCompactWindow` (what `/autocompact` writes), from the file
+    /// that wins for each model key, in the order first seen.
+    pub fn model_compact_windows(&self) -> Vec<(String, Reading<Window>)> {
+        let mut out: Vec<(String, Reading<Window>)> = Vec::new();
+        for f in &self.files {
+            let Some(Value::Object(models)) = f.get("modelSettings") else {
+                continue;
+            };
+            for (model, entry) in models {
+                let Some(value) = entry.get("autoCompactWindow") else {
+                    continue;
+                };
+                let reading = Reading {
+                    origin: Origin::Setting {
+                        key: format!(
+                            "modelSettings.{}.autoCompactWindow",
+                            crate::text::cut(&crate::text::sanitize(model, true), 80)
+                        ),
+                        file: f.path.clone(),
+                    },
+                    raw: value.to_string(),
+                    value: Window::from_json(value),
+                };
+                match out.iter_mut().find(|(m, _)| m == model) {
+                    Some(slot) => slot.1 = reading,
+                    None => out.push((model.clone(), reading)),
+                }
+            }
         }
-        let (f, value) = self.get("autoCompactWindow")?;
-        Some(Reading {
-            origin: Origin::Setting {
-                key: "autoCompactWindow",
-                file: f.path.clone(),
-            },
-            raw: value.to_string(),
-            value: AutoCompactWindow::from_json(value),
-        })
+        out
     }
+}
+
+/// A switch's value as the client reads it: `1`, `true`, `yes` or `on`, in any case.
+pub fn truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
 }
 
 #[cfg(test)]
@@ -233,7 +294,7 @@ mod tests {
     use std::fs;
 
     use super::*;
-    use crate::client::{percent, Problem};
+    use crate::client::{percent, Problem, AUTO_COMPACT_WINDOW};
 
     fn settings(files: &[(Scope, &str)], env: &[(&'static str, &str)]) -> Settings {
         Settings::literal(files, env)
@@ -329,7 +390,6 @@ mod tests {
         );
         let pct = s.autocompact_pct().unwrap();
         assert_eq!((pct.raw.as_str(), pct.value), ("50", Some(50.0)));
-        assert_eq!(s.env.autocompact_pct().unwrap().value, Some(80.0));
         let bad = settings(&[], &[(AUTOCOMPACT_PCT, "150")]);
         assert_eq!(bad.autocompact_pct().unwrap().value, None);
         assert_eq!(percent(" 0.5 "), Some(0.5));
@@ -337,66 +397,113 @@ mod tests {
     }
 
     #[test]
-    fn auto_compact_window_in_every_form() {
-        let window = |json: &str| {
-            settings(
-                &[(Scope::User, &format!(r#"{{"autoCompactWindow": {json}}}"#))],
-                &[],
-            )
-            .auto_compact_window()
-            .unwrap()
-        };
-        assert_eq!(
-            window("500000").value,
-            Some(AutoCompactWindow::Every(Window::Tokens(500_000)))
+    fn the_compaction_window_per_model_then_top_level_and_the_variable_first() {
+        use crate::facts::ClientCompaction;
+        use crate::window::CompactSource;
+        let s = settings(
+            &[
+                (
+                    Scope::User,
+                    r#"{"autoCompactWindow": 500000,
+                        "modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000},
+                                          "claude-sonnet-5": {"autoCompactWindow": "auto"},
+                                          "claude-haiku-5": {"effortLevel": "high"}}}"#,
+                ),
+                (
+                    Scope::Local,
+                    r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 400000}}}"#,
+                ),
+            ],
+            &[],
         );
-        assert_eq!(
-            window(r#""auto""#).value,
-            Some(AutoCompactWindow::Every(Window::Auto))
-        );
-        assert_eq!(
-            window(r#"{"claude-opus-5-5": 400000, "claude-sonnet-5-5": "auto"}"#).value,
-            Some(AutoCompactWindow::PerModel(vec![
-                ("claude-opus-5-5".into(), Window::Tokens(400_000)),
-                ("claude-sonnet-5-5".into(), Window::Auto),
-            ]))
-        );
-        for bad in [
-            r#""lots""#,
-            "-5",
-            "0",
-            "2.5",
-            r#"{"m": "big"}"#,
-            "[1]",
-            "null",
+        let c = ClientCompaction::from_settings(&s);
+        let local =
+            "modelSettings.claude-opus-5-5.autoCompactWindow in /p/.claude/settings.local.json";
+        // The file that wins for the model key, in every spelling of the model.
+        for id in [
+            "claude-opus-5-5",
+            "claude-opus-5-5-20261001",
+            "claude-opus-5-5[1m]",
+            "us.anthropic.claude-opus-5-5-20261001-v1:0",
+            "claude-opus-5-5@20261001",
         ] {
-            let r = window(bad);
-            assert_eq!(r.value, None, "{bad}");
-            assert_eq!(r.raw, bad.replace(' ', ""));
+            assert_eq!(
+                c.window_for(Some(id)),
+                Some((400_000, CompactSource::Setting(local.into()))),
+                "{id}"
+            );
         }
-        let r = window(r#""auto""#);
+        let top = Some((
+            500_000,
+            CompactSource::Setting("autoCompactWindow in /home/u/.claude/settings.json".into()),
+        ));
+        // Another model (or a prefix of this one), or a model entry without the key: top-level.
+        assert_eq!(c.window_for(Some("claude-opus-5")), top);
+        assert_eq!(c.window_for(Some("claude-haiku-5")), top);
+        assert_eq!(c.window_for(None), top);
+        // "auto" for a model: its own window, whatever the top-level says.
+        assert_eq!(c.window_for(Some("claude-sonnet-5")), None);
+        // The variable beats every setting.
+        let var = settings(
+            &[(
+                Scope::User,
+                r#"{"modelSettings": {"m": {"autoCompactWindow": 300000}}}"#,
+            )],
+            &[(AUTO_COMPACT_WINDOW, "250000")],
+        );
         assert_eq!(
-            r.origin.to_string(),
-            "autoCompactWindow in /home/u/.claude/settings.json"
+            ClientCompaction::from_settings(&var).window_for(Some("m")),
+            Some((250_000, CompactSource::Env))
+        );
+        // A map under autoCompactWindow is no form the client knows.
+        let map = settings(
+            &[(
+                Scope::User,
+                r#"{"autoCompactWindow": {"claude-opus-5-5": 300000}}"#,
+            )],
+            &[],
+        );
+        assert_eq!(
+            ClientCompaction::from_settings(&map).window_for(Some("claude-opus-5-5")),
+            None
         );
     }
 
     #[test]
-    fn the_window_variable_beats_the_setting() {
-        let s = settings(
-            &[(Scope::User, r#"{"autoCompactWindow": "auto"}"#)],
-            &[(AUTO_COMPACT_WINDOW, "300000")],
-        );
-        let r = s.auto_compact_window().unwrap();
-        assert_eq!(r.origin, Origin::Variable(AUTO_COMPACT_WINDOW));
+    fn switches_from_the_process_or_an_env_block() {
+        let memory_off = settings(&[], &[(DISABLE_AUTO_MEMORY, "1")]);
         assert_eq!(
-            r.value,
-            Some(AutoCompactWindow::Every(Window::Tokens(300_000)))
+            memory_off.auto_memory_off(),
+            Some(Origin::Variable(DISABLE_AUTO_MEMORY))
         );
-        let bad = settings(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
-        assert_eq!(bad.auto_compact_window().unwrap().value, None);
-        assert_eq!(bad.env.auto_compact_window().unwrap().value, None);
-        assert!(settings(&[], &[]).auto_compact_window().is_none());
+        let block = settings(
+            &[(Scope::User, r#"{"env": {"DISABLE_COMPACT": "true"}}"#)],
+            &[],
+        );
+        assert!(block.compact_off());
+        assert_eq!(
+            block.auto_compact_off(),
+            Some(Origin::Variable(DISABLE_COMPACT))
+        );
+        assert_eq!(
+            settings(&[(Scope::User, r#"{"autoMemoryEnabled": false}"#)], &[])
+                .auto_memory_off()
+                .unwrap()
+                .to_string(),
+            "autoMemoryEnabled in /home/u/.claude/settings.json"
+        );
+        for off in ["0", "false", "no", ""] {
+            assert_eq!(
+                settings(&[], &[(DISABLE_AUTO_MEMORY, off)]).auto_memory_off(),
+                None,
+                "{off:?}"
+            );
+        }
+        let idle = settings(&[], &[(IDLE_COMPACT_MIN_TOKENS, "300000")]);
+        assert_eq!(idle.idle_compaction(200_000), Some(300_000));
+        assert_eq!(settings(&[], &[]).idle_compaction(200_000), Some(200_000));
+        let no_idle = settings(&[(Scope::User, r#"{"idleCompaction": false}"#)], &[]);
+        assert_eq!(no_idle.idle_compaction(200_000), None);
     }
 
     #[test]

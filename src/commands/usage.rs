@@ -81,14 +81,16 @@ pub fn run(
         .unwrap_or_default();
     let config = Config {
         window_tokens: window.or(config.window_tokens),
-        autocompact_window: autocompact.or(config.autocompact_window),
         ..config
     };
+    // The client's settings for the directory `usage` runs in, as the hooks read them.
+    let here = std::env::current_dir().ok();
     let ctx = Context {
         config: &config,
         env: &env,
         paths: &paths,
-        project: None,
+        project: here.as_deref(),
+        flag: autocompact,
     };
     let resolved = facts::resolve(&ctx, &marker, scan.model.as_deref(), None, scan.tokens);
     let limits = resolved.limits;

@@ -132,22 +132,6 @@ fn lenient_load_falls_back_and_warns() {
 }
 
 #[test]
-fn claude_overrides_are_read_and_bad_ones_ignored() {
-    let env = Env {
-        client: ClientEnv::read(|name| match name {
-            client::AUTOCOMPACT_PCT => Some("50".into()),
-            client::AUTO_COMPACT_WINDOW => Some("lots".into()),
-            _ => None,
-        }),
-        ..Env::default()
-    };
-    let loaded = load_json("{}", &env).unwrap();
-    assert_eq!(loaded.config.autocompact_pct, Some(50.0));
-    assert_eq!(loaded.config.autocompact_window, None);
-    assert_eq!(loaded.warnings.len(), 1);
-}
-
-#[test]
 fn every_key_is_documented_and_its_rule_matches_its_message() {
     let docs = include_str!("../../docs/configuration.md");
     for key in KEYS {
@@ -207,8 +191,6 @@ fn every_key_can_be_set_from_the_environment() {
         total_budget_chars: 600,
         gate_auto_compaction: true,
         retention_days: 7,
-        autocompact_pct: None,
-        autocompact_window: None,
     };
     assert_eq!(c, expected);
 }
@@ -217,12 +199,15 @@ fn every_key_can_be_set_from_the_environment() {
 fn placeholders_render() {
     assert_eq!(
         render_text(
-            "{pct}% {tokens}/{window}, {headroom} left; save {where}",
-            128_000,
-            200_000,
-            39_000,
-            "in /m"
+            "{pct}% of {compact_at}: {tokens}/{window}, {headroom} left; save {where}; {make_room}",
+            NudgeNumbers {
+                tokens: 128_000,
+                window: 200_000,
+                compact_at: 167_000,
+            },
+            "in /m",
+            "/compact"
         ),
-        "64% 128k/200k, 39k left; save in /m"
+        "77% of 167k: 128k/200k, 39k left; save in /m; /compact"
     );
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
-use crate::config::{render_text, Config, Env};
+use crate::config::{nudge_templates, render_text, Config, Env, NudgeNumbers};
 use crate::facts::{self, Context, LimitsFor};
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::input::HookInput;
@@ -28,6 +28,7 @@ use crate::memory;
 use crate::reading::Reading;
 use crate::registry::event;
 use crate::usage;
+use crate::window::CompactSource;
 
 /// The observation a transcript reading gives.
 pub fn observe(
@@ -36,9 +37,10 @@ pub fn observe(
     ctx: &Context,
     now: DateTime<Utc>,
 ) -> Observation {
+    let marker = marker.knowing_auto_compaction(reading.auto_compacted_at);
     let limits = facts::limits_for(
         ctx,
-        marker,
+        &marker,
         reading.model.as_deref(),
         None,
         reading.tokens,
@@ -87,16 +89,28 @@ pub fn decide(
     }
 }
 
-/// The text of a nudge, from the configured template, the marker's numbers, and where to save.
-pub fn nudge_text(level: Nudge, marker: &Marker, config: &Config, place: &str) -> String {
+/// The text of a nudge, from the configured template, the marker's numbers, where to save, and
+/// what the user can run to make room (`/compact or /clear`, or `/clear` alone).
+pub fn nudge_text(
+    level: Nudge,
+    marker: &Marker,
+    config: &Config,
+    place: &str,
+    make_room: &str,
+) -> String {
+    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
+    let (normal, critical) = nudge_templates(config, off);
     let template = match level {
-        Nudge::Normal => &config.nudge_text,
-        Nudge::Critical => &config.critical_text,
+        Nudge::Normal => normal,
+        Nudge::Critical => critical,
     };
-    let tokens = marker.tokens.unwrap_or(0);
     let window = marker.window.unwrap_or(usage::DEFAULT_WINDOW);
-    let headroom = marker.compact_at.map_or(0, |c| c.saturating_sub(tokens));
-    render_text(template, tokens, window, headroom, place)
+    let numbers = NudgeNumbers {
+        tokens: marker.tokens.unwrap_or(0),
+        window,
+        compact_at: marker.compact_at.unwrap_or(window),
+    };
+    render_text(template, numbers, place, make_room)
 }
 
 /// The transcript reading for this call (continued from the session's cached one). `None`
@@ -193,10 +207,10 @@ pub fn handle_event(
     let Some(level) = nudge else {
         return Ok(Outcome::Quiet);
     };
-    let place = save_place(env, &input, &config);
+    let (place, make_room) = save_place(env, &input, &config);
     Ok(Outcome::Print(additional_context(
         hook_event,
-        nudge_text(level, &next, &config, &place),
+        nudge_text(level, &next, &config, &place, make_room),
     )))
 }
 
@@ -221,10 +235,16 @@ pub fn decide_route(
     (observed, None)
 }
 
-/// Where this session's memories should go (only worked out when a nudge is given).
-fn save_place(env: &Env, input: &HookInput, config: &Config) -> String {
+/// Where this session's memories should go, and what the user can run to make room (only
+/// worked out when a nudge is given).
+fn save_place(env: &Env, input: &HookInput, config: &Config) -> (String, &'static str) {
     let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
     let settings = facts::client_settings(env, project);
+    let make_room = if settings.compact_off() {
+        "/clear"
+    } else {
+        "/compact or /clear"
+    };
     let client = memory::client_memory_dir(env, &settings, &input.transcript_path, &input.cwd);
     let own = config
         .memory_files
@@ -238,7 +258,7 @@ fn save_place(env: &Env, input: &HookInput, config: &Config) -> String {
             project: project.unwrap_or(Path::new(".")),
         },
     );
-    memory::save_place(client.as_deref(), Some(&own))
+    (memory::save_place(client.as_deref(), Some(&own)), make_room)
 }
 
 #[cfg(test)]
@@ -353,12 +373,13 @@ mod tests {
             ..Marker::new("s")
         };
         let config = Config {
-            nudge_text: "{pct}|{tokens}|{window}|{headroom}".into(),
+            nudge_text: "{pct}|{tokens}|{window}|{compact_at}|{headroom}|{where}|{make_room}"
+                .into(),
             ..Config::default()
         };
         assert_eq!(
-            nudge_text(Nudge::Normal, &marker, &config, "here"),
-            "64|128k|200k|39k"
+            nudge_text(Nudge::Normal, &marker, &config, "here", "/clear"),
+            "77|128k|200k|167k|39k|here|/clear"
         );
     }
 }

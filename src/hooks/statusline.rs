@@ -342,6 +342,7 @@ mod tests {
             env: &env,
             paths: &paths,
             project: None,
+            flag: None,
         };
         observe(input, &Marker::new("s"), &ctx, transcript, Utc::now())
     }

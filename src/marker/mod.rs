@@ -139,6 +139,12 @@ pub struct Marker {
     pub auto_compacted_at: Option<(u64, u64)>,
     /// Whether the client's idle compaction is on (from its settings, when last resolved).
     pub idle_compaction: Option<bool>,
+    /// From how many tokens idle compaction takes the session
+    /// (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`), when last resolved; 200k when unknown.
+    pub idle_from: Option<u64>,
+    /// The highest usage this session was seen at without compacting, and the window then: the
+    /// client's compaction point lies above it (see [`crate::window::limits`]).
+    pub uncompacted_max: Option<(u64, u64)>,
     /// The usage when this cycle armed: a later drop is measured from it (arming on growth
     /// can happen far below the trigger).
     pub armed_tokens: Option<u64>,
@@ -177,7 +183,28 @@ impl Marker {
         let (Some(t), Some(c)) = (self.tokens, self.compact_at) else {
             return false;
         };
-        self.idle_compaction != Some(false) && t >= IDLE_COMPACTION_TOKENS && t < c
+        self.idle_compaction != Some(false)
+            && t >= self.idle_from.unwrap_or(IDLE_COMPACTION_TOKENS)
+            && t < c
+    }
+}
+
+impl Marker {
+    /// This marker as it will be once a boundary's `preTokens` (where the client just
+    /// auto-compacted) is recorded: the limits of the reading that brings it are resolved with
+    /// it, not a reading later.
+    pub fn knowing_auto_compaction(&self, pre_tokens: Option<u64>) -> std::borrow::Cow<'_, Marker> {
+        use std::borrow::Cow;
+        match (pre_tokens, self.window) {
+            (Some(pre), Some(window)) if self.auto_compacted_at.map(|(t, _)| t) != Some(pre) => {
+                Cow::Owned(Marker {
+                    auto_compacted_at: Some((pre, window)),
+                    limits_at: None,
+                    ..self.clone()
+                })
+            }
+            _ => Cow::Borrowed(self),
+        }
     }
 }
 
@@ -210,6 +237,8 @@ pub struct Observation {
     pub limits_key: Option<u64>,
     /// Whether the client's idle compaction is on (when resolved afresh).
     pub idle_compaction: Option<bool>,
+    /// From how many tokens idle compaction applies (when resolved afresh and on).
+    pub idle_from: Option<u64>,
     /// The session's working directory, when the reading's source knows it.
     pub cwd: Option<String>,
 }
@@ -232,11 +261,14 @@ impl Observation {
             compact_source: None,
             limits_key: None,
             idle_compaction: None,
+            idle_from: None,
             cwd: None,
         }
     }
 }
 
+// One short-lived value per hook call: boxing the observation would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     Observe(Observation),
@@ -395,6 +427,16 @@ pub fn transition(
                 m.limits_at = Some(now);
                 m.limits_key = obs.limits_key;
                 m.idle_compaction = obs.idle_compaction;
+                m.idle_from = obs.idle_from;
+            }
+            // A reply at this size did not compact: the client's point lies above it.
+            if let Some(t) = tokens {
+                let w = limits.window;
+                if m.uncompacted_max
+                    .is_none_or(|(max, seen)| seen != w || t > max)
+                {
+                    m.uncompacted_max = Some((t, w));
+                }
             }
             let due = tokens.is_some_and(|t| t >= limits.trigger_at || obs.growth_due);
             if m.state == State::Idle && due {
@@ -445,15 +487,13 @@ pub fn transition(
         Event::Compacted {
             checkpoint,
             tokens,
-            auto,
             repeat,
+            ..
         } => {
             let before = tokens.or(m.tokens).or(m.tokens_at_compaction);
-            if *auto {
-                if let (Some(t), Some(w)) = (before, m.window) {
-                    m.auto_compacted_at = Some((t, w));
-                }
-            }
+            // Where an auto-compaction happened is not learned here: the reading `PreCompact`
+            // has is often a reply older than the one that crossed the point. The boundary's
+            // exact `preTokens` teaches it, at the next reading (`Observation::auto_pre_tokens`).
             m.clear_cycle();
             if !*repeat || m.compactions == 0 {
                 m.cycle += 1;
@@ -504,6 +544,7 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         source: None,
         limits_at: None,
         growth: None,
+        uncompacted_max: None,
         ..m.clone()
     };
     // Crossing the trigger or the critical point matters at once: it decides a nudge.

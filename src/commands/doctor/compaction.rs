@@ -2,10 +2,13 @@
 //! overrides, in every form the client accepts; and the policy the thresholds are computed with.
 
 use super::{finding, Context, Finding, Status};
-use crate::client::{AutoCompactWindow, Origin, Window};
+use crate::client::{Origin, Reading, Window, AUTO_COMPACT_WINDOW};
 use crate::config::Config;
+use crate::facts::ClientCompaction;
 use crate::marker::IDLE_COMPACTION_TOKENS;
+use crate::usage::Limits;
 use crate::usage::Policy;
+use crate::window::CompactFacts;
 
 /// Whether Claude Code compacts on its own at all.
 pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
@@ -46,53 +49,75 @@ pub fn autocompact_pct(ctx: &Context) -> Vec<Finding> {
     }]
 }
 
-/// The auto-compaction window, if set, in any of its forms.
+/// The auto-compaction window, in each form set: the variable, the top-level setting, and every
+/// `modelSettings` entry (what `/autocompact` writes), each with where it came from.
 pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
-    let Some(reading) = ctx.client.auto_compact_window() else {
-        return Vec::new();
-    };
-    let origin = &reading.origin;
-    let model_window = "the thresholds below use the model's own window";
-    vec![match &reading.value {
-        Some(AutoCompactWindow::Every(Window::Tokens(w))) => finding(
-            "autocompact",
-            Status::Info,
-            format!("the auto-compact window is {w} tokens: compaction comes earlier on larger windows; the thresholds below include it"),
-            None,
-        ),
-        Some(AutoCompactWindow::Every(Window::Auto)) => finding(
-            "autocompact",
-            Status::Info,
-            format!("the auto-compact window is \"auto\" ({origin}): Claude Code picks it; {model_window}"),
-            None,
-        ),
-        Some(AutoCompactWindow::PerModel(models)) => {
-            let list: Vec<String> = models.iter().map(|(m, w)| format!("{m} {w}")).collect();
-            finding(
+    let var = ctx.client.var(AUTO_COMPACT_WINDOW).map(|raw| Reading {
+        origin: Origin::Variable(AUTO_COMPACT_WINDOW),
+        value: crate::client::window_tokens(&raw).map(Window::Tokens),
+        raw,
+    });
+    let top = ctx.client.get("autoCompactWindow").map(|(f, v)| Reading {
+        origin: Origin::Setting {
+            key: "autoCompactWindow".into(),
+            file: f.path.clone(),
+        },
+        raw: v.to_string(),
+        value: Window::from_json(v),
+    });
+    let overridden = var.as_ref().is_some_and(|r| r.value.is_some());
+    let mut out = Vec::new();
+    let mut say = |reading: &Reading<Window>, whom: &str| {
+        let origin = &reading.origin;
+        let unused = if overridden && !matches!(origin, Origin::Variable(_)) {
+            format!(", but {AUTO_COMPACT_WINDOW} is set and wins")
+        } else {
+            String::new()
+        };
+        out.push(match reading.value {
+            Some(Window::Tokens(w)) => finding(
                 "autocompact",
                 Status::Info,
-                format!(
-                    "the auto-compact window is set per model ({origin}): {}; {model_window}, so on a model listed here compaction can come earlier",
-                    if list.is_empty() { "none listed".to_string() } else { list.join(", ") }
-                ),
+                format!("the auto-compact window {whom}is {w} tokens ({origin}): compaction comes at about {} on a larger window{unused}; the thresholds below include it", crate::usage::human(w.saturating_sub(33_000))),
                 None,
-            )
-        }
-        None => match origin {
-            Origin::Variable(_) => finding(
+            ),
+            Some(Window::Auto) => finding(
+                "autocompact",
+                Status::Info,
+                format!("the auto-compact window {whom}is \"auto\" ({origin}): the model's own window{unused}"),
+                None,
+            ),
+            None => finding(
                 "autocompact",
                 Status::Warn,
-                format!("the auto-compact window {:?} ({origin}) is not a token count", reading.raw),
-                Some("use a whole number of tokens"),
+                format!("the auto-compact window {whom}{} ({origin}) is not {}", match origin {
+                    Origin::Variable(_) => format!("{:?}", reading.raw),
+                    Origin::Setting { .. } => reading.raw.clone(),
+                }, match origin {
+                    Origin::Variable(_) => "a token count",
+                    Origin::Setting { .. } => "a token count or \"auto\"",
+                }),
+                Some(match origin {
+                    Origin::Variable(_) => "use a whole number of tokens",
+                    Origin::Setting { .. } => "use a whole number of tokens (at least 100000) or \"auto\"",
+                }),
             ),
-            Origin::Setting { .. } => finding(
-                "autocompact",
-                Status::Warn,
-                format!("the auto-compact window {} ({origin}) is not a token count, \"auto\", or a map of model ids to those", reading.raw),
-                Some("use a whole number of tokens, \"auto\", or {\"<model id>\": tokens or \"auto\"}"),
-            ),
-        },
-    }]
+        });
+    };
+    if let Some(r) = &var {
+        say(r, "");
+    }
+    if let Some(r) = &top {
+        say(r, "");
+    }
+    for (model, r) in ctx.client.model_compact_windows() {
+        let model = crate::text::cut(&crate::text::sanitize(&model, true), 80);
+        say(
+            &r,
+            &format!("for {model} (and its dated, [1m], Bedrock and Vertex ids) "),
+        );
+    }
+    out
 }
 
 /// Idle compaction (`idleCompaction`, on by default): the client compacts an attended session of
@@ -163,21 +188,30 @@ pub fn sources(ctx: &Context) -> Vec<Finding> {
 }
 
 /// The policy the thresholds are computed with: ctxguard's configuration (the defaults if it
-/// does not load) with Claude Code's overrides as its settings set them.
+/// does not load) with Claude Code's percent override as its settings set it.
 pub fn policy(ctx: &Context) -> Policy {
     let mut policy = match &ctx.config {
         Some(Ok(loaded)) => loaded.config.policy(),
         _ => Config::default().policy(),
     };
-    if let Some(p) = ctx.client.autocompact_pct().and_then(|r| r.value) {
-        policy.autocompact_pct = Some(p);
-    }
-    if let Some(AutoCompactWindow::Every(Window::Tokens(w))) =
-        ctx.client.auto_compact_window().and_then(|r| r.value)
-    {
-        policy.autocompact_window = Some(w);
-    }
+    policy.autocompact_pct = ctx.client.autocompact_pct().and_then(|r| r.value);
     policy
+}
+
+/// The limits on a `window` for a model named nowhere in `modelSettings`, as the hooks compute
+/// them from the client's settings (the window variable or top-level setting, or compaction off).
+pub fn limits(ctx: &Context, window: u64) -> Limits {
+    let client = ClientCompaction::from_settings(&ctx.client);
+    crate::window::limits(
+        window,
+        &policy(ctx),
+        &CompactFacts {
+            setting: client.window_for(None),
+            off: client.off,
+            ..CompactFacts::default()
+        },
+    )
+    .0
 }
 
 #[cfg(test)]
@@ -244,38 +278,55 @@ mod tests {
             let c = ctx(&[(Scope::User, &format!(r#"{{"autoCompactWindow": {json}}}"#))]);
             (
                 lines(&autocompact_window(&c)).remove(0),
-                policy(&c).autocompact_window,
+                limits(&c, 1_000_000).compact_at,
             )
         };
-        let (line, applied) = window("400000");
-        assert!(line.starts_with("info: the auto-compact window is 400000 tokens"));
-        assert_eq!(applied, Some(400_000));
-        let (line, applied) = window(r#""auto""#);
+        let (line, at) = window("400000");
+        assert!(
+            line.starts_with("info: the auto-compact window is 400000 tokens (autoCompactWindow in /home/u/.claude/settings.json): compaction comes at about 367k"),
+            "{line}"
+        );
+        assert_eq!(at, 367_000);
+        let (line, at) = window(r#""auto""#);
         assert!(
             line.starts_with("info: the auto-compact window is \"auto\" (autoCompactWindow in /home/u/.claude/settings.json)"),
             "{line}"
         );
-        assert_eq!(applied, None);
-        let (line, applied) = window(r#"{"claude-opus-5-5": 400000, "claude-haiku-5-5": "auto"}"#);
-        assert!(
-            line.starts_with("info: the auto-compact window is set per model (autoCompactWindow in /home/u/.claude/settings.json): claude-opus-5-5 400000, claude-haiku-5-5 auto;"),
-            "{line}"
-        );
-        assert_eq!(applied, None);
-        let (line, applied) = window(r#""lots""#);
+        assert_eq!(at, 967_000);
+        let (line, at) = window(r#""lots""#);
         assert!(
             line.starts_with("warn: the auto-compact window \"lots\" (autoCompactWindow in"),
             "{line}"
         );
-        assert_eq!(applied, None);
+        assert_eq!(at, 967_000);
+        // A map is not a form the client knows.
+        let (line, _) = window(r#"{"claude-opus-5-5": 400000}"#);
+        assert!(line.starts_with("warn: "), "{line}");
+
+        // modelSettings, as /autocompact writes it: named with its model and file.
+        let per_model = ctx(&[(
+            Scope::Project,
+            r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
+        )]);
+        assert_eq!(
+            lines(&autocompact_window(&per_model)),
+            ["info: the auto-compact window for claude-opus-5-5 (and its dated, [1m], Bedrock and Vertex ids) is 300000 tokens (modelSettings.claude-opus-5-5.autoCompactWindow in /p/.claude/settings.json): compaction comes at about 267k on a larger window; the thresholds below include it"]
+        );
 
         let var = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "100000")]);
-        assert_eq!(policy(&var).autocompact_window, Some(100_000));
+        assert_eq!(limits(&var, 1_000_000).compact_at, 67_000);
         let bad = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
         assert_eq!(
             lines(&autocompact_window(&bad)),
             ["warn: the auto-compact window \"auto\" (CLAUDE_CODE_AUTO_COMPACT_WINDOW) is not a token count"]
         );
         assert!(autocompact_window(&ctx(&[])).is_empty());
+    }
+
+    #[test]
+    fn with_compaction_off_the_thresholds_are_the_windows_end() {
+        let off = ctx_env(&[], &[("DISABLE_AUTO_COMPACT", "1")]);
+        let l = limits(&off, 200_000);
+        assert_eq!((l.compact_at, l.trigger_at), (200_000, 160_000));
     }
 }

@@ -18,7 +18,7 @@ use crate::client;
 use crate::config::{Config, Env, Loaded};
 use crate::exit::Exit;
 use crate::paths::Paths;
-use crate::usage::{human, Limits};
+use crate::usage::human;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -141,11 +141,10 @@ pub fn check(env: &Env, client_version: Option<&str>) -> Result<Report> {
 /// Runs every check, in order, and works out the thresholds.
 fn report(ctx: &Context) -> Report {
     let findings: Vec<Finding> = CHECKS.iter().flat_map(|check| check(ctx)).collect();
-    let policy = compaction::policy(ctx);
     let thresholds = [200_000, 1_000_000]
         .into_iter()
         .map(|w| {
-            let l = Limits::compute(w, &policy);
+            let l = compaction::limits(ctx, w);
             Threshold {
                 window: w,
                 compact_at: l.compact_at,

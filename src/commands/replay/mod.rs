@@ -21,6 +21,8 @@ use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
+use crate::facts::Gathered;
+
 pub fn run(
     path: &Path,
     window: Option<u64>,
@@ -34,12 +36,19 @@ pub fn run(
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    let config = Config {
-        autocompact_window: autocompact.or(loaded.config.autocompact_window),
-        ..loaded.config
-    };
+    let config = loaded.config;
+    // The same client settings as the hooks would read, for the directory replay runs in.
+    let here = std::env::current_dir().ok();
+    let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
     let (file, _) = crate::files::open_regular(path, "transcript")?;
-    let mut sim = Simulation::new(&config, Options { statusline, window });
+    let mut sim = Simulation::new(
+        &config,
+        Options {
+            statusline,
+            window,
+            gathered,
+        },
+    );
     let mut lines = LineReader::new(file, MAX_LINE);
     while let Some(line) = lines
         .next_line()

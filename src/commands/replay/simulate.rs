@@ -11,7 +11,7 @@
 //! - a `compact_boundary` is a `PreCompact`: [`marker::Event::Compacted`].
 //!
 //! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
-//! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and no client settings, and
+//! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and the client settings given, and
 //! [`transcript_observation`] and [`statusline_observation`] build the observations
 //! [`pretooluse::observe`] and [`statusline::observe`] would (a test holds them equal).
 
@@ -34,22 +34,25 @@ use crate::usage::Limits;
 use crate::window;
 
 /// How the replay runs.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Simulate a status line: refreshed on every main-chain reply, reporting `window`, else the
     /// window known for the reply's model.
     pub statusline: bool,
     /// `--window`: forces the window, as `window_tokens` in the config does.
     pub window: Option<u64>,
+    /// The client's settings and `--autocompact`, as the hooks would gather them.
+    pub gathered: Gathered,
 }
 
 /// [`facts::limits_for`] without I/O: the hooks' own cache ([`facts::cached_or`]) and
-/// resolution ([`facts::resolve_with`]), with what only I/O could tell left out: no learned
-/// windows, no `--autocompact` of a running client, no Claude Code settings. The config (with
-/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`), the reported window, the model, the usage and where this
-/// session was seen auto-compacting all apply.
+/// resolution ([`facts::resolve_with`]), with the client's settings and `--autocompact` as
+/// `replay` gathered them once ([`Gathered::for_command`]) and no learned windows. The config,
+/// the reported window, the model, the usage and where this session was seen auto-compacting all
+/// apply.
 pub fn limits_for(
     config: &Config,
+    gathered: &Gathered,
     marker: &Marker,
     model: Option<&str>,
     reported: Option<u64>,
@@ -57,14 +60,7 @@ pub fn limits_for(
     now: DateTime<Utc>,
 ) -> LimitsFor {
     facts::cached_or(config, marker, model, reported, tokens, now, || {
-        facts::resolve_with(
-            config,
-            marker,
-            model,
-            reported,
-            tokens,
-            &Gathered::default(),
-        )
+        facts::resolve_with(config, marker, model, reported, tokens, gathered)
     })
 }
 
@@ -73,11 +69,14 @@ pub fn transcript_observation(
     reading: &Reading,
     marker: &Marker,
     config: &Config,
+    gathered: &Gathered,
     now: DateTime<Utc>,
 ) -> Observation {
+    let marker = marker.knowing_auto_compaction(reading.auto_compacted_at);
     let limits = limits_for(
         config,
-        marker,
+        gathered,
+        &marker,
         reading.model.as_deref(),
         None,
         reading.tokens,
@@ -93,11 +92,12 @@ pub fn statusline_observation(
     reported: Option<u64>,
     marker: &Marker,
     config: &Config,
+    gathered: &Gathered,
     now: DateTime<Utc>,
 ) -> Observation {
     let reported = reported.filter(|w| *w > 0);
     let tokens = Some(tokens).filter(|t| *t > 0);
-    let limits = limits_for(config, marker, model, reported, tokens, now);
+    let limits = limits_for(config, gathered, marker, model, reported, tokens, now);
     let mut obs = limits.observation(tokens, Source::Statusline);
     obs.reported_window = reported;
     obs.model = model.map(str::to_string);
@@ -241,7 +241,15 @@ impl Simulation {
             .options
             .window
             .or_else(|| model.and_then(window::known));
-        let obs = statusline_observation(tokens, model, reported, &self.marker, &self.config, now);
+        let obs = statusline_observation(
+            tokens,
+            model,
+            reported,
+            &self.marker,
+            &self.config,
+            &self.options.gathered,
+            now,
+        );
         let (next, _gauge) = statusline::decide(&self.marker, obs, &self.config, now);
         self.record(Hook::Statusline, next, None);
     }
@@ -256,8 +264,15 @@ impl Simulation {
             (Some(reply), Some(report)) if reporting => reply >= report,
             _ => true,
         };
-        let observation =
-            newer.then(|| transcript_observation(&self.reading, &self.marker, &self.config, now));
+        let observation = newer.then(|| {
+            transcript_observation(
+                &self.reading,
+                &self.marker,
+                &self.config,
+                &self.options.gathered,
+                now,
+            )
+        });
         // Clients before 2.1 drop PreToolUse's context: the hook keeps the nudge for the next
         // prompt there, and so does the replay.
         let can_deliver =
@@ -396,7 +411,7 @@ impl Simulation {
                 self.reading.model.as_deref(),
                 reported,
                 Some(tokens),
-                &Gathered::default(),
+                &self.options.gathered,
             )
             .limits
         }

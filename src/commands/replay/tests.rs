@@ -8,6 +8,7 @@ use super::report::{Hook, Level, Report, Verdict, What};
 use super::simulate::{statusline_observation, transcript_observation, Options, Simulation};
 use crate::config::{Config, Env};
 use crate::facts::Context;
+use crate::facts::Gathered;
 use crate::hooks::{pretooluse, statusline};
 use crate::marker::Marker;
 use crate::reading::Reading;
@@ -386,9 +387,9 @@ fn the_clock_never_goes_back() {
 
 #[test]
 fn an_observed_auto_compaction_moves_the_next_cycles_limits() {
-    // The client compacted after a reply at 140k (PreCompact records the newest reply's usage,
-    // not the boundary's preTokens): once the hooks resolve the limits again (the cached ones
-    // last a minute), the next cycle nudges 40k before that point.
+    // The client compacted at 150.5k (the boundary's preTokens) after a reply at 140k that did
+    // not: its point lies in (140k, 150.5k], below the 167k computed for 200k, so the next cycle
+    // nudges 40k before 150.5k. The reading PreCompact had (140k) is never taken for the point.
     let lines = [
         reply("m1", 0, 140_000, 1),
         boundary(1, "auto", 150_500),
@@ -403,7 +404,7 @@ fn an_observed_auto_compaction_moves_the_next_cycles_limits() {
         } if e.cycle == 2 => Some((*trigger_at, *compact_at)),
         _ => None,
     });
-    assert_eq!(armed, Some((100_000, 140_000)));
+    assert_eq!(armed, Some((110_500, 150_500)));
 }
 
 /// The observations the replay builds are the hooks' own, in an environment without settings,
@@ -422,6 +423,7 @@ fn observations_match_the_hooks() {
         env: &env,
         paths: &paths,
         project: None,
+        flag: None,
     };
     let now = t(0);
     let reading = Reading {
@@ -459,13 +461,21 @@ fn observations_match_the_hooks() {
     };
     for marker in [&fresh, &observed, &cached] {
         assert_eq!(
-            transcript_observation(&reading, marker, &config, now),
+            transcript_observation(&reading, marker, &config, &Gathered::default(), now),
             pretooluse::observe(&reading, marker, &ctx, now),
             "{marker:?}"
         );
         for window in [200_000, 1_000_000] {
             assert_eq!(
-                statusline_observation(120_000, Some(MODEL), Some(window), marker, &config, now),
+                statusline_observation(
+                    120_000,
+                    Some(MODEL),
+                    Some(window),
+                    marker,
+                    &config,
+                    &Gathered::default(),
+                    now,
+                ),
                 statusline::observe(&payload(window), marker, &ctx, None, now),
                 "{marker:?} {window}"
             );
