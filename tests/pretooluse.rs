@@ -526,3 +526,116 @@ fn the_nudge_says_exactly_where_to_save() {
         "{nudge}"
     );
 }
+
+#[test]
+fn auto_memory_turned_off_in_the_clients_environment_names_ctxguards_file() {
+    // `CLAUDE_CODE_DISABLE_AUTO_MEMORY=1` set when starting `claude` reaches every hook's
+    // environment: the nudge must not send memories to a folder nothing brings back.
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1");
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line(150_000, &time_from_now(-5)) + "\n"),
+    );
+    let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    let own = env.home().join(".claude-memory/MEMORY.md");
+    assert!(
+        nudge.contains(&format!("in {} (ctxguard shows it again", own.display())),
+        "{nudge}"
+    );
+    assert!(!nudge.contains("Claude Code's memory folder"), "{nudge}");
+}
+
+#[test]
+fn with_auto_compaction_off_no_text_claims_a_compaction() {
+    for (var, value, make_room) in [
+        ("DISABLE_AUTO_COMPACT", "1", "/compact or /clear"),
+        ("DISABLE_COMPACT", "true", "/clear"),
+    ] {
+        let mut env = TestEnv::new();
+        env.set(var, value);
+        // 170k of a 200k window: past the usual 167k point, but nothing compacts.
+        let t = env.write(
+            "t.jsonl",
+            &(assistant_line(170_000, &time_from_now(-5)) + "\n"),
+        );
+        let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+        assert!(
+            nudge.starts_with(
+                "ctxguard: about 30k tokens are left before the context window is full \
+                 (170k of 200k tokens are in use), and auto-compaction is off"
+            ),
+            "{var}: {nudge}"
+        );
+        assert!(nudge.contains(&format!("run {make_room} before it")), "{nudge}");
+        assert!(!nudge.contains("will summarise"), "{nudge}");
+        let m = env.marker(SESSION);
+        assert_eq!(
+            (m["compact_at"].as_u64(), m["trigger_at"].as_u64()),
+            (Some(200_000), Some(160_000)),
+            "{var}"
+        );
+        // The critical one, near the end.
+        let t = env.write(
+            "t.jsonl",
+            &(assistant_line(190_000, &time_from_now(-4)) + "\n"),
+        );
+        let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+        assert!(
+            nudge.starts_with("ctxguard: the context window is almost full: about 10k tokens"),
+            "{nudge}"
+        );
+        assert!(!nudge.contains("imminent"), "{nudge}");
+    }
+    // `autoCompactEnabled: false` in the settings alike.
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"autoCompactEnabled": false}"#,
+    )
+    .unwrap();
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line(170_000, &time_from_now(-5)) + "\n"),
+    );
+    let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    assert!(nudge.contains("auto-compaction is off"), "{nudge}");
+}
+
+#[test]
+fn a_prompt_past_the_compaction_point_gets_no_nudge() {
+    // One reply jumped from below the trigger past the point (900k → 980k of 1M, compacting at
+    // 967k): the client compacts before the model sees the next prompt, so a nudge with it
+    // would ask to save history already gone.
+    let env = TestEnv::new();
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line_of("claude-opus-5-5", 900_000, &time_from_now(-9))
+            + "\n"
+            + &assistant_line_of("claude-opus-5-5", 980_000, &time_from_now(-5))
+            + "\n"),
+    );
+    let mut ups = pretooluse_payload(SESSION, &t);
+    ups["hook_event_name"] = json!("UserPromptSubmit");
+    ups["prompt"] = json!("go on");
+    let run = env.run(&["userpromptsubmit"], ups.to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["tokens"].as_u64()),
+        (Some("armed"), Some(980_000))
+    );
+    // Below the point, the prompt route nudges as ever.
+    let env = TestEnv::new();
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line_of("claude-opus-5-5", 940_000, &time_from_now(-5)) + "\n"),
+    );
+    let mut ups = pretooluse_payload(SESSION, &t);
+    ups["hook_event_name"] = json!("UserPromptSubmit");
+    let run = env.run(&["userpromptsubmit"], ups.to_string());
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    let text = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(text.contains("about 27k tokens are left"), "{run:?}");
+}

@@ -193,7 +193,17 @@ pub fn handle_event(
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));
-    let decide_here = |m: &Marker| decide_route(m, observation.as_ref(), &config, now, can_deliver);
+    let at_prompt = hook_event == event::USER_PROMPT_SUBMIT;
+    let decide_here = |m: &Marker| {
+        decide_route(
+            m,
+            observation.as_ref(),
+            &config,
+            now,
+            can_deliver,
+            at_prompt,
+        )
+    };
     let (next, nudge) = decide_here(&marker);
     if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
         return Ok(Outcome::Quiet);
@@ -214,18 +224,30 @@ pub fn handle_event(
     )))
 }
 
+/// Is usage at or past the point where the client auto-compacts (never when that is off)?
+pub fn past_the_point(marker: &Marker) -> bool {
+    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
+    !off && matches!((marker.tokens, marker.compact_at), (Some(t), Some(c)) if t >= c)
+}
+
 /// [`decide`] for a route that may not reach the model: where the client drops this route's
 /// context (`can_deliver` false), the observation is applied and the nudge stays pending for a
-/// route it passes on. `replay` calls this too.
+/// route it passes on. At a prompt (`at_prompt`) at or past the compaction point, the client
+/// compacts before the model sees the prompt: a nudge with it would ask to save history that is
+/// already gone (the checkpoint saves what it can), so none is given. `replay` calls this too.
 pub fn decide_route(
     marker: &Marker,
     observation: Option<&Observation>,
     config: &Config,
     now: DateTime<Utc>,
     can_deliver: bool,
+    at_prompt: bool,
 ) -> (Marker, Option<Nudge>) {
     if can_deliver {
-        return decide(marker, observation, config, now);
+        let decided = decide(marker, observation, config, now);
+        if !(at_prompt && decided.1.is_some() && past_the_point(&decided.0)) {
+            return decided;
+        }
     }
     let stale = Duration::from_secs(config.stale_after_secs);
     let observed = observation.map_or_else(

@@ -283,6 +283,7 @@ impl Simulation {
             &self.config,
             now,
             can_deliver,
+            hook == Hook::UserPromptSubmit,
         );
         self.record(hook, next, nudge);
     }
