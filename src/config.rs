@@ -180,6 +180,19 @@ pub fn nudge_templates(config: &Config, compaction_off: bool) -> (&str, &str) {
     )
 }
 
+const IDLE_NUDGE_TEXT: &str = "ctxguard: {tokens} tokens are in context, so if this session \
+now waits for the user for about an hour, Claude Code compacts it while idle (idle compaction) \
+and the history is summarised and dropped. Before ending your turn, save durable knowledge to \
+memory, {where}: decisions and their reasons, user preferences, debugging insights, project \
+facts, open tasks and next steps. Keep it brief and start no new work; then end your turn.";
+
+/// The text of the end-of-turn nudge before an idle compaction.
+pub fn idle_nudge_text(tokens: u64, place: &str) -> String {
+    IDLE_NUDGE_TEXT
+        .replace("{tokens}", &crate::usage::human(tokens))
+        .replace("{where}", place)
+}
+
 /// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
 /// environment), what a valid value looks like, and how a raw value is checked and stored.
 pub struct Key {
@@ -274,6 +287,9 @@ keys! {
     total_budget_chars: usize = 12000, BUDGET;
     /// `PreCompact` may hold one auto-compaction per cycle until the nudge is delivered.
     gate_auto_compaction: bool = false, FLAG;
+    /// Ask the agent to save at the end of its turn when the client's idle compaction could
+    /// take the session before any tool call nudges it (the `Stop` hook), once per cycle.
+    idle_nudge: bool = true, FLAG;
     /// Sessions idle this long are removed with their checkpoints, and daily logs this old;
     /// 0 keeps everything.
     retention_days: u64 = 30, DAYS;

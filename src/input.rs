@@ -146,6 +146,9 @@ pub struct HookInput {
     /// `SessionStart`: `startup`, `resume`, `clear`, `compact` or `fork`.
     #[serde(deserialize_with = "null_default")]
     pub source: String,
+    /// `Stop`: the turn already goes on because a Stop hook blocked it once.
+    #[serde(deserialize_with = "null_default")]
+    pub stop_hook_active: bool,
 }
 
 /// The status-line payload, reduced to what ctxguard reads.

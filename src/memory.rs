@@ -142,6 +142,38 @@ pub fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String 
     }
 }
 
+/// Where a session's memories should go (the words of [`save_place`]), and what the user can run
+/// to make room: `/compact or /clear`, or `/clear` alone when `DISABLE_COMPACT` is set. Worked
+/// out only when a nudge is given.
+pub fn save_place_for(
+    env: &Env,
+    cwd: &str,
+    transcript_path: &str,
+    config: &Config,
+) -> (String, &'static str) {
+    let project = (!cwd.is_empty()).then(|| Path::new(cwd));
+    let settings = crate::facts::client_settings(env, project);
+    let make_room = if settings.compact_off() {
+        "/clear"
+    } else {
+        "/compact or /clear"
+    };
+    let client = client_memory_dir(env, &settings, transcript_path, cwd);
+    let own = config
+        .memory_files
+        .as_ref()
+        .and_then(|l| l.first().cloned())
+        .unwrap_or_else(|| DEFAULT_FILES[0].to_string());
+    let own = resolve(
+        &own,
+        &Places {
+            home: env.home.as_deref(),
+            project: project.unwrap_or(Path::new(".")),
+        },
+    );
+    (save_place(client.as_deref(), Some(&own)), make_room)
+}
+
 /// Every configured memory file that can be read safely, in order. Files that are missing are
 /// skipped silently; refusals (a symlink, a path outside the allowed places) are returned as
 /// notes so a hook can say why a file was not shown.

@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, FromArgMatches};
 use crate::config::Env;
 use crate::diag::Diag;
 use crate::hooks::{
-    self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline,
+    self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline, stop,
     userpromptsubmit, Outcome,
 };
 
@@ -23,6 +23,7 @@ pub mod event {
     pub const POST_COMPACT: &str = "PostCompact";
     pub const SESSION_START: &str = "SessionStart";
     pub const SESSION_END: &str = "SessionEnd";
+    pub const STOP: &str = "Stop";
 }
 
 /// One hook command.
@@ -136,6 +137,22 @@ once. Prints nothing and exits 0 on any input.",
         args: no_args,
         with_flags: None,
         handle: sessionend::handle,
+    },
+    Hook {
+        name: "stop",
+        event: Some(event::STOP),
+        matcher: None,
+        about: "Stop hook: before an idle compaction can take the session, asks the agent once \
+                per cycle to save memories as it ends its turn",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard stop\"}]}]\n\n\
+Only in an attended session at or past the client's idle-compaction threshold (200k tokens) and \
+not yet nudged this cycle does it answer {\"decision\": \"block\", \"reason\": ...}, which \
+makes the agent save and then end its turn; never twice in a row (stop_hook_active), never \
+under -p. idle_nudge: false turns it off. Exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: stop::handle,
     },
 ];
 

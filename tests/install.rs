@@ -322,7 +322,7 @@ fn doctor_fails_until_installed_then_passes() {
     assert_eq!(code, 1);
     assert_eq!(report["ok"], false);
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 6, "{hooks:?}");
+    assert_eq!(hooks.len(), 7, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.starts_with("fail:")), "{hooks:?}");
     let fixes: Vec<&Value> = report["findings"]
         .as_array()
@@ -374,7 +374,7 @@ fn doctor_run_from_the_home_directory_reads_the_user_settings_once() {
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 6, "{hooks:?}");
+    assert_eq!(hooks.len(), 7, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.starts_with("ok:")), "{hooks:?}");
     assert_eq!(out.status.code(), Some(0), "{report:#}");
 }
@@ -1132,7 +1132,7 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         4,
         "{run:?}"
     );
-    assert_eq!(run.stdout.matches("(exec form)").count(), 2, "{run:?}");
+    assert_eq!(run.stdout.matches("(exec form)").count(), 3, "{run:?}");
     assert!(
         run.stdout.contains(&format!(
             "PreToolUse: the shell line `{} pretooluse` became the exec form `{} pretooluse`",
@@ -1155,6 +1155,8 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         {"type": "command", "command": bin, "args": ["postcompact"]}]}]);
     expected["hooks"]["SessionEnd"] =
         json!([{"hooks": [{"type": "command", "command": bin, "args": ["sessionend"]}]}]);
+    expected["hooks"]["Stop"] =
+        json!([{"hooks": [{"type": "command", "command": bin, "args": ["stop"]}]}]);
     let upgraded = fs::read_to_string(settings(&env)).unwrap();
     assert_eq!(
         upgraded,
@@ -1164,7 +1166,7 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
     // Then it is current: nothing more to do; and uninstall gives back the same as before.
     assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
     let un = env.run(&["uninstall"], "");
-    assert_eq!(un.stdout.matches("removed ctxguard").count(), 6, "{un:?}");
+    assert_eq!(un.stdout.matches("removed ctxguard").count(), 7, "{un:?}");
     assert_eq!(
         read(&settings(&env))["hooks"]["SessionStart"],
         json!([{"hooks": [{"type": "command", "command": "echo hi"}]}])

@@ -567,7 +567,10 @@ fn with_auto_compaction_off_no_text_claims_a_compaction() {
             ),
             "{var}: {nudge}"
         );
-        assert!(nudge.contains(&format!("run {make_room} before it")), "{nudge}");
+        assert!(
+            nudge.contains(&format!("run {make_room} before it")),
+            "{nudge}"
+        );
         assert!(!nudge.contains("will summarise"), "{nudge}");
         let m = env.marker(SESSION);
         assert_eq!(
@@ -636,6 +639,8 @@ fn a_prompt_past_the_compaction_point_gets_no_nudge() {
     ups["hook_event_name"] = json!("UserPromptSubmit");
     let run = env.run(&["userpromptsubmit"], ups.to_string());
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
-    let text = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
     assert!(text.contains("about 27k tokens are left"), "{run:?}");
 }

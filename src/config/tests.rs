@@ -145,7 +145,7 @@ fn every_key_is_documented_and_its_rule_matches_its_message() {
         assert!(RECOVER_ON.expected.contains(source), "{source}");
     }
     let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), 17);
     assert_eq!(names[0], "headroom_tokens");
 }
 
@@ -167,6 +167,7 @@ fn every_key_can_be_set_from_the_environment() {
         ("recovery_budget_chars", "500"),
         ("total_budget_chars", "600"),
         ("gate_auto_compaction", "yes"),
+        ("idle_nudge", "no"),
         ("retention_days", "7"),
     ];
     assert_eq!(values.len(), KEYS.len());
@@ -190,6 +191,7 @@ fn every_key_can_be_set_from_the_environment() {
         recovery_budget_chars: 500,
         total_budget_chars: 600,
         gate_auto_compaction: true,
+        idle_nudge: false,
         retention_days: 7,
     };
     assert_eq!(c, expected);

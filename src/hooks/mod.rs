@@ -9,6 +9,7 @@ pub mod pretooluse;
 pub mod sessionend;
 pub mod sessionstart;
 pub mod statusline;
+pub mod stop;
 pub mod userpromptsubmit;
 
 use std::io::Write;

@@ -186,14 +186,15 @@ pub fn handle_event(
     };
     // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
     // given with the next prompt (UserPromptSubmit), which such clients do pass on.
-    let can_deliver = hook_event != event::PRE_TOOL_USE
-        || reading
-            .as_ref()
-            .is_none_or(Reading::client_reads_pretooluse_context);
+    let modern = reading
+        .as_ref()
+        .is_none_or(Reading::client_reads_pretooluse_context);
+    let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
+    // On such a client the prompt is the nudge's only route: it is never withheld there.
+    let at_prompt = hook_event == event::USER_PROMPT_SUBMIT && modern;
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));
-    let at_prompt = hook_event == event::USER_PROMPT_SUBMIT;
     let decide_here = |m: &Marker| {
         decide_route(
             m,
@@ -217,7 +218,8 @@ pub fn handle_event(
     let Some(level) = nudge else {
         return Ok(Outcome::Quiet);
     };
-    let (place, make_room) = save_place(env, &input, &config);
+    let (place, make_room) =
+        memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
     Ok(Outcome::Print(additional_context(
         hook_event,
         nudge_text(level, &next, &config, &place, make_room),
@@ -234,7 +236,9 @@ pub fn past_the_point(marker: &Marker) -> bool {
 /// context (`can_deliver` false), the observation is applied and the nudge stays pending for a
 /// route it passes on. At a prompt (`at_prompt`) at or past the compaction point, the client
 /// compacts before the model sees the prompt: a nudge with it would ask to save history that is
-/// already gone (the checkpoint saves what it can), so none is given. `replay` calls this too.
+/// already gone (the checkpoint saves what it can), so none is given (callers pass `at_prompt`
+/// false on a client before 2.1, where the prompt is the only route and a late nudge beats none).
+/// `replay` calls this too.
 pub fn decide_route(
     marker: &Marker,
     observation: Option<&Observation>,
@@ -255,32 +259,6 @@ pub fn decide_route(
         |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
     );
     (observed, None)
-}
-
-/// Where this session's memories should go, and what the user can run to make room (only
-/// worked out when a nudge is given).
-fn save_place(env: &Env, input: &HookInput, config: &Config) -> (String, &'static str) {
-    let project = (!input.cwd.is_empty()).then(|| Path::new(&input.cwd));
-    let settings = facts::client_settings(env, project);
-    let make_room = if settings.compact_off() {
-        "/clear"
-    } else {
-        "/compact or /clear"
-    };
-    let client = memory::client_memory_dir(env, &settings, &input.transcript_path, &input.cwd);
-    let own = config
-        .memory_files
-        .as_ref()
-        .and_then(|l| l.first().cloned())
-        .unwrap_or_else(|| memory::DEFAULT_FILES[0].to_string());
-    let own = memory::resolve(
-        &own,
-        &memory::Places {
-            home: env.home.as_deref(),
-            project: project.unwrap_or(Path::new(".")),
-        },
-    );
-    (memory::save_place(client.as_deref(), Some(&own)), make_room)
 }
 
 #[cfg(test)]

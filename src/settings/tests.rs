@@ -50,7 +50,7 @@ fn install_keeps_everything_else_in_order_and_is_idempotent() {
     expected.extend(
         hook_events()
             .map(|(e, _, _)| e)
-            .filter(|e| *e != "PreToolUse"),
+            .filter(|e| *e != "PreToolUse" && *e != "Stop"),
     );
     assert_eq!(hook_keys, expected);
     // Theirs first, ours appended.

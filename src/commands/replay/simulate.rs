@@ -283,7 +283,7 @@ impl Simulation {
             &self.config,
             now,
             can_deliver,
-            hook == Hook::UserPromptSubmit,
+            hook == Hook::UserPromptSubmit && self.reading.client_reads_pretooluse_context(),
         );
         self.record(hook, next, nudge);
     }

@@ -1,0 +1,163 @@
+//! `ctxguard stop`: the nudge before an idle compaction. The client compacts an attended session
+//! of 200k tokens or more (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`) while it waits for the user,
+//! shortly before the prompt cache expires (about an hour), unless `idleCompaction` is off. No
+//! tool call comes before such a compaction, so neither `PreToolUse` nor `UserPromptSubmit` can
+//! ask the agent to save first. `Stop` runs when the agent ends its turn: when idle compaction
+//! could take the session and this cycle has not been nudged yet, it answers
+//! `{"decision": "block", "reason": …}`, which makes the agent go on once with that reason as its
+//! instruction (save, then end the turn). At most once per cycle (the marker records it as the
+//! cycle's nudge, under the session lock), never while a Stop hook already keeps the turn going
+//! (`stop_hook_active`), never for a subagent, never under `-p` or the SDK (no idle compaction
+//! there), and not with `idle_nudge` off.
+
+use std::path::Path;
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::{idle_nudge_text, Config, Env};
+use crate::facts::Context;
+use crate::hooks::{pretooluse, Diag, Outcome};
+use crate::marker::{self, Event, Marker, Nudge, Observation, State, Store};
+use crate::memory;
+use crate::registry::event;
+
+/// What a Stop hook prints to keep the turn going once.
+#[derive(Serialize)]
+struct Block<'a> {
+    decision: &'static str,
+    reason: &'a str,
+}
+
+/// The marker after this Stop, and whether to ask the agent to save now: idle compaction can
+/// take the session (on, attended, at or past its threshold, before the compaction point) and
+/// no nudge was given this cycle.
+pub fn decide(
+    marker: &Marker,
+    observation: Option<&Observation>,
+    config: &Config,
+    now: DateTime<Utc>,
+    attended: bool,
+) -> (Marker, bool) {
+    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let m = observation.map_or_else(
+        || marker.clone(),
+        |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
+    );
+    let not_nudged = matches!(m.effective_state(now, stale), State::Idle | State::Armed);
+    if config.idle_nudge && attended && not_nudged && m.idle_compaction_applies() {
+        let mut next = marker::transition(&m, &Event::Nudged(Nudge::Normal), now, stale);
+        // Nudged far below the trigger: a later drop is measured from here, as after arming on
+        // growth (else the next reading would look like a compaction and start a new cycle).
+        if next.armed_at.is_none() {
+            next.armed_at = Some(now);
+            next.armed_tokens = m.tokens;
+        }
+        return (next, true);
+    }
+    (m, false)
+}
+
+/// The hook, given its input and environment.
+pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
+    let input = super::parse_event(bytes, event::STOP)?;
+    if !input.agent_id.is_empty() || input.stop_hook_active || env.unattended {
+        return Ok(Outcome::Quiet);
+    }
+    let paths = env.paths()?;
+    let config = super::config(&paths, env, diag);
+    if !config.idle_nudge {
+        return Ok(Outcome::Quiet);
+    }
+    let store = Store::new(&paths, &input.session_id);
+    let now = env.now();
+    let marker = store
+        .peek()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Marker::new(&input.session_id));
+    let ctx = Context::new(&config, env, &paths, &input.cwd);
+    let observation = if input.transcript_path.is_empty() {
+        None
+    } else {
+        match store.transcript_reading(Path::new(&input.transcript_path)) {
+            Ok(r) => Some(pretooluse::observe(&r, &marker, &ctx, now)),
+            Err(e) => {
+                diag.note(format!("{e:#}; usage unknown"));
+                None
+            }
+        }
+    };
+    if !decide(&marker, observation.as_ref(), &config, now, true).1 {
+        return Ok(Outcome::Quiet);
+    }
+    let (nudged, tokens) = store.update(&input.session_id, diag, |current, _| {
+        let (next, nudge) = decide(current, observation.as_ref(), &config, now, true);
+        let tokens = next.tokens.unwrap_or(0);
+        Ok((next, (nudge, tokens)))
+    })?;
+    if !nudged {
+        return Ok(Outcome::Quiet);
+    }
+    let (place, _) = memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
+    let text = idle_nudge_text(tokens, &place);
+    let out = serde_json::to_string(&Block {
+        decision: "block",
+        reason: &text,
+    })?;
+    Ok(Outcome::Print(out + "\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::Limits;
+    use chrono::TimeZone;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    fn obs(tokens: u64) -> Observation {
+        let mut o = Observation::new(
+            Some(tokens),
+            Limits::compute(1_000_000, &Config::default().policy()),
+            marker::Source::Transcript,
+        );
+        o.idle_compaction = Some(true);
+        o.idle_from = Some(200_000);
+        o.window_source = Some(crate::window::WindowSource::Model);
+        o
+    }
+
+    #[test]
+    fn once_per_cycle_past_the_idle_threshold_and_only_when_attended() {
+        let config = Config::default();
+        let m = Marker::new("s");
+        // Below 200k: idle compaction cannot take the session.
+        assert!(!decide(&m, Some(&obs(150_000)), &config, t(0), true).1);
+        // 250k of 1M: it can, and no nudge was given.
+        let (next, yes) = decide(&m, Some(&obs(250_000)), &config, t(0), true);
+        assert!(yes);
+        assert_eq!(next.state, State::Nudged);
+        // Once: the next Stop of the cycle says nothing, and the cycle goes on.
+        let (after, again) = decide(&next, Some(&obs(260_000)), &config, t(10), true);
+        assert!(!again);
+        assert_eq!((after.state, after.cycle), (State::Nudged, next.cycle));
+        // Unattended (`-p`, the SDK), or turned off: never.
+        assert!(!decide(&m, Some(&obs(250_000)), &config, t(0), false).1);
+        let off = Config {
+            idle_nudge: false,
+            ..Config::default()
+        };
+        assert!(!decide(&m, Some(&obs(250_000)), &off, t(0), true).1);
+        // idleCompaction off, or a threshold above the usage.
+        let mut no_idle = obs(250_000);
+        no_idle.idle_compaction = Some(false);
+        assert!(!decide(&m, Some(&no_idle), &config, t(0), true).1);
+        let mut higher = obs(250_000);
+        higher.idle_from = Some(300_000);
+        assert!(!decide(&m, Some(&higher), &config, t(0), true).1);
+    }
+}

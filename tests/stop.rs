@@ -1,0 +1,94 @@
+//! `ctxguard stop`: the end-of-turn nudge before an idle compaction, through the binary on the
+//! real 2.1.330 Stop payload.
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+fn stop_payload(transcript: &std::path::Path, active: bool) -> Value {
+    let mut p = fixture_json("Stop.json");
+    p["session_id"] = json!(SESSION);
+    p["transcript_path"] = json!(transcript.to_str().unwrap());
+    p["stop_hook_active"] = json!(active);
+    p
+}
+
+fn transcript(env: &TestEnv, tokens: u64) -> std::path::PathBuf {
+    env.write(
+        "t.jsonl",
+        &(assistant_line_of("claude-opus-5-5", tokens, &time_from_now(-5)) + "\n"),
+    )
+}
+
+#[test]
+fn past_the_idle_threshold_the_turn_goes_on_once_to_save() {
+    let env = TestEnv::new();
+    // 250k of 1M: far below the nudge (927k), but idle compaction takes it after an hour.
+    let t = transcript(&env, 250_000);
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(out["decision"], "block", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("ctxguard: 250k tokens are in context, so if this session now waits"),
+        "{reason}"
+    );
+    assert!(reason.contains("then end your turn"), "{reason}");
+    assert_eq!(
+        out.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["decision", "reason"]
+    );
+    assert_eq!(env.marker(SESSION)["state"], "nudged");
+    // The turn that goes on ends again: never a second time (the marker, and
+    // stop_hook_active, each stop it).
+    for active in [true, false] {
+        let run = env.run(&["stop"], stop_payload(&t, active).to_string());
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    }
+}
+
+#[test]
+fn no_end_of_turn_nudge_where_idle_compaction_cannot_come() {
+    // Below 200k; under -p or the SDK; with idleCompaction off; with idle_nudge off; with
+    // the client's threshold raised; for a subagent.
+    type Case<'a> = (&'a str, u64, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
+        ("below", 150_000, &[], ""),
+        ("-p", 250_000, &[("CLAUDE_CODE_SESSION_ATTENDED", "0")], ""),
+        ("off", 250_000, &[("CTXGUARD_IDLE_NUDGE", "false")], ""),
+        (
+            "threshold",
+            250_000,
+            &[("CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS", "300000")],
+            "",
+        ),
+        (
+            "idleCompaction",
+            250_000,
+            &[],
+            r#"{"idleCompaction": false}"#,
+        ),
+    ];
+    for (name, tokens, vars, settings) in cases {
+        let mut env = TestEnv::new();
+        for (k, v) in vars {
+            env.set(k, v);
+        }
+        if !settings.is_empty() {
+            std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+            std::fs::write(env.home().join(".claude/settings.json"), settings).unwrap();
+        }
+        let t = transcript(&env, tokens);
+        let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{name}: {run:?}");
+    }
+    let env = TestEnv::new();
+    let t = transcript(&env, 250_000);
+    let mut sub = stop_payload(&t, false);
+    sub["agent_id"] = json!("a1");
+    let run = env.run(&["stop"], sub.to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    // Bad input: silent.
+    env.run(&["stop"], "{nope").assert_silent_failure();
+}
