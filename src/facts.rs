@@ -303,8 +303,8 @@ pub struct ClientCompaction {
     pub pct: Option<f64>,
     /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`.
     pub window_var: Option<u64>,
-    /// The top-level `autoCompactWindow` (a token count; `"auto"` is none), with its origin.
-    pub window_setting: Option<(u64, String)>,
+    /// The top-level `autoCompactWindow` (`None` tokens for `"auto"`), with its origin.
+    pub window_setting: Option<(Option<u64>, String)>,
     /// `modelSettings.<model>.autoCompactWindow`: the key as written, its tokens (`None` for
     /// `"auto"`, which overrides the top-level setting with the model's own window), its origin.
     pub per_model: Vec<(String, Option<u64>, String)>,
@@ -333,34 +333,73 @@ impl Default for ClientCompaction {
 impl ClientCompaction {
     /// Read from the client's merged settings and variables.
     pub fn from_settings(settings: &client::Settings) -> ClientCompaction {
-        let setting = |r: client::Reading<client::Window>| (r.value, r.origin.to_string());
         ClientCompaction {
             pct: settings.autocompact_pct().and_then(|r| r.value),
+            // The client reads "200k" and "1m" too, and raises anything below 100k to 100k.
             window_var: settings
                 .var(client::AUTO_COMPACT_WINDOW)
-                .and_then(|v| client::window_tokens(&v)),
-            window_setting: settings.get("autoCompactWindow").and_then(|(f, v)| {
-                let w = client::Window::from_json(v)?.tokens()?;
-                Some((w, format!("autoCompactWindow in {}", f.path.display())))
-            }),
-            per_model: settings
-                .model_compact_windows()
-                .into_iter()
-                .filter_map(|(model, r)| {
-                    let (w, origin) = setting(r);
-                    Some((model, w?.tokens(), origin))
-                })
-                .collect(),
+                .and_then(|v| client::window_size(&v))
+                .map(|w| w.max(client::MIN_COMPACT_WINDOW)),
+            window_setting: None,
+            per_model: Vec::new(),
             off: settings.auto_compact_off().map(|o| o.to_string()),
             idle_from: settings.idle_compaction(crate::marker::IDLE_COMPACTION_TOKENS),
         }
+        .with_windows(settings)
     }
 
-    /// The compaction window for `model`, and where it came from: the variable, else a
-    /// `modelSettings` entry naming the model, else the top-level setting.
-    pub fn window_for(&self, model: Option<&str>) -> Option<(u64, CompactSource)> {
+    /// The compaction-window settings merged across files as the client merges them (2.1.330):
+    /// from the lowest precedence file up, a file's `modelSettings` entries go over the ones
+    /// before; a file that sets a top-level `autoCompactWindow` replaces the top-level value and
+    /// drops every per-model entry of the files below it.
+    fn with_windows(mut self, settings: &client::Settings) -> ClientCompaction {
+        for f in &settings.files {
+            let origin = |key: String| format!("{key} in {}", f.path.display());
+            let mut own: Vec<(String, Option<u64>, String)> = Vec::new();
+            if let Some(serde_json::Value::Object(models)) = f.get("modelSettings") {
+                for (model, entry) in models {
+                    let Some(w) = entry
+                        .get("autoCompactWindow")
+                        .and_then(client::Window::from_json)
+                    else {
+                        continue;
+                    };
+                    let key = crate::text::cut(&crate::text::sanitize(model, true), 80);
+                    own.push((
+                        model.clone(),
+                        w.tokens(),
+                        origin(format!("modelSettings.{key}.autoCompactWindow")),
+                    ));
+                }
+            }
+            if let Some(top) = f
+                .get("autoCompactWindow")
+                .and_then(client::Window::from_json)
+            {
+                self.window_setting = Some((top.tokens(), origin("autoCompactWindow".into())));
+                self.per_model = own;
+            } else {
+                // Later entries first: the lookup takes the first match.
+                own.extend(std::mem::take(&mut self.per_model));
+                self.per_model = own;
+            }
+        }
+        self
+    }
+
+    /// The compaction window for `model`, and where it came from, as the client picks it:
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else the running client's `--autocompact` (`flag`),
+    /// else a `modelSettings` entry naming the model, else the top-level setting.
+    pub fn window_for(
+        &self,
+        model: Option<&str>,
+        flag: Option<u64>,
+    ) -> Option<(u64, CompactSource)> {
         if let Some(w) = self.window_var {
             return Some((w, CompactSource::Env));
+        }
+        if let Some(w) = flag {
+            return Some((w, CompactSource::Flag));
         }
         if let Some(model) = model {
             if let Some((_, w, origin)) = self
@@ -372,9 +411,8 @@ impl ClientCompaction {
                 return w.map(|w| (w, CompactSource::Setting(origin.clone())));
             }
         }
-        self.window_setting
-            .as_ref()
-            .map(|(w, origin)| (*w, CompactSource::Setting(origin.clone())))
+        let (w, origin) = self.window_setting.as_ref()?;
+        w.map(|w| (w, CompactSource::Setting(origin.clone())))
     }
 }
 
@@ -453,8 +491,7 @@ pub fn resolve_with(
         window.tokens,
         &policy,
         &CompactFacts {
-            flag: gathered.flag,
-            setting: gathered.client.window_for(model),
+            setting: gathered.client.window_for(model, gathered.flag),
             off: gathered.client.off.clone(),
             observed: marker.auto_compacted_at,
             uncompacted: marker.uncompacted_max,

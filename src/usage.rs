@@ -9,6 +9,10 @@ pub const DEFAULT_WINDOW: u64 = 200_000;
 /// The window assumed when observed usage proves the default is too small.
 pub const LARGE_WINDOW: u64 = 1_000_000;
 
+/// The part of the client's compaction buffer that is not the reply's output reservation:
+/// it compacts at `window − min(max output, 20k) − 13k`.
+pub const AUTOCOMPACT_MARGIN: u64 = 13_000;
+
 /// The usage block of one API reply, as the status line and the transcript both carry it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenCounts {
@@ -106,8 +110,13 @@ impl Limits {
             .map_or(window, |w| w.min(window));
         let mut compact_at = compaction_window.saturating_sub(policy.compact_buffer_tokens);
         if let Some(pct) = policy.autocompact_pct {
-            // The override can only bring compaction earlier.
-            compact_at = compact_at.min(pct_of(compaction_window, pct));
+            // The override can only bring compaction earlier. It is a percent of the window
+            // less the output reservation (the buffer but for the client's fixed 13k), as the
+            // client computes it: 50% of 200k compacts at 90k.
+            let reserve = policy
+                .compact_buffer_tokens
+                .saturating_sub(AUTOCOMPACT_MARGIN);
+            compact_at = compact_at.min(pct_of(compaction_window.saturating_sub(reserve), pct));
         }
         Limits::with_compact_at(window, compact_at, policy)
     }
@@ -273,9 +282,10 @@ mod tests {
             autocompact_pct: Some(50.0),
             ..Policy::default()
         };
+        // 50% of the window less the 20k output reservation, as the client computes it.
         let l = Limits::compute(200_000, &p);
-        assert_eq!(l.compact_at, 100_000);
-        assert_eq!(l.trigger_at, 60_000);
+        assert_eq!(l.compact_at, 90_000);
+        assert_eq!(l.trigger_at, 50_000);
         // A percent above the default point cannot raise it.
         let p = Policy {
             autocompact_pct: Some(95.0),

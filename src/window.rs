@@ -188,10 +188,8 @@ pub fn resolve(f: &WindowFacts) -> Window {
 /// What is known about where the client compacts.
 #[derive(Debug, Clone, Default)]
 pub struct CompactFacts {
-    /// `--autocompact N` of the running client.
-    pub flag: Option<u64>,
-    /// The compaction window from the client's variable or settings, already chosen for the
-    /// model (see [`crate::facts::ClientCompaction::window_for`]).
+    /// The compaction window from the client's variable, `--autocompact` or settings, already
+    /// chosen for the model (see [`crate::facts::ClientCompaction::window_for`]).
     pub setting: Option<(u64, CompactSource)>,
     /// What turned auto-compaction off, if anything.
     pub off: Option<String>,
@@ -220,11 +218,7 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
             CompactSource::Off(off.clone()),
         );
     }
-    let chosen = facts
-        .flag
-        .map(|w| (w, CompactSource::Flag))
-        .or_else(|| facts.setting.clone())
-        .filter(|(w, _)| *w > 0 && *w < window);
+    let chosen = facts.setting.clone().filter(|(w, _)| *w > 0 && *w < window);
     let mut policy = policy.clone();
     policy.autocompact_window = chosen.as_ref().map(|(w, _)| *w);
     let mut source = chosen.map_or(CompactSource::Window, |(_, s)| s);
@@ -355,27 +349,16 @@ mod tests {
     }
 
     #[test]
-    fn the_compaction_window_from_flag_then_settings() {
+    fn the_compaction_window_chosen_for_the_model() {
         let policy = Policy::default();
         let mut f = CompactFacts {
-            flag: Some(300_000),
-            setting: Some((
-                400_000,
-                CompactSource::Setting("autoCompactWindow in /u".into()),
-            )),
+            setting: Some((300_000, CompactSource::Flag)),
             ..CompactFacts::default()
         };
         let (l, s) = limits(1_000_000, &policy, &f);
-        assert_eq!((l.compact_at, s), (267_000, CompactSource::Flag));
-        f.flag = None;
-        let (l, s) = limits(1_000_000, &policy, &f);
         assert_eq!(
             (l.compact_at, l.trigger_at, s),
-            (
-                367_000,
-                327_000,
-                CompactSource::Setting("autoCompactWindow in /u".into())
-            )
+            (267_000, 227_000, CompactSource::Flag)
         );
         // A window at or above the model's changes nothing.
         f.setting = Some((1_000_000, CompactSource::Env));
@@ -386,14 +369,24 @@ mod tests {
                 CompactSource::Window
             )
         );
-        f.flag = Some(2_000_000);
-        assert_eq!(limits(1_000_000, &policy, &f).1, CompactSource::Window);
+        // The percent override is of the window less the output reservation: 50% of 200k
+        // compacts at 90k, as the client computes it.
+        let half = Policy {
+            autocompact_pct: Some(50.0),
+            ..Policy::default()
+        };
+        assert_eq!(
+            limits(200_000, &half, &CompactFacts::default())
+                .0
+                .compact_at,
+            90_000
+        );
     }
 
     #[test]
     fn with_auto_compaction_off_the_point_is_the_windows_end() {
         let f = CompactFacts {
-            flag: Some(300_000),
+            setting: Some((300_000, CompactSource::Flag)),
             off: Some("DISABLE_AUTO_COMPACT".into()),
             observed: Some((150_000, 1_000_000)),
             ..CompactFacts::default()

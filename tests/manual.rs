@@ -322,7 +322,8 @@ fn usage_env_overrides() {
         (
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
             "70",
-            [140_000, 100_000, 125_000],
+            // 70% of the window less the 20k output reservation, as the client has it.
+            [126_000, 86_000, 111_000],
         ),
         (
             "CLAUDE_CODE_AUTO_COMPACT_WINDOW",

@@ -334,12 +334,12 @@ fn claude_autocompact_overrides_move_the_trigger() {
     let mut env = TestEnv::new();
     env.set("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50");
     let payload = pretooluse_payload(SESSION, &missing_transcript(&env));
-    // Compaction at 100k of 200k, so the trigger is 60k.
+    // Compaction at 50% of (200k less the 20k output reservation): 90k, so the trigger is 50k.
     env.statusline(&statusline_payload(SESSION, Some(61_000), Some(200_000)));
     let m = env.marker(SESSION);
     assert_eq!(
         (m["compact_at"].as_u64(), m["trigger_at"].as_u64()),
-        (Some(100_000), Some(60_000))
+        (Some(90_000), Some(50_000))
     );
     decode_nudge(&env.pretooluse(&payload).stdout);
 

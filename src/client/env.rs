@@ -98,6 +98,31 @@ pub fn window_tokens(text: &str) -> Option<u64> {
     text.trim().parse::<u64>().ok().filter(|w| *w > 0)
 }
 
+/// The smallest compaction window the client takes (a smaller one is raised to it).
+pub const MIN_COMPACT_WINDOW: u64 = 100_000;
+
+/// A window size as the client reads `CLAUDE_CODE_AUTO_COMPACT_WINDOW`: a whole number of
+/// tokens, or thousands and millions written `200k`, `1m` (any case).
+pub fn window_size(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let (digits, unit) = match t.strip_suffix('k') {
+        Some(d) => (d, 1_000.0),
+        None => match t.strip_suffix('m') {
+            Some(d) => (d, 1_000_000.0),
+            None => (t.as_str(), 1.0),
+        },
+    };
+    let n: f64 = digits
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite() && *n > 0.0)?;
+    let tokens = (n * unit).round();
+    // In range, the cast is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (1.0..1e15).contains(&tokens).then_some(tokens as u64)
+}
+
 pub(super) fn read_pct(raw: &str) -> Reading<f64> {
     Reading {
         origin: Origin::Variable(AUTOCOMPACT_PCT),

@@ -215,11 +215,20 @@ impl Settings {
         self.flag(DISABLE_COMPACT)
     }
 
-    /// Is the client's auto memory off: `CLAUDE_CODE_DISABLE_AUTO_MEMORY` or
-    /// `autoMemoryEnabled: false`?
+    /// Is the client's auto memory off? `CLAUDE_CODE_DISABLE_AUTO_MEMORY` decides either way
+    /// when set (a true value turns it off; `0`, `false`, `no` or `off` keep it on whatever the
+    /// settings say), else `autoMemoryEnabled: false` turns it off, as the client reads them.
     pub fn auto_memory_off(&self) -> Option<Origin> {
-        if self.flag(DISABLE_AUTO_MEMORY) {
-            return Some(Origin::Variable(DISABLE_AUTO_MEMORY));
+        if let Some(v) = self.var(DISABLE_AUTO_MEMORY) {
+            if truthy(&v) {
+                return Some(Origin::Variable(DISABLE_AUTO_MEMORY));
+            }
+            if matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "no" | "off"
+            ) {
+                return None;
+            }
         }
         match self.get("autoMemoryEnabled") {
             Some((f, Value::Bool(false))) => Some(Origin::Setting {
@@ -230,16 +239,20 @@ impl Settings {
         }
     }
 
-    /// Idle compaction: off with `idleCompaction: false`; else the tokens from which it takes a
-    /// session (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`, else `default`).
+    /// Idle compaction: off with `idleCompaction: false` or with auto-compaction off; else the
+    /// tokens from which it takes a session (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`, else
+    /// `default`; never below 100k, as the client has it).
     pub fn idle_compaction(&self, default: u64) -> Option<u64> {
-        if matches!(self.get("idleCompaction"), Some((_, Value::Bool(false)))) {
+        if matches!(self.get("idleCompaction"), Some((_, Value::Bool(false))))
+            || self.auto_compact_off().is_some()
+        {
             return None;
         }
         Some(
             self.var(IDLE_COMPACT_MIN_TOKENS)
                 .and_then(|v| window_tokens(&v))
-                .unwrap_or(default),
+                .unwrap_or(default)
+                .max(100_000),
         )
     }
 
@@ -428,7 +441,7 @@ mod tests {
             "claude-opus-5-5@20261001",
         ] {
             assert_eq!(
-                c.window_for(Some(id)),
+                c.window_for(Some(id), None),
                 Some((400_000, CompactSource::Setting(local.into()))),
                 "{id}"
             );
@@ -438,11 +451,11 @@ mod tests {
             CompactSource::Setting("autoCompactWindow in /home/u/.claude/settings.json".into()),
         ));
         // Another model (or a prefix of this one), or a model entry without the key: top-level.
-        assert_eq!(c.window_for(Some("claude-opus-5")), top);
-        assert_eq!(c.window_for(Some("claude-haiku-5")), top);
-        assert_eq!(c.window_for(None), top);
+        assert_eq!(c.window_for(Some("claude-opus-5"), None), top);
+        assert_eq!(c.window_for(Some("claude-haiku-5"), None), top);
+        assert_eq!(c.window_for(None, None), top);
         // "auto" for a model: its own window, whatever the top-level says.
-        assert_eq!(c.window_for(Some("claude-sonnet-5")), None);
+        assert_eq!(c.window_for(Some("claude-sonnet-5"), None), None);
         // The variable beats every setting.
         let var = settings(
             &[(
@@ -452,9 +465,64 @@ mod tests {
             &[(AUTO_COMPACT_WINDOW, "250000")],
         );
         assert_eq!(
-            ClientCompaction::from_settings(&var).window_for(Some("m")),
+            ClientCompaction::from_settings(&var).window_for(Some("m"), Some(400_000)),
             Some((250_000, CompactSource::Env))
         );
+    }
+
+    #[test]
+    fn the_compaction_window_across_files_and_in_the_variables_forms() {
+        use crate::facts::ClientCompaction;
+        use crate::window::CompactSource;
+        // Across files, as the client merges them: a higher file's top-level value drops the
+        // per-model entries below it; a higher file's per-model entry beats a lower top-level.
+        let wiped = settings(
+            &[
+                (
+                    Scope::User,
+                    r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
+                ),
+                (Scope::Project, r#"{"autoCompactWindow": 600000}"#),
+            ],
+            &[],
+        );
+        assert_eq!(
+            ClientCompaction::from_settings(&wiped)
+                .window_for(Some("claude-opus-5-5"), None)
+                .map(|(w, _)| w),
+            Some(600_000)
+        );
+        let kept = settings(
+            &[
+                (Scope::User, r#"{"autoCompactWindow": 600000}"#),
+                (
+                    Scope::Local,
+                    r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
+                ),
+            ],
+            &[],
+        );
+        let kept = ClientCompaction::from_settings(&kept);
+        assert_eq!(
+            kept.window_for(Some("claude-opus-5-5"), None)
+                .map(|(w, _)| w),
+            Some(300_000)
+        );
+        assert_eq!(kept.window_for(None, None).map(|(w, _)| w), Some(600_000));
+        // The variable reads "200k" and "1m", and raises a smaller window to 100k.
+        for (raw, w) in [("200k", 200_000), ("1m", 1_000_000), ("5000", 100_000)] {
+            let v = settings(&[], &[(AUTO_COMPACT_WINDOW, raw)]);
+            assert_eq!(
+                ClientCompaction::from_settings(&v).window_for(None, None),
+                Some((w, CompactSource::Env)),
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_map_under_auto_compact_window_is_ignored() {
+        use crate::facts::ClientCompaction;
         // A map under autoCompactWindow is no form the client knows.
         let map = settings(
             &[(
@@ -464,7 +532,7 @@ mod tests {
             &[],
         );
         assert_eq!(
-            ClientCompaction::from_settings(&map).window_for(Some("claude-opus-5-5")),
+            ClientCompaction::from_settings(&map).window_for(Some("claude-opus-5-5"), None),
             None
         );
     }
@@ -492,18 +560,29 @@ mod tests {
                 .to_string(),
             "autoMemoryEnabled in /home/u/.claude/settings.json"
         );
-        for off in ["0", "false", "no", ""] {
+        for on in ["0", "false", "no", ""] {
             assert_eq!(
-                settings(&[], &[(DISABLE_AUTO_MEMORY, off)]).auto_memory_off(),
+                settings(&[], &[(DISABLE_AUTO_MEMORY, on)]).auto_memory_off(),
                 None,
-                "{off:?}"
+                "{on:?}"
             );
         }
+        // An explicit false keeps it on over the setting; anything else leaves the setting.
+        let setting = r#"{"autoMemoryEnabled": false}"#;
+        let forced_on = settings(&[(Scope::User, setting)], &[(DISABLE_AUTO_MEMORY, "off")]);
+        assert_eq!(forced_on.auto_memory_off(), None);
+        let unclear = settings(&[(Scope::User, setting)], &[(DISABLE_AUTO_MEMORY, "maybe")]);
+        assert!(unclear.auto_memory_off().is_some());
         let idle = settings(&[], &[(IDLE_COMPACT_MIN_TOKENS, "300000")]);
         assert_eq!(idle.idle_compaction(200_000), Some(300_000));
         assert_eq!(settings(&[], &[]).idle_compaction(200_000), Some(200_000));
         let no_idle = settings(&[(Scope::User, r#"{"idleCompaction": false}"#)], &[]);
         assert_eq!(no_idle.idle_compaction(200_000), None);
+        // Auto-compaction off turns idle compaction off too; 100k is the floor.
+        let no_auto = settings(&[], &[(DISABLE_AUTO_COMPACT, "1")]);
+        assert_eq!(no_auto.idle_compaction(200_000), None);
+        let low = settings(&[], &[(IDLE_COMPACT_MIN_TOKENS, "5000")]);
+        assert_eq!(low.idle_compaction(200_000), Some(100_000));
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub fn limits(ctx: &Context, window: u64) -> Limits {
         window,
         &policy(ctx),
         &CompactFacts {
-            setting: client.window_for(None),
+            setting: client.window_for(None, None),
             off: client.off,
             ..CompactFacts::default()
         },

@@ -281,7 +281,7 @@ pub(super) mod tests {
         assert!(!r.ok, "no hooks and no state root");
         assert_eq!(
             (r.thresholds[0].compact_at, r.thresholds[0].trigger_at),
-            (100_000, 60_000)
+            (90_000, 50_000)
         );
         assert_eq!(r.thresholds[1].window, 1_000_000);
     }
