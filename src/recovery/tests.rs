@@ -140,8 +140,12 @@ fn many_compactions_warn_and_previous_is_a_digest() {
     assert!(text.contains("compacted 4 times"), "{text}");
     let digest = render_checkpoint(&cp, Path::new("/cp"), Kind::Previous, 3200, now());
     assert!(digest.starts_with("## ctxguard: previous session in this project"));
-    assert!(!digest.contains("Exit code 1") && !digest.contains("keep the open items"));
+    // The digest has its failures, not the compaction's instructions, nor its labels.
+    assert!(digest.contains("Exit code 1"), "{digest}");
+    assert!(!digest.contains("keep the open items"));
     assert!(!digest.contains("compacted 4 times"));
+    assert!(!digest.contains("before the compaction"), "{digest}");
+    assert!(digest.contains("after 4 compactions"), "{digest}");
 }
 
 #[test]
