@@ -203,9 +203,15 @@ fn render_checkpoint(
         ));
     }
 
-    let goal: Vec<String> = cp.goal.iter().cloned().collect();
-    // An ask the goal already shows is not repeated.
-    let not_goal = |a: &&String| !cp.goal.as_ref().is_some_and(|g| same_start(g, a));
+    // The goal, unless it is the newest ask (shown as such); an older ask the goal already shows
+    // is not repeated.
+    let goal: Vec<String> = cp
+        .goal
+        .iter()
+        .filter(|g| !cp.asks.last().is_some_and(|newest| same_start(g, newest)))
+        .cloned()
+        .collect();
+    let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_start(g, a));
     let queued_any = cp.asks.iter().any(|a| cp.queued.contains(a));
     let asks: Vec<String> = cp
         .asks

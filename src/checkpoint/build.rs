@@ -355,7 +355,8 @@ impl Builder {
 
     /// An ask (its text before cutting): the goal if it is the first, then the newest of its
     /// kind. A queued prompt that later reaches the transcript as a prompt of its own (the
-    /// client sent it as the next turn) is the same ask, kept once, where it was typed.
+    /// client sent it as the next turn, as 2.1.330 does with every prompt) is the same ask, kept
+    /// once, where it was typed, and not counted as typed mid-turn.
     fn ask(&mut self, body: &str, queued: bool) {
         let max = if queued { QUEUED_CHARS } else { ASK_CHARS };
         let Some(text) = ask_text(body, max) else {
@@ -366,12 +367,21 @@ impl Builder {
             self.goal = ask_text(body, GOAL_CHARS);
         }
         if !queued {
+            // Queued, then sent as a turn of its own (`dequeue`): not typed mid-turn after all.
             let short = ask_text(body, QUEUED_CHARS).unwrap_or_default();
-            if self.asks.iter().any(|a| a.queued && a.text == short) {
+            if let Some(ask) = self.asks.iter_mut().find(|a| a.queued && a.text == short) {
+                ask.text = text;
+                ask.queued = false;
+                self.cap_asks(false);
                 return;
             }
         }
         self.asks.push_back(Ask { text, queued });
+        self.cap_asks(queued);
+    }
+
+    /// Forgets the oldest ask of a kind past its cap.
+    fn cap_asks(&mut self, queued: bool) {
         let cap = if queued { MAX_QUEUED } else { MAX_ASKS };
         if self.asks.iter().filter(|a| a.queued == queued).count() > cap {
             if let Some(oldest) = self.asks.iter().position(|a| a.queued == queued) {

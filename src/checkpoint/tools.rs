@@ -228,7 +228,8 @@ impl ToolLog {
         }
         let subject = call.subject.as_deref();
         let mut passed = !failed;
-        if call.verify {
+        // A command sent to the background has not run yet.
+        if call.verify && !raw.contains(BACKGROUND_STARTED) {
             let verdict = verify::verdict(&text(), failed);
             passed = verdict.passed;
             self.verification = Some(Verification {
