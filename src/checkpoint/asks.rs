@@ -58,7 +58,7 @@ pub(super) fn is_ack(text: &str) -> bool {
 pub(super) fn shorten(text: &str, max: usize) -> Option<String> {
     let text = within(text, CLEAN_BYTES);
     let text = teammate_message(text).map_or(Cow::Borrowed(text), Cow::Owned);
-    if let Some(plan) = plan(&text) {
+    if let Some(plan) = plan(&text, max) {
         return Some(head_tail(&sanitize(&plan, true), max));
     }
     let clean = sanitize(&text, true);
@@ -89,10 +89,11 @@ fn within(s: &str, bytes: usize) -> &str {
     &s[..end]
 }
 
-/// A plan handed over from plan mode, as its title and step headings: "Implement the following
-/// plan: Plan-First Remediation Pipeline. Steps: 1. Type changes; 2. …". The footer naming the
-/// transcript is never kept. `None` when `text` is not such a plan.
-pub(super) fn plan(text: &str) -> Option<String> {
+/// A plan handed over from plan mode, as its title and as many step headings as fit in `max`
+/// characters: "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type
+/// changes; 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
+/// `text` is not such a plan.
+pub(super) fn plan(text: &str, max: usize) -> Option<String> {
     let body = text.trim_start().strip_prefix(PLAN_START)?;
     let body = body.split(PLAN_FOOTER).next().unwrap_or(body);
     let headings: Vec<(usize, &str)> = body
@@ -130,7 +131,18 @@ pub(super) fn plan(text: &str) -> Option<String> {
         }
     }
     if !steps.is_empty() {
-        out.push_str(&format!(" Steps: {}", steps.join("; ")));
+        out.push_str(" Steps: ");
+        // Room kept for the note of the steps left out.
+        let room = max.saturating_sub(20);
+        for (i, step) in steps.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "; " };
+            if out.chars().count() + sep.len() + step.chars().count() > room {
+                out.push_str(&format!("{sep}(+{} more steps)", steps.len() - i));
+                break;
+            }
+            out.push_str(sep);
+            out.push_str(step);
+        }
     }
     Some(out)
 }
@@ -229,7 +241,7 @@ mod tests {
     fn a_plan_keeps_its_steps_not_the_footer() {
         let text = "Implement the following plan:\n\n# Plan: Plan-First Remediation Pipeline\n\n## Context\n\nThe current remediation pipeline sends all issues.\n\n## Changes\n\n### 1. Type changes — `src/shared/types/remediation.ts`\n\nx\n\n### 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`\n\n### 3. Engine rewrite — `src/shared/remediation/engine.ts`\n\n## Verification\n\n- Verify progress UI shows linear step sequence\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
         assert_eq!(
-            plan(text).unwrap(),
+            plan(text, 400).unwrap(),
             "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
         );
         let short = shorten(text, 200).unwrap();
@@ -241,10 +253,14 @@ mod tests {
         assert!(short.chars().count() <= 200, "{short}");
         // Without numbered steps, every heading below the title.
         assert_eq!(
-            plan("Implement the following plan:\n# Fix login\n## Reproduce\n## Patch\n").as_deref(),
+            plan(
+                "Implement the following plan:\n# Fix login\n## Reproduce\n## Patch\n",
+                200
+            )
+            .as_deref(),
             Some("Implement the following plan: Fix login. Steps: Reproduce; Patch")
         );
-        assert_eq!(plan("Please implement this"), None);
+        assert_eq!(plan("Please implement this", 200), None);
     }
 
     #[test]
