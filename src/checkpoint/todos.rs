@@ -497,4 +497,36 @@ mod tests {
         assert_eq!(todos.tasks.len(), MAX_WAITING * 2);
         assert_eq!(todos.finish().len(), MAX_WAITING * 3);
     }
+
+    /// cybervpn-cdd85d16.jsonl (2.1.42): a teammate updates tasks the lead created; their
+    /// subjects are in `TaskList` and `TaskGet` results.
+    #[test]
+    fn tasks_known_by_id_get_their_subjects() {
+        let mut todos = Todos::default();
+        for (id, status) in [("26", "in_progress"), ("29", "pending"), ("30", "pending")] {
+            let key = todos
+                .update(&format!(r#"{{"taskId": "{id}", "status": "{status}"}}"#))
+                .unwrap();
+            todos.settle(key, true, "Updated task status");
+        }
+        todos.learn_names("#26 [pending] TST-3: Unit tests for use cases (test-eng)\n#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)\n#28 [pending] TST-5: Widget tests [blocked by #14]");
+        todos.learn_names("Task #29: TST-6: Integration test for migration flow\nStatus: pending\nDescription: Test: migration");
+        let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
+        assert_eq!(
+            shown,
+            [
+                "#26 TST-3: Unit tests for use cases",
+                "#29 TST-6: Integration test for migration flow",
+                "task #30"
+            ]
+        );
+        let mut todos = Todos::default();
+        todos.learn_names(
+            "#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)",
+        );
+        assert_eq!(
+            todos.names.back().unwrap().1,
+            "DL-5: Create data mappers (Drift ↔ Domain)"
+        );
+    }
 }
