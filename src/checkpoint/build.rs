@@ -500,7 +500,7 @@ impl Builder {
             .collect();
         let tools = self.tools.finish();
         let mut prs: Vec<String> = self.prs.into();
-        for pr in tools.prs.iter() {
+        for pr in &tools.prs {
             if !prs.contains(pr) {
                 prs.push(pr.clone());
             }

@@ -223,14 +223,13 @@ const ADVICE: &[&str] = &[
 fn is_advice(line: &str) -> bool {
     let t = line
         .trim_start()
-        .trim_start_matches(|c: char| matches!(c, '[' | '(' | '*' | '-' | '>' | ' '));
+        .trim_start_matches(['[', '(', '*', '-', '>', ' ']);
     let word: String = t
         .chars()
         .take_while(char::is_ascii_alphabetic)
         .collect::<String>()
         .to_ascii_lowercase();
-    ADVICE.contains(&word.as_str())
-        && t[word.len()..].starts_with(|c: char| matches!(c, ':' | ']' | '[' | ')' | ' '))
+    ADVICE.contains(&word.as_str()) && t[word.len()..].starts_with([':', ']', '[', ')', ' '])
 }
 
 /// The first line of `text` naming a failure, as an excerpt around the word that names it;

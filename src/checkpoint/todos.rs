@@ -246,8 +246,8 @@ impl Todos {
         }
     }
 
-    /// The subjects a `TaskGet` result ("Task #29: TST-6: Integration test…") or a `TaskList`
-    /// result ("#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)",
+    /// The subjects a `TaskGet` result (`Task #29: TST-6: Integration test…`) or a `TaskList`
+    /// result (`#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)`,
     /// one task a line) names.
     pub(super) fn learn_names(&mut self, text: &str) {
         for line in text.lines().take(MAX_NAMES) {

@@ -419,13 +419,12 @@ mod tests {
             ("Tests 241 passed (241)".into(), true)
         );
         // cctrace-phase0.jsonl: pytest; reliability: cargo.
-        assert_eq!(
+        assert!(
             v(
                 "============================== 3 passed in 0.16s ===============================",
                 false
             )
-            .1,
-            true
+            .1
         );
         assert_eq!(
             v("test a ... ok\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored", true),

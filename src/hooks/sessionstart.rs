@@ -62,6 +62,7 @@ fn plan(source: &str, config: &Config, unattended: bool) -> Result<Plan> {
 
 /// What the digest choice needs to know of another session.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::struct_excessive_bools)] // independent facts about a session, not a state
 struct Candidate {
     pub session_id: String,
     pub cwd: String,
