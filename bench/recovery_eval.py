@@ -142,6 +142,14 @@ def ask_of(entry):
         if not name or not args or name in CLIENT_COMMANDS:
             return None
         return "/%s %s" % (name, args)
+    if text.startswith("<teammate-message"):
+        # The lead's message to a teammate (agent teams): its body, or the task it assigns.
+        body = re.sub(r"</?teammate-message[^>]*>", "", text).strip()
+        try:
+            assigned = json.loads(body)
+        except ValueError:
+            return body
+        return assigned.get("subject") if isinstance(assigned, dict) else body
     if text.startswith("<") or text.startswith("[Request interrupted"):
         return None
     return text
@@ -513,8 +521,11 @@ def measure(block, entries, cwd):
     else:
         ask_cell = "–"
     tasks = open_tasks(upto)
-    task_cell = ("%d/%d" % (sum(normal(t)[:40] in flat for t in tasks), len(tasks))
-                 if tasks else "–")
+    def task_named(t):
+        # A task known only by its id ("task #28") may be shown with its subject ("#28 …").
+        m = re.match(r"task #(\w+)$", t)
+        return bool(re.search(r"#%s\b" % m.group(1), block)) if m else normal(t)[:40] in flat
+    task_cell = ("%d/%d" % (sum(map(task_named, tasks)), len(tasks)) if tasks else "–")
     files = modified_files(upto)
 
     def named_file(path):

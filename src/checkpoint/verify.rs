@@ -168,7 +168,8 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     let mut passing: Option<&str> = None;
     let mut weak: Option<&str> = None;
     let mut first_failed_test: Option<&str> = None;
-    for line in output.lines() {
+    // Progress lines may be separated by carriage returns only (`flutter test`).
+    for line in output.split(['\n', '\r']) {
         let l = line.trim();
         if l.is_empty() || l.starts_with("Exit code ") {
             continue;
