@@ -17,7 +17,7 @@ const PLAN_FOOTER: &str = "If you need specific details from before exiting plan
 const CLEAN_BYTES: usize = 64 * 1024;
 
 /// A step heading of a plan, at most.
-const HEADING_CHARS: usize = 70;
+const HEADING_CHARS: usize = 60;
 
 /// Words that acknowledge, agree or press on without saying what to do.
 const ACKS: &[&str] = &[
@@ -242,7 +242,7 @@ mod tests {
         let text = "Implement the following plan:\n\n# Plan: Plan-First Remediation Pipeline\n\n## Context\n\nThe current remediation pipeline sends all issues.\n\n## Changes\n\n### 1. Type changes — `src/shared/types/remediation.ts`\n\nx\n\n### 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`\n\n### 3. Engine rewrite — `src/shared/remediation/engine.ts`\n\n## Verification\n\n- Verify progress UI shows linear step sequence\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
         assert_eq!(
             plan(text, 400).unwrap(),
-            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
+            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/r…ion/prompt-generator.ts`; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
         );
         let short = shorten(text, 200).unwrap();
         assert!(

@@ -37,7 +37,7 @@ const ASK_CHARS: usize = 200;
 const MAX_QUEUED: usize = 5;
 const QUEUED_CHARS: usize = 160;
 /// The session's first request: room for a plan's step headings.
-const GOAL_CHARS: usize = 400;
+const GOAL_CHARS: usize = 540;
 pub(crate) const MAX_PRS: usize = 3;
 const PR_CHARS: usize = 200;
 const MAX_TODOS: usize = 100;
