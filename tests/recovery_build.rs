@@ -265,7 +265,10 @@ fn a_plan_keeps_its_steps_a_fixed_failure_goes_and_the_gist_keeps_its_end() {
         ),
         "{goal}"
     );
-    assert!(goal.ends_with("; 8. No API route changes needed"), "every step: {goal}");
+    assert!(
+        goal.ends_with("; 8. No API route changes needed"),
+        "every step: {goal}"
+    );
     assert!(!block.contains("read the full transcript at"), "{block}");
     assert_eq!(cp["failures"], json!([]), "the lint passed later");
     assert_eq!(
