@@ -128,6 +128,28 @@ fn file_list(cp: &Checkpoint) -> Vec<String> {
         .collect()
 }
 
+/// ", after N compactions" for a session that compacted, else nothing.
+fn compactions(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", after 1 compaction".to_string(),
+        n => format!(", after {n} compactions"),
+    }
+}
+
+/// Branches that say nothing about where the work lives.
+const DEFAULT_BRANCHES: &[&str] = &["main", "master", "trunk", "develop", "development", "HEAD"];
+
+fn is_default_branch(branch: &str) -> bool {
+    branch.trim().is_empty() || DEFAULT_BRANCHES.contains(&branch.trim())
+}
+
+/// Whether two asks start the same (one may be a shorter cut of the other).
+fn same_start(a: &str, b: &str) -> bool {
+    const START: usize = 100;
+    a.chars().take(START).eq(b.chars().take(START))
+}
+
 /// The checkpoint part, within `budget` characters.
 #[allow(clippy::too_many_lines)] // the header, the sections, the footer, the trimming loop
 fn render_checkpoint(
@@ -148,9 +170,9 @@ fn render_checkpoint(
         // `checkpoint show` of the one `SessionEnd` wrote: no compaction happened there.
         Kind::Compact | Kind::Resume if m.at_session_end() => format!(
             "## ctxguard recovery: where this session ended\n\
-             Recorded mechanically from the transcript when the session ended ({trigger}, {when}), \
-             after {} compaction(s).",
-            m.compaction
+             Recorded mechanically from the transcript when the session ended ({trigger}, \
+             {when}{}).",
+            compactions(m.compaction)
         ),
         Kind::Compact => format!(
             "## ctxguard recovery: compaction #{} of this session\n\
@@ -165,9 +187,10 @@ fn render_checkpoint(
         ),
         Kind::Previous => format!(
             "## ctxguard: previous session in this project\n\
-             The last checkpoint of session {} in this directory ({trigger}, {when}), for \
+             The last checkpoint of session {} in this directory ({trigger}, {when}{}), for \
              context; the user may or may not want to continue it.",
-            cut(&sanitize(&m.session_id, true), 80)
+            cut(&sanitize(&m.session_id, true), 80),
+            compactions(m.compaction)
         ),
     };
     header.push_str(
@@ -180,10 +203,36 @@ fn render_checkpoint(
         ));
     }
 
-    let mut asks = cp.asks.clone();
-    asks.reverse();
-    let mut earlier = cp.earlier_asks.clone();
-    earlier.reverse();
+    // The goal, unless it is the newest ask (shown as such); an older ask the goal already shows
+    // is not repeated.
+    let goal: Vec<String> = cp
+        .goal
+        .iter()
+        .filter(|g| !cp.asks.last().is_some_and(|newest| same_start(g, newest)))
+        .cloned()
+        .collect();
+    let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_start(g, a));
+    let queued_any = cp.asks.iter().any(|a| cp.queued.contains(a));
+    let asks: Vec<String> = cp
+        .asks
+        .iter()
+        .rev()
+        .filter(not_goal)
+        .map(|a| {
+            if cp.queued.contains(a) {
+                format!("[queued] {a}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let earlier: Vec<String> = cp
+        .earlier_asks
+        .iter()
+        .rev()
+        .filter(not_goal)
+        .cloned()
+        .collect();
     let open: Vec<String> = cp
         .todos
         .iter()
@@ -196,7 +245,7 @@ fn render_checkpoint(
     } else {
         "Open todos:".to_string()
     };
-    let mut failures: Vec<String> = cp
+    let failures: Vec<String> = cp
         .failures
         .iter()
         .rev()
@@ -204,41 +253,74 @@ fn render_checkpoint(
         .collect();
     let mut files = file_list(cp);
     if kind == Kind::Previous {
-        failures.clear();
         files.truncate(10);
     }
     let custom = match (&m.custom_instructions, kind) {
         (Some(c), Kind::Compact | Kind::Resume) => vec![cut(&sanitize(c, false), 500)],
         _ => Vec::new(),
     };
-    // Over budget, the lowest rank loses items first (each list loses its oldest first): the
-    // newest ask, every open task, the modified files and the last failure stay longest.
+    let verification: Vec<String> = cp
+        .verification
+        .iter()
+        .map(|v| {
+            let mark = if v.passed { "passed" } else { "failed" };
+            format!("[{mark}] {} → {}", v.command, v.verdict)
+        })
+        .collect();
+    let mut place = Vec::new();
+    if let Some(branch) = m.git_branch.as_deref().filter(|b| !is_default_branch(b)) {
+        place.push(format!("branch {branch}"));
+    }
+    place.extend(cp.prs.iter().rev().map(|pr| format!("pull request {pr}")));
+    // The compaction's label only where a compaction is what happened.
+    let compacted_here = matches!(kind, Kind::Compact | Kind::Resume) && !m.at_session_end();
+    let gist_title = match kind {
+        _ if compacted_here => "Your last message before the compaction (gist):",
+        Kind::Previous => "Its last assistant message (gist):",
+        _ => "Your last message (gist):",
+    };
+    // Earlier asks come from the checkpoint before this one: a compaction's, or when this
+    // session has not compacted before, an earlier run's (`-p --resume`).
+    let before_compaction = m.compaction > 1 || (m.at_session_end() && m.compaction >= 1);
+    let earlier_title = if before_compaction {
+        "Earlier requests, before a previous compaction (newest first):"
+    } else {
+        "Earlier requests in this session (newest first):"
+    };
+    let requests_title = if queued_any {
+        "Recent user requests (newest first; [queued]: typed while the agent was working):"
+    } else {
+        "Recent user requests (newest first):"
+    };
+    // Over budget, the lowest rank loses items first (each list loses its oldest first), in
+    // this order of what a resuming engineer needs: the newest ask and the queued messages,
+    // the goal, the open tasks, the last verification, where the work lives, (what was saved,)
+    // the files, the other failures; then the gist, the compaction's instructions and the
+    // earlier requests.
     let mut sections = vec![
-        Section::new("Recent user requests (newest first):", "requests", 7, asks),
+        Section::new("The session's goal (its first request):", "goal", 9, goal),
+        Section::new(requests_title, "requests", 10, asks),
+        Section::new(earlier_title, "earlier requests", 0, earlier),
+        Section::new("Where the work lives:", "branch", 6, place),
+        Section::new(&todo_title, "open todos", 8, open),
+        Section::new("Last verification:", "verification", 7, verification),
         Section::new(
-            "Earlier requests, before a previous compaction (newest first):",
-            "earlier requests",
-            1,
-            earlier,
-        ),
-        Section::new(&todo_title, "open todos", 6, open),
-        Section::new(
-            "Your last message before the compaction (gist):",
+            gist_title,
             "gist",
-            3,
+            2,
             cp.last_assistant.iter().cloned().collect(),
         ),
         Section::new(
             "The compaction was asked to keep:",
             "compaction instructions",
-            2,
+            1,
             custom,
         ),
-        Section::new("Files modified (newest first):", "files", 5, files),
+        Section::new("Files modified (newest first):", "files", 4, files),
         Section::new(
             "Recent tool failures (newest first):",
             "failures",
-            4,
+            3,
             failures,
         ),
     ];

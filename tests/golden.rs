@@ -47,6 +47,10 @@ const CASES: &[Case] = &[
     ("recovery-real-todos.md", |s| s.published(0, "reliability-python-to-rust-port-todos.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-slash-command.md", |s| s.published(0, "kronix-slash-command.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-git-push.md", |s| s.published(0, "spotter-4d5611e5-git-push.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-queued.md", |s| s.published(0, "cipherbox-f7594e2b-queued.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-plan.md", |s| s.published(0, "ctxeval-8209f1c2-plan.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-teammate.md", |s| s.published(0, "cybervpn-cdd85d16-teammate.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-red-tail.md", |s| s.published(0, "spotter-ae4a77f8-red-tail.jsonl").start(1, SESSION, "compact", CWD)),
     // PreToolUse: the nudge text, decoded strictly.
     ("nudge.txt", |s| s.report(0, SESSION, 930_000, 1_000_000).nudge(0, SESSION)),
     ("nudge-critical.txt", |s| s.nudged(0).report(1, SESSION, 153_000, 200_000).nudge(1, SESSION)),

@@ -619,10 +619,11 @@ fn checkpoint_show_and_status() {
     env.run(&["precompact"], payload.to_string());
     let shown = env.run(&["checkpoint", "show"], "");
     assert_eq!(shown.code, 0, "{shown:?}");
+    // Without --session it names the session it shows.
     assert!(
-        shown
-            .stdout
-            .starts_with("## ctxguard recovery: compaction #1"),
+        shown.stdout.starts_with(&format!(
+            "Session {SESSION} (the newest with work to recover; `--session ID` shows another)\n\n## ctxguard recovery: compaction #1"
+        )),
         "{}",
         shown.stdout
     );
@@ -785,10 +786,12 @@ fn a_second_compaction_still_lists_the_open_tasks_and_the_first_requests() {
         "{second}"
     );
     assert!(second.contains("now make it faster"), "{second}");
+    // The first request is the session's goal, not an earlier request shown twice.
     assert!(
-        second.contains("Earlier requests, before a previous compaction (newest first):\n```text\nbuild the parser\n```"),
+        second.contains("The session's goal (its first request):\n```text\nbuild the parser\n```"),
         "{second}"
     );
+    assert!(!second.contains("Earlier requests"), "{second}");
     assert!(
         second.contains("[pending] write the parser\n[pending] test the parser"),
         "{second}"

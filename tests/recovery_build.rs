@@ -210,3 +210,112 @@ fn the_last_prompt_record_names_the_ask_after_an_auto_compaction() {
         ["Bash: false → Exit code 1 (2 times)"]
     );
 }
+
+/// cipherbox-f7594e2b.jsonl (2.1.49): prompts typed while the agent worked are stored only as
+/// `queue-operation` records; they are asks in their place in time, the newest first. The skill
+/// that started the session is its goal. The branch and the pull request are named.
+#[test]
+fn queued_prompts_the_goal_the_branch_and_the_pull_request() {
+    let env = TestEnv::new();
+    let (cp, block) = compact(&env, &excerpt("cipherbox-f7594e2b-queued.jsonl"), "");
+    assert_eq!(cp["goal"], json!("/security:review all of phase 14 work"));
+    assert_eq!(
+        cp["queued"],
+        json!([
+            "also, forgot to mention the implementation of suggested tests from the report.",
+            "we also use migrations in staging, so I dont think that we need to avoid migrations based on dev",
+            "ok lets get a pr up for this"
+        ])
+    );
+    let requests = section(&block, "Recent user requests");
+    assert_eq!(requests[0], "[queued] ok lets get a pr up for this");
+    assert_eq!(requests.len(), 4, "{block}");
+    assert!(
+        requests[3].starts_with("ok, lets commit the review"),
+        "{block}"
+    );
+    assert_eq!(
+        section(&block, "The session's goal"),
+        ["/security:review all of phase 14 work"]
+    );
+    assert_eq!(
+        section(&block, "Where the work lives"),
+        [
+            "branch feat/phase-14-user-to-user-sharing",
+            "pull request https://github.com/FSM1/cipher-box/pull/183"
+        ]
+    );
+    assert_eq!(
+        section(&block, "Last verification"),
+        ["[passed] pnpm --filter @cipherbox/crypto test -- --reporter=verbose 2>&1 → Tests 241 passed (241)"]
+    );
+}
+
+/// ctxeval-8209f1c2.jsonl (2.1.45): a plan accepted in plan mode keeps its steps, never the
+/// client's footer; a lint that failed and then passed is no longer a failure; the gist keeps
+/// the end of the last message.
+#[test]
+fn a_plan_keeps_its_steps_a_fixed_failure_goes_and_the_gist_keeps_its_end() {
+    let env = TestEnv::new();
+    let (cp, block) = compact(&env, &excerpt("ctxeval-8209f1c2-plan.jsonl"), "");
+    let goal = cp["goal"].as_str().unwrap();
+    assert!(
+        goal.starts_with(
+            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes"
+        ),
+        "{goal}"
+    );
+    assert!(
+        goal.ends_with("; 8. No API route changes needed"),
+        "every step: {goal}"
+    );
+    assert!(!block.contains("read the full transcript at"), "{block}");
+    assert_eq!(cp["failures"], json!([]), "the lint passed later");
+    assert_eq!(
+        cp["verification"],
+        json!({"command": "bun run lint 2>&1", "verdict": "Checked 286 files in 85ms. No fixes applied.", "passed": true})
+    );
+    let gist = cp["last_assistant"].as_str().unwrap();
+    assert!(gist.starts_with("All clean."), "{gist}");
+    assert!(
+        gist.ends_with("Our plan sections are correctly positioned above the new component."),
+        "{gist}"
+    );
+    assert_eq!(cp["meta"]["git_branch"], json!("main"));
+    assert!(
+        !block.contains("Where the work lives"),
+        "main is the default branch"
+    );
+}
+
+/// cybervpn-cdd85d16.jsonl (2.1.42): a teammate's tasks are known by id only (the lead created
+/// them); their subjects come from `TaskList` and `TaskGet` results.
+#[test]
+fn a_teammates_tasks_carry_their_subjects() {
+    let env = TestEnv::new();
+    let (cp, block) = compact(&env, &excerpt("cybervpn-cdd85d16-teammate.jsonl"), "");
+    assert_eq!(
+        section(&block, "Open todos"),
+        [
+            "[in_progress] #26 TST-3: Unit tests for use cases",
+            "[in_progress] #28 TST-5: Widget tests for AddByUrlScreen",
+            "[in_progress] #29 TST-6: Integration test for migration flow"
+        ]
+    );
+    assert_eq!(
+        cp["asks"][1],
+        json!("team-lead assigned task #24: TST-1: Unit tests for domain entities")
+    );
+}
+
+/// spotter-ae4a77f8.jsonl (2.1.39): `mix test | tail -30` exits 0 with 11 failures: the last
+/// verification says so.
+#[test]
+fn a_red_run_piped_through_tail_is_a_failed_verification() {
+    let env = TestEnv::new();
+    let (_, block) = compact(&env, &excerpt("spotter-ae4a77f8-red-tail.jsonl"), "");
+    assert_eq!(
+        section(&block, "Last verification"),
+        ["[failed] mix test --seed 0 2>&1 | tail -30 → 14 doctests, 297 tests, 11 failures"]
+    );
+}

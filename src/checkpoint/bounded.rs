@@ -60,6 +60,9 @@ pub(super) struct Call {
     /// The todo change this call makes (a key into [`super::todos::Todos`]), applied once the
     /// result says it succeeded.
     pub(super) todo: Option<u64>,
+    /// A Bash command that runs tests, a build, a linter or a type check: its result is the
+    /// last verification's verdict.
+    pub(super) verify: bool,
 }
 
 /// The newest [`MAX_CALLS`] tool calls by id; ids over [`ID_BYTES`] are never stored.

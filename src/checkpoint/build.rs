@@ -6,7 +6,11 @@
 //!
 //! An ask is a prompt the user typed, or a slash command given arguments (`/fix-issue 12`,
 //! a skill), as `/name args`. The client's `last-prompt` records name the newest one too, which
-//! matters after an auto-compaction: the prompt itself is then before the boundary.
+//! matters after an auto-compaction: the prompt itself is then before the boundary. A prompt
+//! typed while the agent was working is an ask in its place in time: 2.1.3x–2.1.4x store it only
+//! as a `queue-operation` `enqueue` record. One-word acknowledgements are never asks. The
+//! session's first substantive request is its goal; when the part read starts after a boundary,
+//! the transcript's head is read for it too (bounded, see [`GOAL_SCAN_BYTES`]).
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -17,9 +21,13 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::asks;
 use super::bounded;
 use super::tools::ToolLog;
-use super::{Checkpoint, ASK_CHARS, ASK_TAIL_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, MAX_ASKS};
+use super::{
+    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_PRS,
+    MAX_QUEUED, PR_CHARS, QUEUED_CHARS,
+};
 use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
@@ -106,44 +114,65 @@ pub(super) fn tag_text<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// An ask as the user gave it, cleaned, or `None` for wrappers, slash commands without
-/// arguments and empty text.
+/// arguments, acknowledgements and empty text.
 pub fn clean_prompt(text: &str) -> Option<String> {
+    prompt_body(text).and_then(|body| ask_text(&body, ASK_CHARS))
+}
+
+/// The text of an ask before it is cut: wrappers and reminders removed, a slash command as
+/// `/name args`. `None` when it is no ask.
+fn prompt_body(text: &str) -> Option<Cow<'_, str>> {
     let stripped = strip_tag(text, "system-reminder");
     let t = stripped.trim();
     if t.starts_with("<command-") {
-        return command_ask(t);
+        return command_ask(t).map(Cow::Owned);
     }
-    if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) {
+    if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) || asks::is_ack(t) {
         return None;
     }
-    ask_text(t)
+    Some(Cow::Owned(t.to_string()))
 }
 
 /// A slash command given arguments, as `/name args`.
 fn command_ask(text: &str) -> Option<String> {
     let name = tag_text(text, "command-name")?.trim();
     let args = tag_text(text, "command-args").unwrap_or_default().trim();
+    slash_ask(name, args)
+}
+
+/// `/name args`, unless it has no arguments or is one of the client's own commands.
+fn slash_ask(name: &str, args: &str) -> Option<String> {
     let bare = name.trim_start_matches('/');
     if args.is_empty() || bare.is_empty() || NOT_ASKS.contains(&bare) {
         return None;
     }
-    ask_text(&format!("/{bare} {args}"))
+    Some(format!("/{bare} {args}"))
 }
 
-/// `text` on one line, sanitised, and if long its head and its tail: the instruction at the end
-/// of a long paste survives.
-fn ask_text(text: &str) -> Option<String> {
-    let clean = sanitize(text, true);
-    let n = clean.chars().count();
-    if n == 0 {
+/// A prompt typed while the agent was working, as the queue holds it: plain text, or a slash
+/// command as typed (`/model`). Machine text in the queue (a background task's JSON, a
+/// notification) is not an ask.
+fn queued_body(text: &str) -> Option<Cow<'_, str>> {
+    let t = text.trim();
+    if t.starts_with('{') || t.starts_with('<') {
         return None;
     }
-    if n <= ASK_CHARS {
-        return Some(clean);
+    if let Some(command) = t.strip_prefix('/') {
+        let (name, args) = command
+            .split_once(char::is_whitespace)
+            .unwrap_or((command, ""));
+        // `/Users/me/file is broken` is text.
+        if !name.contains('/') {
+            return slash_ask(name, args.trim()).map(Cow::Owned);
+        }
     }
-    let head: String = clean.chars().take(ASK_CHARS - 1 - ASK_TAIL_CHARS).collect();
-    let tail: String = clean.chars().skip(n - ASK_TAIL_CHARS).collect();
-    Some(format!("{}…{}", head.trim_end(), tail.trim_start()))
+    prompt_body(t)
+}
+
+/// `text` on one line, sanitised, and if long its head and its tail (a plan: its steps): the
+/// instruction at the end of a long paste survives.
+fn ask_text(text: &str, max: usize) -> Option<String> {
+    asks::shorten(text, max)
 }
 
 /// Whether two asks are the same prompt: the client's `last-prompt` cuts a long one after 200
@@ -202,10 +231,41 @@ struct QueuedAttachment<'a> {
     prompt: Option<&'a RawValue>,
 }
 
+/// A `queue-operation` record: a prompt typed while the agent worked (`enqueue`), or the
+/// queue changing (`remove`, `dequeue`, `popAll`).
+#[derive(Deserialize)]
+struct QueueOperation<'a> {
+    #[serde(borrow, default)]
+    operation: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// A `pr-link` record: the client's note of a pull request the session made.
+#[derive(Deserialize)]
+struct PrLink {
+    #[serde(rename = "prUrl", default)]
+    url: Option<String>,
+    #[serde(rename = "prNumber", default)]
+    number: Option<u64>,
+}
+
+/// An ask in the timeline, and whether it was typed while the agent worked.
+#[derive(Debug)]
+struct Ask {
+    text: String,
+    queued: bool,
+}
+
 /// Accumulates a checkpoint from transcript lines, oldest first.
 #[derive(Debug, Default)]
 struct Builder {
-    asks: VecDeque<String>,
+    asks: VecDeque<Ask>,
+    /// The session's first substantive request, when the part read holds it.
+    goal: Option<String>,
+    /// Whether an ask was seen yet: the goal is only the first one.
+    asked: bool,
+    prs: VecDeque<String>,
     tools: ToolLog,
     last_assistant: Option<String>,
     tokens: Option<u64>,
@@ -233,6 +293,8 @@ impl Builder {
         }
         match entry.kind.as_deref() {
             Some("last-prompt") => return self.last_prompt(line),
+            Some("queue-operation") => return self.enqueued(line),
+            Some("pr-link") => return self.pr_link(line),
             Some("attachment") if line.contains(NOTIFICATION) => return self.queued(line),
             _ => {}
         }
@@ -282,16 +344,90 @@ impl Builder {
         if text.trim_start().starts_with(NOTIFICATION) {
             self.tools.notification(text);
         } else if is_prompt {
-            if let Some(prompt) = clean_prompt(text) {
-                self.push_ask(prompt);
+            if let Some((id, subject)) = asks::assignment(text) {
+                self.tools.task_named(&id, &subject);
+            }
+            if let Some(body) = prompt_body(text) {
+                self.ask(&body, false);
             }
         }
     }
 
-    fn push_ask(&mut self, prompt: String) {
-        self.asks.push_back(prompt);
-        if self.asks.len() > MAX_ASKS {
-            self.asks.pop_front();
+    /// An ask (its text before cutting): the goal if it is the first, then the newest of its
+    /// kind. A queued prompt that later reaches the transcript as a prompt of its own (the
+    /// client sent it as the next turn, as 2.1.330 does with every prompt) is the same ask, kept
+    /// once, where it was typed, and not counted as typed mid-turn.
+    fn ask(&mut self, body: &str, queued: bool) {
+        let max = if queued { QUEUED_CHARS } else { ASK_CHARS };
+        let Some(text) = ask_text(body, max) else {
+            return;
+        };
+        if !self.asked {
+            self.asked = true;
+            self.goal = ask_text(body, GOAL_CHARS);
+        }
+        if !queued {
+            // Queued, then sent as a turn of its own (`dequeue`): not typed mid-turn after all.
+            let short = ask_text(body, QUEUED_CHARS).unwrap_or_default();
+            if let Some(ask) = self.asks.iter_mut().find(|a| a.queued && a.text == short) {
+                ask.text = text;
+                ask.queued = false;
+                self.cap_asks(false);
+                return;
+            }
+        }
+        self.asks.push_back(Ask { text, queued });
+        self.cap_asks(queued);
+    }
+
+    /// Forgets the oldest ask of a kind past its cap.
+    fn cap_asks(&mut self, queued: bool) {
+        let cap = if queued { MAX_QUEUED } else { MAX_ASKS };
+        if self.asks.iter().filter(|a| a.queued == queued).count() > cap {
+            if let Some(oldest) = self.asks.iter().position(|a| a.queued == queued) {
+                self.asks.remove(oldest);
+            }
+        }
+    }
+
+    /// A `queue-operation` record: an `enqueue` of a prompt typed while the agent worked is an
+    /// ask; machine text in the queue is not.
+    fn enqueued(&mut self, line: &str) {
+        let Ok(op) = serde_json::from_str::<QueueOperation>(line) else {
+            return;
+        };
+        if op.operation.as_deref() != Some("enqueue") {
+            return;
+        }
+        let Some(text) = op.content.and_then(result_text) else {
+            return;
+        };
+        if let Some(body) = queued_body(&text) {
+            self.ask(&body, true);
+        }
+    }
+
+    /// A `pr-link` record: the pull request's URL (or number).
+    fn pr_link(&mut self, line: &str) {
+        let Ok(link) = serde_json::from_str::<PrLink>(line) else {
+            return;
+        };
+        let pr = match (link.url, link.number) {
+            (Some(url), _) if !url.is_empty() => url,
+            (_, Some(n)) => format!("#{n}"),
+            _ => return,
+        };
+        self.pr(&pr);
+    }
+
+    fn pr(&mut self, pr: &str) {
+        let pr = cut(&sanitize(pr, true), PR_CHARS);
+        if pr.is_empty() || self.prs.contains(&pr) {
+            return;
+        }
+        self.prs.push_back(pr);
+        if self.prs.len() > MAX_PRS {
+            self.prs.pop_front();
         }
     }
 
@@ -309,9 +445,10 @@ impl Builder {
             return;
         }
         let text = text.strip_suffix('…').unwrap_or(text);
-        if let Some(prompt) = clean_prompt(text) {
-            if !self.asks.iter().any(|a| same_ask(a, &prompt)) {
-                self.push_ask(prompt);
+        if let Some(body) = prompt_body(text) {
+            let prompt = ask_text(&body, ASK_CHARS).unwrap_or_default();
+            if !self.asks.iter().any(|a| same_ask(&a.text, &prompt)) {
+                self.ask(&body, false);
             }
         }
     }
@@ -343,9 +480,8 @@ impl Builder {
         bounded::for_each(content.get(), |block: Block| match block.kind.as_deref() {
             Some("text") => {
                 if let Some(text) = block.text.as_deref() {
-                    let gist = sanitize(text, true);
-                    if !gist.is_empty() {
-                        self.last_assistant = Some(cut(&gist, GIST_CHARS));
+                    if let Some(gist) = gist(text) {
+                        self.last_assistant = Some(gist);
                     }
                 }
             }
@@ -356,11 +492,28 @@ impl Builder {
 
     /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
     fn finish(self) -> Reading {
+        let queued = self
+            .asks
+            .iter()
+            .filter(|a| a.queued)
+            .map(|a| a.text.clone())
+            .collect();
+        let tools = self.tools.finish();
+        let mut prs: Vec<String> = self.prs.into();
+        for pr in &tools.prs {
+            if !prs.contains(pr) {
+                prs.push(pr.clone());
+            }
+        }
+        let skip = prs.len().saturating_sub(MAX_PRS);
         Reading {
             body: Checkpoint {
-                asks: self.asks.into(),
+                goal: self.goal,
+                asks: self.asks.into_iter().map(|a| a.text).collect(),
+                queued,
                 last_assistant: self.last_assistant,
-                ..self.tools.finish()
+                prs: prs.into_iter().skip(skip).collect(),
+                ..tools
             },
             tokens: self.tokens,
             cwd: self.cwd,
@@ -378,8 +531,52 @@ pub struct Reading {
     pub git_branch: Option<String>,
 }
 
+/// The gist of an assistant message: all of it when short, else its start and, weighted, its end,
+/// where conclusions and next steps usually are. Only those two ends are cleaned.
+fn gist(text: &str) -> Option<String> {
+    const HEAD: usize = 150;
+    let n = text.chars().count();
+    let clean = if n <= GIST_CHARS * 4 {
+        sanitize(text, true)
+    } else {
+        let head: String = text.chars().take(GIST_CHARS).collect();
+        let tail: String = text.chars().skip(n - GIST_CHARS * 2).collect();
+        format!("{} … {}", sanitize(&head, true), sanitize(&tail, true))
+    };
+    if clean.is_empty() {
+        return None;
+    }
+    let n = clean.chars().count();
+    if n <= GIST_CHARS {
+        return Some(clean);
+    }
+    let head: String = clean.chars().take(HEAD).collect();
+    let tail: String = clean.chars().skip(n - (GIST_CHARS - HEAD - 1)).collect();
+    Some(format!("{}…{}", head.trim_end(), tail.trim_start()))
+}
+
+/// How much of a transcript's head is read for the session's goal when the part after the
+/// newest boundary does not start at the beginning: the first request is near the start, and
+/// a session whose first lines hold none is not worth reading whole for one.
+const GOAL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The session's first substantive request in the first `limit` bytes of `file`.
+fn goal_in_head<R: io::Read>(file: R, limit: u64) -> io::Result<Option<String>> {
+    let mut builder = Builder::default();
+    let mut lines = LineReader::new(io::Read::take(file, limit), transcript::MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        if let Line::Text(text) = line {
+            builder.feed(text);
+            if builder.asked {
+                break;
+            }
+        }
+    }
+    Ok(builder.goal)
+}
+
 /// Reads the part of the transcript after its newest `compact_boundary`, forward, in bounded
-/// memory.
+/// memory; and when that part is not the whole transcript, its head for the session's goal.
 pub fn read_transcript(path: &Path) -> Result<Reading> {
     let (mut file, len) = files::open_regular(path, "transcript")?;
     let start = transcript::since_newest_boundary(&mut file, len)
@@ -397,7 +594,16 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
             builder.feed(text);
         }
     }
-    Ok(builder.finish())
+    let mut reading = builder.finish();
+    if start > 0 {
+        let (head, _) = files::open_regular(path, "transcript")?;
+        let goal = goal_in_head(head, start.min(GOAL_SCAN_BYTES))
+            .with_context(|| format!("reading transcript {}", path.display()))?;
+        if goal.is_some() {
+            reading.body.goal = goal;
+        }
+    }
+    Ok(reading)
 }
 
 #[cfg(test)]

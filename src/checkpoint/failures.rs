@@ -115,6 +115,13 @@ impl Failures {
         }
     }
 
+    /// A later call with this subject succeeded (the same command, an edit of the same file):
+    /// its earlier failures are no longer current, and go.
+    pub(super) fn resolve(&mut self, subject: &str) {
+        let prefix = format!("{subject} → ");
+        self.items.retain(|f| !f.text.starts_with(&prefix));
+    }
+
     pub(super) fn finish(self) -> Vec<Failure> {
         self.items
             .into_iter()
@@ -199,12 +206,44 @@ fn within(s: &str, from: usize, to: usize) -> &str {
     &s[floor(from)..floor(to)]
 }
 
-/// The first line of `text` naming a failure, as an excerpt around the word that names it.
-/// After a Python `Traceback` line, the exception line it leads to (the first unindented one
-/// naming a failure) is the one that says what happened.
+/// Prefixes of lines that advise rather than report: a compiler's hint or note, a warning. They
+/// may name an error ("hint: … enough to catch typing errors") without being the failure.
+const ADVICE: &[&str] = &[
+    "hint",
+    "note",
+    "help",
+    "warning",
+    "warn",
+    "info",
+    "tip",
+    "suggestion",
+];
+
+/// Does `line` advise (`hint: …`, `warning: …`, `[warn] …`, `note[E0308]: …`) rather than report?
+fn is_advice(line: &str) -> bool {
+    let t = line
+        .trim_start()
+        .trim_start_matches(['[', '(', '*', '-', '>', ' ']);
+    let word: String = t
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    ADVICE.contains(&word.as_str()) && t[word.len()..].starts_with([':', ']', '[', ')', ' '])
+}
+
+/// The first line of `text` naming a failure, as an excerpt around the word that names it;
+/// hints, warnings and notes only when no other line names one. After a Python `Traceback`
+/// line, the exception line it leads to (the first unindented one naming a failure) is the one
+/// that says what happened.
 fn informative(text: &str) -> Option<String> {
-    let mut lines = text.lines();
-    let mut chosen = lines.by_ref().find(|l| failure_word(l).is_some())?;
+    let naming = |l: &&str| failure_word(l).is_some();
+    let at = text
+        .lines()
+        .position(|l| naming(&l) && !is_advice(l))
+        .or_else(|| text.lines().position(|l| naming(&l)))?;
+    let mut lines = text.lines().skip(at);
+    let mut chosen = lines.next()?;
     if chosen.to_ascii_lowercase().contains("traceback") {
         if let Some(exception) =
             lines.find(|l| !l.starts_with(char::is_whitespace) && failure_word(l).is_some())
@@ -359,6 +398,43 @@ mod tests {
         assert_eq!(bash(pytest).as_deref(), Some("> assert add(2, 3) == 6"));
         let python = "Exit code 1\nTraceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    raise ValueError(\"bad input\")\nValueError: bad input";
         assert_eq!(bash(python).as_deref(), Some("ValueError: bad input"));
+    }
+
+    /// Issue 20 item 7: for a failed `mix test` the compiler's hint came first.
+    #[test]
+    fn hints_warnings_and_notes_rank_below_a_failure() {
+        let mix = "Exit code 2\n    hint: given pattern matching is enough to catch typing errors, you may optionally convert the struct update\nwarning: variable \"x\" is unused (if the variable is not meant to be used, prefix it with an underscore) error\n  1) test shows the session (SpotterWeb.SessionLiveTest)\n     Assertion with == failed\n";
+        assert_eq!(bash(mix).as_deref(), Some("Assertion with == failed"));
+        // Only advice names a failure: it is still better than nothing.
+        assert_eq!(
+            bash("Exit code 1\nhint: fix the errors and try again").as_deref(),
+            Some("hint: fix the errors and try again")
+        );
+        assert!(is_advice("warning: unused"));
+        assert!(is_advice("[warn] deprecated"));
+        assert!(is_advice("note[E0308]: expected"));
+        assert!(!is_advice("error: could not compile"));
+        assert!(!is_advice("helper failed"));
+    }
+
+    #[test]
+    fn a_failure_cleared_later_goes() {
+        let mut failures = Failures::default();
+        failures.push(
+            "Bash",
+            Some("dart analyze"),
+            "error - a.dart:3 - Undefined name",
+        );
+        failures.push(
+            "Edit",
+            Some("src/a.rs"),
+            "String to replace not found in file.",
+        );
+        failures.push("Bash", Some("gh api x"), "HTTP 404");
+        failures.resolve("dart analyze");
+        failures.resolve("src/a.rs");
+        let left: Vec<String> = failures.finish().into_iter().map(|f| f.error).collect();
+        assert_eq!(left, ["gh api x → HTTP 404"]);
     }
 
     #[test]

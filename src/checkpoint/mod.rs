@@ -8,12 +8,14 @@
 //! Everything taken from the transcript is sanitised (no control characters or escape sequences)
 //! and cut to size; tool output bodies are never kept, only one line of an error.
 
+mod asks;
 mod bounded;
 mod build;
 mod failures;
 mod store;
 mod todos;
 mod tools;
+mod verify;
 
 use std::path::Path;
 
@@ -28,10 +30,16 @@ pub use store::{checkpoints_dir, CheckpointStore};
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few
 // thousand characters of it, and the file stays tens of KB even with every list full.
+/// Asks typed at the prompt, the newest.
 const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
-/// A longer ask keeps its end too, where a long paste usually says what to do with it.
-const ASK_TAIL_CHARS: usize = 80;
+/// Prompts typed while the agent was working (queued), the newest, each kept short.
+const MAX_QUEUED: usize = 5;
+const QUEUED_CHARS: usize = 160;
+/// The session's first request: room for a plan's step headings.
+const GOAL_CHARS: usize = 540;
+pub(crate) const MAX_PRS: usize = 3;
+const PR_CHARS: usize = 200;
 const MAX_TODOS: usize = 100;
 const TODO_CHARS: usize = 200;
 const STATUS_CHARS: usize = 20;
@@ -42,7 +50,8 @@ const NAME_CHARS: usize = 80;
 const MAX_FAILURES: usize = 5;
 /// A subject, ` → `, a line of the error and a repeat count.
 const FAILURE_CHARS: usize = 280;
-const GIST_CHARS: usize = 300;
+/// The last assistant message: its start and, weighted, its end (conclusions, next steps).
+const GIST_CHARS: usize = 600;
 /// Linux's `PATH_MAX`: a real working directory is never cut (it is matched against a later
 /// session's).
 const CWD_CHARS: usize = 4096;
@@ -53,8 +62,14 @@ const BRANCH_CHARS: usize = 256;
 pub struct Checkpoint {
     pub id: String,
     pub meta: Meta,
-    /// The last real user prompts, oldest first.
+    /// The session's first substantive request, its goal: found at its first checkpoint (from
+    /// the transcript's start) and carried forward.
+    pub goal: Option<String>,
+    /// The last real user prompts, oldest first: typed ones, and those typed while the agent
+    /// was working (queued), in their place in time.
     pub asks: Vec<String>,
+    /// Which of `asks` were typed while the agent was working.
+    pub queued: Vec<String>,
     /// Asks carried forward from before the previous compaction, oldest first.
     pub earlier_asks: Vec<String>,
     /// The newest todo list, open items first.
@@ -68,6 +83,10 @@ pub struct Checkpoint {
     /// Oldest first.
     pub failures: Vec<Failure>,
     pub last_assistant: Option<String>,
+    /// The last test, build, lint or type check and how it went.
+    pub verification: Option<Verification>,
+    /// Pull requests the session created or looked at (URLs, or `#N`), oldest first.
+    pub prs: Vec<String>,
     /// Items left out of the recovery block because the compaction's own summary names them
     /// verbatim (set when rendering; never stored).
     #[serde(skip)]
@@ -129,6 +148,29 @@ pub struct Failure {
     pub error: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verification {
+    /// The command, cut (`bun run test 2>&1 | tail -5`).
+    pub command: String,
+    /// Its verdict line: `14 doctests, 297 tests, 11 failures`, `All tests passed!`.
+    pub verdict: String,
+    pub passed: bool,
+}
+
+impl Checkpoint {
+    /// Whether a later session's digest is worth taking from this checkpoint rather than from an
+    /// older one: more than a single exchange (files changed, open tasks, two requests or more,
+    /// a verification, a compaction).
+    pub fn substantial(&self) -> bool {
+        !self.files_modified.is_empty()
+            || self.todos.iter().any(Todo::is_open)
+            || self.asks.len() + self.earlier_asks.len() >= 2
+            || self.verification.is_some()
+            || self.meta.compaction > 0
+            || self.tools_used.iter().map(|t| t.count).sum::<u64>() >= 5
+    }
+}
+
 /// Reads a checkpoint file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
     match files::read_state_file(path, "checkpoint")? {
@@ -156,7 +198,13 @@ mod tests {
                 custom_instructions: Some(text(2000)),
                 ..Meta::default()
             },
-            asks: vec![text(ASK_CHARS); MAX_ASKS],
+            goal: Some(text(GOAL_CHARS)),
+            asks: [
+                vec![text(ASK_CHARS); MAX_ASKS],
+                vec![text(QUEUED_CHARS); MAX_QUEUED],
+            ]
+            .concat(),
+            queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![
@@ -182,6 +230,12 @@ mod tests {
                 MAX_FAILURES
             ],
             last_assistant: Some(text(GIST_CHARS)),
+            verification: Some(Verification {
+                command: text(failures::SUBJECT_CHARS),
+                verdict: text(verify::VERDICT_CHARS),
+                passed: false,
+            }),
+            prs: vec![text(PR_CHARS); MAX_PRS],
             named_in_summary: 0,
         };
         let bytes = serde_json::to_vec_pretty(&cp).unwrap();

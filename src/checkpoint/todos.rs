@@ -19,6 +19,11 @@ use crate::text::{cut, sanitize};
 /// Task ids are small numbers; this only bounds a hostile one.
 const TASK_ID_CHARS: usize = 40;
 
+/// Task subjects remembered by id, from the results of `TaskGet`/`TaskList` and the lead's
+/// assignments: a task known only by its id (created by another agent, or before the boundary)
+/// is listed with its subject when the transcript has it anywhere.
+const MAX_NAMES: usize = 256;
+
 /// Changes waiting for their results. A result follows its call within a few lines; past this
 /// many, the oldest waiting change is taken as done (its result is as good as lost).
 const MAX_WAITING: usize = 16;
@@ -112,6 +117,8 @@ pub(super) struct Todos {
     next_key: u64,
     /// Which of the two mechanisms was used last.
     tasks_newer: bool,
+    /// Subjects by task id, oldest first.
+    names: VecDeque<(String, String)>,
 }
 
 impl Todos {
@@ -225,11 +232,77 @@ impl Todos {
         self.tasks.push(Task { id, todo });
     }
 
+    /// Remembers task `id`'s subject.
+    pub(super) fn name(&mut self, id: &str, subject: &str) {
+        let id = cut(&sanitize(id, true), TASK_ID_CHARS);
+        let subject = self::subject(subject);
+        if id.is_empty() || subject.is_empty() {
+            return;
+        }
+        self.names.retain(|(known, _)| *known != id);
+        self.names.push_back((id, subject));
+        if self.names.len() > MAX_NAMES {
+            self.names.pop_front();
+        }
+    }
+
+    /// The subjects a `TaskGet` result (`Task #29: TST-6: Integration test…`) or a `TaskList`
+    /// result (`#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)`,
+    /// one task a line) names.
+    pub(super) fn learn_names(&mut self, text: &str) {
+        for line in text.lines().take(MAX_NAMES) {
+            let line = line.trim();
+            let (id, rest) = if let Some(rest) = line.strip_prefix("Task #") {
+                match rest.split_once(": ") {
+                    Some(pair) => pair,
+                    None => continue,
+                }
+            } else if let Some(rest) = line.strip_prefix('#') {
+                let Some((id, rest)) = rest.split_once(' ') else {
+                    continue;
+                };
+                // The status in brackets, then the subject.
+                let Some(rest) = rest.strip_prefix('[').and_then(|r| r.split_once("] ")) else {
+                    continue;
+                };
+                (id, rest.1)
+            } else {
+                continue;
+            };
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+                continue;
+            }
+            let mut subject = rest;
+            // "[blocked by #2, #5]" and the owner "(domain-dev)" are not the subject.
+            if let Some(at) = subject.rfind(" [blocked by ") {
+                subject = &subject[..at];
+            }
+            if let Some(at) = subject.rfind(" (") {
+                let owner = &subject[at + 2..];
+                if owner.ends_with(')') && !owner.contains(' ') {
+                    subject = &subject[..at];
+                }
+            }
+            self.name(id, subject);
+        }
+    }
+
     /// The list: in progress first, then pending, then completed, in list order within each.
-    /// Changes still waiting for their results count as done, the newest last.
+    /// Changes still waiting for their results count as done, the newest last. A task known
+    /// only by its id gets its subject when one was learnt.
     pub(super) fn finish(mut self) -> Vec<Todo> {
         while let Some((_, change)) = self.waiting.pop_front() {
             self.apply(change, None);
+        }
+        for task in &mut self.tasks {
+            let Some(id) = task.id.as_deref() else {
+                continue;
+            };
+            if task.todo.content == format!("task #{id}") {
+                if let Some((_, subject)) = self.names.iter().rev().find(|(k, _)| k == id) {
+                    task.todo.content = format!("#{id} {subject}");
+                }
+            }
         }
         let mut todos: Vec<Todo> = if self.tasks_newer {
             self.tasks.into_iter().map(|t| t.todo).collect()
@@ -423,5 +496,37 @@ mod tests {
         assert_eq!(todos.waiting.len(), MAX_WAITING);
         assert_eq!(todos.tasks.len(), MAX_WAITING * 2);
         assert_eq!(todos.finish().len(), MAX_WAITING * 3);
+    }
+
+    /// cybervpn-cdd85d16.jsonl (2.1.42): a teammate updates tasks the lead created; their
+    /// subjects are in `TaskList` and `TaskGet` results.
+    #[test]
+    fn tasks_known_by_id_get_their_subjects() {
+        let mut todos = Todos::default();
+        for (id, status) in [("26", "in_progress"), ("29", "pending"), ("30", "pending")] {
+            let key = todos
+                .update(&format!(r#"{{"taskId": "{id}", "status": "{status}"}}"#))
+                .unwrap();
+            todos.settle(key, true, "Updated task status");
+        }
+        todos.learn_names("#26 [pending] TST-3: Unit tests for use cases (test-eng)\n#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)\n#28 [pending] TST-5: Widget tests [blocked by #14]");
+        todos.learn_names("Task #29: TST-6: Integration test for migration flow\nStatus: pending\nDescription: Test: migration");
+        let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
+        assert_eq!(
+            shown,
+            [
+                "#26 TST-3: Unit tests for use cases",
+                "#29 TST-6: Integration test for migration flow",
+                "task #30"
+            ]
+        );
+        let mut todos = Todos::default();
+        todos.learn_names(
+            "#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)",
+        );
+        assert_eq!(
+            todos.names.back().unwrap().1,
+            "DL-5: Create data mappers (Drift ↔ Domain)"
+        );
     }
 }

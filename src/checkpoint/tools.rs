@@ -16,7 +16,11 @@ use super::bounded::{Call, Calls, RecentList, ToolCounts};
 use super::build::{result_text, Block};
 use super::failures::{self, Failures, SUBJECT_CHARS};
 use super::todos::Todos;
-use super::{Checkpoint, ToolCount, MAX_FILES, MAX_TOOLS, NAME_CHARS, PATH_CHARS};
+use super::verify;
+use super::{
+    Checkpoint, ToolCount, Verification, MAX_FILES, MAX_PRS, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
+    PR_CHARS,
+};
 use crate::text::{cut, sanitize};
 
 /// Background commands remembered by task id, so a later failure can name its command.
@@ -66,6 +70,10 @@ pub(super) struct ToolLog {
     /// Task ids whose failure a notification already reported (it may come twice: queued,
     /// then delivered).
     notified: VecDeque<String>,
+    /// The last verification whose result came.
+    verification: Option<Verification>,
+    /// Pull requests `gh pr` named, oldest first.
+    prs: VecDeque<String>,
 }
 
 impl Default for ToolLog {
@@ -78,6 +86,8 @@ impl Default for ToolLog {
             failures: Failures::default(),
             background: VecDeque::new(),
             notified: VecDeque::new(),
+            verification: None,
+            prs: VecDeque::new(),
         }
     }
 }
@@ -138,11 +148,17 @@ impl ToolLog {
                 }
                 "Read" => call.subject = file_path(input).map(|p| shown_path(&p, cwd)),
                 "Bash" => {
-                    call.subject = serde_json::from_str::<BashInput>(input)
+                    let command = serde_json::from_str::<BashInput>(input)
                         .ok()
-                        .and_then(|b| b.command)
-                        .map(|c| command_subject(&c))
-                        .filter(|c| !c.is_empty());
+                        .and_then(|b| b.command);
+                    if let Some(command) = command {
+                        let start = command
+                            .char_indices()
+                            .nth(SUBJECT_CHARS * 8)
+                            .map_or(command.as_ref(), |(i, _)| &command[..i]);
+                        call.verify = verify::is_verification(start);
+                        call.subject = Some(command_subject(&command)).filter(|c| !c.is_empty());
+                    }
                 }
                 "TaskOutput" | "BashOutput" => call.subject = self.background_subject(input),
                 "TodoWrite" => call.todo = self.todos.write(input),
@@ -189,6 +205,7 @@ impl ToolLog {
                 subject: call.subject.clone(),
                 file: call.file.take(),
                 todo: call.todo.take(),
+                verify: std::mem::take(&mut call.verify),
             },
             None => Call {
                 tool: "tool".into(),
@@ -210,11 +227,31 @@ impl ToolLog {
             self.todos.settle(key, !failed && !refused, &text);
         }
         let subject = call.subject.as_deref();
+        let mut passed = !failed;
+        // A command sent to the background has not run yet.
+        if call.verify && !raw.contains(BACKGROUND_STARTED) {
+            let verdict = verify::verdict(&text(), failed);
+            passed = verdict.passed;
+            self.verification = Some(Verification {
+                command: subject.unwrap_or("Bash").to_string(),
+                verdict: verdict.line,
+                passed,
+            });
+        }
         if failed {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
                 self.failures.push(&call.tool, subject, &line);
             }
             return;
+        }
+        // The same command again, or an edit of the same file, worked: earlier failures of it
+        // are history.
+        let fixes = matches!(
+            call.tool.as_str(),
+            "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+        );
+        if let Some(subject) = subject.filter(|_| passed && fixes) {
+            self.failures.resolve(subject);
         }
         match call.tool.as_str() {
             "Bash" if raw.contains(BACKGROUND_STARTED) => {
@@ -241,8 +278,19 @@ impl ToolLog {
                     self.failures.push(BACKGROUND, subject, &line);
                 }
             }
+            "TaskGet" | "TaskList" => self.todos.learn_names(&text()),
+            "Bash" if raw.contains("/pull/") && subject.is_some_and(|s| s.contains("gh pr ")) => {
+                for pr in pull_requests(&text()) {
+                    remember_new(&mut self.prs, pr, MAX_PRS);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// A task's subject, from a message assigning it (the lead's `task_assignment`).
+    pub(super) fn task_named(&mut self, id: &str, subject: &str) {
+        self.todos.name(id, subject);
     }
 
     /// A user message or queued command carrying `<task-notification>`s: each failed task,
@@ -276,6 +324,8 @@ impl ToolLog {
             mut modified,
             todos,
             failures,
+            verification,
+            prs,
             ..
         } = self;
         // Edits whose results never came: in flight when the compaction started.
@@ -294,9 +344,43 @@ impl ToolLog {
             files_modified: modified.newest_first(),
             tools_used,
             failures: failures.finish(),
+            verification,
+            prs: prs.into(),
             ..Checkpoint::default()
         }
     }
+}
+
+/// Pushes `item` unless it is already there.
+fn remember_new(list: &mut VecDeque<String>, item: String, cap: usize) {
+    if !list.contains(&item) {
+        remember(list, item, cap);
+    }
+}
+
+/// The pull-request URLs in `gh pr` output (`https://github.com/o/r/pull/183`), at most a few.
+fn pull_requests(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("https://").take(64) {
+        let url: String = text[at..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ')' | '>' | ']'))
+            .take(PR_CHARS)
+            .collect();
+        let Some((_, number)) = url.rsplit_once("/pull/") else {
+            continue;
+        };
+        if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
+            let url = sanitize(&url, true);
+            if !out.contains(&url) {
+                out.push(url);
+            }
+        }
+        if out.len() >= MAX_PRS {
+            break;
+        }
+    }
+    out
 }
 
 /// The file an Edit, Write or `NotebookEdit` input names, sanitised and cut.

@@ -12,7 +12,8 @@ use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
-/// The newest `_latest.json` of any session.
+/// The newest `_latest.json` of any session whose checkpoint holds more than a single exchange
+/// ([`Checkpoint::substantial`]); the newest of all when none does.
 fn newest(paths: &Paths) -> Option<(Checkpoint, PathBuf)> {
     let Ok(entries) = fs::read_dir(checkpoints_dir(paths)) else {
         return None;
@@ -22,10 +23,8 @@ fn newest(paths: &Paths) -> Option<(Checkpoint, PathBuf)> {
         let path = entry.path().join("_latest.json");
         match checkpoint::load(&path) {
             Ok(Some(cp)) => {
-                if best
-                    .as_ref()
-                    .is_none_or(|(b, _)| cp.meta.created_at > b.meta.created_at)
-                {
+                let key = |c: &Checkpoint| (c.substantial(), c.meta.created_at);
+                if best.as_ref().is_none_or(|(b, _)| key(&cp) > key(b)) {
                     best = Some((cp, path));
                 }
             }
@@ -73,6 +72,12 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     let (memory, notes) = memory::for_session(&config, &env, &cp.meta.cwd);
     for note in notes {
         eprintln!("warning: {note}");
+    }
+    if session.is_none() {
+        println!(
+            "Session {} (the newest with work to recover; `--session ID` shows another)\n",
+            crate::text::sanitize(&cp.meta.session_id, true)
+        );
     }
     print!(
         "{}",

@@ -80,11 +80,26 @@ const EARLIER_ASKS: usize = 3;
 const CARRIED_FILES: usize = 30;
 
 /// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
-/// was read from the part of the transcript after it: the asks (the previous ones become
-/// earlier asks), the open tasks when this part changed none, and the modified files. `store` is
-/// the client's own task store, when it keeps one: then it decides which tasks are open.
+/// was read from the part of the transcript after it: the session's goal, the asks (the previous
+/// ones become earlier asks), the open tasks when this part changed none, the last verification
+/// when this part ran none, the pull requests and the modified files. `store` is the client's
+/// own task store, when it keeps one: then it decides which tasks are open.
 pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
     if let Some(prev) = previous {
+        if prev.goal.is_some() {
+            cp.goal.clone_from(&prev.goal);
+        }
+        if cp.verification.is_none() {
+            cp.verification.clone_from(&prev.verification);
+        }
+        let mut prs = prev.prs.clone();
+        for pr in &cp.prs {
+            if !prs.contains(pr) {
+                prs.push(pr.clone());
+            }
+        }
+        let skip = prs.len().saturating_sub(checkpoint::MAX_PRS);
+        cp.prs = prs.into_iter().skip(skip).collect();
         let mut earlier: Vec<String> = prev.earlier_asks.clone();
         earlier.extend(prev.asks.iter().cloned());
         earlier.retain(|a| !cp.asks.contains(a));

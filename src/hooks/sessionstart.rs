@@ -62,6 +62,7 @@ fn plan(source: &str, config: &Config, unattended: bool) -> Result<Plan> {
 
 /// What the digest choice needs to know of another session.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::struct_excessive_bools)] // independent facts about a session, not a state
 struct Candidate {
     pub session_id: String,
     pub cwd: String,
@@ -70,12 +71,15 @@ struct Candidate {
     pub digest_given: bool,
     /// The session ended (`SessionEnd` wrote this checkpoint): no owner will claim it.
     pub ended: bool,
+    /// Its checkpoint holds more than a single exchange ([`Checkpoint::substantial`]).
+    pub substantial: bool,
 }
 
 /// Which candidate's checkpoint a new session in `cwd` gets as a digest: the newest checkpoint of
 /// another session in the same directory, less than a day old, that no session has had as a
 /// digest yet, and either written when that session ended, or a compaction recovery its owner
-/// never took and can no longer be waiting for.
+/// never took and can no longer be waiting for. A substantial session comes before a newer
+/// trivial one (a one-prompt question asked in passing).
 fn pick_previous(
     candidates: &[Candidate],
     session_id: &str,
@@ -99,7 +103,7 @@ fn pick_previous(
                     a <= PREVIOUS_MAX_AGE && (c.ended || (c.recovery_pending && a >= OWNER_GRACE))
                 })
         })
-        .max_by_key(|(_, c)| c.created_at)
+        .max_by_key(|(_, c)| (c.substantial, c.created_at))
         .map(|(i, _)| i)
 }
 
@@ -247,6 +251,7 @@ fn previous(
             recovery_pending: m.recovery_pending,
             digest_given: m.digest_given,
             ended: ended_checkpoint(m),
+            substantial: cp.substantial(),
         })
         .collect();
     let Some(i) = pick_previous(&candidates, &input.session_id, &input.cwd, now) else {
@@ -327,6 +332,7 @@ mod tests {
             recovery_pending: true,
             digest_given: false,
             ended: false,
+            substantial: true,
         }
     }
 
@@ -389,6 +395,21 @@ mod tests {
         assert_eq!(pick_previous(&list, "me", "/p", now), Some(1));
         assert_eq!(pick_previous(&list, "me", "/q", now), None);
         assert_eq!(pick_previous(&list, "me", "", now), None);
+        // A newer trivial session (one question asked in passing) does not hide the work.
+        let mut list = list;
+        list.push(Candidate {
+            substantial: false,
+            ..candidate("quick", "/p", 9 * hour)
+        });
+        assert_eq!(pick_previous(&list, "me", "/p", now), Some(1));
+        list[1].substantial = false;
+        assert_eq!(pick_previous(&list, "me", "/p", now), Some(0));
+        list[0].substantial = false;
+        assert_eq!(
+            pick_previous(&list, "me", "/p", now),
+            Some(4),
+            "all trivial: the newest"
+        );
     }
 
     #[test]

@@ -140,8 +140,12 @@ fn many_compactions_warn_and_previous_is_a_digest() {
     assert!(text.contains("compacted 4 times"), "{text}");
     let digest = render_checkpoint(&cp, Path::new("/cp"), Kind::Previous, 3200, now());
     assert!(digest.starts_with("## ctxguard: previous session in this project"));
-    assert!(!digest.contains("Exit code 1") && !digest.contains("keep the open items"));
+    // The digest has its failures, not the compaction's instructions, nor its labels.
+    assert!(digest.contains("Exit code 1"), "{digest}");
+    assert!(!digest.contains("keep the open items"));
     assert!(!digest.contains("compacted 4 times"));
+    assert!(!digest.contains("before the compaction"), "{digest}");
+    assert!(digest.contains("after 4 compactions"), "{digest}");
 }
 
 #[test]
@@ -319,4 +323,108 @@ fn huge_lists_render_in_bounded_steps() {
     assert!(char_len(&text) <= 3200);
     assert!(text.contains("[pending] task 0"), "{text}");
     assert!(text.contains("more in the checkpoint file"), "{text}");
+}
+
+/// The issue's order, kept when the budget is tight: the newest ask and the queued messages,
+/// the goal, the open tasks, the last verification, the branch, the files, the other failures.
+#[test]
+fn tight_budgets_keep_the_resuming_engineers_order() {
+    use crate::checkpoint::Verification;
+    let mut cp = sample();
+    cp.meta.git_branch = Some("feat/sharing".into());
+    cp.goal = Some("the goal of the session".into());
+    cp.asks = vec![
+        "the goal of the session".into(),
+        "queued one".into(),
+        "newest ask".into(),
+    ];
+    cp.queued = vec!["queued one".into()];
+    cp.verification = Some(Verification {
+        command: "npm test".into(),
+        verdict: "1 failed, 13 passed".into(),
+        passed: false,
+    });
+    cp.prs = vec!["https://github.com/o/r/pull/7".into()];
+    let full = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 100_000, now());
+    // The goal once, as the goal; the queued ask marked.
+    assert_eq!(full.matches("the goal of the session").count(), 1, "{full}");
+    assert!(full.contains("[queued] queued one"), "{full}");
+    assert!(
+        full.contains("[failed] npm test → 1 failed, 13 passed"),
+        "{full}"
+    );
+    assert!(full.contains("branch feat/sharing\npull request https://github.com/o/r/pull/7"));
+    // What goes, in order, as the budget shrinks.
+    let mut gone_order = Vec::new();
+    let marks = [
+        ("failures", "Exit code 1"),
+        ("files", "a.rs"),
+        ("branch", "branch feat/sharing"),
+        ("verification", "[failed] npm test"),
+        ("todos", "[pending] later"),
+        ("goal", "the goal of the session"),
+        ("newest ask", "newest ask"),
+    ];
+    for budget in (300..char_len(&full)).rev().step_by(10) {
+        let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, budget, now());
+        assert!(char_len(&text) <= budget);
+        for (name, mark) in marks {
+            if !text.contains(mark) && !gone_order.contains(&name) {
+                gone_order.push(name);
+            }
+        }
+    }
+    assert_eq!(
+        gone_order,
+        [
+            "failures",
+            "files",
+            "branch",
+            "verification",
+            "todos",
+            "goal",
+            "newest ask"
+        ]
+    );
+    // The default branch is not worth a line.
+    cp.meta.git_branch = Some("main".into());
+    cp.prs.clear();
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(!text.contains("Where the work lives"), "{text}");
+}
+
+/// Item 9: an end-of-session checkpoint says neither "before the compaction" nor "after 0
+/// compaction(s)"; earlier requests from earlier runs are not "before a previous compaction".
+#[test]
+fn labels_say_what_the_checkpoint_is() {
+    let mut cp = sample();
+    cp.meta.trigger = "end: clear".into();
+    cp.meta.compaction = 0;
+    cp.earlier_asks = vec!["an earlier run's ask".into()];
+    for kind in [Kind::Compact, Kind::Resume, Kind::Previous] {
+        let text = render_checkpoint(&cp, Path::new("/cp"), kind, 3200, now());
+        assert!(!text.contains("before the compaction"), "{kind:?}: {text}");
+        assert!(!text.contains("compaction(s)"), "{kind:?}: {text}");
+        assert!(
+            !text.contains("before a previous compaction"),
+            "{kind:?}: {text}"
+        );
+        assert!(
+            text.contains("Earlier requests in this session (newest first):"),
+            "{kind:?}: {text}"
+        );
+    }
+    // A compaction #1 whose earlier asks came from earlier `-p --resume` runs.
+    cp.meta.trigger = "auto".into();
+    cp.meta.compaction = 1;
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(text.contains("Earlier requests in this session"), "{text}");
+    assert!(
+        text.contains("Your last message before the compaction (gist):"),
+        "{text}"
+    );
+    cp.meta.trigger = "end".into();
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(text.contains("after 1 compaction)"), "{text}");
+    assert!(text.contains("Your last message (gist):"), "{text}");
 }

@@ -5,6 +5,7 @@ use crate::checkpoint::bounded::ID_BYTES;
 use crate::checkpoint::{
     Failure, ToolCount, MAX_FAILURES, MAX_FILES, MAX_TODOS, MAX_TOOLS, TODO_CHARS,
 };
+use crate::checkpoint::{MAX_QUEUED, QUEUED_CHARS};
 use serde_json::json;
 
 fn line(v: serde_json::Value) -> Vec<u8> {
@@ -351,4 +352,243 @@ fn a_pathological_transcript_gives_a_small_checkpoint() {
         .all(|t| t.content.chars().count() == TODO_CHARS));
     assert_eq!(cp.failures.len(), MAX_FAILURES);
     assert!(cp.failures.iter().all(|f| f.tool == "tool"));
+}
+
+fn enqueue(content: &str) -> Vec<u8> {
+    line(json!({"type": "queue-operation", "operation": "enqueue", "content": content}))
+}
+
+fn queue(operation: &str) -> Vec<u8> {
+    line(json!({"type": "queue-operation", "operation": operation}))
+}
+
+/// As 2.1.49 writes them (cipherbox-f7594e2b.jsonl): a prompt typed mid-turn is an `enqueue`
+/// then a `remove`, and no user line; background tasks and notifications are queued too.
+#[test]
+fn prompts_typed_while_the_agent_worked_are_asks_in_their_place() {
+    let cp = build(&[
+        user(json!("review phase 14")),
+        enqueue(r#"{"task_id":"b6ea178","tool_use_id":"toolu_1","description":"Commit report","task_type":"local_bash"}"#),
+        enqueue("also, forgot to mention the tests from the report."),
+        queue("remove"),
+        enqueue("<task-notification>\n<task-id>b50b67f</task-id>\n<status>completed</status>\n</task-notification>"),
+        enqueue("/model"),
+        enqueue("/clear"),
+        user(json!("c")),
+        user(json!("yes")),
+        enqueue("ok lets get a pr up for this"),
+        queue("remove"),
+    ]);
+    assert_eq!(
+        cp.asks,
+        [
+            "review phase 14",
+            "also, forgot to mention the tests from the report.",
+            "ok lets get a pr up for this"
+        ]
+    );
+    assert_eq!(cp.queued, cp.asks[1..]);
+    assert_eq!(cp.goal.as_deref(), Some("review phase 14"));
+}
+
+/// 2.1.330 (and -p) queues every prompt and then sends it as a turn of its own: it is typed, and
+/// kept once.
+#[test]
+fn a_queued_prompt_sent_as_its_own_turn_is_one_typed_ask() {
+    let cp = build(&[
+        enqueue("write a notes file"),
+        queue("dequeue"),
+        user(json!("write a notes file")),
+        enqueue("is the 3rd tool still running?"),
+        enqueue("are they still being written?"),
+        queue("popAll"),
+        user(json!("are they still being written?")),
+    ]);
+    assert_eq!(
+        cp.asks,
+        [
+            "write a notes file",
+            "is the 3rd tool still running?",
+            "are they still being written?"
+        ]
+    );
+    assert_eq!(cp.queued, ["is the 3rd tool still running?"]);
+}
+
+/// At most the newest few of each kind: three typed, five queued, each queued one short.
+#[test]
+fn queued_prompts_are_capped_and_short() {
+    let mut lines = Vec::new();
+    for i in 0..8 {
+        lines.push(user(json!(format!("typed {i}"))));
+        lines.push(enqueue(&format!("queued {i} {}", "z".repeat(300))));
+    }
+    let cp = build(&lines);
+    assert_eq!(
+        cp.asks.iter().filter(|a| a.starts_with("typed")).count(),
+        MAX_ASKS
+    );
+    assert_eq!(cp.queued.len(), MAX_QUEUED);
+    assert!(cp.queued[0].starts_with("queued 3"), "{:?}", cp.queued);
+    assert!(cp.queued.iter().all(|q| q.chars().count() <= QUEUED_CHARS));
+    assert_eq!(
+        cp.goal.as_deref(),
+        Some("typed 0"),
+        "the first ask stays the goal"
+    );
+}
+
+#[test]
+fn acknowledgements_never_take_a_slot() {
+    let cp = build(&[
+        user(json!("Port the parser to Rust")),
+        user(json!("fix the failing test")),
+        user(json!("c")),
+        user(json!("c")),
+        user(json!("yes")),
+        user(json!("ok")),
+        line(json!({"type": "last-prompt", "lastPrompt": "continue"})),
+    ]);
+    assert_eq!(cp.asks, ["Port the parser to Rust", "fix the failing test"]);
+}
+
+/// After a compaction the part read starts at the boundary: the goal is read from the head.
+#[test]
+fn the_goal_comes_from_the_transcripts_head_after_a_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let lines = [
+        user(json!("c")),
+        user(json!("Build the importer")),
+        user(json!("and the exporter")),
+        line(
+            json!({"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "auto"}}),
+        ),
+        user(json!("now the tests")),
+    ];
+    let text: Vec<u8> = lines
+        .iter()
+        .flat_map(|l| [l.clone(), b"\n".to_vec()].concat())
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let cp = read_transcript(&path).unwrap().body;
+    assert_eq!(cp.asks, ["now the tests"]);
+    assert_eq!(cp.goal.as_deref(), Some("Build the importer"));
+}
+
+#[test]
+fn pull_requests_from_pr_links_and_gh_pr_output() {
+    let cp = build(&[
+        line(
+            json!({"type": "pr-link", "prNumber": 183, "prUrl": "https://github.com/FSM1/cipher-box/pull/183"}),
+        ),
+        tool_use(
+            "g1",
+            "Bash",
+            json!({"command": "gh pr create --title x --body y"}),
+        ),
+        tool_result("g1", json!("https://github.com/o/r/pull/7\n"), false),
+        tool_use(
+            "g2",
+            "Bash",
+            json!({"command": "curl https://github.com/o/r/pull/9"}),
+        ),
+        tool_result("g2", json!("https://github.com/o/r/pull/9"), false),
+        line(
+            json!({"type": "pr-link", "prNumber": 183, "prUrl": "https://github.com/FSM1/cipher-box/pull/183"}),
+        ),
+    ]);
+    assert_eq!(
+        cp.prs,
+        [
+            "https://github.com/FSM1/cipher-box/pull/183",
+            "https://github.com/o/r/pull/7"
+        ]
+    );
+}
+
+/// The last verification, whatever the exit code; a failure the same command or a later edit
+/// of the same file cleared is gone; a read of the file clears nothing.
+#[test]
+fn the_last_verification_and_failures_cleared_later() {
+    let cp = build(&[
+        tool_use("t1", "Bash", json!({"command": "dart analyze"})),
+        tool_result(
+            "t1",
+            json!("Exit code 1\nerror - lib/a.dart:3:1 - Undefined name 'x'"),
+            true,
+        ),
+        tool_use(
+            "e1",
+            "Edit",
+            json!({"file_path": "/p/lib/b.dart", "old_string": "a", "new_string": "b"}),
+        ),
+        tool_result(
+            "e1",
+            json!("<tool_use_error>String to replace not found in file.</tool_use_error>"),
+            true,
+        ),
+        tool_use("r1", "Read", json!({"file_path": "/p/lib/b.dart"})),
+        tool_result("r1", json!("content"), false),
+        tool_use("t2", "Bash", json!({"command": "dart analyze"})),
+        tool_result("t2", json!("Analyzing p...\nNo issues found!"), false),
+        tool_use("t3", "Bash", json!({"command": "npm test 2>&1 | tail -5"})),
+        tool_result(
+            "t3",
+            json!("Tests:       1 failed, 13 passed, 14 total"),
+            false,
+        ),
+    ]);
+    let v = cp.verification.unwrap();
+    assert_eq!(
+        (v.command.as_str(), v.verdict.as_str(), v.passed),
+        (
+            "npm test 2>&1 | tail -5",
+            "Tests: 1 failed, 13 passed, 14 total",
+            false
+        )
+    );
+    assert_eq!(
+        cp.failures,
+        [Failure {
+            tool: "Edit".into(),
+            error: "lib/b.dart → String to replace not found in file.".into()
+        }]
+    );
+    let cp = build(&[
+        tool_use(
+            "e1",
+            "Edit",
+            json!({"file_path": "/p/lib/b.dart", "old_string": "a", "new_string": "b"}),
+        ),
+        tool_result(
+            "e1",
+            json!("<tool_use_error>String to replace not found in file.</tool_use_error>"),
+            true,
+        ),
+        tool_use(
+            "e2",
+            "Edit",
+            json!({"file_path": "/p/lib/b.dart", "old_string": "c", "new_string": "b"}),
+        ),
+        tool_result(
+            "e2",
+            json!("The file /p/lib/b.dart has been updated."),
+            false,
+        ),
+    ]);
+    assert_eq!(cp.failures, []);
+}
+
+#[test]
+fn the_gist_keeps_the_end_of_a_long_message() {
+    let text = format!(
+        "Start. {} The issue with test 7.2 is that Charlie's key is stale; next I re-wrap it.",
+        "filler ".repeat(200)
+    );
+    let cp = build(&[assistant(json!([{"type": "text", "text": text}]))]);
+    let gist = cp.last_assistant.unwrap();
+    assert!(gist.starts_with("Start."), "{gist}");
+    assert!(gist.ends_with("next I re-wrap it."), "{gist}");
+    assert!(gist.chars().count() <= GIST_CHARS, "{gist}");
 }

@@ -1,0 +1,297 @@
+//! What an ask looks like once kept: one line, cut head…tail so the instruction at the end of a
+//! long paste survives; a pasted plan as its title and step headings, without the client's
+//! plan-mode footer; a lead's message to a teammate as who sent it and what it says. And which
+//! prompts are not asks worth a slot at all: one-word acknowledgements and menu presses.
+
+use std::borrow::Cow;
+
+use crate::text::sanitize;
+
+/// How a plan accepted in plan mode is handed to the agent.
+const PLAN_START: &str = "Implement the following plan:";
+
+/// The client's fixed footer after such a plan: it names the transcript, not the work.
+const PLAN_FOOTER: &str = "If you need specific details from before exiting plan mode";
+
+/// How much of a long text is cleaned before it is cut: a paste of megabytes costs no more.
+const CLEAN_BYTES: usize = 64 * 1024;
+
+/// A step heading of a plan, at most.
+const HEADING_CHARS: usize = 60;
+
+/// Words that acknowledge, agree or press on without saying what to do.
+const ACKS: &[&str] = &[
+    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "sure", "no", "n", "nope", "c",
+    "continue", "cont", "go", "proceed", "next", "done", "thanks", "thx", "ty", "lgtm", "good",
+    "great", "nice", "cool", "perfect", "fine", "agreed", "approved", "correct", "right", "do",
+    "it", "again", "retry",
+];
+
+/// Is `text` a one-word acknowledgement ("c", "yes", "ok", "continue") or a menu press ("1",
+/// "a")? Such a prompt says nothing a resuming engineer needs, and never takes a request slot.
+pub(super) fn is_ack(text: &str) -> bool {
+    let t = text
+        .trim()
+        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace());
+    if t.is_empty() {
+        return true;
+    }
+    let words: Vec<&str> = t.split_whitespace().collect();
+    // "do it", "go ahead", "yes please": two acknowledging words are one acknowledgement.
+    let ack_word = |w: &str| {
+        let w = w
+            .trim_matches(|c: char| c.is_ascii_punctuation())
+            .to_lowercase();
+        ACKS.contains(&w.as_str())
+            || matches!(w.as_str(), "ahead" | "please" | "pls" | "on")
+            || (w.chars().count() <= 2 && w.chars().all(|c| c.is_ascii_alphanumeric()))
+    };
+    match words.as_slice() {
+        [one] => ack_word(one),
+        [a, b] => ack_word(a) && ack_word(b),
+        _ => false,
+    }
+}
+
+/// `text` (already free of wrappers) as one line of at most `max` characters: a plan as its
+/// title and step headings, else head…tail (the tail two fifths of it, at most 80 characters).
+pub(super) fn shorten(text: &str, max: usize) -> Option<String> {
+    let text = within(text, CLEAN_BYTES);
+    let text = teammate_message(text).map_or(Cow::Borrowed(text), Cow::Owned);
+    if let Some(plan) = plan(&text, max) {
+        return Some(head_tail(&sanitize(&plan, true), max));
+    }
+    let clean = sanitize(&text, true);
+    if clean.is_empty() {
+        return None;
+    }
+    Some(head_tail(&clean, max))
+}
+
+/// `clean` cut to `max` characters around `…`, keeping its end.
+pub(super) fn head_tail(clean: &str, max: usize) -> String {
+    let n = clean.chars().count();
+    if n <= max {
+        return clean.to_string();
+    }
+    let tail_chars = (max * 2 / 5).min(80);
+    let head: String = clean.chars().take(max - 1 - tail_chars).collect();
+    let tail: String = clean.chars().skip(n - tail_chars).collect();
+    format!("{}…{}", head.trim_end(), tail.trim_start())
+}
+
+/// `s` up to `bytes`, on a character boundary.
+fn within(s: &str, bytes: usize) -> &str {
+    let mut end = s.len().min(bytes);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// A plan handed over from plan mode, as its title and as many step headings as fit in `max`
+/// characters: "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type
+/// changes; 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
+/// `text` is not such a plan.
+pub(super) fn plan(text: &str, max: usize) -> Option<String> {
+    let body = text.trim_start().strip_prefix(PLAN_START)?;
+    let body = body.split(PLAN_FOOTER).next().unwrap_or(body);
+    let headings: Vec<(usize, &str)> = body
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_end();
+            let level = l.chars().take_while(|c| *c == '#').count();
+            let rest = l[level..].trim();
+            (level > 0 && level <= 6 && l[level..].starts_with(' ') && !rest.is_empty())
+                .then_some((level, rest))
+        })
+        .collect();
+    let title = headings
+        .first()
+        .map(|(_, t)| t.trim_start_matches("Plan:").trim());
+    // The steps: numbered headings if there are any ("### 1. Type changes"), else every
+    // heading below the title.
+    let numbered = |t: &&str| t.starts_with(|c: char| c.is_ascii_digit()) || t.starts_with("Step");
+    let rest = headings.iter().skip(1).map(|(_, t)| *t);
+    let mut steps: Vec<&str> = rest.clone().filter(numbered).collect();
+    if steps.is_empty() {
+        steps = rest.collect();
+    }
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|s| head_tail(&sanitize(s, true), HEADING_CHARS))
+        .collect();
+    let mut out = PLAN_START.to_string();
+    match title {
+        Some(title) if !title.is_empty() => out.push_str(&format!(" {title}.")),
+        _ => {
+            // No headings: the plan's first line.
+            let first = body.lines().map(str::trim).find(|l| !l.is_empty());
+            out.push_str(&format!(" {}", first.unwrap_or_default()));
+        }
+    }
+    if !steps.is_empty() {
+        out.push_str(" Steps: ");
+        // Room kept for the note of the steps left out.
+        let room = max.saturating_sub(20);
+        for (i, step) in steps.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "; " };
+            if out.chars().count() + sep.len() + step.chars().count() > room {
+                out.push_str(&format!("{sep}(+{} more steps)", steps.len() - i));
+                break;
+            }
+            out.push_str(sep);
+            out.push_str(step);
+        }
+    }
+    Some(out)
+}
+
+/// A message from the team lead to this teammate (agent teams): `<teammate-message
+/// teammate_id="team-lead">…</teammate-message>` as "team-lead: …", and a task assignment in it
+/// as "team-lead assigned task #24: TST-1: Unit tests…".
+pub(super) fn teammate_message(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    let rest = t.strip_prefix("<teammate-message")?;
+    let (attrs, body) = rest.split_once('>')?;
+    let from = attrs
+        .split("teammate_id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or("teammate");
+    let body = body
+        .split("</teammate-message>")
+        .next()
+        .unwrap_or(body)
+        .trim();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+        if v["type"] == "task_assignment" {
+            let id = match &v["taskId"] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let subject = v["subject"].as_str().unwrap_or_default();
+            return Some(format!("{from} assigned task #{id}: {subject}"));
+        }
+    }
+    Some(format!("{from}: {body}"))
+}
+
+/// A task assignment in a teammate message: the task's id and subject.
+pub(super) fn assignment(text: &str) -> Option<(String, String)> {
+    let t = text.trim_start().strip_prefix("<teammate-message")?;
+    let (_, body) = t.split_once('>')?;
+    let body = body
+        .split("</teammate-message>")
+        .next()
+        .unwrap_or(body)
+        .trim();
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    if v["type"] != "task_assignment" {
+        return None;
+    }
+    let id = match &v["taskId"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    Some((id, v["subject"].as_str()?.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledgements_and_menu_presses() {
+        for ack in [
+            "c",
+            "C",
+            "yes",
+            "ok",
+            "OK.",
+            "continue",
+            "1",
+            "2",
+            "a",
+            "yes please",
+            "go ahead",
+            "do it",
+            "lgtm!",
+            "  ",
+            "y",
+        ] {
+            assert!(is_ack(ack), "{ack:?}");
+        }
+        for ask in [
+            "commit",
+            "fix it",
+            "continue implementation",
+            "ok lets get a pr up for this",
+            "why won't you run it?",
+            "create the beads",
+            "/deploy staging",
+        ] {
+            assert!(!is_ack(ask), "{ask:?}");
+        }
+    }
+
+    /// ctxeval-8209f1c2.jsonl (2.1.45): the plan's headings, not the client's footer.
+    #[test]
+    fn a_plan_keeps_its_steps_not_the_footer() {
+        let text = "Implement the following plan:\n\n# Plan: Plan-First Remediation Pipeline\n\n## Context\n\nThe current remediation pipeline sends all issues.\n\n## Changes\n\n### 1. Type changes — `src/shared/types/remediation.ts`\n\nx\n\n### 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`\n\n### 3. Engine rewrite — `src/shared/remediation/engine.ts`\n\n## Verification\n\n- Verify progress UI shows linear step sequence\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
+        assert_eq!(
+            plan(text, 400).unwrap(),
+            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/r…ion/prompt-generator.ts`; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
+        );
+        let short = shorten(text, 200).unwrap();
+        assert!(
+            short.starts_with("Implement the following plan: Plan-First"),
+            "{short}"
+        );
+        assert!(!short.contains("read the full transcript"), "{short}");
+        assert!(short.chars().count() <= 200, "{short}");
+        // Without numbered steps, every heading below the title.
+        assert_eq!(
+            plan(
+                "Implement the following plan:\n# Fix login\n## Reproduce\n## Patch\n",
+                200
+            )
+            .as_deref(),
+            Some("Implement the following plan: Fix login. Steps: Reproduce; Patch")
+        );
+        assert_eq!(plan("Please implement this", 200), None);
+    }
+
+    #[test]
+    fn long_text_keeps_its_head_and_tail() {
+        let long = format!("start {} the end", "x ".repeat(300));
+        let short = head_tail(&long, 100);
+        assert_eq!(short.chars().count(), 100);
+        assert!(
+            short.starts_with("start") && short.ends_with("the end"),
+            "{short}"
+        );
+        assert_eq!(head_tail("short", 100), "short");
+    }
+
+    /// cybervpn-cdd85d16.jsonl (2.1.42): the lead's messages to a teammate.
+    #[test]
+    fn a_lead_message_names_its_sender_and_a_task_assignment_its_task() {
+        let assigned = "<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"24\",\"subject\":\"TST-1: Unit tests for domain entities\",\"description\":\"Create tests\",\"assignedBy\":\"team-lead\"}\n</teammate-message>";
+        assert_eq!(
+            shorten(assigned, 200).as_deref(),
+            Some("team-lead assigned task #24: TST-1: Unit tests for domain entities")
+        );
+        assert_eq!(
+            assignment(assigned),
+            Some(("24".into(), "TST-1: Unit tests for domain entities".into()))
+        );
+        let brief = "<teammate-message teammate_id=\"team-lead\">\nYou are test-eng on the CyberVPN team.\n</teammate-message>";
+        assert_eq!(
+            shorten(brief, 200).as_deref(),
+            Some("team-lead: You are test-eng on the CyberVPN team.")
+        );
+        assert_eq!(assignment(brief), None);
+    }
+}

@@ -1,0 +1,450 @@
+//! The last verification: which Bash commands run a test suite, a build, a linter or a type
+//! check, and what their output says about how it went ("3 passed, 1 failed", "All tests
+//! passed!", the first failing test). The verdict is read from the output whatever the exit
+//! code: a run piped through `| tail` exits 0 even when tests failed.
+
+use crate::text::{cut, sanitize};
+
+/// A verdict line, at most.
+pub(super) const VERDICT_CHARS: usize = 200;
+
+/// How much of a result is searched for its verdict (the client cuts long output before that).
+const SCAN_BYTES: usize = 256 * 1024;
+
+/// Package runners whose script names say what they run (`npm run test`, `pnpm --filter api
+/// test`, `bun run lint`).
+const RUNNERS: &[&str] = &[
+    "npm", "pnpm", "yarn", "bun", "deno", "just", "make", "turbo", "nx",
+];
+
+/// Script or target names that verify.
+const SCRIPTS: &[&str] = &[
+    "test",
+    "tests",
+    "build",
+    "lint",
+    "typecheck",
+    "type-check",
+    "check",
+    "tsc",
+    "verify",
+    "ci",
+    "analyze",
+];
+
+/// Tools that verify whatever their arguments.
+const VERIFIERS: &[&str] = &[
+    "tsc",
+    "jest",
+    "vitest",
+    "mocha",
+    "eslint",
+    "pytest",
+    "mypy",
+    "pyright",
+    "tox",
+    "nox",
+    "rspec",
+    "phpunit",
+    "golangci-lint",
+    "ctest",
+    "xcodebuild",
+    "shellcheck",
+];
+
+/// Tools whose first argument says whether they verify (`cargo test`, `go vet`, `mix credo`).
+const SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "cargo",
+        &[
+            "test", "nextest", "build", "check", "clippy", "fmt", "b", "t", "c",
+        ],
+    ),
+    ("go", &["test", "build", "vet"]),
+    (
+        "mix",
+        &["test", "compile", "credo", "dialyzer", "format", "check"],
+    ),
+    ("dart", &["analyze", "test"]),
+    ("flutter", &["analyze", "test", "build"]),
+    ("gradle", &["test", "build", "check"]),
+    ("./gradlew", &["test", "build", "check"]),
+    ("mvn", &["test", "verify", "package", "compile"]),
+    ("dotnet", &["test", "build"]),
+    ("swift", &["test", "build"]),
+    ("ruff", &["check"]),
+    ("biome", &["check", "lint", "ci"]),
+    ("prettier", &["--check"]),
+    ("playwright", &["test"]),
+    ("rake", &["test", "spec"]),
+    ("python", &["-m"]),
+    ("python3", &["-m"]),
+];
+
+/// Wrappers that run the command after them.
+const WRAPPERS: &[&str] = &[
+    "npx", "bunx", "pnpx", "uv", "poetry", "pipenv", "bundle", "exec", "run", "rtk", "time", "env",
+    "sudo", "nice", "command",
+];
+
+/// Does this command (the start of a Bash call's command) run a verification? Any part of a
+/// pipeline or a `&&` chain counts (`cd app && npm test 2>&1 | tail -5`).
+pub(super) fn is_verification(command: &str) -> bool {
+    let first_line = command.lines().next().unwrap_or_default();
+    first_line
+        .split(['&', ';', '|'])
+        .any(|part| verifies(part.split_whitespace().collect()))
+}
+
+fn verifies(words: Vec<&str>) -> bool {
+    let mut words = words
+        .into_iter()
+        // Variable assignments (`MIX_ENV=test`) and redirections say nothing.
+        .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+        .peekable();
+    // Wrappers, and their flags (`uv run`, `timeout 60`).
+    while let Some(w) = words.peek() {
+        if WRAPPERS.contains(w) || w.parse::<u32>().is_ok() || *w == "timeout" {
+            words.next();
+        } else {
+            break;
+        }
+    }
+    let words: Vec<&str> = words.collect();
+    let Some(tool) = words.first() else {
+        return false;
+    };
+    let tool = tool.rsplit('/').next().unwrap_or(tool);
+    if VERIFIERS.contains(&tool) {
+        return true;
+    }
+    if RUNNERS.contains(&tool) {
+        // The first few words that are not flags, past a `--filter x` and the like.
+        return words.iter().skip(1).take(6).any(|w| script_verifies(w));
+    }
+    if let Some((_, subs)) = SUBCOMMANDS
+        .iter()
+        .find(|(t, _)| *t == tool || t.rsplit('/').next() == Some(tool))
+    {
+        if tool.starts_with("python") {
+            return words
+                .iter()
+                .skip_while(|w| **w != "-m")
+                .nth(1)
+                .is_some_and(|m| matches!(*m, "pytest" | "mypy" | "unittest" | "pyright"));
+        }
+        let first = words
+            .iter()
+            .skip(1)
+            .find(|w| !w.starts_with('-') || subs.contains(w));
+        return first.is_some_and(|w| subs.contains(w));
+    }
+    false
+}
+
+/// `test`, `test:unit`, `lint`, `build:web`: a script that verifies (`lint:fix` fixes).
+fn script_verifies(word: &str) -> bool {
+    let (name, variant) = word.split_once(':').unwrap_or((word, ""));
+    SCRIPTS.contains(&name) && !variant.contains("fix") && !variant.contains("watch")
+}
+
+/// How a verification went: its verdict line, and whether it passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Verdict {
+    pub(super) line: String,
+    pub(super) passed: bool,
+}
+
+/// The verdict of a verification's output. `errored` is the result's own flag (a non-zero exit);
+/// the output decides when it says more. `None` when it says nothing either way and the exit
+/// code is all there is.
+pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
+    let mut end = output.len().min(SCAN_BYTES);
+    while !output.is_char_boundary(end) {
+        end -= 1;
+    }
+    let output = &output[..end];
+    let mut failing: Option<&str> = None;
+    let mut passing: Option<&str> = None;
+    let mut weak: Option<&str> = None;
+    let mut first_failed_test: Option<&str> = None;
+    // Progress lines may be separated by carriage returns only (`flutter test`).
+    for line in output.split(['\n', '\r']) {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with("Exit code ") {
+            continue;
+        }
+        let class = class(l);
+        if first_failed_test.is_none() && is_failed_test(l) && !matches!(class, Some(Class::Fail)) {
+            first_failed_test = Some(l);
+        }
+        match class {
+            Some(Class::Fail) => failing = Some(l),
+            Some(Class::Pass) => passing = Some(l),
+            Some(Class::Weak) => weak = Some(l),
+            None => {}
+        }
+    }
+    let clean = |l: &str| sanitize(l, true);
+    if let Some(fail) = failing.or(first_failed_test) {
+        let mut line = clean(fail);
+        if let Some(test) = first_failed_test.filter(|t| *t != fail) {
+            line = format!("{line}; first failure: {}", clean(test));
+        }
+        return Verdict {
+            line: cut(&line, VERDICT_CHARS),
+            passed: false,
+        };
+    }
+    if errored {
+        let line = super::failures::error_line(output, true)
+            .unwrap_or_else(|| "failed (non-zero exit)".to_string());
+        return Verdict {
+            line: cut(&line, VERDICT_CHARS),
+            passed: false,
+        };
+    }
+    let line = passing.or(weak).map_or_else(
+        || "exit 0, no summary line in its output".to_string(),
+        clean,
+    );
+    Verdict {
+        line: cut(&line, VERDICT_CHARS),
+        passed: true,
+    }
+}
+
+enum Class {
+    Fail,
+    Pass,
+    /// Says the run happened, not how it went ("Ran 1309 tests across 58 files").
+    Weak,
+}
+
+/// Phrases of a run that failed, in lower case.
+const FAIL_PHRASES: &[&str] = &[
+    "some tests failed",
+    "tests failed",
+    "test failed",
+    "build failed",
+    "test result: failed",
+    "errors were emitted",
+    "warnings were emitted",
+    "could not compile",
+    "compilation failed",
+    "found errors",
+];
+
+/// Phrases of a run that passed, in lower case.
+const PASS_PHRASES: &[&str] = &[
+    "all tests passed",
+    "all clean",
+    "all checks passed",
+    "no issues found",
+    "found no issues",
+    "passed successfully",
+    "no errors",
+    "no fixes applied",
+    "test result: ok",
+    "build succeeded",
+    "compiled successfully",
+    "finished `",
+    "0 problems",
+];
+
+fn class(line: &str) -> Option<Class> {
+    let lower = line.to_lowercase();
+    let nonzero_exit = lower
+        .split_once("exited with code ")
+        .is_some_and(|(_, code)| code.starts_with(|c: char| c.is_ascii_digit() && c != '0'));
+    if nonzero_exit || FAIL_PHRASES.iter().any(|p| lower.contains(p)) {
+        return Some(Class::Fail);
+    }
+    let mut saw_count = false;
+    let mut saw_pass = false;
+    for (n, word) in counts(&lower) {
+        saw_count = true;
+        let bad = [
+            "fail", "failed", "failures", "failure", "failing", "errors", "error",
+        ];
+        if bad.contains(&word) {
+            if n > 0 {
+                return Some(Class::Fail);
+            }
+            saw_pass = true;
+        }
+        if ["passed", "pass", "passing", "ok", "succeeded"].contains(&word) {
+            saw_pass = true;
+        }
+    }
+    if lower.contains("total errors: 0") || PASS_PHRASES.iter().any(|p| lower.contains(p)) {
+        return Some(Class::Pass);
+    }
+    if saw_pass {
+        return Some(Class::Pass);
+    }
+    // `flutter test`'s "+54 -2:" progress lines end in one of the phrases above.
+    (saw_count && (lower.contains("test") || lower.contains("spec"))).then_some(Class::Weak)
+}
+
+/// Every "N word" in `lower`: `14 doctests, 297 tests, 11 failures` gives (14, doctests), (297,
+/// tests), (11, failures).
+fn counts(lower: &str) -> impl Iterator<Item = (u64, &str)> {
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let pairs: Vec<(u64, &str)> = words
+        .windows(2)
+        .filter_map(|w| Some((w[0].parse::<u64>().ok()?, w[1])))
+        .collect();
+    pairs.into_iter()
+}
+
+/// A line naming one failing test, as the common runners print it.
+fn is_failed_test(line: &str) -> bool {
+    (line.starts_with("test ") && line.ends_with("FAILED")) // cargo
+        || line.starts_with("FAILED ") // pytest's short summary
+        || line.starts_with("FAIL ") // jest, vitest
+        || line.starts_with("--- FAIL:") // go
+        || line.starts_with("✕ ")
+        || line.starts_with("× ")
+        || line.ends_with("[E]") // flutter
+        || (line.starts_with(|c: char| c.is_ascii_digit()) && line.contains(") test "))
+    // mix
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_commands() {
+        for command in [
+            "cargo test",
+            "cargo clippy --all-targets -- -D warnings",
+            "npm test",
+            "npm run build",
+            "pnpm --filter @cipherbox/crypto test -- --reporter=verbose 2>&1",
+            "bun run test 2>&1 | tail -5",
+            "bun run typecheck 2>&1",
+            "cd app && npx jest --testPathPattern='shares' --no-coverage 2>&1 | tail -50",
+            "MIX_ENV=test mix test --seed 0 2>&1 | tail -30",
+            "mix credo --strict 2>&1 | tail -15",
+            "flutter test test/features/vpn_profiles/ 2>&1",
+            "python3 -m pytest tests/test_find_project_sessions.py -v",
+            "pytest -x",
+            "go vet ./...",
+            "dart analyze",
+            "tsc --noEmit",
+            "just check 2>&1",
+            "uv run pytest",
+            "make test",
+        ] {
+            assert!(is_verification(command), "{command}");
+        }
+        for command in [
+            "git status",
+            "bun run lint:fix 2>&1",
+            "ls tests/",
+            "cargo run -- --help",
+            "python3 export.py --test",
+            "echo test",
+            "mkdir -p test/features",
+            "npm install",
+            "gh pr create --title test",
+        ] {
+            assert!(!is_verification(command), "{command}");
+        }
+    }
+
+    fn v(output: &str, errored: bool) -> (String, bool) {
+        let v = verdict(output, errored);
+        (v.line, v.passed)
+    }
+
+    /// Verdict lines as the real transcripts have them (../shared/transcripts, see
+    /// fixtures/transcripts/SOURCES.txt).
+    #[test]
+    fn verdicts_of_real_runs() {
+        // spotter-ae4a77f8.jsonl: `mix test | tail` exits 0 with failures.
+        assert_eq!(
+            v("....\nFinished in 1.9 seconds (0.4s async, 1.5s sync)\n14 doctests, 297 tests, 11 failures", false),
+            ("14 doctests, 297 tests, 11 failures".into(), false)
+        );
+        assert_eq!(
+            v(
+                "....\nFinished in 2.2 seconds\n14 doctests, 297 tests, 0 failures",
+                false
+            ),
+            ("14 doctests, 297 tests, 0 failures".into(), true)
+        );
+        // cybervpn-cdd85d16.jsonl: flutter.
+        assert_eq!(
+            v("Exit code 1\n00:06 +0 -6: /x/a_test.dart: adds a profile [E]\n00:06 +0 -6: Some tests failed.", true),
+            ("00:06 +0 -6: Some tests failed.; first failure: 00:06 +0 -6: /x/a_test.dart: adds a profile [E]".into(), false)
+        );
+        assert_eq!(
+            v(
+                "00:01 +53: /x/b_test.dart: Subscrip\n00:01 +54: All tests passed!",
+                false
+            ),
+            ("00:01 +54: All tests passed!".into(), true)
+        );
+        // ctxeval-8209f1c2.jsonl: bun, biome.
+        assert_eq!(
+            v(" 1309 pass\n 0 fail\n 2849 expect() calls\nRan 1309 tests across 58 files. [766.00ms]", false),
+            ("0 fail".into(), true)
+        );
+        assert_eq!(
+            v("Exit code 1\n$ biome check --error-on-warnings\n  × Some errors were emitted while running checks.\nerror: script \"lint\" exited with code 1", true),
+            ("error: script \"lint\" exited with code 1".into(), false)
+        );
+        assert_eq!(
+            v(
+                "$ biome check --error-on-warnings\nChecked 286 files in 85ms. No fixes applied.",
+                false
+            ),
+            ("Checked 286 files in 85ms. No fixes applied.".into(), true)
+        );
+        // cipherbox-f7594e2b.jsonl: jest and vitest.
+        assert_eq!(
+            v("FAIL src/shares/shares.service.spec.ts\nTests:       1 failed, 13 passed, 14 total\nSnapshots:   0 total\nRan all test suites.", false),
+            ("Tests: 1 failed, 13 passed, 14 total; first failure: FAIL src/shares/shares.service.spec.ts".into(), false)
+        );
+        assert_eq!(
+            v(
+                "      Tests  241 passed (241)\n   Start at  17:13:04",
+                false
+            ),
+            ("Tests 241 passed (241)".into(), true)
+        );
+        // cctrace-phase0.jsonl: pytest; reliability: cargo.
+        assert!(
+            v(
+                "============================== 3 passed in 0.16s ===============================",
+                false
+            )
+            .1
+        );
+        assert_eq!(
+            v("test a ... ok\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored", true),
+            ("test result: FAILED. 1 passed; 1 failed; 0 ignored; first failure: test b ... FAILED".into(), false)
+        );
+        // Nothing to go on.
+        assert_eq!(
+            v("", false),
+            ("exit 0, no summary line in its output".into(), true)
+        );
+        assert_eq!(
+            v(
+                "Exit code 2\nsrc/a.ts(3,1): error TS2304: Cannot find name 'x'.",
+                true
+            ),
+            (
+                "src/a.ts(3,1): error TS2304: Cannot find name 'x'.".into(),
+                false
+            )
+        );
+    }
+}
