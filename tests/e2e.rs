@@ -543,19 +543,22 @@ fn autocompact_argument_and_setting_move_the_nudge_before_the_compaction() {
     // Nudged at a tool call (the first, unless the client had not flushed its reply yet).
     let last = rig.api.requests().last().unwrap().to_string();
     assert_eq!(count(rig.api.requests().last().unwrap(), NUDGE), 1);
-    assert!(last.contains("240k of 1M tokens"), "{last}");
+    assert!(
+        last.contains("about 27k tokens are left before auto-compaction, which comes at 267k tokens (240k are in context now)"),
+        "{last}"
+    );
     let m = rig.env.marker(session);
     assert_eq!(
         (m["compact_at"].as_u64(), m["compact_source"].as_str()),
         (Some(267_000), Some("flag"))
     );
 
-    // The same with `autoCompactWindow` in the user's settings (what /autocompact writes).
+    // The same with the per-model window in the user's settings, where /autocompact writes it.
     rig.api.clear();
     fs::create_dir_all(rig.env.home().join(".claude")).unwrap();
     fs::write(
         rig.env.home().join(".claude/settings.json"),
-        r#"{"autoCompactWindow": {"claude-opus-5-5": 300000}}"#,
+        r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
     )
     .unwrap();
     let out = rig.claude("run two commands", None, &[]);
@@ -564,9 +567,9 @@ fn autocompact_argument_and_setting_move_the_nudge_before_the_compaction() {
     let m = rig.env.marker(session);
     assert_eq!(m["compact_at"], 267_000);
     assert!(
-        m["compact_source"]["setting"]
-            .as_str()
-            .is_some_and(|f| f.ends_with(".claude/settings.json")),
+        m["compact_source"]["setting"].as_str().is_some_and(|f| f
+            .starts_with("modelSettings.claude-opus-5-5.autoCompactWindow in ")
+            && f.ends_with(".claude/settings.json")),
         "{m}"
     );
     rig.assert_hooks_only_added_context();
