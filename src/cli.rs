@@ -64,8 +64,9 @@ recovery is still pending is never removed, nor one a hook is working on."
         /// List what would be removed, and remove nothing
         #[arg(long)]
         dry_run: bool,
-        /// Remove what is older than this many days (default: `retention_days` from the config, 30)
-        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..))]
+        /// Remove what is older than this many days (default: `retention_days` from the config,
+        /// 30); 0 removes every idle session (a pending recovery is still kept)
+        #[arg(long, value_name = "DAYS", value_parser = days, allow_hyphen_values = true)]
         older_than: Option<u64>,
     },
     /// Print the daily log: one entry per compaction
@@ -193,6 +194,29 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
     },
 }
 
+/// The most days `prune --older-than` takes: a hundred years.
+pub const MAX_DAYS: u64 = 36_500;
+
+/// `--older-than DAYS`: a whole number of days, 0 to [`MAX_DAYS`], with a message a person can
+/// act on for anything else (clap's own says only that the value is not in a range).
+fn days(value: &str) -> Result<u64, String> {
+    let hint = format!(
+        "a whole number of days from 0 to {MAX_DAYS} (0: every idle session), e.g. --older-than 7"
+    );
+    let trimmed = value.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!("{value:?} is negative; give {hint}"));
+    }
+    match trimmed.parse::<u64>() {
+        Ok(days) if days <= MAX_DAYS => Ok(days),
+        Ok(_) => Err(format!("{value} days is more than {MAX_DAYS}; give {hint}")),
+        Err(_) if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("{value} days is more than {MAX_DAYS}; give {hint}"))
+        }
+        Err(_) => Err(format!("{value:?} is not a number of days; give {hint}")),
+    }
+}
+
 /// Which settings file `install` and `uninstall` edit, and whether to write it.
 #[derive(Debug, clap::Args)]
 pub struct SettingsTarget {
@@ -231,4 +255,31 @@ pub enum CheckpointCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_whole_numbers_from_zero_to_a_hundred_years() {
+        assert_eq!(days("0"), Ok(0));
+        assert_eq!(days("30"), Ok(30));
+        assert_eq!(days(" 7 "), Ok(7));
+        assert_eq!(days("36500"), Ok(MAX_DAYS));
+        for (bad, says) in [
+            ("-1", "\"-1\" is negative"),
+            ("36501", "36501 days is more than 36500"),
+            ("184467440737095516160", "is more than 36500"),
+            ("7d", "\"7d\" is not a number of days"),
+            ("", "\"\" is not a number of days"),
+            ("1.5", "\"1.5\" is not a number of days"),
+        ] {
+            let err = days(bad).unwrap_err();
+            assert!(
+                err.contains(says) && err.ends_with("e.g. --older-than 7"),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

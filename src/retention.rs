@@ -85,14 +85,17 @@ impl Cutoff {
     /// Sessions idle more than `days` days and logs of days more than `days` ago, from `now`;
     /// `None` for 0 (keep everything).
     pub fn days(days: u64, now: DateTime<Utc>) -> Option<Cutoff> {
-        if days == 0 {
-            return None;
-        }
+        (days > 0).then(|| Cutoff::age(days, now))
+    }
+
+    /// Sessions idle more than `days` days and logs of days more than `days` ago, from `now`;
+    /// 0 is every idle session and every log before today (`prune --older-than 0`).
+    pub fn age(days: u64, now: DateTime<Utc>) -> Cutoff {
         let age = Duration::days(i64::try_from(days).unwrap_or(i64::MAX).min(365_000));
-        Some(Cutoff {
+        Cutoff {
             idle_before: now - age,
             logs_before: now.with_timezone(&Local).date_naive() - age,
-        })
+        }
     }
 }
 

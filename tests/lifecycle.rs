@@ -175,7 +175,54 @@ fn older_than_overrides_the_age_and_retention_days_zero_keeps_everything() {
     assert!(run.stdout.contains("removed session ten-days"), "{run:?}");
     assert!(!session_dir(&env, "ten-days").exists());
     assert!(session_dir(&env, "two-days").exists());
-    assert_eq!(env.run(&["prune", "--older-than", "0"], "").code, 1);
+
+    // Out of range or not a number: a message saying what is accepted, and nothing removed.
+    for (bad, says) in [
+        ("-1", "\"-1\" is negative"),
+        ("7d", "\"7d\" is not a number of days"),
+        ("99999", "99999 days is more than 36500"),
+        ("99999999999999999999999", "is more than 36500"),
+    ] {
+        let run = env.run(&["prune", "--older-than", bad], "");
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(
+            run.stderr.contains(says)
+                && run
+                    .stderr
+                    .contains("a whole number of days from 0 to 36500"),
+            "{bad}: {run:?}"
+        );
+    }
+    assert!(session_dir(&env, "two-days").exists());
+
+    // 0: every idle session, whatever its age; a pending recovery is still kept.
+    compact_at(&env, 0, "pending-now", &transcript(&env));
+    report_at(&env, -60, "a-minute-ago", CWD, 50_000);
+    let run = env.run(&["prune", "--older-than", "0", "--dry-run"], "");
+    ok(&run);
+    assert!(
+        run.stdout.contains("would remove session two-days"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("would remove session a-minute-ago"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("kept session pending-now: its recovery is still pending"),
+        "{run:?}"
+    );
+    let run = env.run(&["prune", "--older-than", "0"], "");
+    ok(&run);
+    assert!(
+        run.stdout
+            .ends_with("2 sessions and 0 daily logs (idle at all, or from before today) removed\n"),
+        "{run:?}"
+    );
+    assert!(!session_dir(&env, "two-days").exists());
+    assert!(!session_dir(&env, "a-minute-ago").exists());
+    assert!(session_dir(&env, "pending-now").exists());
 
     env.set("CTXGUARD_RETENTION_DAYS", "0");
     report_at(&env, -400 * DAY, "ancient", CWD, 50_000);
