@@ -1213,3 +1213,57 @@ fn on_windows_install_uses_the_user_profile_and_a_path_with_backslashes() {
     assert_eq!(env.run(&["uninstall"], "").code, 0);
     assert_eq!(read(&settings(&env)), json!({}));
 }
+
+/// The README's "by hand" JSON is exactly what `install` writes for a current client: every
+/// hook (PostCompact and SessionEnd included), in the same order, and the status line.
+#[test]
+fn the_readme_by_hand_json_is_what_install_writes() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let after = readme
+        .split_once("**By hand**, the equivalent of `install`")
+        .expect("the README's by-hand section")
+        .1;
+    let block = after
+        .split_once("```json\n")
+        .unwrap()
+        .1
+        .split_once("```")
+        .unwrap()
+        .0;
+    let bin = bin();
+    // JSON-escaped, as a Windows path would be in the file.
+    let escaped = serde_json::to_string(&bin).unwrap();
+    let by_hand: Value = serde_json::from_str(&block.replace(
+        "\"/home/you/.local/bin/ctxguard",
+        &escaped[..escaped.len() - 1],
+    ))
+    .unwrap();
+    let mut by_hand = by_hand;
+    // The status line is a shell line: the path quoted as install quotes it (a Windows path).
+    assert_eq!(
+        by_hand["statusLine"]["command"],
+        format!("{bin} statusline").as_str()
+    );
+    by_hand["statusLine"]["command"] = json!(format!("{} statusline", sh(&bin)));
+    let env = TestEnv::new();
+    let path = settings(&env);
+    let run = env.run(&["install", "--client-version", "2.1.330"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let installed = read(&path);
+    assert_eq!(by_hand, installed);
+    let events =
+        |v: &Value| -> Vec<String> { v["hooks"].as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        events(&by_hand),
+        [
+            "PreToolUse",
+            "UserPromptSubmit",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "SessionEnd"
+        ]
+    );
+    assert_eq!(events(&by_hand), events(&installed));
+}
