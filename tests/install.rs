@@ -1267,3 +1267,70 @@ fn the_readme_by_hand_json_is_what_install_writes() {
     );
     assert_eq!(events(&by_hand), events(&installed));
 }
+
+/// Issue 20, item 8: a copy of ctxguard under another name, reached through `~`, `$HOME` or a
+/// bare name on `PATH`, is recognised like a literal path: install points each entry at itself
+/// in place (never a second entry, never a status line wrapped in itself), and uninstall removes
+/// them all.
+#[test]
+fn copies_reached_through_home_or_path_are_replaced_not_doubled() {
+    let mut env = TestEnv::new();
+    let bin_dir = env.home().join("bin");
+    fs::create_dir_all(&bin_dir).unwrap();
+    let cg = bin_dir.join(format!("cg{}", std::env::consts::EXE_SUFFIX));
+    fs::copy(
+        fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap(),
+        &cg,
+    )
+    .unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path =
+        std::env::join_paths(std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&path)))
+            .unwrap();
+    env.set("PATH", path.to_str().unwrap());
+    let group = |hook: Value| json!([{"hooks": [hook]}]);
+    let written = json!({
+        "statusLine": {"type": "command", "command": "cg statusline"},
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": "~/bin/cg pretooluse"}]}],
+            "PreCompact": [{"matcher": "auto|manual", "hooks": [
+                {"type": "command", "command": "\"$HOME/bin/cg\" precompact"}]}],
+            "SessionStart": group(json!({"type": "command", "command": "cg", "args": ["sessionstart"]})),
+            "SessionEnd": group(json!({"type": "command", "command": "${HOME}/bin/cg sessionend"})),
+        }
+    });
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(
+        settings(&env),
+        serde_json::to_string_pretty(&written).unwrap(),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let run = env.run(&["install", "--client-version", "2.1.330"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let s = read(&settings(&env));
+    let bin = bin();
+    for (event, sub) in [
+        ("PreToolUse", "pretooluse"),
+        ("PreCompact", "precompact"),
+        ("SessionStart", "sessionstart"),
+        ("SessionEnd", "sessionend"),
+        ("UserPromptSubmit", "userpromptsubmit"),
+        ("PostCompact", "postcompact"),
+    ] {
+        let groups = s["hooks"][event].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{event}: {groups:?}");
+        assert_eq!(groups[0]["hooks"], json!([exec(&bin, sub)]), "{event}");
+    }
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("{} statusline", sh(&bin)).as_str(),
+        "replaced, not wrapped in itself"
+    );
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = read(&settings(&env));
+    assert_eq!(s.get("hooks"), None, "{s}");
+}

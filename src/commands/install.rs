@@ -263,10 +263,28 @@ fn apply(
     Ok(())
 }
 
+/// Where a program that settings name is, as the settings module asks about it: `~/rest`
+/// under the home directory, a bare name at its first executable on `PATH` (as the shell finds
+/// it), anything else as written.
+fn program_file(program: &str, env: &Env) -> Option<PathBuf> {
+    if let Some(rest) = program.strip_prefix("~/") {
+        return Some(env.home.as_ref()?.join(rest));
+    }
+    if program.contains(['/', '\\']) {
+        return Some(PathBuf::from(program));
+    }
+    env.search_path
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| dir.is_absolute())
+        .flat_map(|dir| files::program_candidates(dir.join(program)))
+        .find(|p| files::is_executable(p))
+}
+
 /// The running binary's canonical path (what install writes), and a test for whether another
-/// path is ctxguard: the same binary (a link to it), or another copy under any name (known by
-/// [`crate::version::is_ctxguard_binary`]).
-fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
+/// program is ctxguard: the same binary (a link to it), or another copy under any name (known by
+/// [`crate::version::is_ctxguard_binary`]), wherever `~`, `$HOME` or `PATH` lead.
+fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = files::canonicalize(&exe).unwrap_or(exe);
     let bin = exe
@@ -279,8 +297,10 @@ fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
         if let Some(known) = seen.borrow().get(p) {
             return *known;
         }
-        let ours = files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe)
-            || crate::version::is_ctxguard_binary(Path::new(p));
+        let ours = program_file(p, env).is_some_and(|file| {
+            files::canonicalize(&file).is_ok_and(|c| c == exe)
+                || crate::version::is_ctxguard_binary(&file)
+        });
         seen.borrow_mut().insert(p.to_string(), ours);
         ours
     };
@@ -294,7 +314,7 @@ pub fn install(
 ) -> Result<()> {
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
-    let (bin, same) = this_binary()?;
+    let (bin, same) = this_binary(&env)?;
     let accepts = client_accepts(&env, client_version)?;
     apply(
         &path,
@@ -341,7 +361,7 @@ pub fn uninstall(target: &SettingsTarget) -> Result<()> {
         println!("no settings at {} (nothing to remove)", path.display());
         return Ok(());
     }
-    let (bin, same) = this_binary()?;
+    let (bin, same) = this_binary(&env)?;
     let replaced = read_note(&note_path(&path)?)?;
     apply(
         &path,
