@@ -3,8 +3,7 @@
 //! recovery blocks. Entries are separated by a blank line and name their session by the first 8
 //! characters of its id ([`short_id`]). Retention removes the logs of days past its cutoff.
 
-use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -35,15 +34,8 @@ fn date_of(name: &str) -> Option<NaiveDate> {
 
 /// Every daily log (regular files named by a date), oldest first.
 pub fn list(paths: &Paths) -> Result<Vec<(NaiveDate, PathBuf)>> {
-    let dir = dir(paths);
-    files::refuse_symlinked_dirs(paths.root(), &dir)?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    let mut logs: Vec<(NaiveDate, PathBuf)> = entries
-        .flatten()
+    let mut logs: Vec<(NaiveDate, PathBuf)> = files::list_state_dir(paths.root(), &dir(paths))?
+        .into_iter()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| Some((date_of(e.file_name().to_str()?)?, e.path())))
         .collect();

@@ -51,6 +51,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         bail!("the session's checkpoint is outside the state directory");
     }
     let summary = cut(&sanitize(&input.compact_summary, false), MAX_SUMMARY_CHARS);
+    // The checkpoint's directory is checked like every state directory: never a link.
+    if let Some(dir) = checkpoint.parent() {
+        files::ensure_state_dir(paths.root(), dir)?;
+    }
     files::write_atomic(&summary_path(&checkpoint), summary.as_bytes(), false)?;
     let local = env.now().with_timezone(&Local);
     let short: String = sanitize(&input.session_id, true).chars().take(8).collect();

@@ -4,8 +4,7 @@
 //! are atomic (temp file in the same directory, fsync, rename), so a reader without the lock sees
 //! the old or the new file, never a torn one. Reads refuse symlinks exactly as writes do.
 
-use std::fs::{self, File};
-use std::io;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -246,16 +245,8 @@ pub fn try_lock(path: &Path) -> Result<Option<File>> {
 /// Every session directory under the state root, with its marker (or why it could not be read),
 /// most recently updated first. Symlinks and anything but directories are skipped.
 pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
-    let dir = paths.sessions_dir();
-    files::refuse_symlinked_dirs(paths.root(), &dir)?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
     let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+    for entry in files::list_state_dir(paths.root(), &paths.sessions_dir())? {
         // DirEntry::file_type does not follow symlinks.
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
@@ -288,6 +279,7 @@ mod tests {
     use super::*;
     use crate::marker::State;
     use chrono::Utc;
+    use std::fs;
 
     fn store(root: &Path, rel: &str) -> Store {
         Store::in_dir(root.to_path_buf(), root.join(rel))
