@@ -71,7 +71,10 @@ recovery is still pending is never removed, nor one a hook is working on."
     },
     /// Print the daily log: one entry per compaction
     #[command(
-        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567"
+        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567\n  ctxguard log --days 30 --json\n\n\
+Each compaction, with the first line of the summary the client made of it. An attempt that \
+failed (no compact_boundary followed its PreCompact, and the compaction was tried again) is \
+shown as a failed attempt, not as a second compaction of the same number."
     )]
     Log {
         /// The last N days, today included, oldest first
@@ -80,6 +83,9 @@ recovery is still pending is never removed, nor one a hook is working on."
         /// Only the entries of this session
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Print {"entries":[...]} as JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Put a session's marker (or every session's) back to idle
     #[command(

@@ -152,7 +152,11 @@ fn run() -> Exit {
             dry_run,
             older_than,
         } => commands::prune::run(dry_run, older_than),
-        Command::Log { days, session } => commands::log::run(days, session),
+        Command::Log {
+            days,
+            session,
+            json,
+        } => commands::log::run(days, session, json),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {
             transcript,

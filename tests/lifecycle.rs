@@ -612,3 +612,101 @@ fn version_names_the_version_and_the_commit() {
         "{run:?}"
     );
 }
+
+/// `log --json`, decoded strictly: any other field fails the test.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogReport {
+    entries: Vec<LogEntry>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct LogEntry {
+    date: String,
+    time: String,
+    session: String,
+    kind: String,
+    compaction: Option<u64>,
+    trigger: Option<String>,
+    retry_of: Option<String>,
+    retried_at: Option<String>,
+    project: Option<String>,
+    branch: Option<String>,
+    checkpoint: Option<String>,
+    summary_chars: Option<u64>,
+    summary: Option<String>,
+    text: String,
+}
+
+/// Issue 20, item 5: the summary's first line is shown (sanitised), `log --json` exists, and an
+/// attempt that failed (PreCompact with no compact_boundary after it, then PreCompact again for
+/// the same compaction) is shown as a failed attempt, so `#1` appears once as a compaction.
+#[test]
+fn log_shows_summaries_failed_attempts_and_json() {
+    let env = env();
+    let t = transcript(&env);
+    compact_at(&env, -120, SESSION, &t);
+    // The compaction failed: no boundary; the session went on, and it is tried again.
+    append_lines(&t, &[assistant_line(150_000, &time_from_now(-90))]);
+    compact_at(&env, -60, SESSION, &t);
+    let mut post = fixture_json("PostCompact-auto.json");
+    post["session_id"] = json!(SESSION);
+    post["compact_summary"] = json!(
+        "<analysis>\n\n## Fixed the \u{1b}[31mparser\u{202e} precedence bug\nThen the lexer."
+    );
+    ok(&env.run_at(-30, &["postcompact"], post.to_string()));
+
+    let run = env.run(&["log"], "");
+    ok(&run);
+    let text = &run.stdout;
+    assert_eq!(text.matches("· compaction #1 (auto)").count(), 2, "{text}");
+    assert_eq!(
+        text.matches(" · failed attempt: no compact_boundary followed it (tried again at ")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(" · after a failed attempt at ").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "· session 225d8c26 · compaction summary (62 characters): Fixed the parser precedence bug\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text:?}"
+    );
+
+    let run = env.run(&["log", "--json", "--session", SESSION], "");
+    ok(&run);
+    let report: LogReport = serde_json::from_str(&run.stdout).unwrap();
+    let kinds: Vec<&str> = report.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["failed_attempt", "compaction", "summary"]);
+    let (failed, done, summary) = (&report.entries[0], &report.entries[1], &report.entries[2]);
+    assert_eq!((failed.compaction, done.compaction), (Some(1), Some(1)));
+    assert_eq!(failed.retried_at.as_deref(), Some(done.time.as_str()));
+    assert_eq!(done.retry_of.as_deref(), Some(failed.time.as_str()));
+    assert_eq!(done.trigger.as_deref(), Some("auto"));
+    assert_eq!(done.project.as_deref(), Some(CWD));
+    assert_eq!(done.branch.as_deref(), Some("HEAD"));
+    assert!(done.checkpoint.as_deref().unwrap().ends_with("cp_002.json"));
+    assert_eq!(
+        (summary.summary_chars, summary.summary.as_deref()),
+        (Some(62), Some("Fixed the parser precedence bug"))
+    );
+    assert_eq!(summary.session, "225d8c26");
+    // Nothing yet: an empty list, not a sentence.
+    let run = env.run(&["log", "--json", "--session", "nobody"], "");
+    ok(&run);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap(),
+        json!({"entries": []})
+    );
+}
