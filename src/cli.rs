@@ -124,11 +124,18 @@ client ignores a settings file naming an event it does not know)."
     },
     /// Remove exactly what install added (restoring a wrapped status line)
     #[command(
-        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project"
+        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n\n\
+The settings' backups stay beside them (at most two: the settings before ctxguard first changed \
+them, and the newest). --purge also removes ctxguard's state directory ($CTXGUARD_HOME, default \
+~/.claude-memory/ctxguard) after saying what it holds: only ctxguard's own entries, never a \
+memory file."
     )]
     Uninstall {
         #[command(flatten)]
         target: SettingsTarget,
+        /// Also remove ctxguard's state directory (sessions, checkpoints, logs, indexes, its config)
+        #[arg(long)]
+        purge: bool,
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(

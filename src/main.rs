@@ -118,7 +118,7 @@ fn run() -> Exit {
             };
             commands::install::install(&target, mode, client_version.as_deref())
         }
-        Command::Uninstall { target } => commands::install::uninstall(&target),
+        Command::Uninstall { target, purge } => commands::install::uninstall(&target, purge),
         Command::Doctor {
             json,
             client_version,
