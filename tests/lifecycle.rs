@@ -710,3 +710,44 @@ fn log_shows_summaries_failed_attempts_and_json() {
         json!({"entries": []})
     );
 }
+
+/// Issue 20, item 2: `status --limit N` read every marker of the newest hour, so with every
+/// session active in the same hour it read them all. Now it reads the newest N: a corrupt marker
+/// further down is never read (no warning), while `--all` reads and reports it.
+#[test]
+fn status_limit_reads_only_the_newest_even_when_all_share_an_hour() {
+    let env = env();
+    let hour = "2026-11-21T20";
+    let at = |i: usize| format!("{hour}:{:02}:{:02}Z", i / 2, (i % 2) * 30);
+    let run_at = |time: &str, args: &[&str], stdin: String| {
+        let mut cmd = env.command(args);
+        cmd.env("CTXGUARD_NOW", time);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let out = feed(cmd, stdin).wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sessions: Vec<String> = (0..40).map(|i| format!("s{i:02}")).collect();
+    for (i, id) in sessions.iter().enumerate() {
+        let p = statusline_payload(id, Some(50_000), Some(200_000));
+        run_at(&at(i), &["statusline"], p.to_string());
+    }
+    // The daily pass completes the buckets.
+    run_at(&format!("{hour}:59:00Z"), &["prune"], String::new());
+    fs::write(env.marker_path("s10"), "{not json").unwrap();
+    let mut cmd = env.command(&["status", "--json", "--limit", "5"]);
+    cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "s10 is never read");
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ids(&status), ["s39", "s38", "s37", "s36", "s35"]);
+    assert_eq!(status["more"], true);
+    let mut cmd = env.command(&["status", "--json", "--all"]);
+    cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
+    let out = cmd.output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/s10/marker.json is corrupt"),
+        "{out:?}"
+    );
+}

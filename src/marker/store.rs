@@ -138,12 +138,10 @@ impl Store {
             let mut bytes = serde_json::to_vec_pretty(&next).context("encoding marker")?;
             bytes.push(b'\n');
             files::write_atomic(&self.marker_path(), &bytes, false)?;
-            // The first save of an hour puts the session in that hour's bucket, for `status`.
-            if let Some(at) = next.updated_at {
-                if !activity::same_hour(current.updated_at, at) {
-                    if let Err(e) = activity::touch(&self.root, &self.name(), at) {
-                        diag.note(format!("{e:#}"));
-                    }
+            // The session's entry in the activity buckets follows its last save, for `status`.
+            if let Some(at) = next.updated_at.filter(|at| current.updated_at != Some(*at)) {
+                if let Err(e) = activity::moved(&self.root, &self.name(), current.updated_at, at) {
+                    diag.note(format!("{e:#}"));
                 }
             }
         }
