@@ -466,9 +466,12 @@ pub fn remove_locked_dir(dir: &Path, lock: File, lock_path: &Path) -> Result<()>
     Ok(())
 }
 
-/// Is the flag file at `path` set (a regular file, never a link)?
-pub fn flag_is_set(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+/// Is the flag file at `path` (under the state root `root`) set: a regular file, never a link,
+/// in directories that are not links either?
+pub fn flag_is_set(root: &Path, path: &Path) -> bool {
+    path.parent()
+        .is_none_or(|dir| refuse_symlinked_dirs(root, dir).is_ok())
+        && fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Sets the flag file at `path` (an empty private file), creating its state directory.

@@ -60,7 +60,7 @@ fn complete_path(root: &Path) -> PathBuf {
 
 /// Is every session with a checkpoint in the index?
 pub fn complete(paths: &Paths) -> bool {
-    files::flag_is_set(&complete_path(paths.root()))
+    files::flag_is_set(paths.root(), &complete_path(paths.root()))
 }
 
 /// Marks the index complete (after a full pass recorded every session).

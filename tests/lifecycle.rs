@@ -739,7 +739,11 @@ fn status_limit_reads_only_the_newest_even_when_all_share_an_hour() {
     cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "s10 is never read");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "s10 is never read"
+    );
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ids(&status), ["s39", "s38", "s37", "s36", "s35"]);
     assert_eq!(status["more"], true);

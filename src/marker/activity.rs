@@ -92,7 +92,7 @@ pub fn moved(
 
 /// Does every session have its buckets?
 pub fn complete(paths: &Paths) -> bool {
-    files::flag_is_set(&complete_path(paths.root()))
+    files::flag_is_set(paths.root(), &complete_path(paths.root()))
 }
 
 /// Marks the buckets complete (after a full pass added every session).
