@@ -320,13 +320,16 @@ fn apply(
 
 /// Where a program that settings name is, as the settings module asks about it: `~/rest`
 /// under the home directory, a bare name at its first executable on `PATH` (as the shell finds
-/// it), anything else as written.
+/// it), anything else as written; on Windows with the extension it would be run with.
 fn program_file(program: &str, env: &Env) -> Option<PathBuf> {
-    if let Some(rest) = program.strip_prefix("~/") {
-        return Some(env.home.as_ref()?.join(rest));
-    }
-    if program.contains(['/', '\\']) {
-        return Some(PathBuf::from(program));
+    let written = match program.strip_prefix("~/") {
+        Some(rest) => Some(env.home.as_ref()?.join(rest)),
+        None if program.contains(['/', '\\']) => Some(PathBuf::from(program)),
+        None => None,
+    };
+    if let Some(path) = written {
+        let candidates = files::program_candidates(path.clone());
+        return Some(candidates.into_iter().find(|p| p.is_file()).unwrap_or(path));
     }
     env.search_path
         .iter()
