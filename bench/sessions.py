@@ -8,10 +8,12 @@ reports usage through `statusline` at its own time (evenly over the last 29 days
 default retention), working in one of 50 directories (5 for 10 sessions); every tenth one ends
 with `sessionend` (a final checkpoint, recorded in its directory's index). Then `prune` runs once
 (the daily pass: it removes nothing here, and completes the indexes, as the first SessionEnd of
-the day does). Then it times, as fresh processes with stdin from a file (os.posix_spawn, no
-shell): SessionStart(clear) of a new session in one of those directories, and `status --limit
-20`; for reference, the same SessionStart before the index is complete (every marker read, as
-ctxguard did before the index), and `status --all`.
+the day does). A third directory holds 10,000 sessions all active in the last hour (scripted
+`claude -p` runs, say), built the same way. Then it times, as fresh processes with stdin from a
+file (os.posix_spawn, no shell): SessionStart(clear) of a new session in one of those
+directories, and `status --limit 20` (also in the one-hour directory); for reference, the same
+SessionStart before the index is complete (every marker read, as ctxguard did before the
+index), and `status --all`.
 
 Writes a markdown section to OUT.md and prints it.
 """
@@ -72,8 +74,8 @@ def timed_pair(argv, envs, stdin_paths, runs=RUNS):
     return out
 
 
-def build(n, work):
-    """A state directory with n sessions, made by the binary."""
+def build(n, work, span):
+    """A state directory with n sessions active over `span` before NOW, made by the binary."""
     home = os.path.join(work, "home")
     os.makedirs(home, exist_ok=True)
     env = {"HOME": home, "CTXGUARD_HOME": os.path.join(work, "state"), "TZ": "UTC",
@@ -89,7 +91,7 @@ def build(n, work):
         f.write(json.dumps(line) + "\n")
     dirs = 50 if n >= 1000 else 5
     for i in range(n):
-        at = NOW - SPAN + SPAN * i / n
+        at = NOW - span + span * i / n
         sid = f"bench-{i:05d}-0000-4000-8000-000000000000"
         cwd = f"/bench/proj-{i % dirs:02d}"
         env["CTXGUARD_NOW"] = at.isoformat()
@@ -107,11 +109,11 @@ def build(n, work):
     return env
 
 
-def prepare(n):
-    """The state directory for n sessions, and the SessionStart payload file."""
+def prepare(n, span=SPAN):
+    """The state directory for n sessions over `span`, and the SessionStart payload file."""
     work = tempfile.mkdtemp(prefix=f"ctxguard-bench-{n}-")
     started = time.time()
-    env = build(n, work)
+    env = build(n, work, span)
     with open(os.path.join(FX, "SessionStart-compact.json")) as f:
         start = json.load(f)
     start.update(session_id="bench-new-session", source="clear", cwd="/bench/proj-00")
@@ -121,8 +123,8 @@ def prepare(n):
     return {"work": work, "env": env, "start": start_path, "build_s": time.time() - started}
 
 
-def measure(small, large):
-    """Every command in both state directories."""
+def measure(small, large, dense):
+    """Every command in both state directories (`status --limit 20` also in the one-hour one)."""
     envs = (small["env"], large["env"])
     starts = (small["start"], large["start"])
     nothing = ("/dev/null", "/dev/null")
@@ -130,6 +132,9 @@ def measure(small, large):
         "floor": timed_pair(["/bin/true"], envs, nothing),
         "start": timed_pair([BIN, "sessionstart"], envs, starts),
         "status": timed_pair([BIN, "status", "--limit", "20"], envs, nothing),
+        "status_dense": timed_pair(
+            [BIN, "status", "--limit", "20"], (small["env"], dense["env"]), nothing
+        ),
     }
     # For reference: the same SessionStart while the index is not complete (every marker read).
     for env in envs:
@@ -150,15 +155,17 @@ def ms(v):
 
 def main():
     small, large = prepare(10), prepare(LARGE)
+    dense = prepare(LARGE, timedelta(hours=1))
     try:
-        results = measure(small, large)
+        results = measure(small, large, dense)
     finally:
-        for d in (small, large):
+        for d in (small, large, dense):
             shutil.rmtree(d["work"], ignore_errors=True)
     rows = [
         ("`/bin/true` (the floor: starting a process)", "floor"),
         ("SessionStart(`clear`): the previous session of the directory, through its index", "start"),
         ("`status --limit 20`: the newest 20, through the activity buckets", "status"),
+        (f"`status --limit 20`, the {LARGE:,} sessions all active in the last hour", "status_dense"),
         ("for reference: SessionStart(`clear`) reading every marker (index not complete yet)", "start_scan"),
         ("for reference: `status --all` (every marker)", "status_all"),
     ]
@@ -169,7 +176,8 @@ def main():
         "command in each directory, interleaved, fresh processes, stdin from a file, no shell). Each state directory is made by "
         "the binary: every session reports usage through `statusline` at its own time over 29 "
         "days, in one of 50 directories (5 for 10 sessions); every tenth ends with `sessionend` "
-        "(a checkpoint); then `prune` once (the daily pass, which completes the indexes).",
+        "(a checkpoint); then `prune` once (the daily pass, which completes the indexes). A third "
+        f"directory holds {LARGE:,} sessions made the same way but all in the last hour.",
         "",
         f"| command | 10 sessions (median, p95) | {LARGE:,} sessions (median, p95) | {LARGE:,} / 10 |",
         "|---|---:|---:|---:|",
@@ -180,6 +188,8 @@ def main():
     budget = [
         (f"SessionStart(`clear`) at {LARGE:,} ≤ 1.5× at 10", results["start"][1][0] / results["start"][0][0]),
         (f"`status --limit 20` at {LARGE:,} ≤ 1.5× at 10", results["status"][1][0] / results["status"][0][0]),
+        (f"`status --limit 20` at {LARGE:,} in one hour ≤ 1.5× at 10",
+         results["status_dense"][1][0] / results["status_dense"][0][0]),
     ]
     lines += ["", "| budget | result | |", "|---|---|---|"]
     for label, ratio in budget:

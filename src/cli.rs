@@ -64,13 +64,17 @@ recovery is still pending is never removed, nor one a hook is working on."
         /// List what would be removed, and remove nothing
         #[arg(long)]
         dry_run: bool,
-        /// Remove what is older than this many days (default: `retention_days` from the config, 30)
-        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..))]
+        /// Remove what is older than this many days (default: `retention_days` from the config,
+        /// 30); 0 removes every idle session (a pending recovery is still kept)
+        #[arg(long, value_name = "DAYS", value_parser = days, allow_hyphen_values = true)]
         older_than: Option<u64>,
     },
     /// Print the daily log: one entry per compaction
     #[command(
-        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567"
+        after_help = "Examples:\n  ctxguard log\n  ctxguard log --days 7\n  ctxguard log --session 225d8c26-5cbd-4b52-b720-e8fe94443567\n  ctxguard log --days 30 --json\n\n\
+Each compaction, with the first line of the summary the client made of it. An attempt that \
+failed (no compact_boundary followed its PreCompact, and the compaction was tried again) is \
+shown as a failed attempt, not as a second compaction of the same number."
     )]
     Log {
         /// The last N days, today included, oldest first
@@ -79,6 +83,9 @@ recovery is still pending is never removed, nor one a hook is working on."
         /// Only the entries of this session
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Print {"entries":[...]} as JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Put a session's marker (or every session's) back to idle
     #[command(
@@ -117,11 +124,18 @@ client ignores a settings file naming an event it does not know)."
     },
     /// Remove exactly what install added (restoring a wrapped status line)
     #[command(
-        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project"
+        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n\n\
+The settings' backups stay beside them (at most two: the settings before ctxguard first changed \
+them, and the newest). --purge also removes ctxguard's state directory ($CTXGUARD_HOME, default \
+~/.claude-memory/ctxguard) after saying what it holds: only ctxguard's own entries, never a \
+memory file."
     )]
     Uninstall {
         #[command(flatten)]
         target: SettingsTarget,
+        /// Also remove ctxguard's state directory (sessions, checkpoints, logs, indexes, its config)
+        #[arg(long)]
+        purge: bool,
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(
@@ -193,6 +207,29 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
     },
 }
 
+/// The most days `prune --older-than` takes: a hundred years.
+pub const MAX_DAYS: u64 = 36_500;
+
+/// `--older-than DAYS`: a whole number of days, 0 to [`MAX_DAYS`], with a message a person can
+/// act on for anything else (clap's own says only that the value is not in a range).
+fn days(value: &str) -> Result<u64, String> {
+    let hint = format!(
+        "a whole number of days from 0 to {MAX_DAYS} (0: every idle session), e.g. --older-than 7"
+    );
+    let trimmed = value.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!("{value:?} is negative; give {hint}"));
+    }
+    match trimmed.parse::<u64>() {
+        Ok(days) if days <= MAX_DAYS => Ok(days),
+        Ok(_) => Err(format!("{value} days is more than {MAX_DAYS}; give {hint}")),
+        Err(_) if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("{value} days is more than {MAX_DAYS}; give {hint}"))
+        }
+        Err(_) => Err(format!("{value:?} is not a number of days; give {hint}")),
+    }
+}
+
 /// Which settings file `install` and `uninstall` edit, and whether to write it.
 #[derive(Debug, clap::Args)]
 pub struct SettingsTarget {
@@ -231,4 +268,31 @@ pub enum CheckpointCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_whole_numbers_from_zero_to_a_hundred_years() {
+        assert_eq!(days("0"), Ok(0));
+        assert_eq!(days("30"), Ok(30));
+        assert_eq!(days(" 7 "), Ok(7));
+        assert_eq!(days("36500"), Ok(MAX_DAYS));
+        for (bad, says) in [
+            ("-1", "\"-1\" is negative"),
+            ("36501", "36501 days is more than 36500"),
+            ("184467440737095516160", "is more than 36500"),
+            ("7d", "\"7d\" is not a number of days"),
+            ("", "\"\" is not a number of days"),
+            ("1.5", "\"1.5\" is not a number of days"),
+        ] {
+            let err = days(bad).unwrap_err();
+            assert!(
+                err.contains(says) && err.ends_with("e.g. --older-than 7"),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

@@ -3,12 +3,11 @@
 //! recovery blocks. Entries are separated by a blank line and name their session by the first 8
 //! characters of its id ([`short_id`]). Retention removes the logs of days past its cutoff.
 
-use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, Local, NaiveDate};
+use chrono::{DateTime, Local, NaiveDate, Utc};
 
 use crate::checkpoint::Checkpoint;
 use crate::files;
@@ -35,15 +34,8 @@ fn date_of(name: &str) -> Option<NaiveDate> {
 
 /// Every daily log (regular files named by a date), oldest first.
 pub fn list(paths: &Paths) -> Result<Vec<(NaiveDate, PathBuf)>> {
-    let dir = dir(paths);
-    files::refuse_symlinked_dirs(paths.root(), &dir)?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    let mut logs: Vec<(NaiveDate, PathBuf)> = entries
-        .flatten()
+    let mut logs: Vec<(NaiveDate, PathBuf)> = files::list_state_dir(paths.root(), &dir(paths))?
+        .into_iter()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| Some((date_of(e.file_name().to_str()?)?, e.path())))
         .collect();
@@ -76,12 +68,26 @@ pub fn is_about(entry: &str, session_id: &str) -> bool {
     first.contains(&format!(" · session {} · ", short_id(session_id)))
 }
 
-/// The entry for one checkpoint.
-pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
+/// What a compaction entry's header adds when the attempt before it failed: that attempt's
+/// time follows.
+const RETRY: &str = " · after a failed attempt at ";
+
+/// The entry for one checkpoint. `retry_of`: the time of the attempt at this compaction that
+/// failed, when this one repeats it (a repeated `PreCompact`: no `compact_boundary` followed the
+/// one before).
+pub fn entry(
+    cp: &Checkpoint,
+    cp_path: &Path,
+    at: DateTime<Local>,
+    retry_of: Option<DateTime<Utc>>,
+) -> String {
     let m = &cp.meta;
     let short_id = short_id(&m.session_id);
+    let retry = retry_of
+        .map(|t| format!("{RETRY}{}", t.with_timezone(&Local).format("%H:%M")))
+        .unwrap_or_default();
     let mut out = format!(
-        "## {} · session {short_id} · compaction #{} ({})\n",
+        "## {} · session {short_id} · compaction #{} ({}){retry}\n",
         at.format("%H:%M"),
         m.compaction,
         if m.trigger.is_empty() {
@@ -117,6 +123,149 @@ pub fn entry(cp: &Checkpoint, cp_path: &Path, at: DateTime<Local>) -> String {
     ));
     out.push_str(&format!("- checkpoint: {}\n\n", cp_path.display()));
     out
+}
+
+/// A compaction summary's first line worth showing, at most this many characters.
+const HEADLINE_CHARS: usize = 160;
+
+/// The first line of a compaction summary that says something, sanitised and cut: blank lines,
+/// lone tags (`<analysis>`, `<summary>`), one-word labels (`Analysis:`) and the client's "This
+/// session is being continued…" preamble are passed over; heading marks are dropped.
+pub fn summary_headline(summary: &str) -> Option<String> {
+    summary
+        .lines()
+        .map(|l| sanitize(l, true))
+        .map(|l| l.trim().trim_start_matches('#').trim().to_string())
+        .find(|l| {
+            let lone_tag = l.starts_with('<') && l.ends_with('>') && !l.contains(' ');
+            let label = l.ends_with(':') && !l.contains(' ');
+            !l.is_empty()
+                && !lone_tag
+                && !label
+                && !l.starts_with("This session is being continued from a previous conversation")
+        })
+        .map(|l| cut(&l, HEADLINE_CHARS))
+}
+
+/// The log line `PostCompact` writes for a compaction's summary of `chars` characters.
+pub fn summary_line(session_id: &str, at: DateTime<Local>, chars: usize, summary: &str) -> String {
+    let headline = summary_headline(summary)
+        .map(|h| format!(": {h}"))
+        .unwrap_or_default();
+    format!(
+        "- {} · session {} · compaction summary ({chars} characters){headline}\n\n",
+        at.format("%H:%M"),
+        short_id(session_id)
+    )
+}
+
+/// What one entry of a daily log is, read back from its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// `## HH:MM · session X · compaction #N (trigger)`, with the time of the failed attempt it
+    /// repeats, if any.
+    Compaction {
+        number: u64,
+        trigger: String,
+        retry_of: Option<String>,
+    },
+    /// `- HH:MM · session X · compaction summary (N characters): first line` (before 0.1.1:
+    /// `compaction summary: N characters`).
+    Summary {
+        chars: Option<u64>,
+        headline: Option<String>,
+    },
+    /// Anything else (written by hand, or by a later version).
+    Other,
+}
+
+/// One entry: its time, the session's short id, what it is, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub time: String,
+    pub session: String,
+    pub kind: Kind,
+    pub text: &'a str,
+}
+
+impl Entry<'_> {
+    /// The value of the entry's `- key: value` line, if it has one.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.text
+            .lines()
+            .skip(1)
+            .find_map(|l| l.strip_prefix("- ")?.strip_prefix(key)?.strip_prefix(": "))
+    }
+}
+
+/// Reads an entry's header back (see [`entry`] and [`summary_line`]).
+pub fn parse(text: &str) -> Entry<'_> {
+    let first = text.lines().next().unwrap_or("");
+    let header = first
+        .strip_prefix("## ")
+        .or_else(|| first.strip_prefix("- "))
+        .unwrap_or(first);
+    let mut parts = header.splitn(3, " · ");
+    let (time, session, rest) = (parts.next(), parts.next(), parts.next());
+    let session = session.and_then(|s| s.strip_prefix("session "));
+    let (Some(time), Some(session), Some(rest)) = (time, session, rest) else {
+        return Entry {
+            time: String::new(),
+            session: String::new(),
+            kind: Kind::Other,
+            text,
+        };
+    };
+    let kind = if let Some(rest) = rest.strip_prefix("compaction #") {
+        let (what, retry_of) = match rest.split_once(RETRY) {
+            Some((what, at)) => (what, Some(at.to_string())),
+            None => (rest, None),
+        };
+        let (number, trigger) = what.split_once(' ').unwrap_or((what, ""));
+        match number.parse() {
+            Ok(number) => Kind::Compaction {
+                number,
+                trigger: trigger
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+                    .to_string(),
+                retry_of,
+            },
+            Err(_) => Kind::Other,
+        }
+    } else if let Some(rest) = rest.strip_prefix("compaction summary") {
+        let digits = |s: &str| -> Option<u64> {
+            s.trim_start_matches([' ', '(', ':'])
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        };
+        match rest.strip_prefix(" (") {
+            Some(now) => {
+                let (count, headline) = now.split_once(')').unwrap_or((now, ""));
+                Kind::Summary {
+                    chars: digits(count),
+                    headline: headline
+                        .strip_prefix(": ")
+                        .map(str::to_string)
+                        .filter(|h| !h.is_empty()),
+                }
+            }
+            None => Kind::Summary {
+                chars: digits(rest),
+                headline: None,
+            },
+        }
+    } else {
+        Kind::Other
+    };
+    Entry {
+        time: time.to_string(),
+        session: session.to_string(),
+        kind,
+        text,
+    }
 }
 
 /// Appends `text` to the day's log in one write (`O_APPEND`), creating it 0600.
@@ -160,5 +309,70 @@ mod tests {
             .collect();
         assert_eq!(mine.len(), 2);
         assert!(!is_about(all[2], "225d8c26"));
+        // Read back: an old summary line says only its size.
+        assert_eq!(
+            parse(all[1]).kind,
+            Kind::Summary {
+                chars: Some(10),
+                headline: None
+            }
+        );
+        assert_eq!(
+            parse(all[0]),
+            Entry {
+                time: "19:50".into(),
+                session: "225d8c26".into(),
+                kind: Kind::Compaction {
+                    number: 1,
+                    trigger: "manual".into(),
+                    retry_of: None
+                },
+                text: all[0],
+            }
+        );
+        assert_eq!(parse(all[0]).field("project"), Some("/p"));
+        assert_eq!(parse("a note by hand").kind, Kind::Other);
+    }
+
+    #[test]
+    fn summaries_and_retries_are_written_and_read_back() {
+        let at = Local::now();
+        let summary =
+            "<analysis>\n\n# Fixed the \u{1b}[31mparser\u{202e} precedence bug\nThen more.";
+        let line = summary_line("225d8c26-5cbd", at, 42, summary);
+        assert!(
+            line.ends_with(" · session 225d8c26 · compaction summary (42 characters): Fixed the parser precedence bug\n\n"),
+            "{line:?}"
+        );
+        assert_eq!(
+            parse(line.trim_end()).kind,
+            Kind::Summary {
+                chars: Some(42),
+                headline: Some("Fixed the parser precedence bug".into())
+            }
+        );
+        let preamble = "This session is being continued from a previous conversation that ran \
+                        out of context.\n\nAnalysis:\nLet me look.";
+        assert_eq!(summary_headline(preamble).as_deref(), Some("Let me look."));
+        assert_eq!(summary_headline("\n \n<summary>\n"), None);
+        assert_eq!(
+            summary_headline(&"x".repeat(500)).map(|h| h.chars().count()),
+            Some(HEADLINE_CHARS)
+        );
+        let line = summary_line("s", at, 0, "");
+        assert!(
+            line.ends_with("compaction summary (0 characters)\n\n"),
+            "{line:?}"
+        );
+
+        let text = "## 20:01 · session 225d8c26 · compaction #1 (auto) · after a failed attempt at 19:59\n- project: /p";
+        assert_eq!(
+            parse(text).kind,
+            Kind::Compaction {
+                number: 1,
+                trigger: "auto".into(),
+                retry_of: Some("19:59".into())
+            }
+        );
     }
 }

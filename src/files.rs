@@ -4,6 +4,12 @@
 //! state root someone else owns (or, on Windows, may write in) is refused; writes are atomic;
 //! and a transcript path that is a FIFO or a device can never make a hook block.
 //!
+//! One rule for every directory under the state root, on reads as on writes: it is used only
+//! once seen to be a real directory, never a link. Writes go through [`ensure_state_dir`]; reads
+//! of a file through [`read_state_file_in`] and listings through [`list_state_dir`], which check
+//! every directory between the root and the path; a directory found in such a listing is used
+//! only when its entry is a real directory (`DirEntry::file_type` does not follow links).
+//!
 //! What differs between platforms is in two small layers with the same functions, `unix` and
 //! `windows` (see each for how it keeps the rules); everything here is shared.
 
@@ -155,6 +161,20 @@ pub fn refuse_symlinked_dirs(root: &Path, dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The entries of `dir`, a directory at or under the state root `root` (none when it does not
+/// exist), after checking that no directory between the root and it is a symbolic link.
+pub fn list_state_dir(root: &Path, dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    refuse_symlinked_dirs(root, dir)?;
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    entries
+        .map(|e| e.with_context(|| format!("listing {}", dir.display())))
+        .collect()
 }
 
 /// [`read_state_file`] for a file under the state root: no directory between the root and the
@@ -446,9 +466,12 @@ pub fn remove_locked_dir(dir: &Path, lock: File, lock_path: &Path) -> Result<()>
     Ok(())
 }
 
-/// Is the flag file at `path` set (a regular file, never a link)?
-pub fn flag_is_set(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+/// Is the flag file at `path` (under the state root `root`) set: a regular file, never a link,
+/// in directories that are not links either?
+pub fn flag_is_set(root: &Path, path: &Path) -> bool {
+    path.parent()
+        .is_none_or(|dir| refuse_symlinked_dirs(root, dir).is_ok())
+        && fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Sets the flag file at `path` (an empty private file), creating its state directory.

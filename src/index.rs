@@ -10,8 +10,6 @@
 //! [`sessions_in`] falls back to reading every marker. Retention drops the entries of the
 //! sessions it removes ([`sweep`]).
 
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -62,7 +60,7 @@ fn complete_path(root: &Path) -> PathBuf {
 
 /// Is every session with a checkpoint in the index?
 pub fn complete(paths: &Paths) -> bool {
-    files::flag_is_set(&complete_path(paths.root()))
+    files::flag_is_set(paths.root(), &complete_path(paths.root()))
 }
 
 /// Marks the index complete (after a full pass recorded every session).
@@ -157,14 +155,8 @@ pub fn sessions_in(
 pub fn sweep(paths: &Paths, keep: impl Fn(&Entry) -> bool) -> Result<usize> {
     let root = paths.root();
     let base = dir(root);
-    files::refuse_symlinked_dirs(root, &base)?;
-    let entries = match fs::read_dir(&base) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", base.display())),
-    };
     let mut dropped = 0;
-    for entry in entries.flatten() {
+    for entry in files::list_state_dir(root, &base)? {
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
@@ -194,6 +186,7 @@ pub fn sweep(paths: &Paths, keep: impl Fn(&Entry) -> bool) -> Result<usize> {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use std::fs;
 
     fn t(secs: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()

@@ -118,7 +118,7 @@ fn run() -> Exit {
             };
             commands::install::install(&target, mode, client_version.as_deref())
         }
-        Command::Uninstall { target } => commands::install::uninstall(&target),
+        Command::Uninstall { target, purge } => commands::install::uninstall(&target, purge),
         Command::Doctor {
             json,
             client_version,
@@ -152,7 +152,11 @@ fn run() -> Exit {
             dry_run,
             older_than,
         } => commands::prune::run(dry_run, older_than),
-        Command::Log { days, session } => commands::log::run(days, session),
+        Command::Log {
+            days,
+            session,
+            json,
+        } => commands::log::run(days, session, json),
         Command::Reset { session, all } => commands::reset::run(session, all),
         Command::Usage {
             transcript,

@@ -17,7 +17,6 @@
 //! every pass removes old logs and the buckets' and index's entries of sessions that are gone.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -85,14 +84,17 @@ impl Cutoff {
     /// Sessions idle more than `days` days and logs of days more than `days` ago, from `now`;
     /// `None` for 0 (keep everything).
     pub fn days(days: u64, now: DateTime<Utc>) -> Option<Cutoff> {
-        if days == 0 {
-            return None;
-        }
+        (days > 0).then(|| Cutoff::age(days, now))
+    }
+
+    /// Sessions idle more than `days` days and logs of days more than `days` ago, from `now`;
+    /// 0 is every idle session and every log before today (`prune --older-than 0`).
+    pub fn age(days: u64, now: DateTime<Utc>) -> Cutoff {
         let age = Duration::days(i64::try_from(days).unwrap_or(i64::MAX).min(365_000));
-        Some(Cutoff {
+        Cutoff {
             idle_before: now - age,
             logs_before: now.with_timezone(&Local).date_naive() - age,
-        })
+        }
     }
 }
 
@@ -237,27 +239,21 @@ pub fn pass(
 
 /// The names of the real directories in `dir` (none if it does not exist).
 fn dir_names(root: &Path, dir: &Path) -> Result<Vec<String>> {
-    files::refuse_symlinked_dirs(root, dir)?;
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    Ok(entries
-        .flatten()
+    Ok(files::list_state_dir(root, dir)?
+        .into_iter()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| !n.starts_with('.'))
         .collect())
 }
 
-/// The newest modification time of a directory and the files directly in it.
-fn newest_mtime(dir: &Path) -> Option<DateTime<Utc>> {
+/// The newest modification time of a directory under the state root `root` and the files
+/// directly in it (none through a link).
+fn newest_mtime(root: &Path, dir: &Path) -> Option<DateTime<Utc>> {
     let mtime = |m: fs::Metadata| m.modified().ok();
     let own = fs::symlink_metadata(dir).ok().and_then(mtime);
-    let inside = fs::read_dir(dir)
+    let inside = files::list_state_dir(root, dir)
         .into_iter()
-        .flatten()
         .flatten()
         .filter_map(|e| e.metadata().ok().and_then(mtime));
     own.into_iter()
@@ -266,11 +262,11 @@ fn newest_mtime(dir: &Path) -> Option<DateTime<Utc>> {
         .map(|t: SystemTime| DateTime::<Utc>::from(t))
 }
 
-/// The checkpoint files (`cp_NNN.json`) in a session's checkpoint directory.
-fn count_checkpoints(dir: &Path) -> usize {
-    fs::read_dir(dir)
+/// The checkpoint files (`cp_NNN.json`) in a session's checkpoint directory (none through a
+/// link).
+fn count_checkpoints(root: &Path, dir: &Path) -> usize {
+    files::list_state_dir(root, dir)
         .into_iter()
-        .flatten()
         .flatten()
         .filter(|e| {
             let name = e.file_name();
@@ -282,8 +278,8 @@ fn count_checkpoints(dir: &Path) -> usize {
 
 /// When the session was last active: its marker's `updated_at` (every change sets it), else
 /// the newest file in its directory.
-fn last_active(m: &Marker, dir: &Path) -> Option<DateTime<Utc>> {
-    m.updated_at.or_else(|| newest_mtime(dir))
+fn last_active(root: &Path, m: &Marker, dir: &Path) -> Option<DateTime<Utc>> {
+    m.updated_at.or_else(|| newest_mtime(root, dir))
 }
 
 /// Puts a session from before the indexes existed into them: its activity bucket, and, when
@@ -301,7 +297,7 @@ fn index_session(paths: &Paths, name: &str, m: &Marker, now: DateTime<Utc>) -> R
     {
         return Ok(());
     }
-    if let Ok(Some(cp)) = checkpoint::load(Path::new(path)) {
+    if let Ok(Some(cp)) = checkpoint::load(paths.root(), Path::new(path)) {
         if let Some(at) = cp.meta.created_at {
             index::record(paths, &cp.meta.cwd, &m.session_id, at)?;
         }
@@ -344,10 +340,10 @@ fn step(
         let (marker, last) = if has_session {
             match store.peek() {
                 Ok(Some(m)) => {
-                    let last = last_active(&m, store.dir());
+                    let last = last_active(root, &m, store.dir());
                     (Some(m), last)
                 }
-                Ok(None) => (None, newest_mtime(store.dir())),
+                Ok(None) => (None, newest_mtime(root, store.dir())),
                 Err(e) => {
                     if cutoff.is_some() {
                         report.kept.push(Kept {
@@ -359,7 +355,7 @@ fn step(
                 }
             }
         } else {
-            (None, newest_mtime(&cp_dir))
+            (None, newest_mtime(root, &cp_dir))
         };
         let old = match (cutoff, last) {
             (Some(c), Some(last)) => last < c.idle_before,
@@ -384,7 +380,7 @@ fn step(
         let entry = Removed {
             session: session.clone(),
             last_active: last,
-            checkpoints: count_checkpoints(&cp_dir),
+            checkpoints: count_checkpoints(root, &cp_dir),
         };
         if dry_run {
             report.removed.push(entry);
@@ -398,7 +394,9 @@ fn step(
         }
         let still_old = |now_marker: Result<Option<Marker>>| match now_marker {
             Ok(Some(m)) => !m.recovery_pending && m.updated_at.is_some_and(|u| u < c.idle_before),
-            Ok(None) => !has_session || newest_mtime(store.dir()).is_none_or(|t| t < c.idle_before),
+            Ok(None) => {
+                !has_session || newest_mtime(root, store.dir()).is_none_or(|t| t < c.idle_before)
+            }
             Err(_) => false,
         };
         let remove_checkpoints = || match fs::symlink_metadata(&cp_dir) {

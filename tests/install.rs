@@ -236,7 +236,10 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
         run.stdout
     );
     assert!(run.stdout.ends_with("(dry run: nothing written)\n"));
-    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), THEIRS);
+    assert_eq!(
+        read(&settings(&env)),
+        serde_json::from_str::<Value>(THEIRS).unwrap()
+    );
 }
 
 #[test]
@@ -728,20 +731,68 @@ fn backups_made_in_the_same_second_are_all_kept() {
     their_settings_in(&env, None);
     fs::write(settings(&env), THEIRS).unwrap();
     let mut contents = Vec::new();
-    for args in [["install"], ["uninstall"], ["install"], ["uninstall"]] {
+    for args in [["install"], ["uninstall"]] {
         contents.push(fs::read_to_string(settings(&env)).unwrap());
         let run = env.run(&args, "");
         assert_eq!(run.code, 0, "{run:?}");
     }
     let mut b = backups(&env.home().join(".claude"));
     b.sort();
-    assert_eq!(b.len(), 4, "one backup per write, none overwritten: {b:?}");
+    assert_eq!(b.len(), 2, "one backup per write, none overwritten: {b:?}");
     let kept: Vec<String> = b.iter().map(|p| fs::read_to_string(p).unwrap()).collect();
     assert_eq!(
         kept, contents,
         "each backup holds the file as it was, oldest first"
     );
     assert_eq!(kept[0], THEIRS, "the pristine file");
+}
+
+/// Issue 20, item 4: every install and uninstall left one more backup (eight after four
+/// cycles). Now at most two are kept: the settings before ctxguard first changed them, and the
+/// newest; a user's own files beside them are never touched.
+#[test]
+fn repeated_install_uninstall_cycles_keep_two_backups() {
+    let env = TestEnv::new();
+    their_settings_in(&env, None);
+    fs::write(settings(&env), THEIRS).unwrap();
+    let dir = env.home().join(".claude");
+    fs::write(dir.join("settings.json.bak"), "mine").unwrap();
+    let mut before_last = String::new();
+    for cycle in 0..4 {
+        for args in [["install"], ["uninstall"]] {
+            before_last = fs::read_to_string(settings(&env)).unwrap();
+            let run = env.run(&args, "");
+            assert_eq!(run.code, 0, "{run:?}");
+            if cycle > 0 {
+                assert!(
+                    run.stdout
+                        .contains("removed 1 older backup (kept the first"),
+                    "{run:?}"
+                );
+            }
+        }
+    }
+    let mut b = backups(&dir);
+    b.sort();
+    assert_eq!(b.len(), 2, "{b:?}");
+    assert_eq!(
+        fs::read_to_string(&b[0]).unwrap(),
+        THEIRS,
+        "the pristine file"
+    );
+    assert_eq!(
+        fs::read_to_string(&b[1]).unwrap(),
+        before_last,
+        "the newest"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("settings.json.bak")).unwrap(),
+        "mine"
+    );
+    assert_eq!(
+        read(&settings(&env)),
+        serde_json::from_str::<Value>(THEIRS).unwrap()
+    );
 }
 
 /// Two copies under different names (`cg` and `ctxguard`, not links to one file): what one
@@ -1215,4 +1266,244 @@ fn on_windows_install_uses_the_user_profile_and_a_path_with_backslashes() {
     assert_eq!(report["ok"], true, "{report:#}");
     assert_eq!(env.run(&["uninstall"], "").code, 0);
     assert_eq!(read(&settings(&env)), json!({}));
+}
+
+/// The README's "by hand" JSON is exactly what `install` writes for a current client: every
+/// hook (PostCompact and SessionEnd included), in the same order, and the status line.
+#[test]
+fn the_readme_by_hand_json_is_what_install_writes() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let after = readme
+        .split_once("**By hand**, the equivalent of `install`")
+        .expect("the README's by-hand section")
+        .1;
+    let block = after
+        .split_once("```json\n")
+        .unwrap()
+        .1
+        .split_once("```")
+        .unwrap()
+        .0;
+    let bin = bin();
+    // JSON-escaped, as a Windows path would be in the file.
+    let escaped = serde_json::to_string(&bin).unwrap();
+    let by_hand: Value = serde_json::from_str(&block.replace(
+        "\"/home/you/.local/bin/ctxguard",
+        &escaped[..escaped.len() - 1],
+    ))
+    .unwrap();
+    let mut by_hand = by_hand;
+    // The status line is a shell line: the path quoted as install quotes it (a Windows path).
+    assert_eq!(
+        by_hand["statusLine"]["command"],
+        format!("{bin} statusline").as_str()
+    );
+    by_hand["statusLine"]["command"] = json!(format!("{} statusline", sh(&bin)));
+    let env = TestEnv::new();
+    let path = settings(&env);
+    let run = env.run(&["install", "--client-version", "2.1.330"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let installed = read(&path);
+    assert_eq!(by_hand, installed);
+    let events =
+        |v: &Value| -> Vec<String> { v["hooks"].as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        events(&by_hand),
+        [
+            "PreToolUse",
+            "UserPromptSubmit",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "SessionEnd",
+            "Stop"
+        ]
+    );
+    assert_eq!(events(&by_hand), events(&installed));
+}
+
+/// Issue 20, item 8: a copy of ctxguard under another name, reached through `~`, `$HOME` or a
+/// bare name on `PATH`, is recognised like a literal path: install points each entry at itself
+/// in place (never a second entry, never a status line wrapped in itself), and uninstall removes
+/// them all.
+#[test]
+fn copies_reached_through_home_or_path_are_replaced_not_doubled() {
+    let mut env = TestEnv::new();
+    let bin_dir = env.home().join("bin");
+    fs::create_dir_all(&bin_dir).unwrap();
+    let cg = bin_dir.join(format!("cg{}", std::env::consts::EXE_SUFFIX));
+    fs::copy(
+        fs::canonicalize(env!("CARGO_BIN_EXE_ctxguard")).unwrap(),
+        &cg,
+    )
+    .unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path =
+        std::env::join_paths(std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&path)))
+            .unwrap();
+    env.set("PATH", path.to_str().unwrap());
+    let group = |hook: Value| json!([{"hooks": [hook]}]);
+    let written = json!({
+        "statusLine": {"type": "command", "command": "cg statusline"},
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": "~/bin/cg pretooluse"}]}],
+            "PreCompact": [{"matcher": "auto|manual", "hooks": [
+                {"type": "command", "command": "\"$HOME/bin/cg\" precompact"}]}],
+            "SessionStart": group(json!({"type": "command", "command": "cg", "args": ["sessionstart"]})),
+            "SessionEnd": group(json!({"type": "command", "command": "${HOME}/bin/cg sessionend"})),
+        }
+    });
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(
+        settings(&env),
+        serde_json::to_string_pretty(&written).unwrap(),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let run = env.run(&["install", "--client-version", "2.1.330"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let s = read(&settings(&env));
+    let bin = bin();
+    for (event, sub) in [
+        ("PreToolUse", "pretooluse"),
+        ("PreCompact", "precompact"),
+        ("SessionStart", "sessionstart"),
+        ("SessionEnd", "sessionend"),
+        ("UserPromptSubmit", "userpromptsubmit"),
+        ("PostCompact", "postcompact"),
+    ] {
+        let groups = s["hooks"][event].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{event}: {groups:?}");
+        assert_eq!(groups[0]["hooks"], json!([exec(&bin, sub)]), "{event}");
+    }
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!("{} statusline", sh(&bin)).as_str(),
+        "replaced, not wrapped in itself"
+    );
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = read(&settings(&env));
+    assert_eq!(s.get("hooks"), None, "{s}");
+}
+
+/// Issue 20, item 4: `uninstall --purge` also removes ctxguard's state directory, after saying
+/// what it holds, and never a memory file: not the user's `~/.claude-memory/MEMORY.md` beside it,
+/// not one inside it when `CTXGUARD_HOME` is the memory folder itself; a state directory that is
+/// the home directory or Claude Code's is refused before anything changes.
+#[test]
+fn uninstall_purge_removes_the_state_directory_and_never_a_memory_file() {
+    let run_hooks = |env: &TestEnv| {
+        let t = env.write("t.jsonl", &before_first_compaction());
+        for (args, payload) in [
+            (
+                &["precompact"][..],
+                precompact_payload(SESSION, &t, "manual", Value::Null),
+            ),
+            (
+                &["sessionstart"][..],
+                sessionstart_payload(SESSION, "compact", CWD),
+            ),
+            (
+                &["statusline"][..],
+                statusline_payload(SESSION, Some(50_000), Some(200_000)),
+            ),
+        ] {
+            let run = env.run(args, payload.to_string());
+            assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+        }
+    };
+    let memory_dir = |env: &TestEnv| {
+        let dir = env.home().join(".claude-memory");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("MEMORY.md"), "- the user prefers tabs\n").unwrap();
+        dir
+    };
+
+    // The default layout: the state directory beside the memory file.
+    let mut env = TestEnv::new();
+    let memory = memory_dir(&env);
+    let state = memory.join("ctxguard");
+    env.set("CTXGUARD_HOME", state.to_str().unwrap());
+    assert_eq!(env.run(&["install"], "").code, 0);
+    run_hooks(&env);
+    let dry = env.run(&["uninstall", "--purge", "--dry-run"], "");
+    assert_eq!(dry.code, 0, "{dry:?}");
+    for says in [
+        &format!("ctxguard's state directory {} holds:", state.display()),
+        "  sessions/: sessions' state (markers, locks, cached readings): 1 session\n",
+        "  checkpoints/: checkpoints and compaction summaries: checkpoints of 1 session (",
+        "  logs/: daily logs: 1 daily log\n",
+        "(dry run: nothing removed)",
+    ] {
+        assert!(dry.stdout.contains(says), "{says}: {dry:?}");
+    }
+    assert!(state.join("sessions").join(SESSION).exists());
+    assert!(read(&settings(&env))["hooks"]["PreCompact"].is_array());
+    let run = env.run(&["uninstall", "--purge"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains(&format!("removed the state directory {}", state.display())),
+        "{run:?}"
+    );
+    assert!(!state.exists());
+    assert_eq!(
+        fs::read_to_string(memory.join("MEMORY.md")).unwrap(),
+        "- the user prefers tabs\n"
+    );
+    assert_eq!(read(&settings(&env)).get("hooks"), None);
+
+    // CTXGUARD_HOME set to the memory folder itself: ctxguard's entries go, the rest stays.
+    let mut env = TestEnv::new();
+    let memory = memory_dir(&env);
+    fs::create_dir_all(memory.join("topics")).unwrap();
+    fs::write(memory.join("topics/build.md"), "cargo xtask\n").unwrap();
+    fs::write(memory.join("notes.txt"), "mine\n").unwrap();
+    env.set("CTXGUARD_HOME", memory.to_str().unwrap());
+    run_hooks(&env);
+    fs::write(memory.join("logs").join("mine.md"), "my own log\n").unwrap();
+    let run = env.run(&["uninstall", "--purge"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    for gone in ["sessions", "checkpoints", "cwd", "recent"] {
+        assert!(!memory.join(gone).exists(), "{gone}: {run:?}");
+    }
+    for (kept, text) in [
+        ("MEMORY.md", "- the user prefers tabs\n"),
+        ("topics/build.md", "cargo xtask\n"),
+        ("notes.txt", "mine\n"),
+        ("logs/mine.md", "my own log\n"),
+    ] {
+        assert_eq!(
+            fs::read_to_string(memory.join(kept)).unwrap(),
+            text,
+            "{kept}"
+        );
+    }
+    assert!(
+        run.stdout
+            .contains("stays (it holds what is not ctxguard's)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("MEMORY.md: a memory file, not ctxguard's"),
+        "{run:?}"
+    );
+
+    // The home directory, or Claude Code's own: refused, and the settings untouched too.
+    for root in [".", ".claude"] {
+        let mut env = TestEnv::new();
+        assert_eq!(env.run(&["install"], "").code, 0);
+        let installed = fs::read_to_string(settings(&env)).unwrap();
+        let dir = env.home().join(root);
+        env.set("CTXGUARD_HOME", dir.to_str().unwrap());
+        let run = env.run(&["uninstall", "--purge"], "");
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(run.stderr.contains("ctxguard will not purge it"), "{run:?}");
+        assert_eq!(fs::read_to_string(settings(&env)).unwrap(), installed);
+    }
 }

@@ -175,7 +175,54 @@ fn older_than_overrides_the_age_and_retention_days_zero_keeps_everything() {
     assert!(run.stdout.contains("removed session ten-days"), "{run:?}");
     assert!(!session_dir(&env, "ten-days").exists());
     assert!(session_dir(&env, "two-days").exists());
-    assert_eq!(env.run(&["prune", "--older-than", "0"], "").code, 1);
+
+    // Out of range or not a number: a message saying what is accepted, and nothing removed.
+    for (bad, says) in [
+        ("-1", "\"-1\" is negative"),
+        ("7d", "\"7d\" is not a number of days"),
+        ("99999", "99999 days is more than 36500"),
+        ("99999999999999999999999", "is more than 36500"),
+    ] {
+        let run = env.run(&["prune", "--older-than", bad], "");
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(
+            run.stderr.contains(says)
+                && run
+                    .stderr
+                    .contains("a whole number of days from 0 to 36500"),
+            "{bad}: {run:?}"
+        );
+    }
+    assert!(session_dir(&env, "two-days").exists());
+
+    // 0: every idle session, whatever its age; a pending recovery is still kept.
+    compact_at(&env, 0, "pending-now", &transcript(&env));
+    report_at(&env, -60, "a-minute-ago", CWD, 50_000);
+    let run = env.run(&["prune", "--older-than", "0", "--dry-run"], "");
+    ok(&run);
+    assert!(
+        run.stdout.contains("would remove session two-days"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("would remove session a-minute-ago"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("kept session pending-now: its recovery is still pending"),
+        "{run:?}"
+    );
+    let run = env.run(&["prune", "--older-than", "0"], "");
+    ok(&run);
+    assert!(
+        run.stdout
+            .ends_with("2 sessions and 0 daily logs (idle at all, or from before today) removed\n"),
+        "{run:?}"
+    );
+    assert!(!session_dir(&env, "two-days").exists());
+    assert!(!session_dir(&env, "a-minute-ago").exists());
+    assert!(session_dir(&env, "pending-now").exists());
 
     env.set("CTXGUARD_RETENTION_DAYS", "0");
     report_at(&env, -400 * DAY, "ancient", CWD, 50_000);
@@ -563,5 +610,148 @@ fn version_names_the_version_and_the_commit() {
     assert!(
         run.stdout.starts_with(&prefix) && run.stdout.ends_with(")\n"),
         "{run:?}"
+    );
+}
+
+/// `log --json`, decoded strictly: any other field fails the test.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogReport {
+    entries: Vec<LogEntry>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct LogEntry {
+    date: String,
+    time: String,
+    session: String,
+    kind: String,
+    compaction: Option<u64>,
+    trigger: Option<String>,
+    retry_of: Option<String>,
+    retried_at: Option<String>,
+    project: Option<String>,
+    branch: Option<String>,
+    checkpoint: Option<String>,
+    summary_chars: Option<u64>,
+    summary: Option<String>,
+    text: String,
+}
+
+/// Issue 20, item 5: the summary's first line is shown (sanitised), `log --json` exists, and an
+/// attempt that failed (PreCompact with no compact_boundary after it, then PreCompact again for
+/// the same compaction) is shown as a failed attempt, so `#1` appears once as a compaction.
+#[test]
+fn log_shows_summaries_failed_attempts_and_json() {
+    let env = env();
+    let t = transcript(&env);
+    compact_at(&env, -120, SESSION, &t);
+    // The compaction failed: no boundary; the session went on, and it is tried again.
+    append_lines(&t, &[assistant_line(150_000, &time_from_now(-90))]);
+    compact_at(&env, -60, SESSION, &t);
+    let mut post = fixture_json("PostCompact-auto.json");
+    post["session_id"] = json!(SESSION);
+    post["compact_summary"] = json!(
+        "<analysis>\n\n## Fixed the \u{1b}[31mparser\u{202e} precedence bug\nThen the lexer."
+    );
+    ok(&env.run_at(-30, &["postcompact"], post.to_string()));
+
+    let run = env.run(&["log"], "");
+    ok(&run);
+    let text = &run.stdout;
+    assert_eq!(text.matches("· compaction #1 (auto)").count(), 2, "{text}");
+    assert_eq!(
+        text.matches(" · failed attempt: no compact_boundary followed it (tried again at ")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(" · after a failed attempt at ").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "· session 225d8c26 · compaction summary (62 characters): Fixed the parser precedence bug\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text:?}"
+    );
+
+    let run = env.run(&["log", "--json", "--session", SESSION], "");
+    ok(&run);
+    let report: LogReport = serde_json::from_str(&run.stdout).unwrap();
+    let kinds: Vec<&str> = report.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["failed_attempt", "compaction", "summary"]);
+    let (failed, done, summary) = (&report.entries[0], &report.entries[1], &report.entries[2]);
+    assert_eq!((failed.compaction, done.compaction), (Some(1), Some(1)));
+    assert_eq!(failed.retried_at.as_deref(), Some(done.time.as_str()));
+    assert_eq!(done.retry_of.as_deref(), Some(failed.time.as_str()));
+    assert_eq!(done.trigger.as_deref(), Some("auto"));
+    assert_eq!(done.project.as_deref(), Some(CWD));
+    assert_eq!(done.branch.as_deref(), Some("HEAD"));
+    assert!(done.checkpoint.as_deref().unwrap().ends_with("cp_002.json"));
+    assert_eq!(
+        (summary.summary_chars, summary.summary.as_deref()),
+        (Some(62), Some("Fixed the parser precedence bug"))
+    );
+    assert_eq!(summary.session, "225d8c26");
+    // Nothing yet: an empty list, not a sentence.
+    let run = env.run(&["log", "--json", "--session", "nobody"], "");
+    ok(&run);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap(),
+        json!({"entries": []})
+    );
+}
+
+/// Issue 20, item 2: `status --limit N` read every marker of the newest hour, so with every
+/// session active in the same hour it read them all. Now it reads the newest N: a corrupt marker
+/// further down is never read (no warning), while `--all` reads and reports it.
+#[test]
+fn status_limit_reads_only_the_newest_even_when_all_share_an_hour() {
+    let env = env();
+    let hour = "2026-11-21T20";
+    let at = |i: usize| format!("{hour}:{:02}:{:02}Z", i / 2, (i % 2) * 30);
+    let run_at = |time: &str, args: &[&str], stdin: String| {
+        let mut cmd = env.command(args);
+        cmd.env("CTXGUARD_NOW", time);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let out = feed(cmd, stdin).wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sessions: Vec<String> = (0..40).map(|i| format!("s{i:02}")).collect();
+    for (i, id) in sessions.iter().enumerate() {
+        let p = statusline_payload(id, Some(50_000), Some(200_000));
+        run_at(&at(i), &["statusline"], p.to_string());
+    }
+    // The daily pass completes the buckets.
+    run_at(&format!("{hour}:59:00Z"), &["prune"], String::new());
+    fs::write(env.marker_path("s10"), "{not json").unwrap();
+    let mut cmd = env.command(&["status", "--json", "--limit", "5"]);
+    cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "s10 is never read"
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ids(&status), ["s39", "s38", "s37", "s36", "s35"]);
+    assert_eq!(status["more"], true);
+    let mut cmd = env.command(&["status", "--json", "--all"]);
+    cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
+    let out = cmd.output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/s10/marker.json is corrupt"),
+        "{out:?}"
     );
 }

@@ -960,7 +960,7 @@ fn post_compact_keeps_the_summary_and_a_later_block_leaves_out_what_it_names() {
         .unwrap();
     assert!(fs::read_to_string(log.path())
         .unwrap()
-        .contains("compaction summary: 83 characters"));
+        .contains("compaction summary (83 characters): Summary: the parser"));
     // The session is resumed later: the block leaves out what the summary names.
     let block = decode_block(
         &env.run(

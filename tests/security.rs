@@ -205,6 +205,91 @@ fn planted_symlinks_in_the_state_dir_are_not_read() {
     );
 }
 
+/// Every file under `dir`, with its contents (what a planted link's target held).
+#[cfg(unix)]
+fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let bytes = fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 20, item 1: a session's checkpoint directory planted as a symlink was read through by
+/// `precompact` (its `_latest.json` carried into the new checkpoint) and `checkpoint show`. Every
+/// directory under the state root is now refused as a link on reads as on writes: by
+/// PreCompact, SessionStart, PostCompact, `checkpoint show` (one session, or the newest of all)
+/// and `status`; the link's target is never read into output nor written.
+#[cfg(unix)]
+#[test]
+fn a_planted_checkpoint_directory_link_is_refused_everywhere() {
+    let env = TestEnv::new();
+    let t = env.write("t.jsonl", &before_first_compaction());
+    let pre = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "manual", Value::Null).to_string(),
+    );
+    assert_eq!((pre.code, pre.stderr.as_str()), (0, ""), "{pre:?}");
+    // Its checkpoints moved elsewhere, planted with a secret, and linked back in their place.
+    let real = env.state().join("checkpoints").join(SESSION);
+    let elsewhere = env.dir.path().join("elsewhere");
+    fs::rename(&real, &elsewhere).unwrap();
+    for name in ["_latest.json", "cp_001.json"] {
+        let path = elsewhere.join(name);
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"cwd\": \"", "\"cwd\": \"/PLANTED-SECRET");
+        fs::write(&path, text).unwrap();
+    }
+    symlink(&elsewhere, &real).unwrap();
+    let before = contents(&elsewhere);
+    let refused = |run: &Run| {
+        assert!(!run.stdout.contains("PLANTED-SECRET"), "{run:?}");
+        assert!(run.stderr.contains("symbolic link"), "{run:?}");
+    };
+
+    // The recovery pending: SessionStart refuses the checkpoint rather than show it.
+    let start = env.run(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", CWD).to_string(),
+    );
+    assert_eq!(start.code, 0, "{start:?}");
+    refused(&start);
+    // PostCompact does not write the summary through the link.
+    let mut post = fixture_json("PostCompact-manual.json");
+    post["session_id"] = json!(SESSION);
+    post["compact_summary"] = json!("the summary");
+    let run = env.run(&["postcompact"], post.to_string());
+    run.assert_silent_failure();
+    refused(&run);
+    // Another compaction: refused, nothing carried from the planted checkpoint.
+    let run = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "manual", Value::Null).to_string(),
+    );
+    run.assert_silent_failure();
+    refused(&run);
+    // By hand: one session, and the newest of all.
+    let run = env.run(&["checkpoint", "show", "--session", SESSION], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    refused(&run);
+    let run = env.run(&["checkpoint", "show"], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    refused(&run);
+    assert!(run.stderr.contains("no checkpoints yet"), "{run:?}");
+    // `status` takes a session's directory from its checkpoint only through real directories.
+    let run = env.run(&["status", "--json"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains("PLANTED-SECRET"), "{run:?}");
+
+    assert_eq!(contents(&elsewhere), before, "the link's target untouched");
+}
+
 #[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();

@@ -171,9 +171,10 @@ impl Checkpoint {
     }
 }
 
-/// Reads a checkpoint file; `Ok(None)` when it does not exist.
-pub fn load(path: &Path) -> Result<Option<Checkpoint>> {
-    match files::read_state_file(path, "checkpoint")? {
+/// Reads a checkpoint file under the state root `root` (refusing a link at any directory between
+/// them, and a path outside it); `Ok(None)` when it does not exist.
+pub fn load(root: &Path, path: &Path) -> Result<Option<Checkpoint>> {
+    match files::read_state_file_in(root, path, "checkpoint")? {
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .with_context(|| format!("checkpoint {} is corrupt", path.display())),
@@ -246,9 +247,9 @@ mod tests {
     fn load_missing_is_none_and_corrupt_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cp_001.json");
-        assert!(load(&path).unwrap().is_none());
+        assert!(load(dir.path(), &path).unwrap().is_none());
         std::fs::write(&path, "{not json").unwrap();
-        let err = format!("{:#}", load(&path).unwrap_err());
+        let err = format!("{:#}", load(dir.path(), &path).unwrap_err());
         assert!(
             err.contains("cp_001.json") && err.contains("corrupt"),
             "{err}"

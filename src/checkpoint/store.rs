@@ -2,7 +2,6 @@
 //! compaction, numbered upward, the newest [`KEEP`] kept, and `_latest.json` beside them.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -50,13 +49,8 @@ impl CheckpointStore {
 
     /// The numbers of the stored checkpoints, ascending.
     fn numbers(&self) -> Result<Vec<u64>> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
-        };
-        let mut numbers: Vec<u64> = entries
-            .flatten()
+        let mut numbers: Vec<u64> = files::list_state_dir(&self.root, &self.dir)?
+            .into_iter()
             .filter_map(|e| e.file_name().to_str().and_then(number_of))
             .collect();
         numbers.sort_unstable();
@@ -92,7 +86,7 @@ impl CheckpointStore {
         let (mut kept, mut compactions) = (0, 0);
         for n in numbers.iter().rev() {
             let old = self.dir.join(format!("cp_{n:03}.json"));
-            let at_end = load(&old)
+            let at_end = load(&self.root, &old)
                 .ok()
                 .flatten()
                 .is_some_and(|c| c.meta.at_session_end());
@@ -113,14 +107,14 @@ impl CheckpointStore {
     }
 
     pub fn latest(&self) -> Result<Option<Checkpoint>> {
-        load(&self.latest_path())
+        load(&self.root, &self.latest_path())
     }
 
     /// The newest checkpoint written at a compaction (not at a session's end), with its path.
     pub fn latest_compaction(&self) -> Result<Option<(Checkpoint, PathBuf)>> {
         for n in self.numbers()?.iter().rev() {
             let path = self.dir.join(format!("cp_{n:03}.json"));
-            if let Some(cp) = load(&path)? {
+            if let Some(cp) = load(&self.root, &path)? {
                 if !cp.meta.at_session_end() {
                     return Ok(Some((cp, path)));
                 }
@@ -134,7 +128,7 @@ impl CheckpointStore {
         if number_of(&format!("{id}.json")).is_none() {
             return Ok(None);
         }
-        load(&self.dir.join(format!("{id}.json")))
+        load(&self.root, &self.dir.join(format!("{id}.json")))
     }
 }
 

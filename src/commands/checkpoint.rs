@@ -1,27 +1,25 @@
 //! `ctxguard checkpoint show`: the latest checkpoint, as `SessionStart` would inject it (without
 //! consuming it), or as raw JSON.
 
-use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
+use crate::files;
 use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
 /// The newest `_latest.json` of any session whose checkpoint holds more than a single exchange
-/// ([`Checkpoint::substantial`]); the newest of all when none does.
-fn newest(paths: &Paths) -> Option<(Checkpoint, PathBuf)> {
-    let Ok(entries) = fs::read_dir(checkpoints_dir(paths)) else {
-        return None;
-    };
+/// ([`Checkpoint::substantial`]); the newest of all when none does. A session's directory that
+/// is a link is refused with a warning, like any directory under the state root.
+fn newest(paths: &Paths) -> Result<Option<(Checkpoint, PathBuf)>> {
     let mut best: Option<(Checkpoint, PathBuf)> = None;
-    for entry in entries.flatten() {
+    for entry in files::list_state_dir(paths.root(), &checkpoints_dir(paths))? {
         let path = entry.path().join("_latest.json");
-        match checkpoint::load(&path) {
+        match checkpoint::load(paths.root(), &path) {
             Ok(Some(cp)) => {
                 let key = |c: &Checkpoint| (c.substantial(), c.meta.created_at);
                 if best.as_ref().is_none_or(|(b, _)| key(&cp) > key(b)) {
@@ -32,7 +30,7 @@ fn newest(paths: &Paths) -> Option<(Checkpoint, PathBuf)> {
             Err(e) => eprintln!("warning: {e:#}"),
         }
     }
-    best
+    Ok(best)
 }
 
 pub fn show(session: Option<String>, json: bool) -> Result<()> {
@@ -47,7 +45,7 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
             let store = CheckpointStore::new(&paths, id);
             store.latest()?.map(|cp| (cp, store.latest_path()))
         }
-        None => newest(&paths),
+        None => newest(&paths)?,
     };
     let Some((cp, latest_path)) = found else {
         match session {

@@ -181,6 +181,50 @@ fn write_backup(path: &Path, text: &str, mode: u32, now: DateTime<Local>) -> Res
     )
 }
 
+/// When the backup `name` (of the settings file named `file`) was made, as its name says (the
+/// time to the microsecond, then the counter a collision added), for ordering backups.
+fn backup_stamp(file: &str, name: &str) -> Option<(String, u32)> {
+    let rest = name.strip_prefix(file)?.strip_prefix(".ctxguard-backup-")?;
+    let (stamp, counter) = match rest.split_at_checked(22) {
+        Some((stamp, "")) => (stamp, 0),
+        Some((stamp, counter)) => (stamp, counter.strip_prefix('-')?.parse().ok()?),
+        None => return None,
+    };
+    let well_formed = stamp.bytes().enumerate().all(|(i, b)| match i {
+        8 => b == b'-',
+        15 => b == b'.',
+        _ => b.is_ascii_digit(),
+    });
+    well_formed.then(|| (stamp.to_string(), counter))
+}
+
+/// Removes the backups of `path` but two: the oldest (the settings as they were before
+/// ctxguard first changed them) and `newest` (the one just made). Only regular files named as
+/// [`write_backup`] names them are touched. Returns the ones removed.
+fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
+    let dir = directory(path)?;
+    let file = file_name(path);
+    let mut backups: Vec<((String, u32), PathBuf)> = fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let stamp = backup_stamp(file, e.file_name().to_str()?)?;
+            Some((stamp, e.path()))
+        })
+        .collect();
+    backups.sort();
+    let mut removed = Vec::new();
+    for (_, backup) in backups.iter().skip(1) {
+        if backup.file_name() == newest.file_name() {
+            continue;
+        }
+        fs::remove_file(backup).with_context(|| format!("removing {}", backup.display()))?;
+        removed.push(backup.clone());
+    }
+    Ok(removed)
+}
+
 /// Backs up the current file, saves a note if the edit asks for one, then replaces the file
 /// atomically, keeping its permissions. Returns the backup.
 fn write_settings(
@@ -254,6 +298,17 @@ fn apply(
     notices();
     if let Some(b) = backup {
         println!("backup: {}", b.display());
+        // The file is written: a backup that cannot be removed is only one too many.
+        match trim_backups(path, &b) {
+            Ok(removed) if !removed.is_empty() => println!(
+                "removed {} older backup{} (kept the first, from before ctxguard changed the \
+                 file, and this one)",
+                removed.len(),
+                if removed.len() == 1 { "" } else { "s" }
+            ),
+            Ok(_) => {}
+            Err(e) => println!("notice: older backups were not removed: {e:#}"),
+        }
     }
     match edit.note {
         Note::Save(_) => println!("replaced status line kept in {}", note.display()),
@@ -263,10 +318,31 @@ fn apply(
     Ok(())
 }
 
+/// Where a program that settings name is, as the settings module asks about it: `~/rest`
+/// under the home directory, a bare name at its first executable on `PATH` (as the shell finds
+/// it), anything else as written; on Windows with the extension it would be run with.
+fn program_file(program: &str, env: &Env) -> Option<PathBuf> {
+    let written = match program.strip_prefix("~/") {
+        Some(rest) => Some(env.home.as_ref()?.join(rest)),
+        None if program.contains(['/', '\\']) => Some(PathBuf::from(program)),
+        None => None,
+    };
+    if let Some(path) = written {
+        let candidates = files::program_candidates(path.clone());
+        return Some(candidates.into_iter().find(|p| p.is_file()).unwrap_or(path));
+    }
+    env.search_path
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| dir.is_absolute())
+        .flat_map(|dir| files::program_candidates(dir.join(program)))
+        .find(|p| files::is_executable(p))
+}
+
 /// The running binary's canonical path (what install writes), and a test for whether another
-/// path is ctxguard: the same binary (a link to it), or another copy under any name (known by
-/// [`crate::version::is_ctxguard_binary`]).
-fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
+/// program is ctxguard: the same binary (a link to it), or another copy under any name (known by
+/// [`crate::version::is_ctxguard_binary`]), wherever `~`, `$HOME` or `PATH` lead.
+fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
     let exe = std::env::current_exe().context("finding the ctxguard binary")?;
     let exe = files::canonicalize(&exe).unwrap_or(exe);
     let bin = exe
@@ -279,8 +355,10 @@ fn this_binary() -> Result<(String, impl Fn(&str) -> bool)> {
         if let Some(known) = seen.borrow().get(p) {
             return *known;
         }
-        let ours = files::canonicalize(Path::new(p)).is_ok_and(|c| c == exe)
-            || crate::version::is_ctxguard_binary(Path::new(p));
+        let ours = program_file(p, env).is_some_and(|file| {
+            files::canonicalize(&file).is_ok_and(|c| c == exe)
+                || crate::version::is_ctxguard_binary(&file)
+        });
         seen.borrow_mut().insert(p.to_string(), ours);
         ours
     };
@@ -294,7 +372,7 @@ pub fn install(
 ) -> Result<()> {
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
-    let (bin, same) = this_binary()?;
+    let (bin, same) = this_binary(&env)?;
     let accepts = client_accepts(&env, client_version)?;
     apply(
         &path,
@@ -334,21 +412,31 @@ fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
     Ok(accepts)
 }
 
-pub fn uninstall(target: &SettingsTarget) -> Result<()> {
+/// Takes ctxguard out of the settings; with `purge`, then removes its state directory too
+/// ([`super::purge`]), which a settings file that cannot be edited stops.
+pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
-    if !path.exists() {
-        println!("no settings at {} (nothing to remove)", path.display());
-        return Ok(());
+    if purge {
+        // A state directory that must not be purged stops everything, settings included.
+        super::purge::check(&env)?;
     }
-    let (bin, same) = this_binary()?;
-    let replaced = read_note(&note_path(&path)?)?;
-    apply(
-        &path,
-        target.dry_run,
-        "ctxguard is not registered in",
-        |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
-    )
+    if path.exists() {
+        let (bin, same) = this_binary(&env)?;
+        let replaced = read_note(&note_path(&path)?)?;
+        apply(
+            &path,
+            target.dry_run,
+            "ctxguard is not registered in",
+            |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
+        )?;
+    } else {
+        println!("no settings at {} (nothing to remove)", path.display());
+    }
+    if purge {
+        super::purge::run(&env, target.dry_run)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -383,6 +471,61 @@ mod tests {
                 now.format("%Y%m%d-%H%M%S")
             )) && name.len() == "settings.json.ctxguard-backup-20250101-120000.123456".len(),
             "{name}"
+        );
+    }
+
+    #[test]
+    fn backups_beyond_the_first_and_the_newest_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("settings.json");
+        let now = Local::now();
+        let at = |secs: i64| now + chrono::Duration::seconds(secs);
+        let first = write_backup(&path, "pristine", 0o600, at(0)).unwrap();
+        let mut last = first.clone();
+        for (i, secs) in [1, 2, 2, 3].into_iter().enumerate() {
+            last = write_backup(&path, &format!("edit {i}"), 0o600, at(secs)).unwrap();
+        }
+        // Not ours: another file's backup, a name that only looks like one, a note.
+        let others = [
+            "other.json.ctxguard-backup-20250101-120000.123456",
+            "settings.json.ctxguard-backup-notes",
+            "settings.json.ctxguard-note.json",
+        ];
+        for other in others {
+            fs::write(t.path().join(other), "x").unwrap();
+        }
+        let removed = trim_backups(&path, &last).unwrap();
+        assert_eq!(removed.len(), 3, "{removed:?}");
+        let mut left: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().path().display().to_string())
+            .collect();
+        left.sort();
+        let mut want: Vec<String> = [first.clone(), last.clone()]
+            .iter()
+            .map(|p| p.display().to_string())
+            .chain(
+                others
+                    .iter()
+                    .map(|o| t.path().join(o).display().to_string()),
+            )
+            .collect();
+        want.sort();
+        assert_eq!(left, want);
+        assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
+        // Names read back: the time, then the counter.
+        let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(backup_stamp("settings.json", &name(&first)).is_some_and(|(_, n)| n == 0));
+        assert_eq!(
+            backup_stamp(
+                "settings.json",
+                "settings.json.ctxguard-backup-20250101-120000.123456-12"
+            ),
+            Some(("20250101-120000.123456".into(), 12))
+        );
+        assert_eq!(
+            backup_stamp("settings.json", "settings.json.ctxguard-backup-2025"),
+            None
         );
     }
 

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod install;
 pub mod log;
 pub mod prune;
+pub mod purge;
 pub mod replay;
 pub mod reset;
 pub mod status;

@@ -17,7 +17,12 @@ pub fn run(dry_run: bool, older_than: Option<u64>) -> Result<()> {
     }
     let days = older_than.unwrap_or(loaded.config.retention_days);
     let now = env.now();
-    let Some(cutoff) = Cutoff::days(days, now) else {
+    // `--older-than 0` asks for every idle session; `retention_days: 0` turns retention off.
+    let cutoff = match older_than {
+        Some(days) => Some(Cutoff::age(days, now)),
+        None => Cutoff::days(days, now),
+    };
+    let Some(cutoff) = cutoff else {
         println!(
             "retention is off (retention_days is 0): nothing is removed; \
              `ctxguard prune --older-than DAYS` prunes by hand"
@@ -69,16 +74,33 @@ pub fn render(report: &Report, days: u64, now: DateTime<Utc>, dry_run: bool) -> 
         plural(report.removed.len(), "session", "sessions"),
         plural(report.logs.len(), "daily log", "daily logs")
     );
+    // `--older-than 0`: every idle session, and the logs of the days before today.
+    let (idle, age) = if days == 0 {
+        (
+            "idle session".to_string(),
+            "(idle at all, or from before today)".to_string(),
+        )
+    } else {
+        (
+            "session idle".to_string(),
+            format!("older than {days} days"),
+        )
+    };
     if report.removed.is_empty() && report.logs.is_empty() {
+        let logs = if days == 0 {
+            "from before today".to_string()
+        } else {
+            format!("older than {days} days")
+        };
         out.push_str(&format!(
-            "nothing to prune: no session idle and no daily log older than {days} days\n"
+            "nothing to prune: no {idle} and no daily log {logs}\n"
         ));
     } else if dry_run {
         out.push_str(&format!(
-            "{what} older than {days} days would be removed (dry run: nothing was)\n"
+            "{what} {age} would be removed (dry run: nothing was)\n"
         ));
     } else {
-        out.push_str(&format!("{what} older than {days} days removed\n"));
+        out.push_str(&format!("{what} {age} removed\n"));
     }
     out
 }
@@ -116,5 +138,11 @@ mod tests {
             render(&Report::default(), 30, now, false),
             "nothing to prune: no session idle and no daily log older than 30 days\n"
         );
+        assert_eq!(
+            render(&Report::default(), 0, now, false),
+            "nothing to prune: no idle session and no daily log from before today\n"
+        );
+        assert!(render(&report, 0, now, false)
+            .ends_with("1 session and 1 daily log (idle at all, or from before today) removed\n"));
     }
 }

@@ -58,7 +58,12 @@ struct StatusReport {
 
 impl SessionStatus {
     /// The state shown is the one hooks act on: a stale marker is reported as idle.
-    pub fn from_marker(m: &Marker, now: DateTime<Utc>, stale_after: Duration) -> SessionStatus {
+    pub fn from_marker(
+        root: &Path,
+        m: &Marker,
+        now: DateTime<Utc>,
+        stale_after: Duration,
+    ) -> SessionStatus {
         SessionStatus {
             session_id: m.session_id.clone(),
             state: m.effective_state(now, stale_after).as_str(),
@@ -78,7 +83,7 @@ impl SessionStatus {
             compactions: m.compactions,
             last_checkpoint: m.last_checkpoint.clone(),
             recovery_pending: m.recovery_pending,
-            cwd: cwd_of(m),
+            cwd: cwd_of(root, m),
             last_nudge: m.last_nudge.clone(),
             last_checkpoint_at: m
                 .last_checkpoint
@@ -90,10 +95,10 @@ impl SessionStatus {
 
 /// The session's working directory: as the status line reported it, else as its newest
 /// checkpoint recorded it.
-fn cwd_of(m: &Marker) -> Option<String> {
+fn cwd_of(root: &Path, m: &Marker) -> Option<String> {
     m.cwd.clone().or_else(|| {
         let path = m.last_checkpoint.as_deref()?;
-        let cp = checkpoint::load(Path::new(path)).ok()??;
+        let cp = checkpoint::load(root, Path::new(path)).ok()??;
         (!cp.meta.cwd.is_empty()).then_some(cp.meta.cwd)
     })
 }
@@ -207,7 +212,7 @@ pub fn run(query: Query) -> Result<()> {
     if let Some(id) = &query.session {
         let store = super::known_session(&paths, id)?;
         let m = store.peek()?.unwrap_or_else(|| Marker::new(id));
-        let s = SessionStatus::from_marker(&m, now, stale);
+        let s = SessionStatus::from_marker(paths.root(), &m, now, stale);
         if query.json {
             let report = StatusReport {
                 sessions: vec![s],
@@ -222,7 +227,9 @@ pub fn run(query: Query) -> Result<()> {
     let wanted = query.cwd.as_deref().map(cwd_forms);
     let newest = activity::newest(&paths, query.limit, |m| match &wanted {
         None => true,
-        Some(forms) => cwd_of(m).is_some_and(|c| forms.iter().any(|f| f == trim_slash(&c))),
+        Some(forms) => {
+            cwd_of(paths.root(), m).is_some_and(|c| forms.iter().any(|f| f == trim_slash(&c)))
+        }
     })?;
     for e in &newest.unreadable {
         eprintln!(
@@ -233,7 +240,7 @@ pub fn run(query: Query) -> Result<()> {
         sessions: newest
             .markers
             .iter()
-            .map(|m| SessionStatus::from_marker(m, now, stale))
+            .map(|m| SessionStatus::from_marker(paths.root(), m, now, stale))
             .collect(),
         more: newest.more,
     };

@@ -151,6 +151,22 @@ mod tests {
         assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
         let err = refuse_symlinked_dirs(&root, &root.join("sessions/abc/x")).unwrap_err();
         assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        // Reads the same: a listing through the link, or a file read through it.
+        fs::write(elsewhere.join("marker.json"), b"{}").unwrap();
+        let err = list_state_dir(&root, &root.join("sessions/abc")).unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        let err = read_state_file_in(&root, &root.join("sessions/abc/marker.json"), "marker")
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        assert_eq!(
+            list_state_dir(&root, &root.join("sessions")).unwrap().len(),
+            1
+        );
+        assert!(list_state_dir(&root, &root.join("none"))
+            .unwrap()
+            .is_empty());
+        // Nothing outside the root.
+        assert!(list_state_dir(&root, t.path()).is_err());
         // The root itself may be a link the user made.
         let link_root = t.path().join("root-link");
         symlink(&root, &link_root).unwrap();

@@ -51,14 +51,13 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         bail!("the session's checkpoint is outside the state directory");
     }
     let summary = cut(&sanitize(&input.compact_summary, false), MAX_SUMMARY_CHARS);
+    // The checkpoint's directory is checked like every state directory: never a link.
+    if let Some(dir) = checkpoint.parent() {
+        files::ensure_state_dir(paths.root(), dir)?;
+    }
     files::write_atomic(&summary_path(&checkpoint), summary.as_bytes(), false)?;
     let local = env.now().with_timezone(&Local);
-    let short: String = sanitize(&input.session_id, true).chars().take(8).collect();
-    let line = format!(
-        "- {} · session {short} · compaction summary: {} characters\n\n",
-        local.format("%H:%M"),
-        summary.chars().count()
-    );
+    let line = daily_log::summary_line(&input.session_id, local, summary.chars().count(), &summary);
     if let Err(e) = daily_log::append(&paths, local.date_naive(), &line) {
         diag.note(format!("{e:#}"));
     }

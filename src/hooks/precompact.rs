@@ -332,10 +332,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
         Ok((
             marker::transition(current, &event, now, stale),
-            written.then_some((cp, cp_path)),
+            written.then_some((cp, cp_path, current.compacted_at.filter(|_| repeat))),
         ))
     })?;
-    let Some((cp, cp_path)) = written else {
+    let Some((cp, cp_path, retry_of)) = written else {
         return Ok(Outcome::Quiet);
     };
 
@@ -343,7 +343,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if let Err(e) = daily_log::append(
         &paths,
         local.date_naive(),
-        &daily_log::entry(&cp, &cp_path, local),
+        &daily_log::entry(&cp, &cp_path, local, retry_of),
     ) {
         diag.note(format!("{e:#}"));
     }

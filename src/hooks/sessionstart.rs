@@ -107,9 +107,9 @@ fn pick_previous(
         .map(|(i, _)| i)
 }
 
-fn load_checkpoint(path: &str, diag: &mut Diag) -> Option<(Checkpoint, PathBuf)> {
+fn load_checkpoint(root: &Path, path: &str, diag: &mut Diag) -> Option<(Checkpoint, PathBuf)> {
     let path = PathBuf::from(path);
-    match checkpoint::load(&path) {
+    match checkpoint::load(root, &path) {
         Ok(Some(cp)) => Some((cp, path)),
         Ok(None) => {
             diag.note(format!("checkpoint {} is missing", path.display()));
@@ -151,7 +151,7 @@ fn own(
         // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
         Ok((marker::transition(m, &Event::Recovered, now, stale), path))
     })?;
-    Ok(path.and_then(|p| load_checkpoint(&p, diag)))
+    Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
 
 /// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
@@ -238,7 +238,7 @@ fn previous(
         let Some(path) = m.last_checkpoint.clone() else {
             continue;
         };
-        if let Ok(Some(cp)) = checkpoint::load(Path::new(&path)) {
+        if let Ok(Some(cp)) = checkpoint::load(paths.root(), Path::new(&path)) {
             stores.push((store, m, cp, PathBuf::from(path)));
         }
     }

@@ -1,17 +1,20 @@
-//! Which sessions were active when: `recent/<YYYY-MM-DD>/<HH>/<session directory name>`, one
-//! empty file per session for each hour (UTC) in which its marker was saved. `status` lists the
-//! newest sessions by walking these buckets from the newest down and reading only the markers it
-//! shows, so its cost follows the sessions shown, not every session ever seen.
+//! Which sessions were active when: `recent/<YYYY-MM-DD>/<HH>/<MM>/<SS.ffffff>@<session
+//! directory name>`, one empty file per session, at the time (UTC, to the microsecond) of its
+//! marker's last save. `status` lists the newest sessions by walking these from the newest down
+//! and reading only the markers it shows, so its cost follows the sessions shown, not every
+//! session ever seen, nor how many were active in the same hour.
 //!
-//! [`super::Store::update`] adds a session to the bucket of the hour of a save when its previous
-//! save was in another hour (a file created once an hour per active session; nothing on the
-//! `PreToolUse` fast path, which does not save). Sessions from before the buckets existed are
-//! added by the first full retention pass, which then marks the buckets [`complete`]; until
-//! then `status` reads every marker. Retention sweeps buckets older than its cutoff.
+//! [`super::Store::update`] moves a session's entry at each save ([`moved`]: the new one made,
+//! the old one and the directories it leaves empty removed; a save happens at most every few
+//! seconds per session, never on the `PreToolUse` fast path). Within a minute the names sort by
+//! time, so the walk can stop at the entry that completes the list. Buckets written before the
+//! entries had a time (`recent/<day>/<HH>/<name>`, one per session and hour) are still read,
+//! the whole hour at once. Sessions from before the buckets existed are added by the first full
+//! retention pass, which then marks the buckets [`complete`]; until then `status` reads every
+//! marker. Retention sweeps buckets older than its cutoff.
 
 use std::collections::HashSet;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -31,29 +34,65 @@ fn complete_path(root: &Path) -> PathBuf {
     dir(root).join(".complete")
 }
 
-/// The bucket of the hour `at` falls in.
-fn bucket(root: &Path, at: DateTime<Utc>) -> PathBuf {
-    dir(root)
+/// The minute's directory `at` falls in, and the name of a session's entry at `at`.
+fn entry(root: &Path, name: &str, at: DateTime<Utc>) -> (PathBuf, PathBuf) {
+    let minute = dir(root)
         .join(at.format("%Y-%m-%d").to_string())
         .join(format!("{:02}", at.hour()))
+        .join(format!("{:02}", at.minute()));
+    let file = minute.join(format!("{}@{name}", at.format("%S%.6f")));
+    (minute, file)
 }
 
-/// Are these two times in the same bucket?
-pub fn same_hour(a: Option<DateTime<Utc>>, b: DateTime<Utc>) -> bool {
-    a.is_some_and(|a| a.date_naive() == b.date_naive() && a.hour() == b.hour())
-}
-
-/// Records that the session whose directory is `name` was active in the hour of `at`.
+/// Records that the session whose directory is `name` was last saved at `at`.
 pub fn touch(root: &Path, name: &str, at: DateTime<Utc>) -> Result<()> {
-    let bucket = bucket(root, at);
-    files::ensure_state_dir(root, &bucket)?;
-    files::open_append(&bucket.join(name))?;
+    let (minute, file) = entry(root, name, at);
+    // Another session's move may remove the minute's directory between the two: again.
+    for _ in 0..3 {
+        files::ensure_state_dir(root, &minute)?;
+        match files::open_append(&file) {
+            Err(e) if files::is_not_found(&e) => {}
+            other => return other.map(drop),
+        }
+    }
+    files::open_append(&file).map(drop)
+}
+
+/// Moves the session's entry from its previous save (`from`) to this one (`to`), removing the
+/// directories the old one leaves empty.
+pub fn moved(
+    root: &Path,
+    name: &str,
+    from: Option<DateTime<Utc>>,
+    to: DateTime<Utc>,
+) -> Result<()> {
+    touch(root, name, to)?;
+    let Some(from) = from.filter(|f| *f != to) else {
+        return Ok(());
+    };
+    let (minute, file) = entry(root, name, from);
+    match fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("removing {}", file.display())),
+    }
+    // Each fails, harmlessly, while something is left in it.
+    let hour = minute.parent().map(Path::to_path_buf);
+    let day = hour
+        .as_deref()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    for dir in [Some(minute), hour, day].into_iter().flatten() {
+        if fs::remove_dir(&dir).is_err() {
+            break;
+        }
+    }
     Ok(())
 }
 
 /// Does every session have its buckets?
 pub fn complete(paths: &Paths) -> bool {
-    files::flag_is_set(&complete_path(paths.root()))
+    files::flag_is_set(paths.root(), &complete_path(paths.root()))
 }
 
 /// Marks the buckets complete (after a full pass added every session).
@@ -61,58 +100,77 @@ pub fn mark_complete(paths: &Paths) -> Result<()> {
     files::set_flag(paths.root(), &complete_path(paths.root()))
 }
 
+/// A directory's subdirectories (by key, newest first) and the names of its files.
+type Listing<T> = (Vec<(T, PathBuf)>, Vec<String>);
+
 /// The entries of `dir` that are real directories (never symlinks) with names `parse` accepts,
-/// newest (largest) first. A missing directory has none.
-fn subdirs<T: Ord>(dir: &Path, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<(T, PathBuf)>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    let mut out: Vec<(T, PathBuf)> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| Some((parse(e.file_name().to_str()?)?, e.path())))
-        .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0));
-    Ok(out)
+/// newest (largest) first, and the names of the regular files in it (not dot-files). A missing
+/// directory has none.
+fn listing<T: Ord>(
+    root: &Path,
+    dir: &Path,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Listing<T>> {
+    let (mut dirs, mut names) = (Vec::new(), Vec::new());
+    for e in files::list_state_dir(root, dir)? {
+        let Ok(kind) = e.file_type() else { continue };
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if kind.is_dir() {
+            if let Some(key) = parse(&name) {
+                dirs.push((key, e.path()));
+            }
+        } else if kind.is_file() && !name.starts_with('.') {
+            names.push(name);
+        }
+    }
+    dirs.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok((dirs, names))
 }
 
-/// The session names in one bucket (regular files, not dot-files).
-fn names(bucket: &Path) -> Result<Vec<String>> {
-    let entries = match fs::read_dir(bucket) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", bucket.display())),
-    };
-    Ok(entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| !n.starts_with('.'))
-        .collect())
+fn two_digits(max: u32) -> impl Fn(&str) -> Option<u32> {
+    move |n| n.parse::<u32>().ok().filter(|v| *v < max && n.len() == 2)
 }
 
-/// Every bucket, newest first: `visit` gets the hour's start and the session names in it, and
-/// returns whether to go on.
-pub fn walk(
-    paths: &Paths,
-    mut visit: impl FnMut(DateTime<Utc>, Vec<String>) -> Result<bool>,
-) -> Result<()> {
+/// What the walk hands over, newest first.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Slice {
+    /// The start of an hour, with the sessions of its old-style bucket (last active some time
+    /// in that hour, in no order).
+    Hour(DateTime<Utc>, Vec<String>),
+    /// One minute of that hour: its sessions newest first, each last saved at its entry's time.
+    Minute(Vec<String>),
+}
+
+/// Every bucket, newest first: `visit` gets each hour (with its old-style names), then each of
+/// its minutes, and returns whether to go on.
+pub fn walk(paths: &Paths, mut visit: impl FnMut(Slice) -> Result<bool>) -> Result<()> {
     let root = paths.root();
-    let recent = dir(root);
-    files::refuse_symlinked_dirs(root, &recent)?;
-    let days = subdirs(&recent, |n| NaiveDate::parse_from_str(n, "%Y-%m-%d").ok())?;
+    let (days, _) = listing(root, &dir(root), |n| {
+        NaiveDate::parse_from_str(n, "%Y-%m-%d").ok()
+    })?;
     for (day, day_dir) in days {
-        let hours = subdirs(&day_dir, |n| {
-            n.parse::<u32>().ok().filter(|h| *h < 24 && n.len() == 2)
-        })?;
+        let (hours, _) = listing(root, &day_dir, two_digits(24))?;
         for (hour, hour_dir) in hours {
             let Some(start) = day.and_hms_opt(hour, 0, 0) else {
                 continue;
             };
-            if !visit(Utc.from_utc_datetime(&start), names(&hour_dir)?)? {
+            let (minutes, legacy) = listing(root, &hour_dir, two_digits(60))?;
+            if !visit(Slice::Hour(Utc.from_utc_datetime(&start), legacy))? {
                 return Ok(());
+            }
+            for (_, minute_dir) in minutes {
+                let (_, mut names) = listing(root, &minute_dir, |_| None::<u32>)?;
+                // `SS.ffffff@name`: the fixed-width time sorts.
+                names.sort_unstable_by(|a, b| b.cmp(a));
+                let names = names
+                    .into_iter()
+                    .filter_map(|n| Some(n.split_once('@')?.1.to_string()))
+                    .collect();
+                if !visit(Slice::Minute(names))? {
+                    return Ok(());
+                }
             }
         }
     }
@@ -129,13 +187,23 @@ pub struct Newest {
 }
 
 /// The `limit` most recently updated sessions `keep` accepts (every one with `None`). With
-/// complete buckets only the newest buckets are read, down to the first that brings the count
-/// to `limit` (any session not in it or a newer one was updated before it began); otherwise, and
-/// for every session, all markers are.
+/// complete buckets only the newest entries are read, down to the one that brings the count to
+/// `limit` (any session after it was saved before it; an hour with old-style entries is read
+/// whole, as they say only the hour); otherwise, and for every session, all markers are.
 pub fn newest(
     paths: &Paths,
     limit: Option<usize>,
+    keep: impl FnMut(&Marker) -> bool,
+) -> Result<Newest> {
+    newest_with(paths, limit, keep, |name| Store::named(paths, name).peek())
+}
+
+/// [`newest`], reading each marker with `read` (the session's directory name).
+fn newest_with(
+    paths: &Paths,
+    limit: Option<usize>,
     mut keep: impl FnMut(&Marker) -> bool,
+    mut read: impl FnMut(&str) -> Result<Option<Marker>>,
 ) -> Result<Newest> {
     let mut out = Newest::default();
     let mut take = |marker: Result<Option<Marker>>, out: &mut Newest| match marker {
@@ -146,14 +214,27 @@ pub fn newest(
     match limit {
         Some(limit) if complete(paths) => {
             let mut seen = HashSet::new();
-            walk(paths, |_, names| {
-                if out.markers.len() >= limit {
-                    out.more = true;
-                    return Ok(false);
-                }
+            // The hour being read has old-style entries: it is read whole.
+            let mut whole_hour = false;
+            walk(paths, |slice| {
+                let names = match slice {
+                    Slice::Hour(_, names) => {
+                        if out.markers.len() >= limit {
+                            out.more = true;
+                            return Ok(false);
+                        }
+                        whole_hour = !names.is_empty();
+                        names
+                    }
+                    Slice::Minute(names) => names,
+                };
                 for name in names {
+                    if !whole_hour && out.markers.len() >= limit {
+                        out.more = true;
+                        return Ok(false);
+                    }
                     if seen.insert(name.clone()) {
-                        take(Store::named(paths, &name).peek(), &mut out);
+                        take(read(&name), &mut out);
                     }
                 }
                 Ok(true)
@@ -179,10 +260,19 @@ pub fn newest(
 /// want kept, then the buckets left empty. Returns how many entries were removed.
 pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) -> Result<usize> {
     let root = paths.root();
-    let recent = dir(root);
-    files::refuse_symlinked_dirs(root, &recent)?;
     let mut removed = 0;
-    let days = subdirs(&recent, |n| NaiveDate::parse_from_str(n, "%Y-%m-%d").ok())?;
+    let mut remove = |dir: &Path, file: &str| -> Result<()> {
+        let name = file.split_once('@').map_or(file, |(_, n)| n);
+        if !keep(name) {
+            let path = dir.join(file);
+            fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            removed += 1;
+        }
+        Ok(())
+    };
+    let (days, _) = listing(root, &dir(root), |n| {
+        NaiveDate::parse_from_str(n, "%Y-%m-%d").ok()
+    })?;
     for (day, day_dir) in days {
         let Some(day_end) = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)) else {
             continue;
@@ -191,7 +281,7 @@ pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) 
         if Utc.from_utc_datetime(&day_end) - Duration::hours(23) > before {
             continue;
         }
-        let hours = subdirs(&day_dir, |n| n.parse::<u32>().ok().filter(|h| *h < 24))?;
+        let (hours, _) = listing(root, &day_dir, two_digits(24))?;
         for (hour, hour_dir) in hours {
             let Some(start) = day.and_hms_opt(hour, 0, 0) else {
                 continue;
@@ -199,15 +289,17 @@ pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) 
             if Utc.from_utc_datetime(&start) + Duration::hours(1) > before {
                 continue;
             }
-            for name in names(&hour_dir)? {
-                if !keep(&name) {
-                    let path = hour_dir.join(&name);
-                    fs::remove_file(&path)
-                        .with_context(|| format!("removing {}", path.display()))?;
-                    removed += 1;
-                }
+            let (minutes, legacy) = listing(root, &hour_dir, two_digits(60))?;
+            for name in legacy {
+                remove(&hour_dir, &name)?;
             }
-            // Fails, harmlessly, when something is left in it.
+            for (_, minute_dir) in minutes {
+                for name in listing(root, &minute_dir, |_| None::<u32>)?.1 {
+                    remove(&minute_dir, &name)?;
+                }
+                // Fails, harmlessly, when something is left in it.
+                let _ = fs::remove_dir(&minute_dir);
+            }
             let _ = fs::remove_dir(&hour_dir);
         }
         let _ = fs::remove_dir(&day_dir);
@@ -218,16 +310,24 @@ pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
-    fn t(day: u32, hour: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 11, day, hour, 30, 0).unwrap()
+    fn t(day: u32, hour: u32, minute: u32, sec: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, day, hour, minute, sec)
+            .unwrap()
     }
 
-    fn listing(paths: &Paths) -> Vec<(String, Vec<String>)> {
+    /// Each slice as text: `21 10` for an hour (and its old-style names), `-` for a minute.
+    fn listing(paths: &Paths) -> Vec<String> {
         let mut out = Vec::new();
-        walk(paths, |start, mut names| {
-            names.sort();
-            out.push((start.format("%d %H").to_string(), names));
+        walk(paths, |slice| {
+            out.push(match slice {
+                Slice::Hour(start, mut names) => {
+                    names.sort();
+                    format!("{} {names:?}", start.format("%d %H"))
+                }
+                Slice::Minute(names) => format!("- {names:?}"),
+            });
             Ok(true)
         })
         .unwrap();
@@ -235,51 +335,122 @@ mod tests {
     }
 
     #[test]
-    fn buckets_are_walked_newest_first_and_swept_by_age() {
+    fn entries_move_with_each_save_and_are_walked_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::new(dir.path().join("state"));
         let root = paths.root();
         assert!(listing(&paths).is_empty(), "nothing yet");
-        touch(root, "a", t(20, 9)).unwrap();
-        touch(root, "b", t(20, 9)).unwrap();
-        touch(root, "a", t(21, 10)).unwrap();
-        touch(root, "c", t(21, 8)).unwrap();
-        touch(root, "a", t(21, 10)).unwrap();
+        moved(root, "a", None, t(20, 9, 5, 0)).unwrap();
+        moved(root, "b", None, t(20, 9, 5, 1)).unwrap();
+        moved(root, "c", None, t(21, 8, 0, 0)).unwrap();
+        // a saved again, later: its entry moves, and the directories it left go.
+        moved(root, "a", Some(t(20, 9, 5, 0)), t(21, 10, 30, 0)).unwrap();
+        moved(root, "a", Some(t(21, 10, 30, 0)), t(21, 10, 30, 7)).unwrap();
         assert_eq!(
             listing(&paths),
             [
-                ("21 10".into(), vec!["a".to_string()]),
-                ("21 08".into(), vec!["c".into()]),
-                ("20 09".into(), vec!["a".into(), "b".into()]),
+                "21 10 []",
+                "- [\"a\"]",
+                "21 08 []",
+                "- [\"c\"]",
+                "20 09 []",
+                "- [\"b\"]",
             ]
         );
+        // An old-style bucket (a name for an hour) is read with its hour.
+        fs::write(root.join("recent/2026-11-20/09/old"), b"").unwrap();
+        assert_eq!(listing(&paths)[4], "20 09 [\"old\"]");
         // Stopping early.
         let mut seen = 0;
-        walk(&paths, |_, _| {
+        walk(&paths, |_| {
             seen += 1;
             Ok(false)
         })
         .unwrap();
         assert_eq!(seen, 1);
         // Buckets ended before 21 09:00 lose what `keep` lets go; empty ones disappear.
-        let removed = sweep(&paths, t(21, 9) - Duration::minutes(30), |n| n == "b").unwrap();
-        assert_eq!(removed, 2);
+        let removed = sweep(&paths, t(21, 9, 0, 0), |n| n == "b").unwrap();
+        assert_eq!(removed, 2, "c and old");
         assert_eq!(
             listing(&paths),
-            [
-                ("21 10".into(), vec!["a".to_string()]),
-                ("20 09".into(), vec!["b".into()]),
-            ]
+            ["21 10 []", "- [\"a\"]", "20 09 []", "- [\"b\"]"]
         );
         assert!(!root.join("recent/2026-11-21/08").exists());
     }
 
+    /// Issue 20, item 2: with every session active in the same hour, `status --limit N` read
+    /// every marker of that hour. Now it reads the newest N.
     #[test]
-    fn hours_and_completeness() {
-        assert!(same_hour(Some(t(20, 9)), t(20, 9) + Duration::minutes(20)));
-        assert!(!same_hour(Some(t(20, 9)), t(20, 10)));
-        assert!(!same_hour(Some(t(20, 9)), t(21, 9)));
-        assert!(!same_hour(None, t(20, 9)));
+    fn the_newest_are_found_reading_about_as_many_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().join("state"));
+        let root = paths.root();
+        let at = |i: u32| t(21, 10, 0, 0) + Duration::milliseconds(i64::from(i) * 1_100);
+        let sessions = 3_000;
+        for i in 0..sessions {
+            touch(root, &format!("s{i:05}"), at(i)).unwrap();
+        }
+        mark_complete(&paths).unwrap();
+        let marker = |name: &str| {
+            let i: u32 = name[1..].parse().unwrap();
+            Marker {
+                updated_at: Some(at(i)),
+                ..Marker::new(name)
+            }
+        };
+        let reads = Cell::new(0);
+        let read = |name: &str| {
+            reads.set(reads.get() + 1);
+            Ok(Some(marker(name)))
+        };
+        let found = newest_with(&paths, Some(20), |_| true, read).unwrap();
+        let ids: Vec<&str> = found
+            .markers
+            .iter()
+            .map(|m| m.session_id.as_str())
+            .collect();
+        let want: Vec<String> = (sessions - 20..sessions)
+            .rev()
+            .map(|i| format!("s{i:05}"))
+            .collect();
+        assert_eq!(ids, want);
+        assert!(found.more);
+        assert_eq!(reads.get(), 20, "only the markers shown are read");
+
+        // Only every third session wanted (`--cwd`): about three times as many.
+        reads.set(0);
+        let found = newest_with(
+            &paths,
+            Some(20),
+            |m| m.session_id[1..].parse::<u32>().unwrap() % 3 == 0,
+            |name: &str| {
+                reads.set(reads.get() + 1);
+                Ok(Some(marker(name)))
+            },
+        )
+        .unwrap();
+        assert_eq!(found.markers.len(), 20);
+        assert!(reads.get() <= 62, "{} reads", reads.get());
+
+        // An hour with old-style entries is read whole: they may be anywhere in it.
+        fs::write(root.join("recent/2026-11-21/10/s00000"), b"").unwrap();
+        reads.set(0);
+        let found = newest_with(
+            &paths,
+            Some(20),
+            |_| true,
+            |name: &str| {
+                reads.set(reads.get() + 1);
+                Ok(Some(marker(name)))
+            },
+        )
+        .unwrap();
+        assert_eq!(found.markers.len(), 20);
+        assert_eq!(reads.get(), sessions, "the whole hour");
+    }
+
+    #[test]
+    fn completeness() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::new(dir.path().to_path_buf());
         assert!(!complete(&paths));

@@ -4,8 +4,7 @@
 //! are atomic (temp file in the same directory, fsync, rename), so a reader without the lock sees
 //! the old or the new file, never a torn one. Reads refuse symlinks exactly as writes do.
 
-use std::fs::{self, File};
-use std::io;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -139,12 +138,10 @@ impl Store {
             let mut bytes = serde_json::to_vec_pretty(&next).context("encoding marker")?;
             bytes.push(b'\n');
             files::write_atomic(&self.marker_path(), &bytes, false)?;
-            // The first save of an hour puts the session in that hour's bucket, for `status`.
-            if let Some(at) = next.updated_at {
-                if !activity::same_hour(current.updated_at, at) {
-                    if let Err(e) = activity::touch(&self.root, &self.name(), at) {
-                        diag.note(format!("{e:#}"));
-                    }
+            // The session's entry in the activity buckets follows its last save, for `status`.
+            if let Some(at) = next.updated_at.filter(|at| current.updated_at != Some(*at)) {
+                if let Err(e) = activity::moved(&self.root, &self.name(), current.updated_at, at) {
+                    diag.note(format!("{e:#}"));
                 }
             }
         }
@@ -246,16 +243,8 @@ pub fn try_lock(path: &Path) -> Result<Option<File>> {
 /// Every session directory under the state root, with its marker (or why it could not be read),
 /// most recently updated first. Symlinks and anything but directories are skipped.
 pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
-    let dir = paths.sessions_dir();
-    files::refuse_symlinked_dirs(paths.root(), &dir)?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
     let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+    for entry in files::list_state_dir(paths.root(), &paths.sessions_dir())? {
         // DirEntry::file_type does not follow symlinks.
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
@@ -288,6 +277,7 @@ mod tests {
     use super::*;
     use crate::marker::State;
     use chrono::Utc;
+    use std::fs;
 
     fn store(root: &Path, rel: &str) -> Store {
         Store::in_dir(root.to_path_buf(), root.join(rel))

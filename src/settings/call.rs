@@ -3,8 +3,9 @@
 //! line (`"command": "<line>"`, which the client runs with `sh -c`) or in exec form
 //! (`"command": "<program>", "args": [...]`, run with no shell). A program is ctxguard
 //! when its file name starts with `ctxguard` (`ctxguard`, `ctxguard-0.1.0`, `ctxguard-bin`), when
-//! it is the path install writes or another path of the same binary (a link to it), or when it
-//! is the plugin's launcher (`${CLAUDE_PLUGIN_ROOT}/hooks/run.sh`, or a `hooks/run.sh` anywhere
+//! it is the path install writes or another path of the same binary (a link to it, another copy
+//! under any name; also reached through `~/`, `$HOME/` or a bare name looked up on `PATH`), or
+//! when it is the plugin's launcher (`${CLAUDE_PLUGIN_ROOT}/hooks/run.sh`, or a `hooks/run.sh` anywhere
 //! under a `ctxguard*` directory: a checkout, a plugin cache). Everything else is the user's and
 //! is never touched.
 
@@ -109,7 +110,9 @@ impl std::fmt::Display for HookCommand {
 pub struct Ours<'a> {
     /// The path install writes (the running binary's canonical path).
     pub bin: Option<&'a str>,
-    /// Whether a literal program path is this binary under another name (a link to it).
+    /// Whether a program is this binary under another name (a link to it, another copy),
+    /// given as [`program_to_check`] writes it: a path, `~/rest` (under the home directory), or
+    /// a bare name (looked up on `PATH`).
     pub same_binary: &'a dyn Fn(&str) -> bool,
 }
 
@@ -135,11 +138,29 @@ impl Ours<'_> {
         name.starts_with("ctxguard")
             || self.bin == Some(text)
             || is_launcher(text)
-            || (word.literal
-                && text.contains(['/', '\\'])
-                && hook_shaped()
-                && (self.same_binary)(text))
+            || (hook_shaped() && program_to_check(word).is_some_and(|p| (self.same_binary)(&p)))
     }
+}
+
+/// The program a word runs, in the form [`Ours::same_binary`] is asked about: a literal path as
+/// written; `~/rest`, `$HOME/rest` or `${HOME}/rest`, unquoted and with nothing else to expand,
+/// as `~/rest`; a literal bare name as it is, for a look-up on `PATH` (which the shell, and in
+/// exec form the client, do). `None` for anything else the shell would change, and for a quoted
+/// `~` (which the shell leaves alone).
+fn program_to_check(word: &Word) -> Option<String> {
+    let text = word.text.as_str();
+    if text.is_empty() {
+        return None;
+    }
+    if word.literal {
+        return (!text.starts_with('~')).then(|| text.to_string());
+    }
+    let rest = ["~/", "$HOME/", "${HOME}/"]
+        .iter()
+        .find_map(|prefix| text.strip_prefix(prefix))?;
+    let plain =
+        !rest.is_empty() && !rest.contains(|c: char| "$`~*?[]{}".contains(c) || c.is_whitespace());
+    plain.then(|| format!("~/{rest}"))
 }
 
 /// The plugin's `hooks/run.sh`, as its hooks.json names it or as a path into a checkout.
@@ -362,6 +383,59 @@ mod tests {
         assert!(runs_ctxguard("/x/ctxguard-0.1.0 precompact", "precompact"));
         assert!(!runs_ctxguard("/x/ctxguard status", "statusline"));
         assert!(!runs_ctxguard("/x/ctxguard \"$SUB\"", "pretooluse"));
+    }
+
+    #[test]
+    fn copies_reached_through_home_or_path_are_asked_about() {
+        // `same_binary` knows `~/bin/cg` (the home directory's) and `cg` (on PATH) as this one.
+        let ours = Ours {
+            bin: Some(BIN),
+            same_binary: &|p| p == "~/bin/cg" || p == "cg",
+        };
+        for line in [
+            "~/bin/cg pretooluse",
+            "$HOME/bin/cg precompact",
+            "\"$HOME/bin/cg\" precompact",
+            "\"${HOME}/bin/cg\" sessionstart",
+            "cg pretooluse",
+            "'cg' statusline --then 'mine'",
+        ] {
+            assert!(call(line, ours).is_some(), "{line}");
+        }
+        for line in [
+            // Not a hook subcommand: never asked.
+            "cg status",
+            "~/bin/cg",
+            // Other names, other places, or more than the home directory to expand.
+            "~/bin/cg2 pretooluse",
+            "~other/bin/cg pretooluse",
+            "$HOMEX/bin/cg pretooluse",
+            "$HOME/$SUB/cg pretooluse",
+            "~/bin/*/cg pretooluse",
+            // A quoted `~` is a directory named `~`.
+            "'~/bin/cg' pretooluse",
+        ] {
+            assert!(call(line, ours).is_none(), "{line}");
+        }
+        let exec = HookCommand::exec("cg", &["pretooluse"]);
+        assert!(hook_call(&exec, ours).is_some());
+        let word = |text: &str, literal: bool| Word {
+            text: text.into(),
+            literal,
+            span: 0..0,
+        };
+        assert_eq!(
+            program_to_check(&word("/x/cg", true)).as_deref(),
+            Some("/x/cg")
+        );
+        assert_eq!(program_to_check(&word("cg", true)).as_deref(), Some("cg"));
+        assert_eq!(
+            program_to_check(&word("${HOME}/x/cg", false)).as_deref(),
+            Some("~/x/cg")
+        );
+        assert_eq!(program_to_check(&word("~", false)), None);
+        assert_eq!(program_to_check(&word("~/", false)), None);
+        assert_eq!(program_to_check(&word("", true)), None);
     }
 
     #[test]

@@ -1,0 +1,384 @@
+//! `ctxguard uninstall --purge`: ctxguard's state directory removed, after saying what it holds.
+//!
+//! Only what ctxguard itself keeps there goes: the entries it creates at the top of the state
+//! root ([`OWN`]), each through a walk that never follows a link (a link is removed, never what
+//! it points at). A user's memory file is never removed, however `CTXGUARD_HOME` is set: no
+//! markdown file but ctxguard's own (`logs/YYYY-MM-DD.md`, `cp_NNN.summary.md` beside a
+//! checkpoint), nor any memory file the config names; anything else in the root stays, and the
+//! root goes only when nothing is left in it. A root that is the home directory, Claude Code's
+//! own directory, or a directory holding either, is refused outright.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::config::{Config, Env};
+use crate::memory;
+use crate::paths::Paths;
+
+/// What ctxguard creates at the top of its state root, and what each holds.
+const OWN: &[(&str, &str)] = &[
+    (
+        "sessions",
+        "sessions' state (markers, locks, cached readings)",
+    ),
+    ("checkpoints", "checkpoints and compaction summaries"),
+    ("logs", "daily logs"),
+    ("cwd", "the index of sessions by directory"),
+    ("recent", "the activity buckets"),
+    ("config.json", "your ctxguard settings"),
+    ("models.json", "context windows learned from status lines"),
+    ("retention.json", "where the retention pass is"),
+    ("retention.lock", "the retention pass's lock"),
+];
+
+/// Is this file one of ctxguard's own (`rel`: its path under the state root)? Markdown files
+/// only when ctxguard writes them: a daily log, or a checkpoint's summary.
+fn is_own_file(rel: &Path) -> bool {
+    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+    let Some(name) = parts.last() else {
+        return false;
+    };
+    let Some(stem) = name.strip_suffix(".md") else {
+        return true;
+    };
+    match parts.as_slice() {
+        ["logs", _] => chrono::NaiveDate::parse_from_str(stem, "%Y-%m-%d").is_ok(),
+        ["checkpoints", _, _] => stem
+            .strip_prefix("cp_")
+            .and_then(|s| s.strip_suffix(".summary"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        _ => false,
+    }
+}
+
+/// What a purge found, removed and left.
+#[derive(Debug, Default)]
+struct Tally {
+    files: usize,
+    bytes: u64,
+    /// Files and directories left in place, with why.
+    kept: Vec<(PathBuf, String)>,
+}
+
+/// Removes (or, in a dry run, counts) `path` under `root` and everything in it that is
+/// ctxguard's, never following a link. Returns whether it is gone (or would be).
+fn remove(
+    root: &Path,
+    path: &Path,
+    protected: &[PathBuf],
+    dry_run: bool,
+    t: &mut Tally,
+) -> Result<bool> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if protected.iter().any(|p| p == path) {
+        t.kept
+            .push((path.to_path_buf(), "a memory file the config names".into()));
+        return Ok(false);
+    }
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    if meta.is_dir() && !meta.file_type().is_symlink() {
+        let mut empty = true;
+        let entries = fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("listing {}", path.display()))?;
+            empty &= remove(root, &entry.path(), protected, dry_run, t)?;
+        }
+        if empty && !dry_run {
+            fs::remove_dir(path).with_context(|| format!("removing {}", path.display()))?;
+        }
+        return Ok(empty);
+    }
+    if !meta.file_type().is_symlink() && !is_own_file(rel) {
+        t.kept.push((
+            path.to_path_buf(),
+            "not ctxguard's (a markdown file ctxguard does not write)".into(),
+        ));
+        return Ok(false);
+    }
+    t.files += 1;
+    t.bytes += meta.len();
+    if !dry_run {
+        // A link goes itself, never what it points at (on Windows a directory link is removed
+        // as a directory).
+        fs::remove_file(path)
+            .or_else(|e| {
+                if meta.file_type().is_symlink() {
+                    fs::remove_dir(path)
+                } else {
+                    Err(e)
+                }
+            })
+            .with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(true)
+}
+
+/// Refuses, before anything is changed, a state root that must not be purged.
+pub fn check(env: &Env) -> Result<()> {
+    refuse_foreign_root(env.paths()?.root(), env)
+}
+
+/// The directories a state root must never be, nor hold: the home directory and Claude Code's.
+fn refuse_foreign_root(root: &Path, env: &Env) -> Result<()> {
+    let real = |p: &Path| crate::files::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root_real = real(root);
+    let theirs = [
+        (env.home.clone(), "your home directory"),
+        (env.client_dir(), "Claude Code's own directory"),
+    ];
+    for (dir, what) in theirs {
+        let Some(dir) = dir else { continue };
+        if real(&dir).starts_with(&root_real) {
+            bail!(
+                "the state directory {} (CTXGUARD_HOME) is {what} {} or holds it: ctxguard will \
+                 not purge it; nothing was removed. Remove ctxguard's own entries there by hand \
+                 ({}), or set CTXGUARD_HOME to ctxguard's own directory",
+                root.display(),
+                dir.display(),
+                OWN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The files anywhere under `dir` (links counted, never followed).
+fn files_under(dir: &Path) -> usize {
+    fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => files_under(&e.path()),
+                _ => 1,
+            })
+            .sum()
+    })
+}
+
+/// Counts what `dir` holds: entries directly in it, and files anywhere under it.
+fn count(dir: &Path) -> (usize, usize) {
+    (
+        fs::read_dir(dir).map_or(0, Iterator::count),
+        files_under(dir),
+    )
+}
+
+/// One line saying what an entry of the state root holds.
+fn describe(root: &Path, name: &str, what: &str) -> Option<String> {
+    let path = root.join(name);
+    let meta = fs::symlink_metadata(&path).ok()?;
+    if !meta.is_dir() {
+        return Some(format!("  {name}: {what}"));
+    }
+    let (direct, files) = count(&path);
+    let n = match name {
+        "sessions" => plural(direct, "session", "sessions"),
+        "checkpoints" => format!(
+            "checkpoints of {} ({})",
+            plural(direct, "session", "sessions"),
+            plural(files, "file", "files")
+        ),
+        "logs" => plural(direct, "daily log", "daily logs"),
+        _ => plural(files, "file", "files"),
+    };
+    Some(format!("  {name}/: {what}: {n}"))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..=1023 => format!("{bytes} bytes"),
+        1024..=1_048_575 => format!("{:.1} KB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+/// The memory files the config names (or the defaults) that have a fixed place: whatever the
+/// state root, none of them is removed.
+fn memory_files(paths: &Paths, env: &Env) -> Vec<PathBuf> {
+    let config = Config::load_or_default(paths, env).config;
+    let places = memory::Places {
+        home: env.home.as_deref(),
+        project: Path::new(""),
+    };
+    config
+        .memory_files
+        .unwrap_or_else(|| {
+            memory::DEFAULT_FILES
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect()
+        })
+        .iter()
+        .map(|entry| memory::resolve(entry, &places))
+        .filter(|p| p.is_absolute())
+        .collect()
+}
+
+/// Whatever else is in the root is not ctxguard's: it stays (and so does the root).
+fn keep_the_rest(root: &Path, protected: &[PathBuf], tally: &mut Tally) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if OWN.iter().any(|(n, _)| *n == name) || name.starts_with(".tmp-") {
+            continue;
+        }
+        let why = if protected.contains(&path) {
+            "a memory file, not ctxguard's"
+        } else {
+            "not ctxguard's"
+        };
+        tally.kept.push((path, why.into()));
+    }
+}
+
+/// Says what ctxguard's state directory holds, then removes what is ctxguard's in it (or, with
+/// `dry_run`, says what it would remove).
+pub fn run(env: &Env, dry_run: bool) -> Result<()> {
+    let paths: Paths = env.paths()?;
+    let root = paths.root();
+    if fs::symlink_metadata(root).is_err() {
+        println!(
+            "no state directory at {} (nothing to purge)",
+            root.display()
+        );
+        return Ok(());
+    }
+    refuse_foreign_root(root, env)?;
+    let protected = memory_files(&paths, env);
+
+    println!("ctxguard's state directory {} holds:", root.display());
+    let lines: Vec<String> = OWN
+        .iter()
+        .filter_map(|(name, what)| describe(root, name, what))
+        .collect();
+    if lines.is_empty() {
+        println!("  nothing of ctxguard's");
+    }
+    for line in &lines {
+        println!("{line}");
+    }
+    let mut tally = Tally::default();
+    for (name, _) in OWN {
+        remove(root, &root.join(name), &protected, dry_run, &mut tally)?;
+    }
+    // Temp files a killed writer left at the top.
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                remove(root, &entry.path(), &protected, dry_run, &mut tally)?;
+            }
+        }
+    }
+    keep_the_rest(root, &protected, &mut tally);
+    let verb = if dry_run { "would remove" } else { "removed" };
+    println!(
+        "{verb} {} ({}) of ctxguard's",
+        plural(tally.files, "file", "files"),
+        size(tally.bytes)
+    );
+    for (path, why) in &tally.kept {
+        println!("kept {}: {why}", path.display());
+    }
+    let real_dir =
+        fs::symlink_metadata(root).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
+    if tally.kept.is_empty() && real_dir {
+        if dry_run {
+            println!("{verb} the state directory {}", root.display());
+        } else {
+            fs::remove_dir(root).with_context(|| format!("removing {}", root.display()))?;
+            println!("{verb} the state directory {}", root.display());
+        }
+    } else {
+        println!(
+            "the state directory {} stays (it holds what is not ctxguard's)",
+            root.display()
+        );
+    }
+    if dry_run {
+        println!("(dry run: nothing removed)");
+    } else {
+        println!(
+            "A Claude Code session still running may write to it again until it ends: its \
+             settings were read when it started."
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ctxguards_own_markdown_is_its_own() {
+        for own in [
+            "logs/2026-11-21.md",
+            "checkpoints/abc/cp_001.summary.md",
+            "checkpoints/abc/cp_001.json",
+            "sessions/abc/marker.json",
+            "config.json",
+        ] {
+            assert!(is_own_file(Path::new(own)), "{own}");
+        }
+        for theirs in [
+            "MEMORY.md",
+            "logs/notes.md",
+            "logs/sub/2026-11-21.md",
+            "checkpoints/abc/cp_.summary.md",
+            "checkpoints/abc/notes.md",
+            "sessions/abc/MEMORY.md",
+        ] {
+            assert!(!is_own_file(Path::new(theirs)), "{theirs}");
+        }
+    }
+
+    #[test]
+    fn a_purge_removes_what_is_ctxguards_and_keeps_the_rest() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("memory");
+        fs::create_dir_all(root.join("sessions/abc")).unwrap();
+        fs::create_dir_all(root.join("logs")).unwrap();
+        fs::write(root.join("sessions/abc/marker.json"), "{}").unwrap();
+        fs::write(root.join("logs/2026-11-21.md"), "log").unwrap();
+        fs::write(root.join("logs/notes.md"), "mine").unwrap();
+        fs::write(root.join("MEMORY.md"), "mine").unwrap();
+        let mut tally = Tally::default();
+        for name in ["sessions", "logs"] {
+            remove(&root, &root.join(name), &[], false, &mut tally).unwrap();
+        }
+        assert!(!root.join("sessions").exists());
+        assert!(!root.join("logs/2026-11-21.md").exists());
+        assert_eq!(
+            fs::read_to_string(root.join("logs/notes.md")).unwrap(),
+            "mine"
+        );
+        assert_eq!(fs::read_to_string(root.join("MEMORY.md")).unwrap(), "mine");
+        assert_eq!(tally.files, 2);
+        // A protected path stays even where ctxguard's files are.
+        let kept = root.join("logs/2026-11-22.md");
+        fs::write(&kept, "named by the config").unwrap();
+        let mut tally = Tally::default();
+        remove(
+            &root,
+            &root.join("logs"),
+            std::slice::from_ref(&kept),
+            false,
+            &mut tally,
+        )
+        .unwrap();
+        assert!(kept.exists());
+    }
+}
