@@ -208,6 +208,8 @@ pub struct Context<'a> {
     /// A compaction window given by hand (`usage`/`replay --autocompact`), in place of the
     /// running client's `--autocompact`.
     pub flag: Option<u64>,
+    /// The client's version, when the hook's input or the transcript tells it.
+    pub client_version: Option<&'a str>,
 }
 
 impl<'a> Context<'a> {
@@ -219,6 +221,7 @@ impl<'a> Context<'a> {
             paths,
             project: (!cwd.is_empty()).then(|| Path::new(cwd)),
             flag: None,
+            client_version: None,
         }
     }
 }
@@ -314,6 +317,13 @@ pub struct ClientCompaction {
     /// Idle compaction: `None` when off (`idleCompaction: false`), else the tokens from which it
     /// takes an attended session.
     pub idle_from: Option<u64>,
+    /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`, which older clients reserve in full.
+    pub max_output: Option<u64>,
+    /// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`: the window of a model the client does not know (of
+    /// every model with `DISABLE_COMPACT`).
+    pub max_context: Option<u64>,
+    /// `DISABLE_COMPACT` is set.
+    pub compact_off: bool,
 }
 
 impl Default for ClientCompaction {
@@ -326,6 +336,9 @@ impl Default for ClientCompaction {
             per_model: Vec::new(),
             off: None,
             idle_from: Some(crate::marker::IDLE_COMPACTION_TOKENS),
+            max_output: None,
+            max_context: None,
+            compact_off: false,
         }
     }
 }
@@ -344,6 +357,13 @@ impl ClientCompaction {
             per_model: Vec::new(),
             off: settings.auto_compact_off().map(|o| o.to_string()),
             idle_from: settings.idle_compaction(crate::marker::IDLE_COMPACTION_TOKENS),
+            max_output: settings
+                .var(client::MAX_OUTPUT_TOKENS)
+                .and_then(|v| client::window_tokens(&v)),
+            max_context: settings
+                .var(client::MAX_CONTEXT_TOKENS)
+                .and_then(|v| client::window_tokens(&v)),
+            compact_off: settings.compact_off(),
         }
         .with_windows(settings)
     }
@@ -423,6 +443,9 @@ pub struct Gathered {
     pub learned: Option<u64>,
     pub flag: Option<u64>,
     pub client: ClientCompaction,
+    /// The client's version (from the transcript or the status line), when known: older
+    /// clients reserve more for the reply before compacting.
+    pub client_version: Option<String>,
 }
 
 impl Gathered {
@@ -433,6 +456,7 @@ impl Gathered {
             learned: None,
             flag,
             client: ClientCompaction::from_settings(&client_settings(env, project)),
+            client_version: None,
         }
     }
 }
@@ -444,6 +468,7 @@ fn gather(ctx: &Context, model: Option<&str>) -> Gathered {
         learned: model.and_then(|m| learned(ctx.paths).get(m).copied()),
         flag: ctx.flag.or_else(|| client_flag(ctx.env)),
         client: ClientCompaction::from_settings(&settings),
+        client_version: ctx.client_version.map(str::to_string),
     }
 }
 
@@ -480,6 +505,10 @@ pub fn resolve_with(
     let window = window::resolve(&WindowFacts {
         config_models: Some(&config.model_windows),
         config: config.window_tokens,
+        client_max: gathered
+            .client
+            .max_context
+            .filter(|_| gathered.client.compact_off || model.and_then(window::known).is_none()),
         model,
         reported: reported.or(marker.reported_window),
         learned: gathered.learned,
@@ -487,6 +516,14 @@ pub fn resolve_with(
     });
     let mut policy = config.policy();
     policy.autocompact_pct = gathered.client.pct;
+    // The client's buffer is its output reservation plus 13k; an older client reserves more.
+    // A buffer set in the config is the user's word and stays.
+    if config.compact_buffer_tokens == Config::default().compact_buffer_tokens {
+        policy.compact_buffer_tokens = client::output_reserve(
+            gathered.client_version.as_deref(),
+            gathered.client.max_output,
+        ) + crate::usage::AUTOCOMPACT_MARGIN;
+    }
     let (limits, compact_source) = window::limits(
         window.tokens,
         &policy,
@@ -501,7 +538,10 @@ pub fn resolve_with(
         limits,
         window_source: window.source,
         compact_source,
-        idle_compaction: gathered.client.idle_from,
+        idle_compaction: gathered
+            .client
+            .idle_from
+            .filter(|_| client::idle_compaction(gathered.client_version.as_deref())),
     }
 }
 
@@ -592,6 +632,67 @@ mod tests {
             cached_limits(&marker, 7, None, None, Some(1_000_001), t(1)),
             None
         );
+    }
+
+    #[test]
+    fn older_clients_reserve_the_whole_output_and_unknown_models_take_the_clients_max() {
+        let config = Config::default();
+        let marker = Marker::new("s");
+        let at = |version: Option<&str>, client: ClientCompaction, model: &str| {
+            let gathered = Gathered {
+                client,
+                client_version: version.map(str::to_string),
+                ..Gathered::default()
+            };
+            resolve_with(&config, &marker, Some(model), None, None, &gathered)
+        };
+        let sonnet = "claude-sonnet-4-5";
+        // 2.1.14: 200k − 32k − 13k; with CLAUDE_CODE_MAX_OUTPUT_TOKENS=64000, 123k.
+        let r = at(Some("2.1.14"), ClientCompaction::default(), sonnet);
+        assert_eq!(
+            (r.limits.compact_at, r.limits.trigger_at),
+            (155_000, 115_000)
+        );
+        let big = ClientCompaction {
+            max_output: Some(64_000),
+            ..ClientCompaction::default()
+        };
+        assert_eq!(at(Some("2.1.3"), big, sonnet).limits.compact_at, 123_000);
+        // 2.1.330, an unread later or earlier one, or no version: 20k at most.
+        for v in [Some("2.1.330"), Some("2.1.200"), Some("2.0.76"), None] {
+            assert_eq!(
+                at(v, ClientCompaction::default(), sonnet).limits.compact_at,
+                167_000
+            );
+        }
+        // A buffer set in the config is kept.
+        let own = Config {
+            compact_buffer_tokens: 50_000,
+            ..Config::default()
+        };
+        let gathered = Gathered {
+            client_version: Some("2.1.14".into()),
+            ..Gathered::default()
+        };
+        let r = resolve_with(&own, &marker, Some(sonnet), None, None, &gathered);
+        assert_eq!(r.limits.compact_at, 150_000);
+        // CLAUDE_CODE_MAX_CONTEXT_TOKENS: the window of a model the client does not know, of
+        // every model with DISABLE_COMPACT.
+        let max = ClientCompaction {
+            max_context: Some(400_000),
+            ..ClientCompaction::default()
+        };
+        let r = at(None, max.clone(), "my-proxy-model");
+        assert_eq!(
+            (r.limits.window, r.window_source),
+            (400_000, WindowSource::ClientMax)
+        );
+        assert_eq!(at(None, max.clone(), sonnet).limits.window, 200_000);
+        let all = ClientCompaction {
+            compact_off: true,
+            ..max
+        };
+        assert_eq!(at(None, all, sonnet).limits.window, 400_000);
     }
 
     #[test]

@@ -157,6 +157,9 @@ pub struct HookInput {
 pub struct StatusLineInput {
     #[serde(deserialize_with = "null_default")]
     pub session_id: String,
+    /// The client's version.
+    #[serde(deserialize_with = "lenient_text")]
+    pub version: String,
     #[serde(deserialize_with = "null_default")]
     pub transcript_path: String,
     #[serde(deserialize_with = "null_default")]

@@ -5,6 +5,8 @@
 //! The window, first match wins:
 //! 1. `model_windows` in the config, for this model;
 //! 2. `window_tokens` in the config;
+//! 2a. `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, for a model the client does not know (for every model
+//!    with `DISABLE_COMPACT`), as the client applies it;
 //! 3. what the status line reported for this session (unless usage already exceeds it: some
 //!    client versions report 200k for 1M sessions);
 //! 4. what status lines reported for this model before (learned, kept in the state dir);
@@ -33,6 +35,8 @@ use crate::usage::{Limits, Policy, DEFAULT_WINDOW, LARGE_WINDOW};
 pub enum WindowSource {
     ConfigModel,
     Config,
+    /// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`.
+    ClientMax,
     Reported,
     Learned,
     Model,
@@ -45,6 +49,7 @@ impl WindowSource {
         match self {
             WindowSource::ConfigModel => "model_windows in the config",
             WindowSource::Config => "window_tokens in the config",
+            WindowSource::ClientMax => "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
             WindowSource::Reported => "reported by the status line",
             WindowSource::Learned => "learned from an earlier status line for this model",
             WindowSource::Model => "known for this model",
@@ -93,6 +98,9 @@ impl CompactSource {
 pub struct WindowFacts<'a> {
     pub config_models: Option<&'a BTreeMap<String, u64>>,
     pub config: Option<u64>,
+    /// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, when it applies to this model (the client gives it to
+    /// models it does not know, and to every model with `DISABLE_COMPACT`).
+    pub client_max: Option<u64>,
     pub model: Option<&'a str>,
     pub reported: Option<u64>,
     pub learned: Option<u64>,
@@ -169,6 +177,9 @@ pub fn resolve(f: &WindowFacts) -> Window {
     }
     if let Some(w) = f.config.filter(|w| *w > 0) {
         return pick(w, WindowSource::Config);
+    }
+    if let Some(w) = f.client_max.filter(|w| *w > 0) {
+        return pick(w, WindowSource::ClientMax);
     }
     if let Some(w) = f.reported.filter(|w| *w > 0 && fits(*w)) {
         return pick(w, WindowSource::Reported);
@@ -299,6 +310,7 @@ mod tests {
         let mut f = WindowFacts {
             config_models: Some(&models),
             config: Some(300_000),
+            client_max: Some(600_000),
             model: Some("claude-opus-5-5"),
             reported: Some(200_000),
             learned: Some(400_000),
@@ -309,6 +321,8 @@ mod tests {
         f.config_models = None;
         assert_eq!(source(&f), (300_000, WindowSource::Config));
         f.config = None;
+        assert_eq!(source(&f), (600_000, WindowSource::ClientMax));
+        f.client_max = None;
         assert_eq!(source(&f), (200_000, WindowSource::Reported));
         f.reported = None;
         assert_eq!(source(&f), (400_000, WindowSource::Learned));

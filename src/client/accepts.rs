@@ -44,6 +44,29 @@ impl Accepts {
     }
 }
 
+/// The versions read reserving the reply's whole output for auto-compaction (32k by default,
+/// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`, at most 64k) rather than at most 20k: 2.1.14 compacts a 200k
+/// session at 155k, where 2.1.330 does at 167k (read from both clients' code).
+pub const FULL_OUTPUT_RESERVE: std::ops::RangeInclusive<(u64, u64, u64)> = (2, 1, 0)..=(2, 1, 14);
+
+/// The output reservation a client of `version` makes before auto-compaction: the whole output
+/// limit on 2.1.0 to 2.1.14; at most 20k otherwise. Versions after 2.1.14 and before 2.1.330
+/// were not read, nor 2.0 and older (a recorded 2.0.76 session passed 167k without compacting):
+/// they get the current rule, and a seen compaction calibrates them.
+pub fn output_reserve(version: Option<&str>, max_output_var: Option<u64>) -> u64 {
+    match version.and_then(parse) {
+        Some(v) if FULL_OUTPUT_RESERVE.contains(&v) => max_output_var.unwrap_or(32_000).min(64_000),
+        _ => 20_000,
+    }
+}
+
+/// Does a client of `version` compact idle sessions? 2.1.14 has no idle compaction (nothing of
+/// it in its code) and 2.1.330 has; versions between were not read, and get it, as does an
+/// unknown version.
+pub fn idle_compaction(version: Option<&str>) -> bool {
+    version.and_then(parse).is_none_or(|v| v > (2, 1, 14))
+}
+
 /// The first version number in `text` (`2.1.14` in `2.1.14 (Claude Code)`, `v2.1.14`,
 /// `2.1.14-beta`, or after a line a wrapper printed first), as (major, minor, patch).
 pub fn parse(text: &str) -> Option<(u64, u64, u64)> {

@@ -21,9 +21,14 @@ pub const IDLE_COMPACT_MIN_TOKENS: &str = "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS";
 /// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`: the context window the client assumes for the model.
 pub const MAX_CONTEXT_TOKENS: &str = "CLAUDE_CODE_MAX_CONTEXT_TOKENS";
 
+/// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`: the reply's output limit, which older clients reserve in
+/// full before auto-compacting.
+pub const MAX_OUTPUT_TOKENS: &str = "CLAUDE_CODE_MAX_OUTPUT_TOKENS";
+
 /// The client's variables ctxguard reads, each from the process and from the settings files'
 /// `env` blocks (see [`crate::client::Settings::var`]).
-pub const VARS: [&str; 7] = [
+pub const VARS: [&str; 8] = [
+    MAX_OUTPUT_TOKENS,
     AUTOCOMPACT_PCT,
     AUTO_COMPACT_WINDOW,
     DISABLE_AUTO_COMPACT,

@@ -91,6 +91,7 @@ pub fn run(
         paths: &paths,
         project: here.as_deref(),
         flag: autocompact,
+        client_version: scan.version.as_deref(),
     };
     let resolved = facts::resolve(&ctx, &marker, scan.model.as_deref(), None, scan.tokens);
     let limits = resolved.limits;

@@ -177,7 +177,9 @@ pub fn handle_event(
     let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
     let reading = read_transcript(&store, &input, reporting, diag);
     let config = super::config(&paths, env, diag);
-    let ctx = Context::new(&config, env, &paths, &input.cwd);
+    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    let version = reading.as_ref().and_then(|r| r.client_version.clone());
+    ctx.client_version = version.as_deref();
     // A reply older than the status line's last (fresh) report is older news than the marker
     // holds.
     let newer = |r: &Reading| match (r.reply_at, marker.statusline_at) {

@@ -273,7 +273,8 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
     } else {
         None
     };
-    let ctx = Context::new(&config, env, &paths, &input.cwd);
+    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    ctx.client_version = (!input.version.is_empty()).then_some(input.version.as_str());
     let observation = observe(&input, &marker, &ctx, transcript.as_ref(), now);
     // What the client reports for a model is remembered for sessions without a status line.
     if let (Some(model), Some(window)) = (&observation.model, observation.reported_window) {
@@ -343,6 +344,7 @@ mod tests {
             paths: &paths,
             project: None,
             flag: None,
+            client_version: None,
         };
         observe(input, &Marker::new("s"), &ctx, transcript, Utc::now())
     }

@@ -77,12 +77,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .ok()
         .flatten()
         .unwrap_or_else(|| Marker::new(&input.session_id));
-    let ctx = Context::new(&config, env, &paths, &input.cwd);
+    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
     let observation = if input.transcript_path.is_empty() {
         None
     } else {
         match store.transcript_reading(Path::new(&input.transcript_path)) {
-            Ok(r) => Some(pretooluse::observe(&r, &marker, &ctx, now)),
+            Ok(r) => {
+                ctx.client_version = r.client_version.as_deref();
+                Some(pretooluse::observe(&r, &marker, &ctx, now))
+            }
             Err(e) => {
                 diag.note(format!("{e:#}; usage unknown"));
                 None

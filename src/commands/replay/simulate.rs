@@ -188,6 +188,11 @@ impl Simulation {
                     at,
                     version,
                 });
+                // The hooks know the client's version from the transcript too.
+                self.options
+                    .gathered
+                    .client_version
+                    .clone_from(&self.reading.client_version);
                 let id = shape
                     .as_ref()
                     .and_then(|s| s.message.as_ref()?.id.as_deref().map(str::to_string));

@@ -424,6 +424,7 @@ fn observations_match_the_hooks() {
         paths: &paths,
         project: None,
         flag: None,
+        client_version: None,
     };
     let now = t(0);
     let reading = Reading {
