@@ -5,18 +5,18 @@
 //! The window, first match wins:
 //! 1. `model_windows` in the config, for this model;
 //! 2. `window_tokens` in the config;
-//! 2a. `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, for a model the client does not know (for every model
+//! 3. `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, for a model the client does not know (for every model
 //!    with `DISABLE_COMPACT`), as the client applies it;
-//! 3. what the status line reported for this session (unless usage already exceeds it: some
+//! 4. what the status line reported for this session (unless usage already exceeds it: some
 //!    client versions report 200k for 1M sessions);
-//! 4. what status lines reported for this model before (learned, kept in the state dir);
-//! 5. the model id: a table of known ids, and the `[1m]` suffix (kept by `SessionStart`'s `model`,
+//! 5. what status lines reported for this model before (learned, kept in the state dir);
+//! 6. the model id: a table of known ids, and the `[1m]` suffix (kept by `SessionStart`'s `model`,
 //!    dropped by the transcript's replies: [`judged_model`]);
-//! 6. usage over 200k proves the window is at least 1M;
-//! 7. 200k.
+//! 7. usage over 200k proves the window is at least 1M;
+//! 8. 200k.
 //!
 //! The compaction window (what the client computes its compaction point against), first match:
-//! the running client's `--autocompact N`, `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, then the settings:
+//! `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, the running client's `--autocompact N`, then the settings:
 //! `modelSettings.<model>.autoCompactWindow` for this model, else the top-level
 //! `autoCompactWindow` (managed, local, project, user settings in that order). Never above the
 //! window. Then, when this session's client was seen auto-compacting on the same window, the
