@@ -16,7 +16,12 @@ pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
         Some(origin) => finding(
             "autocompact",
             Status::Warn,
-            format!("auto-compaction is off ({origin}): the nudge still comes at the trigger, but nothing compacts until you run /compact, and the context can fill up"),
+            format!(
+                "auto-compaction is off ({origin}): nothing compacts by itself, so the nudges come {} and {} before the window's end, announce no compaction, and ask to save and then run {}",
+                crate::usage::human(40_000),
+                crate::usage::human(15_000),
+                if ctx.client.compact_off() { "/clear (DISABLE_COMPACT turns /compact off too)" } else { "/compact or /clear" }
+            ),
             Some("compact by hand when nudged, or turn auto-compaction back on"),
         ),
         None => finding(
@@ -26,6 +31,53 @@ pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
             None,
         ),
     }]
+}
+
+/// Where the nudge sends memories: the client's auto memory folder, or ctxguard's own file when
+/// auto memory is off (and what turned it off).
+pub fn auto_memory(ctx: &Context) -> Vec<Finding> {
+    vec![match ctx.client.auto_memory_off() {
+        Some(origin) => finding(
+            "memory",
+            Status::Info,
+            format!("Claude Code's auto memory is off ({origin}): the nudges name ctxguard's own memory file (the first of memory_files), which every recovery block shows"),
+            None,
+        ),
+        None => finding(
+            "memory",
+            Status::Info,
+            "Claude Code's auto memory is on: the nudges ask to save in its memory folder, in its format (a file per memory and a pointer in MEMORY.md)".into(),
+            None,
+        ),
+    }]
+}
+
+/// The client's window and output variables, when set.
+pub fn window_variables(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, meaning) in [
+        (
+            crate::client::MAX_CONTEXT_TOKENS,
+            "the window of a model the client does not know (of every model with DISABLE_COMPACT)",
+        ),
+        (
+            crate::client::MAX_OUTPUT_TOKENS,
+            "on clients 2.1.0 to 2.1.14, reserved in full before auto-compaction (the point moves earlier by it)",
+        ),
+    ] {
+        if let Some(raw) = ctx.client.var(name) {
+            out.push(match crate::client::window_tokens(&raw) {
+                Some(_) => finding("window", Status::Info, format!("{name}={raw}: {meaning}"), None),
+                None => finding(
+                    "window",
+                    Status::Warn,
+                    format!("{name}={raw:?} is not a token count; the client ignores it"),
+                    Some("use a whole number of tokens"),
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, if set: what it does, or that it is unusable.
@@ -121,32 +173,42 @@ pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
 }
 
 /// Idle compaction (`idleCompaction`, on by default): the client compacts an attended session of
-/// 200k tokens or more while it is idle, whatever the thresholds say.
+/// 200k tokens or more (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`) while it is idle, whatever the
+/// thresholds say; the `Stop` hook asks the agent to save first.
 pub fn idle_compaction(ctx: &Context) -> Vec<Finding> {
-    let off = matches!(
-        ctx.client.get("idleCompaction"),
-        Some((_, serde_json::Value::Bool(false)))
-    );
-    vec![if off {
-        finding(
-            "idle",
-            Status::Info,
-            "idle compaction is off (idleCompaction: false)".into(),
-            None,
-        )
+    let from = ctx.client.idle_compaction(IDLE_COMPACTION_TOKENS);
+    let why_off = if ctx.client.auto_compact_off().is_some() {
+        "auto-compaction is off"
     } else {
-        finding(
+        "idleCompaction: false"
+    };
+    vec![match from {
+        None => finding(
             "idle",
             Status::Info,
-            format!(
-                "idle compaction is on (the default): an attended session with {} tokens or more \
-                 may be compacted while it waits for you, before the thresholds below; the status \
-                 line marks such a session `idle≥{}`, and the checkpoint is still written",
-                IDLE_COMPACTION_TOKENS,
-                crate::usage::human(IDLE_COMPACTION_TOKENS)
-            ),
+            format!("idle compaction is off ({why_off})"),
             None,
-        )
+        ),
+        Some(from) => {
+            let set = ctx
+                .client
+                .var(crate::client::IDLE_COMPACT_MIN_TOKENS)
+                .map_or("the default".to_string(), |v| {
+                    format!("{}={v}", crate::client::IDLE_COMPACT_MIN_TOKENS)
+                });
+            finding(
+                "idle",
+                Status::Info,
+                format!(
+                    "idle compaction is on: an attended session with {from} tokens or more ({set}) \
+                     may be compacted while it waits for you, before the thresholds below; the \
+                     status line marks such a session `idle≥{}`, the Stop hook asks the agent to \
+                     save as it ends its turn (idle_nudge), and the checkpoint is still written",
+                    crate::usage::human(from)
+                ),
+                None,
+            )
+        }
     }]
 }
 
@@ -257,8 +319,54 @@ mod tests {
     fn idle_compaction_and_the_sources_are_explained() {
         let on = lines(&idle_compaction(&ctx(&[])));
         assert!(
-            on[0].starts_with("info: idle compaction is on (the default)"),
+            on[0].starts_with(
+                "info: idle compaction is on: an attended session with 200000 tokens or more (the default)"
+            ),
             "{on:?}"
+        );
+        let raised = lines(&idle_compaction(&ctx_env(
+            &[],
+            &[("CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS", "300000")],
+        )));
+        assert!(
+            raised[0]
+                .contains("300000 tokens or more (CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS=300000)"),
+            "{raised:?}"
+        );
+        let no_auto = lines(&idle_compaction(&ctx_env(
+            &[],
+            &[("DISABLE_AUTO_COMPACT", "1")],
+        )));
+        assert_eq!(
+            no_auto,
+            ["info: idle compaction is off (auto-compaction is off)"]
+        );
+        // Where the nudge sends memories, and why.
+        assert!(lines(&auto_memory(&ctx(&[])))[0].contains("auto memory is on"));
+        let off = lines(&auto_memory(&ctx_env(
+            &[],
+            &[("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")],
+        )));
+        assert!(
+            off[0].starts_with(
+                "info: Claude Code's auto memory is off (CLAUDE_CODE_DISABLE_AUTO_MEMORY)"
+            ),
+            "{off:?}"
+        );
+        let vars = lines(&window_variables(&ctx_env(
+            &[],
+            &[
+                ("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "400000"),
+                ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "big"),
+            ],
+        )));
+        assert!(
+            vars[0].starts_with("info: CLAUDE_CODE_MAX_CONTEXT_TOKENS=400000:"),
+            "{vars:?}"
+        );
+        assert!(
+            vars[1].starts_with("warn: CLAUDE_CODE_MAX_OUTPUT_TOKENS=\"big\""),
+            "{vars:?}"
         );
         let off = lines(&idle_compaction(&ctx(&[(
             Scope::User,

@@ -76,6 +76,8 @@ const CHECKS: &[Check] = &[
     compaction::autocompact_pct,
     compaction::autocompact_window,
     compaction::idle_compaction,
+    compaction::window_variables,
+    compaction::auto_memory,
     compaction::sources,
 ];
 
