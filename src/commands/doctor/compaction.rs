@@ -239,11 +239,13 @@ pub fn sources(ctx: &Context) -> Vec<Finding> {
         Status::Info,
         format!(
             "each hook takes the window from, first match: model_windows and window_tokens in the \
-             config, the status line's report, windows learned from status lines ({learned}), the \
-             model id, usage over 200k; and the compaction point from the running client's \
-             --autocompact argument, CLAUDE_CODE_AUTO_COMPACT_WINDOW, autoCompactWindow (per model \
-             first), and where the session was seen auto-compacting. `ctxguard status --session ID` \
-             shows what decided for a session"
+             config, CLAUDE_CODE_MAX_CONTEXT_TOKENS (a model the client does not know), the status \
+             line's report, windows learned from status lines ({learned}), the model id, usage \
+             over 200k; and the compaction point from CLAUDE_CODE_AUTO_COMPACT_WINDOW, the running \
+             client's --autocompact argument, modelSettings.<model>.autoCompactWindow, \
+             autoCompactWindow, the client's version (2.1.14 and older reserve more), and where the \
+             session was seen auto-compacting. `ctxguard status --session ID` shows what decided \
+             for a session"
         ),
         None,
     )]
