@@ -270,7 +270,6 @@ mod windows {
     #[cfg(test)]
     mod tests {
         use std::process::Command;
-        use std::time::{Duration, Instant};
 
         use super::super::{finish, spawn, CAP};
 
@@ -288,24 +287,18 @@ mod windows {
 
         #[test]
         fn endless_output_is_capped() {
-            let start = Instant::now();
+            // Ended by the cap, not the time limit: a command cut off by time is an error
+            // (below), so an answer here is the capped output. No timing is asserted (the
+            // machine running the tests may be loaded).
             let out = finish(spawn(cmd("for /L %i in (0,0,1) do @echo yes"), b"").unwrap());
             let out = out.unwrap();
             assert!(out.len() <= CAP && out.len() > 1000, "{}", out.len());
-            assert!(
-                start.elapsed() < Duration::from_secs(4),
-                "{:?}",
-                start.elapsed()
-            );
         }
 
         #[test]
         fn a_slow_command_is_cut_off() {
-            let start = Instant::now();
             let err = finish(spawn(cmd("for /L %i in (0,0,1) do @rem"), b"").unwrap());
             assert!(format!("{:#}", err.unwrap_err()).contains("killed"));
-            let took = start.elapsed();
-            assert!(took < Duration::from_secs(8), "{took:?}");
         }
     }
 }
