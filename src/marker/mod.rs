@@ -142,9 +142,12 @@ pub struct Marker {
     /// From how many tokens idle compaction takes the session
     /// (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`), when last resolved; 200k when unknown.
     pub idle_from: Option<u64>,
-    /// The highest usage this session was seen at without compacting, and the window then: the
-    /// client's compaction point lies above it (see [`crate::window::limits`]).
+    /// The highest usage this session was seen at without compacting (a reading followed by a
+    /// newer reply with no boundary between), and the window then: the client's compaction
+    /// point lies above it (see [`crate::window::limits`]).
     pub uncompacted_max: Option<(u64, u64)>,
+    /// The newest reply read from the transcript: its tokens, when it was written, the window.
+    pub last_reply: Option<(u64, DateTime<Utc>, u64)>,
     /// The usage when this cycle armed: a later drop is measured from it (arming on growth
     /// can happen far below the trigger).
     pub armed_tokens: Option<u64>,
@@ -429,14 +432,24 @@ pub fn transition(
                 m.idle_compaction = obs.idle_compaction;
                 m.idle_from = obs.idle_from;
             }
-            // A reply at this size did not compact: the client's point lies above it.
-            if let Some(t) = tokens {
+            // A newer reply with no boundary since the previous one proves the client checked
+            // the previous reading (plus what followed it) and did not compact: its point lies
+            // above that reading. A reading alone proves nothing (the check before its request
+            // saw less).
+            if let (Some(t), Some(at)) = (tokens, obs.reply_at) {
                 let w = limits.window;
-                if m.uncompacted_max
-                    .is_none_or(|(max, seen)| seen != w || t > max)
-                {
-                    m.uncompacted_max = Some((t, w));
+                if let Some((prev, prev_at, prev_w)) = m.last_reply {
+                    // A compaction between the two shows as a drop (and PreCompact forgets the
+                    // previous reply): only a reply at least as large counts.
+                    let no_boundary = obs.boundary_at.is_none_or(|b| b < prev_at);
+                    let higher = m
+                        .uncompacted_max
+                        .is_none_or(|(max, seen)| seen != w || prev > max);
+                    if at > prev_at && prev_w == w && no_boundary && t >= prev && higher {
+                        m.uncompacted_max = Some((prev, w));
+                    }
                 }
+                m.last_reply = Some((t, at, w));
             }
             let due = tokens.is_some_and(|t| t >= limits.trigger_at || obs.growth_due);
             if m.state == State::Idle && due {
@@ -501,6 +514,7 @@ pub fn transition(
             }
             m.tokens = None;
             m.growth = None;
+            m.last_reply = None;
             m.compacted_at = Some(now);
             m.tokens_at_compaction = before;
             // A new compaction point may have been observed: resolve the limits again.
@@ -545,6 +559,7 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         limits_at: None,
         growth: None,
         uncompacted_max: None,
+        last_reply: None,
         ..m.clone()
     };
     // Crossing the trigger or the critical point matters at once: it decides a nudge.

@@ -264,3 +264,37 @@ fn only_meaningful_changes_are_worth_a_write() {
     let armed = transition(&a, &observe(Some(130_000)), t(1), STALE);
     assert!(worth_saving(&a, &armed, Duration::from_secs(15)));
 }
+
+#[test]
+fn only_a_reading_followed_by_a_newer_reply_is_known_not_to_compact() {
+    let reply = |tokens: u64, at: i64| {
+        let mut o = Observation::new(Some(tokens), limits(), Source::Transcript);
+        o.reply_at = Some(t(at));
+        Event::Observe(o)
+    };
+    // One reading: nothing proven (the check before its request saw less).
+    let m = run(&[(0, reply(150_000, 0))]);
+    assert_eq!(m.uncompacted_max, None);
+    // The same reply read again (another tool call of it): still nothing.
+    let m = run(&[(0, reply(150_000, 0)), (1, reply(150_000, 0))]);
+    assert_eq!(m.uncompacted_max, None);
+    // A newer reply, as large or larger: the client checked 150k and went on.
+    let m = run(&[(0, reply(150_000, 0)), (5, reply(160_000, 5))]);
+    assert_eq!(m.uncompacted_max, Some((150_000, 200_000)));
+    // A drop between them is a compaction: nothing proven.
+    let m = run(&[(0, reply(150_000, 0)), (5, reply(20_000, 5))]);
+    assert_eq!(m.uncompacted_max, None);
+    // PreCompact forgets the previous reply.
+    let compacted = Event::Compacted {
+        checkpoint: "cp".into(),
+        tokens: None,
+        auto: true,
+        repeat: false,
+    };
+    let m = run(&[
+        (0, reply(150_000, 0)),
+        (1, compacted),
+        (5, reply(160_000, 5)),
+    ]);
+    assert_eq!(m.uncompacted_max, None);
+}
