@@ -246,7 +246,7 @@ pub fn saved_since(
             }
         }
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
         .take(MAX_SAVED)
@@ -780,7 +780,12 @@ mod tests {
             p(&own),
             p(&f.home.join("secret")),
         ];
-        let (found, notes) = read_saved(&recorded, Some(&dir), &[own.clone()], &f.places());
+        let (found, notes) = read_saved(
+            &recorded,
+            Some(&dir),
+            std::slice::from_ref(&own),
+            &f.places(),
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].label, "~/.claude/projects/-h-proj/memory/tabs.md");
         assert_eq!(found[0].trust, Trust::User);

@@ -300,7 +300,7 @@ fn render_checkpoint(
             .filter(|m| m.trust == trust)
             .map(|m| {
                 format!(
-                    "file: {}\n---\n{}\n",
+                    "file: {}\n{}\n",
                     cut(&sanitize(&m.label, true), 200),
                     m.content
                 )

@@ -74,11 +74,11 @@ pub fn decide(
     }
 }
 
-/// Records in `cp`, read from the part of the transcript since the previous checkpoint (taken
-/// at `since`), the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
+/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
 /// never carried forward, so a block shows a saved memory once, and again only when it is
 /// edited again.
-pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, since: Option<DateTime<Utc>>) {
+pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Option<&Checkpoint>) {
+    let since = previous.and_then(|p| p.meta.created_at);
     cp.memories_saved = dir
         .map(|dir| {
             crate::memory::saved_since(
@@ -250,6 +250,7 @@ pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut 
 }
 
 /// The hook, given its input and environment.
+#[allow(clippy::too_many_lines)] // the gate, the reading, the one transaction, the log
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
@@ -316,11 +317,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         } else {
             latest.clone()
         };
-        note_saved_memories(
-            &mut cp,
-            memory_dir.as_deref(),
-            carried_from.as_ref().and_then(|c| c.meta.created_at),
-        );
+        note_saved_memories(&mut cp, memory_dir.as_deref(), carried_from.as_ref());
         carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
             cp.meta.compaction = current.compactions.max(1);

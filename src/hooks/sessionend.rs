@@ -68,11 +68,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
-        precompact::note_saved_memories(
-            &mut cp,
-            memory_dir.as_deref(),
-            latest.as_ref().and_then(|l| l.meta.created_at),
-        );
+        precompact::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
         precompact::carry_forward(&mut cp, latest.as_ref(), task_store);
         // Not a compaction: it keeps the session's compaction count.
         cp.meta.compaction = current.compactions;
