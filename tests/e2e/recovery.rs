@@ -1,7 +1,8 @@
 //! End-to-end recovery against the real client: what a second compaction still knows, what a
 //! failing command leaves in the block, the digest after `/clear`, and a memory saved exactly
-//! where the nudge says coming back after `/compact`. The stand-in API scripts the model by
-//! keywords in the prompt (`--script agent`: TASKS, FAIL, SAVE).
+//! as the nudge says (a topic file and a pointer in Claude Code's memory folder, or ctxguard's
+//! own file with auto memory off) coming back after `/compact`, once. The stand-in API scripts
+//! the model by keywords in the prompt (`--script agent`: TASKS, FAIL, SAVE, CHAT).
 
 use std::fs;
 
