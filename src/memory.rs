@@ -174,6 +174,161 @@ pub fn save_place_for(
     (save_place(client.as_deref(), Some(&own)), make_room)
 }
 
+/// Claude Code's memory folder for a session in `cwd` whose transcript is `transcript_path`,
+/// with the client's settings read as the client reads them; `None` when auto memory is off.
+pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<PathBuf> {
+    let project = (!cwd.is_empty()).then(|| Path::new(cwd));
+    let settings = crate::facts::client_settings(env, project);
+    client_memory_dir(env, &settings, transcript_path, cwd)
+}
+
+/// Saved memories a checkpoint records at most, newest first.
+pub const MAX_SAVED: usize = 8;
+
+/// A saved memory is shown up to this many characters (its frontmatter and the fact).
+pub const SAVED_CHARS: usize = 700;
+
+/// At most this many entries of the memory folder are looked at for recent changes.
+const SCAN_ENTRIES: usize = 2_000;
+
+/// The client's own index, which it loads into every session itself: never shown again.
+const CLIENT_INDEX: &str = "MEMORY.md";
+
+/// Is `path` a memory file in the folder `dir` (at any depth, never `..`), other than the
+/// client's own index at its top?
+fn in_folder(path: &Path, dir: &Path) -> bool {
+    use std::path::Component;
+    if path.components().any(|c| matches!(c, Component::ParentDir)) || !path.is_absolute() {
+        return false;
+    }
+    match path.strip_prefix(dir) {
+        Ok(rel) => !rel.as_os_str().is_empty() && rel != Path::new(CLIENT_INDEX),
+        Err(_) => false,
+    }
+}
+
+/// The memories the agent saved in Claude Code's memory folder `dir` since the previous
+/// checkpoint: the files among `written` (what this part of the transcript wrote with Write,
+/// Edit and the like, evidence that holds whatever the clock says) inside the folder, and the
+/// files at its top modified after `since` (the previous checkpoint's time: a memory written
+/// through Bash or an editor). Never the client's `MEMORY.md`, never a link or anything but a
+/// regular file; newest first, at most [`MAX_SAVED`]. Without a `since` (the session's first
+/// checkpoint), only the transcript's evidence counts: an older file may be another session's.
+pub fn saved_since(
+    dir: &Path,
+    written: &[String],
+    since: Option<std::time::SystemTime>,
+) -> Vec<String> {
+    let modified = |p: &Path| {
+        fs::symlink_metadata(p)
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok())
+    };
+    let mut found: Vec<(Option<std::time::SystemTime>, PathBuf)> = written
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| in_folder(p, dir))
+        .map(|p| (modified(&p), p))
+        .filter(|(m, _)| m.is_some())
+        .collect();
+    if let (Some(since), Ok(entries)) = (since, fs::read_dir(dir)) {
+        for entry in entries.take(SCAN_ENTRIES).flatten() {
+            let path = entry.path();
+            let changed = modified(&path).filter(|m| *m > since);
+            let markdown = path.extension().is_some_and(|e| e == "md");
+            if changed.is_some()
+                && markdown
+                && in_folder(&path, dir)
+                && !found.iter().any(|(_, p)| *p == path)
+            {
+                found.push((changed, path));
+            }
+        }
+    }
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found
+        .into_iter()
+        .take(MAX_SAVED)
+        .map(|(_, p)| p.display().to_string())
+        .collect()
+}
+
+/// The saved memories a block shows, from the paths a checkpoint recorded: each still inside
+/// Claude Code's memory folder `dir` (the client's `MEMORY.md` never, nor one of `shown`, the
+/// memory files the block shows anyway), read under the rules of [`read`], its current contents
+/// cut to [`SAVED_CHARS`]. Missing files are skipped; refusals come back as notes.
+pub fn read_saved(
+    recorded: &[String],
+    dir: Option<&Path>,
+    shown: &[PathBuf],
+    places: &Places,
+) -> (Vec<Memory>, Vec<String>) {
+    let Some(dir) = dir else {
+        return (Vec::new(), Vec::new());
+    };
+    let real_dir = fs::canonicalize(dir).ok();
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    };
+    let mut found = Vec::new();
+    let mut notes = Vec::new();
+    for path in recorded.iter().take(MAX_SAVED).map(PathBuf::from) {
+        if !in_folder(&path, dir) || shown.iter().any(|s| same(s, &path)) {
+            continue;
+        }
+        // The folder itself may be reached through a link; the file's must stay in it.
+        let stays = path
+            .parent()
+            .and_then(|p| fs::canonicalize(p).ok())
+            .is_some_and(|p| real_dir.as_ref().is_some_and(|d| p.starts_with(d)));
+        if !stays {
+            continue;
+        }
+        match read(&path, places) {
+            Ok(Some(mut memory)) => {
+                memory.content = cut(&memory.content, SAVED_CHARS);
+                found.push(memory);
+            }
+            Ok(None) => {}
+            Err(e) => notes.push(format!("saved memory not shown: {e:#}")),
+        }
+    }
+    (found, notes)
+}
+
+/// The saved memories of the checkpoint of a session in `cwd` with transcript
+/// `transcript_path`, as [`read_saved`] gives them, leaving out the memory files
+/// [`for_session`] shows.
+pub fn saved_for(
+    config: &Config,
+    env: &Env,
+    recorded: &[String],
+    cwd: &str,
+    transcript_path: &str,
+) -> (Vec<Memory>, Vec<String>) {
+    if recorded.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let project = env
+        .project_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(cwd));
+    let places = Places {
+        home: env.home.as_deref(),
+        project: &project,
+    };
+    let shown: Vec<PathBuf> = config
+        .memory_files
+        .clone()
+        .unwrap_or_else(|| DEFAULT_FILES.iter().map(|s| (*s).to_string()).collect())
+        .iter()
+        .map(|e| resolve(e, &places))
+        .collect();
+    let dir = client_dir_for(env, cwd, transcript_path);
+    read_saved(recorded, dir.as_deref(), &shown, &places)
+}
+
 /// Every configured memory file that can be read safely, in order. Files that are missing are
 /// skipped silently; refusals (a symlink, a path outside the allowed places) are returned as
 /// notes so a hook can say why a file was not shown.
@@ -534,6 +689,116 @@ mod tests {
             client_memory_dir(&env, &moved, "", "/h/proj").unwrap(),
             Path::new("/h/notes/mem")
         );
+    }
+
+    #[test]
+    fn saved_memories_are_those_the_transcript_wrote_or_changed_since_the_last_checkpoint() {
+        let f = fixture();
+        let dir = f.home.join(".claude/projects/-h-proj/memory");
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        for name in [
+            "old.md",
+            "tabs.md",
+            "MEMORY.md",
+            "bash.md",
+            "notes.txt",
+            "sub/deep.md",
+        ] {
+            fs::write(dir.join(name), name).unwrap();
+        }
+        let since = fs::metadata(dir.join("old.md"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let later = since + std::time::Duration::from_secs(5);
+        let set = |name: &str, t| {
+            let file = fs::File::options()
+                .write(true)
+                .open(dir.join(name))
+                .unwrap();
+            file.set_modified(t).unwrap();
+        };
+        for name in [
+            "tabs.md",
+            "MEMORY.md",
+            "bash.md",
+            "notes.txt",
+            "sub/deep.md",
+        ] {
+            set(name, later);
+        }
+        set("bash.md", later + std::time::Duration::from_secs(5));
+        let p = |name: &str| dir.join(name).display().to_string();
+        let written = vec![
+            p("tabs.md"),
+            p("MEMORY.md"),
+            p("sub/deep.md"),
+            p("gone.md"),
+            format!("{}/../../secret.md", dir.display()),
+            f.home.join("elsewhere.md").display().to_string(),
+        ];
+        // The first checkpoint: only the transcript's evidence (never the index, `..`, a
+        // missing file or one outside the folder).
+        assert_eq!(
+            saved_since(&dir, &written, None),
+            [p("tabs.md"), p("sub/deep.md")]
+        );
+        // Later: files at the top changed since the previous checkpoint too, newest first;
+        // markdown only, never the index.
+        let got = saved_since(&dir, &written, Some(since));
+        assert_eq!(got[0], p("bash.md"), "{got:?}");
+        let mut rest = got[1..].to_vec();
+        rest.sort();
+        assert_eq!(rest, [p("sub/deep.md"), p("tabs.md")]);
+        // Nothing written, nothing changed since: nothing.
+        assert!(
+            saved_since(&dir, &[], Some(later + std::time::Duration::from_secs(60))).is_empty()
+        );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn saved_memories_are_read_safely_and_never_twice() {
+        let f = fixture();
+        let dir = f.home.join(".claude/projects/-h-proj/memory");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("tabs.md"),
+            format!("The user wants tabs.{}", "x".repeat(2000)),
+        )
+        .unwrap();
+        fs::write(dir.join("MEMORY.md"), "- [tabs](tabs.md)").unwrap();
+        fs::write(f.home.join("secret"), "sk-live").unwrap();
+        symlink(f.home.join("secret"), dir.join("link.md")).unwrap();
+        let own = f.home.join(".claude-memory/MEMORY.md");
+        fs::write(&own, "- own").unwrap();
+        let p = |path: &Path| path.display().to_string();
+        let recorded = vec![
+            p(&dir.join("tabs.md")),
+            p(&dir.join("MEMORY.md")),
+            p(&dir.join("link.md")),
+            p(&own),
+            p(&f.home.join("secret")),
+        ];
+        let (found, notes) = read_saved(
+            &recorded,
+            Some(&dir),
+            std::slice::from_ref(&own),
+            &f.places(),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].label, "~/.claude/projects/-h-proj/memory/tabs.md");
+        assert_eq!(found[0].trust, Trust::User);
+        assert!(found[0].content.starts_with("The user wants tabs."));
+        assert_eq!(found[0].content.chars().count(), SAVED_CHARS);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("symbolic link"), "{notes:?}");
+        // Auto memory off since: no folder, nothing shown.
+        assert!(read_saved(&recorded, None, &[], &f.places()).0.is_empty());
+        // A subfolder linked out of the memory folder is not in it.
+        symlink(&f.home, dir.join("out")).unwrap();
+        let (found, _) = read_saved(&[p(&dir.join("out/secret"))], Some(&dir), &[], &f.places());
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ const CASES: &[Case] = &[
     ("recovery-resume.md", |s| s.compacted(0).start(1, SESSION, "resume", CWD)),
     ("recovery-clear-digest.md", |s| s.compacted(0).start(11, OTHER, "clear", CWD)),
     ("recovery-memory-files.md", |s| s.memory().compacted(0).start(1, SESSION, "compact", CWD)),
+    ("recovery-saved-memory.md", |s| s.saved(0).start(1, SESSION, "compact", CWD)),
     ("recovery-busy-session.md", |s| s.busy(0).start(1, SESSION, "compact", CWD)),
     ("recovery-missing-transcript.md", |s| s.unreadable(0).start(1, SESSION, "compact", CWD)),
     // The same on excerpts of published sessions (fixtures/transcripts/, sources in its SOURCES.txt).
@@ -414,6 +415,56 @@ impl Scene {
              - Golden tests live in tests/golden/\n",
         )
         .unwrap();
+        self
+    }
+
+    /// An auto-compaction of `SESSION` after the agent saved a memory as the nudge says: a
+    /// topic file in Claude Code's memory folder (Write) and a pointer in its `MEMORY.md` (Edit).
+    fn saved(&self, minutes: i64) -> &Scene {
+        let folder = self
+            .env
+            .home()
+            .join(".claude/projects/-home-user-proj/memory");
+        fs::create_dir_all(&folder).unwrap();
+        let topic = "---\nname: release-checks\ndescription: run the fuzz suite before a release\n\
+                     metadata:\n  type: feedback\n---\nRun `cargo test --release fuzz` before \
+                     tagging: the debug build hides the overflow in the tokenizer.\n";
+        fs::write(folder.join("release-checks.md"), topic).unwrap();
+        fs::write(
+            folder.join("MEMORY.md"),
+            "- [release-checks](release-checks.md): fuzz before a release\n",
+        )
+        .unwrap();
+        let call = |id: &str, name: &str, input: Value| {
+            json!({"type": "assistant", "cwd": CWD, "sessionId": SESSION,
+                   "message": {"role": "assistant", "content": [
+                       {"type": "tool_use", "id": id, "name": name, "input": input}]}})
+        };
+        let result = |id: &str| {
+            json!({"type": "user", "cwd": CWD, "sessionId": SESSION, "message": {"role": "user",
+                   "content": [{"type": "tool_result", "tool_use_id": id, "content": "ok"}]}})
+        };
+        let path = |name: &str| folder.join(name).display().to_string();
+        let lines = [
+            json!({"type": "user", "cwd": CWD, "sessionId": SESSION, "message": {"role": "user",
+                   "content": "Cut the 0.4 release once the tokenizer overflow is fixed"}}),
+            call(
+                "t1",
+                "Write",
+                json!({"file_path": path("release-checks.md"), "content": topic}),
+            ),
+            result("t1"),
+            call(
+                "t2",
+                "Edit",
+                json!({"file_path": path("MEMORY.md"), "old_string": "",
+                                      "new_string": "- [release-checks](release-checks.md)"}),
+            ),
+            result("t2"),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let transcript = self.env.write("saved.jsonl", &text);
+        self.precompact(minutes, SESSION, &transcript, Value::Null);
         self
     }
 

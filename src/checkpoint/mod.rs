@@ -87,10 +87,17 @@ pub struct Checkpoint {
     pub verification: Option<Verification>,
     /// Pull requests the session created or looked at (URLs, or `#N`), oldest first.
     pub prs: Vec<String>,
+    /// Memory files the agent saved since the previous checkpoint in Claude Code's memory
+    /// folder (its `MEMORY.md` index aside), absolute, newest first: the block after the
+    /// compaction shows their contents, which the client does not load itself.
+    pub memories_saved: Vec<String>,
     /// Items left out of the recovery block because the compaction's own summary names them
     /// verbatim (set when rendering; never stored).
     #[serde(skip)]
     pub named_in_summary: usize,
+    /// The current contents of `memories_saved`, read safely when rendering (never stored).
+    #[serde(skip)]
+    pub saved_contents: Vec<crate::memory::Memory>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -237,7 +244,9 @@ mod tests {
                 passed: false,
             }),
             prs: vec![text(PR_CHARS); MAX_PRS],
+            memories_saved: vec![text(PATH_CHARS); crate::memory::MAX_SAVED],
             named_in_summary: 0,
+            saved_contents: Vec::new(),
         };
         let bytes = serde_json::to_vec_pretty(&cp).unwrap();
         assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());

@@ -74,6 +74,22 @@ pub fn decide(
     }
 }
 
+/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
+/// never carried forward, so a block shows a saved memory once, and again only when it is
+/// edited again.
+pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Option<&Checkpoint>) {
+    let since = previous.and_then(|p| p.meta.created_at);
+    cp.memories_saved = dir
+        .map(|dir| {
+            crate::memory::saved_since(
+                dir,
+                &cp.files_modified,
+                since.map(std::time::SystemTime::from),
+            )
+        })
+        .unwrap_or_default();
+}
+
 /// Asks carried forward from earlier compactions, at most.
 const EARLIER_ASKS: usize = 3;
 /// Modified files kept across compactions, at most.
@@ -234,6 +250,7 @@ pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut 
 }
 
 /// The hook, given its input and environment.
+#[allow(clippy::too_many_lines)] // the gate, the reading, the one transaction, the log
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
@@ -268,6 +285,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .client_dir()
         .and_then(|d| tasks::dir(&d, &input.session_id))
         .and_then(|d| tasks::read(&d));
+    let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
     let stale = Duration::from_secs(config.stale_after_secs);
     let written = store.update(&input.session_id, diag, |current, diag| {
         // A repeat with a reply since the first run replaces its checkpoint with a fresher
@@ -299,6 +317,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         } else {
             latest.clone()
         };
+        note_saved_memories(&mut cp, memory_dir.as_deref(), carried_from.as_ref());
         carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
             cp.meta.compaction = current.compactions.max(1);

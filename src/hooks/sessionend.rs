@@ -52,6 +52,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .and_then(|d| tasks::read(&d));
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
     let store = Store::new(&paths, &input.session_id);
+    let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
     let stale = Duration::from_secs(config.stale_after_secs);
     store.update(&input.session_id, diag, |current, diag| {
         let latest = checkpoints.latest().unwrap_or_else(|e| {
@@ -67,6 +68,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
+        precompact::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
         precompact::carry_forward(&mut cp, latest.as_ref(), task_store);
         // Not a compaction: it keeps the session's compaction count.
         cp.meta.compaction = current.compactions;

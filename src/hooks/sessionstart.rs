@@ -297,7 +297,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         recovery::leave_out_named(&mut cp, &summary);
     }
     let (memory, notes) = memory::for_session(&config, env, &input.cwd);
-    for n in notes {
+    // The memories saved since the previous checkpoint, in the folder of the session that
+    // saved them; the files `memory` holds are not shown twice.
+    let (saved, saved_notes) = memory::saved_for(
+        &config,
+        env,
+        &cp.memories_saved,
+        &cp.meta.cwd,
+        &cp.meta.transcript_path,
+    );
+    cp.saved_contents = saved;
+    for n in notes.into_iter().chain(saved_notes) {
         diag.note(n);
     }
     let block = recovery::render(

@@ -100,9 +100,9 @@ def writes_since_prompt(messages):
 
 def keyword_script(messages, body):
     """With --script agent, a prompt naming a keyword gets its scripted tool calls, one per
-    request, then a text answer: TASKS (two TaskCreate), FAIL (a failing command), SAVE (a Bash
-    call; once a ctxguard nudge naming Claude Code's memory folder has arrived, two Writes that
-    save a memory there in the client's format), CHAT (none: the text answer at once)."""
+    request, then a text answer: TASKS (two TaskCreate), FAIL (a failing command), SAVE (Bash
+    calls until a ctxguard nudge arrives, then the Writes that save a memory where it says: a
+    topic file and a pointer in Claude Code's memory folder, or ctxguard's own file), CHAT (none: the text answer at once)."""
     prompt = last_prompt(messages)
     done = tool_results_since_prompt(messages)
     if "CHAT" in prompt:
@@ -117,23 +117,31 @@ def keyword_script(messages, body):
         cmd = "sh -c 'echo compiling >&2; echo \"error[E0425]: cannot find value x\" >&2; exit 3'"
         return ("tool_use", {"command": cmd, "description": "build"}) if done == 0 else None
     if "SAVE" in prompt:
+        # Exactly as the nudge says: in Claude Code's memory folder, a topic file with
+        # frontmatter holding the fact and a one-line pointer in its MEMORY.md (the pointer never
+        # holds the fact); with auto memory off, in the file the nudge names.
         text = json.dumps(body.get("messages"))
-        marker = "in Claude Code's memory folder "
+        folder_at = "in Claude Code's memory folder "
+        own_after = " (ctxguard shows it again after every compaction)"
         writes = writes_since_prompt(messages)
-        if marker not in text:
+        fact = "The user wants tabs, not spaces. MARKER-SAVED"
+        if folder_at in text:
+            start = text.index(folder_at) + len(folder_at)
+            folder = text[start:text.index(": one file per memory", start)]
+            steps = [("tool_use:Write", {"file_path": folder + "/tabs.md", "content":
+                      "---\nname: tabs\ndescription: the user wants tabs\nmetadata:\n"
+                      "  type: user\n---\n" + fact + "\n"}),
+                     ("tool_use:Write", {"file_path": folder + "/MEMORY.md",
+                                         "content": "- [tabs](tabs.md): indentation preference\n"})]
+        elif own_after in text:
+            end = text.index(own_after)
+            own = text[text.rindex(" in ", 0, end) + len(" in "):end]
+            steps = [("tool_use:Write", {"file_path": own, "content": "- " + fact + "\n"})]
+        else:
             # Work until the nudge arrives (it may come a tool call late).
             return ("tool_use", {"command": "echo working", "description": "work"}) \
                 if done < 4 else None
-        start = text.index(marker) + len(marker)
-        folder = text[start:text.index(": one file per memory", start)]
-        if writes == 0:
-            return ("tool_use:Write", {"file_path": folder + "/tabs.md", "content":
-                    "---\nname: tabs\ndescription: the user wants tabs\nmetadata:\n  type: user\n---\n"
-                    "The user wants tabs, not spaces.\n"})
-        if writes == 1:
-            return ("tool_use:Write", {"file_path": folder + "/MEMORY.md",
-                                       "content": "- [tabs](tabs.md) MARKER-SAVED: the user wants tabs\n"})
-        return None
+        return steps[writes] if writes < len(steps) else None
     return False
 
 

@@ -1,7 +1,8 @@
 //! End-to-end recovery against the real client: what a second compaction still knows, what a
 //! failing command leaves in the block, the digest after `/clear`, and a memory saved exactly
-//! where the nudge says coming back after `/compact`. The stand-in API scripts the model by
-//! keywords in the prompt (`--script agent`: TASKS, FAIL, SAVE).
+//! as the nudge says (a topic file and a pointer in Claude Code's memory folder, or ctxguard's
+//! own file with auto memory off) coming back after `/compact`, once. The stand-in API scripts
+//! the model by keywords in the prompt (`--script agent`: TASKS, FAIL, SAVE, CHAT).
 
 use std::fs;
 
@@ -110,37 +111,140 @@ fn after_clear_the_digest_of_the_work_arrives_once() {
     rig.assert_hooks_only_added_context();
 }
 
+/// Runs `prompt` in `session` (or a new one) with more variables for the client.
+fn run(rig: &Rig, prompt: &str, session: Option<&str>, vars: &[(&str, &str)]) -> String {
+    let out = rig.claude_with(&rig.settings, prompt, session, &TOOLS, vars);
+    out["session_id"].as_str().unwrap().to_string()
+}
+
+/// How many times `needle` is in each request since the last `clear`, in order.
+fn counts(rig: &Rig, needle: &str) -> Vec<usize> {
+    rig.api
+        .requests()
+        .iter()
+        .map(|r| count(r, needle))
+        .collect()
+}
+
+/// The recovery block a request carries, memory files included (to the end of the JSON string
+/// holding it), if any.
+fn block(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    let start = text.find(RECOVERY)?;
+    let mut escaped = false;
+    let end = text[start..].char_indices().find_map(|(i, c)| {
+        let closes = c == '"' && !escaped;
+        escaped = c == '\\' && !escaped;
+        closes.then_some(start + i)
+    })?;
+    Some(text[start..end].to_string())
+}
+
+/// A session that saved `MARKER-SAVED` as the nudge said (`SAVE`) gets it back after `/compact`:
+/// the recovery block in the next request shows it once, and the later requests of the
+/// conversation add it no more. The client itself may re-attach a file it wrote a moment ago
+/// (2.1.330 does, as a `Read` result), so the conversation can hold it twice; ctxguard's block
+/// adds it once. The block of the compaction after that, with nothing saved since, has it
+/// `again` times.
+fn saved_then_compacted_twice(rig: &Rig, vars: &[(&str, &str)], again: usize) {
+    let session = run(rig, "SAVE what matters", None, vars);
+    run(rig, "/compact", Some(&session), vars);
+    rig.api.clear();
+    run(rig, "CHAT go on", Some(&session), vars);
+    run(rig, "CHAT and then?", Some(&session), vars);
+    let requests = rig.api.requests();
+    let first = block(&requests[0]).unwrap_or_else(|| panic!("a block: {}", requests[0]));
+    assert_eq!(first.matches("MARKER-SAVED").count(), 1, "{first}");
+    let after = counts(rig, "MARKER-SAVED");
+    assert!(after.len() >= 2, "{after:?}");
+    assert!(
+        after.iter().all(|&n| n == after[0]),
+        "no later request adds it again: {after:?}"
+    );
+    assert_eq!(
+        counts(rig, RECOVERY),
+        vec![1; after.len()],
+        "the block, once"
+    );
+    run(rig, "/compact", Some(&session), vars);
+    rig.api.clear();
+    run(rig, "CHAT go on", Some(&session), vars);
+    let requests = rig.api.requests();
+    let second = block(&requests[0]).unwrap_or_else(|| panic!("a block: {}", requests[0]));
+    assert!(second.contains("compaction #2 of this session"), "{second}");
+    assert_eq!(second.matches("MARKER-SAVED").count(), again, "{second}");
+    rig.assert_hooks_only_added_context();
+}
+
 #[test]
-fn a_memory_saved_where_the_nudge_says_comes_back_after_compact_once() {
+fn a_memory_saved_exactly_as_the_nudge_says_comes_back_after_compact_once() {
     // 940k of 1M: the nudge is due at the first tool call the client has flushed.
     let Some(rig) = scripted(940_000) else {
         return;
     };
-    let out = rig.claude("SAVE what matters", None, &TOOLS);
-    let session = out["session_id"].as_str().unwrap().to_string();
+    let session = run(&rig, "SAVE what matters", None, &[]);
     let projects = rig.env.home().join(".claude/projects");
-    let saved: Vec<_> = fs::read_dir(&projects)
+    let folders: Vec<_> = fs::read_dir(&projects)
         .unwrap()
         .flatten()
-        .map(|e| e.path().join("memory/MEMORY.md"))
-        .filter(|p| p.exists())
+        .map(|e| e.path().join("memory"))
+        .filter(|p| p.join("MEMORY.md").exists())
         .collect();
-    assert_eq!(
-        saved.len(),
-        1,
-        "the agent saved in the folder the nudge named"
-    );
-    assert!(fs::read_to_string(&saved[0])
-        .unwrap()
-        .contains("MARKER-SAVED"));
-    rig.claude("/compact", Some(&session), &TOOLS);
+    assert_eq!(folders.len(), 1, "saved in the folder the nudge named");
+    let index = fs::read_to_string(folders[0].join("MEMORY.md")).unwrap();
+    let topic = fs::read_to_string(folders[0].join("tabs.md")).unwrap();
+    // The client's format: the fact in the topic file, only a pointer in the index.
+    assert!(topic.starts_with("---\nname: tabs\n"), "{topic}");
+    assert!(topic.contains("MARKER-SAVED"), "{topic}");
+    assert!(!index.contains("MARKER-SAVED"), "{index}");
+    assert!(index.contains("[tabs](tabs.md)"), "{index}");
+    // What the client loads by itself after /compact: the pointer, not the fact; ctxguard's
+    // block brings the fact, once.
+    run(&rig, "/compact", Some(&session), &[]);
     rig.api.clear();
-    rig.claude("go on", Some(&session), &TOOLS);
+    run(&rig, "CHAT go on", Some(&session), &[]);
     let first = &rig.api.requests()[0];
-    assert_eq!(
-        count(first, "MARKER-SAVED"),
-        1,
-        "what it saved, exactly once: {first}"
+    assert_eq!(count(first, "[tabs](tabs.md)"), 1, "{first}");
+    let shown = block(first).unwrap_or_else(|| panic!("a block: {first}"));
+    assert_eq!(shown.matches("MARKER-SAVED").count(), 1, "{shown}");
+    assert!(
+        shown.contains("Memories you saved before the compaction"),
+        "{shown}"
     );
-    rig.assert_hooks_only_added_context();
+    assert!(
+        !shown.contains("[tabs](tabs.md)"),
+        "never the index: {shown}"
+    );
+    let checkpoint = super::compaction_checkpoint(&rig, &session);
+    let saved = checkpoint["memories_saved"].as_array().unwrap();
+    assert_eq!(saved.len(), 1, "{checkpoint}");
+    assert!(saved[0].as_str().unwrap().ends_with("/memory/tabs.md"));
+
+    // A fresh session, the same save, compacted twice: once, then not again.
+    let Some(rig) = scripted(940_000) else {
+        return;
+    };
+    // Shown once, not again at the next compaction: nothing was saved since.
+    saved_then_compacted_twice(&rig, &[], 0);
+}
+
+#[test]
+fn with_auto_memory_off_a_memory_saved_in_ctxguards_file_comes_back_once() {
+    let Some(rig) = scripted(940_000) else {
+        return;
+    };
+    let off = [("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")];
+    // ctxguard's own file is a memory file every block shows: once in each, never twice.
+    saved_then_compacted_twice(&rig, &off, 1);
+    let own = rig.env.home().join(".claude-memory/MEMORY.md");
+    let text = fs::read_to_string(&own).expect("saved in the file the nudge named");
+    assert!(text.contains("MARKER-SAVED"), "{text}");
+    assert!(
+        !rig.env.home().join(".claude/projects").exists()
+            || fs::read_dir(rig.env.home().join(".claude/projects"))
+                .unwrap()
+                .flatten()
+                .all(|e| !e.path().join("memory").exists()),
+        "nothing in the client's folder, which is off"
+    );
 }
