@@ -708,6 +708,7 @@ fn a_subagents_hook_context_goes_to_the_subagent_not_the_main_thread() {
     );
 }
 
+mod nudge_settings;
 mod recovery;
 
 // Older clients: the same rig on another client version (the scenarios are in e2e_older.rs).

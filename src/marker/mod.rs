@@ -558,7 +558,8 @@ pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
         source: None,
         limits_at: None,
         growth: None,
-        uncompacted_max: None,
+        // The newest reply alone moves with every reply; a new proven lower bound of the
+        // compaction point (`uncompacted_max`) is rare and worth a write.
         last_reply: None,
         ..m.clone()
     };
