@@ -499,3 +499,96 @@ fn tui_compact_checkpoints_and_recovers() {
     );
     assert!(last.to_string().contains("plan the parser"), "{last}");
 }
+
+/// Before an idle compaction can take the session: the real 2.1.330 TUI, attended, a text-only
+/// answer at 250k of 1M (far below the nudge, past idle compaction's 200k). No tool call comes,
+/// so only the Stop hook can ask the agent to save: the client goes on once with its reason as
+/// `Stop hook feedback`, the agent answers, and the Stop after that (`stop_hook_active`) is
+/// quiet. What the user sees is recorded in docs/states.md.
+#[test]
+fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(client) = client_at("2.1.330") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let project = project_in(&env);
+    let (stop, hook_log) = logged_hook(&env, "stop");
+    let settings = dir.join("settings.json");
+    let config = json!({
+        "statusLine": {"type": "command", "command": statusline_command()},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]},
+    });
+    fs::write(&settings, config.to_string()).unwrap();
+    let script = Script {
+        tool_calls: 0,
+        context_tokens: 250_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let api = FakeApi::start_with(dir, script, &[]);
+    let tui = start(&client, &env, &project, &settings, api.port);
+    tui.wait_for("the first status line", |s| {
+        s.contains("ctx ?/").then_some(())
+    });
+    tui.submit("CHAT sum up the design");
+    let stops = || -> Vec<String> {
+        fs::read_to_string(&hook_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("stop\t"))
+            .map(|l| l.splitn(4, '\t').nth(3).unwrap_or("").to_string())
+            .collect()
+    };
+    tui.wait_for("the first Stop", |_| (!stops().is_empty()).then_some(()));
+    let session = find_session(&env);
+    assert!(
+        stops()[0].contains("block"),
+        "{:?} {}",
+        stops(),
+        env.marker(&session)
+    );
+    let requests = tui.wait_for("the answer, the Stop nudge and the answer to it", |_| {
+        let r = conversation(&api);
+        (stops().len() >= 2 && r.len() >= 2).then_some(r)
+    });
+    // A moment for anything more to happen (it must not).
+    sleep(Duration::from_secs(2));
+    let requests = if conversation(&api).len() > requests.len() {
+        conversation(&api)
+    } else {
+        requests
+    };
+    let runs = stops();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let first: Value = serde_json::from_str(&runs[0]).unwrap();
+    assert_eq!(first["decision"], "block", "{first}");
+    assert!(
+        first["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("ctxguard: 250k tokens are in context"),
+        "{first}"
+    );
+    assert_eq!(
+        runs[1], "",
+        "the turn the hook continued is not continued again"
+    );
+    assert_eq!(requests.len(), 2, "one more model call, no loop");
+    // The reason reaches the model as a user message after the answer (the client's system
+    // prompt names "Stop hook feedback" too, so only the messages are counted).
+    let feedback = "Stop hook feedback:\\nctxguard: 250k tokens are in context";
+    assert_eq!(count(&requests[0]["messages"], feedback), 0);
+    assert_eq!(
+        count(&requests[1]["messages"], feedback),
+        1,
+        "{}",
+        requests[1]
+    );
+    assert_eq!(env.marker(&session)["state"], "nudged");
+    // What the user sees, for the docs.
+    eprintln!("the screen after the Stop nudge:\n{}", tui.screen());
+}

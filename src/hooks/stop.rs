@@ -59,6 +59,36 @@ pub fn decide(
     (m, false)
 }
 
+/// How long `Stop` waits for the turn's reply to reach the transcript when no usage is known at
+/// all: measured on the real 2.1.330 TUI, the hook often runs before the client has written the
+/// only reply of a text-only turn. Only then is it worth the wait; a known earlier reading is
+/// close enough.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// The transcript's reading, waiting up to [`SETTLE`] for a reply when neither it nor the
+/// marker knows any usage yet.
+fn read_settled(
+    store: &Store,
+    path: &Path,
+    marker: &Marker,
+    diag: &mut Diag,
+) -> Option<crate::reading::Reading> {
+    let started = std::time::Instant::now();
+    loop {
+        match store.transcript_reading(path) {
+            Ok(r) if r.tokens.is_some() || marker.tokens.is_some() => return Some(r),
+            Ok(r) if started.elapsed() >= SETTLE => return Some(r),
+            Ok(_) => {}
+            Err(e) if started.elapsed() >= SETTLE => {
+                diag.note(format!("{e:#}; usage unknown"));
+                return None;
+            }
+            Err(_) => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::STOP)?;
@@ -78,20 +108,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .flatten()
         .unwrap_or_else(|| Marker::new(&input.session_id));
     let mut ctx = Context::new(&config, env, &paths, &input.cwd);
-    let observation = if input.transcript_path.is_empty() {
+    let reading = if input.transcript_path.is_empty() {
         None
     } else {
-        match store.transcript_reading(Path::new(&input.transcript_path)) {
-            Ok(r) => {
-                ctx.client_version = r.client_version.as_deref();
-                Some(pretooluse::observe(&r, &marker, &ctx, now))
-            }
-            Err(e) => {
-                diag.note(format!("{e:#}; usage unknown"));
-                None
-            }
-        }
+        read_settled(&store, Path::new(&input.transcript_path), &marker, diag)
     };
+    if let Some(r) = &reading {
+        ctx.client_version = r.client_version.as_deref();
+    }
+    let observation = reading
+        .as_ref()
+        .map(|r| pretooluse::observe(r, &marker, &ctx, now));
     if !decide(&marker, observation.as_ref(), &config, now, true).1 {
         return Ok(Outcome::Quiet);
     }
