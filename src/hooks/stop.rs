@@ -78,12 +78,11 @@ fn read_settled(
         match store.transcript_reading(path) {
             Ok(r) if r.tokens.is_some() || marker.tokens.is_some() => return Some(r),
             Ok(r) if started.elapsed() >= SETTLE => return Some(r),
-            Ok(_) => {}
             Err(e) if started.elapsed() >= SETTLE => {
                 diag.note(format!("{e:#}; usage unknown"));
                 return None;
             }
-            Err(_) => {}
+            Ok(_) | Err(_) => {}
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
