@@ -114,7 +114,7 @@ fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
 
 /// The modified files as the block lists them: relative to the session's directory when under
 /// it (the agent works from there), absolute otherwise.
-fn file_list(cp: &Checkpoint) -> Vec<String> {
+pub(crate) fn file_list(cp: &Checkpoint) -> Vec<String> {
     let cwd = Path::new(&cp.meta.cwd);
     cp.files_modified
         .iter()
@@ -140,12 +140,12 @@ fn compactions(n: u64) -> String {
 /// Branches that say nothing about where the work lives.
 const DEFAULT_BRANCHES: &[&str] = &["main", "master", "trunk", "develop", "development", "HEAD"];
 
-fn is_default_branch(branch: &str) -> bool {
+pub(crate) fn is_default_branch(branch: &str) -> bool {
     branch.trim().is_empty() || DEFAULT_BRANCHES.contains(&branch.trim())
 }
 
 /// Whether two asks start the same (one may be a shorter cut of the other).
-fn same_start(a: &str, b: &str) -> bool {
+pub(crate) fn same_start(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
 }

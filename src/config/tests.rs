@@ -168,6 +168,7 @@ fn every_key_can_be_set_from_the_environment() {
         ("total_budget_chars", "600"),
         ("gate_auto_compaction", "yes"),
         ("idle_nudge", "no"),
+        ("summary_facts", "no"),
         ("retention_days", "7"),
     ];
     assert_eq!(values.len(), KEYS.len());
@@ -192,6 +193,7 @@ fn every_key_can_be_set_from_the_environment() {
         total_budget_chars: 600,
         gate_auto_compaction: true,
         idle_nudge: false,
+        summary_facts: false,
         retention_days: 7,
     };
     assert_eq!(c, expected);
