@@ -21,6 +21,7 @@ mod recovery_build;
 mod replay;
 mod security;
 mod statusline;
+mod summary_facts;
 mod stop;
 #[cfg(unix)]
 mod then;
