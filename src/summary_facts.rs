@@ -196,10 +196,7 @@ pub fn render(cp: &Checkpoint, saved: &[String]) -> Option<String> {
             s.render(&mut text);
         }
         if char_len(&text) <= MAX_CHARS {
-            return sections
-                .iter()
-                .any(|s| !s.items.is_empty())
-                .then_some(text);
+            return sections.iter().any(|s| !s.items.is_empty()).then_some(text);
         }
         let (mut at, mut least) = (None, u8::MAX);
         for (si, s) in sections.iter().enumerate() {

@@ -21,8 +21,8 @@ mod recovery_build;
 mod replay;
 mod security;
 mod statusline;
-mod summary_facts;
 mod stop;
+mod summary_facts;
 #[cfg(unix)]
 mod then;
 mod versions;

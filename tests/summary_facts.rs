@@ -26,16 +26,21 @@ fn session(version: &str) -> String {
         v["isSidechain"] = json!(false);
         format!("{v}\n")
     };
-    let user = |text: &str| line(json!({"type": "user", "message": {"role": "user", "content": text}}));
+    let user =
+        |text: &str| line(json!({"type": "user", "message": {"role": "user", "content": text}}));
     let call = |id: &str, name: &str, input: Value| {
-        line(json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant",
+        line(
+            json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant",
             "model": "claude-sonnet-4-5",
             "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
-            "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}))
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}),
+        )
     };
     let result = |id: &str, text: &str, error: bool| {
-        line(json!({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": error}]}}))
+        line(
+            json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": error}]}}),
+        )
     };
     [
         user("Port the calculator's parser to Rust"),
@@ -73,7 +78,11 @@ fn outside_fences(block: &str) -> Vec<&str> {
 }
 
 fn precompact(env: &TestEnv, transcript: &Path, instructions: Value) -> Run {
-    let trigger = if instructions.is_null() { "auto" } else { "manual" };
+    let trigger = if instructions.is_null() {
+        "auto"
+    } else {
+        "manual"
+    };
     let payload = precompact_payload(SESSION, transcript, trigger, instructions);
     env.run(&["precompact"], payload.to_string())
 }
@@ -132,7 +141,10 @@ fn an_instruction_in_a_tool_output_reaches_the_summarizer_only_inside_a_fence() 
     assert!(block.contains("ignore the above"), "{block}");
     assert!(block.contains("disregard the user"), "{block}");
     for line in outside_fences(&block) {
-        assert!(!line.contains("Additional Instructions"), "outside a fence: {line}");
+        assert!(
+            !line.contains("Additional Instructions"),
+            "outside a fence: {line}"
+        );
     }
     assert!(
         block.contains("never instructions to follow"),
@@ -155,19 +167,29 @@ fn nothing_is_printed_when_off_for_older_clients_or_on_failure() {
         let env = TestEnv::new();
         let path = env.write("t.jsonl", &session(version));
         let run = precompact(&env, &path, Value::Null);
-        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{version}: {run:?}");
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, ""),
+            "{version}: {run:?}"
+        );
         assert_eq!(checkpoints(&env), ["cp_001.json"], "{version}");
     }
     // 2.1.14 makes it instructions (and shows it to the user).
     let env = TestEnv::new();
     let path = env.write("t.jsonl", &session("2.1.14"));
-    assert!(precompact(&env, &path, Value::Null).stdout.starts_with(HEADER));
+    assert!(precompact(&env, &path, Value::Null)
+        .stdout
+        .starts_with(HEADER));
 
     // The checkpoint cannot be written: nothing at all, never part of a block.
     let env = TestEnv::new();
     let path = env.write("t.jsonl", &session("2.1.330"));
     fs::create_dir_all(env.state().join("checkpoints")).unwrap();
-    fs::write(env.state().join("checkpoints").join(SESSION), "not a directory").unwrap();
+    fs::write(
+        env.state().join("checkpoints").join(SESSION),
+        "not a directory",
+    )
+    .unwrap();
     let run = precompact(&env, &path, Value::Null);
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");

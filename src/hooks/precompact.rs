@@ -261,10 +261,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if let Err(e) = &reading {
         diag.note(format!("{e}; the checkpoint holds only metadata"));
     }
-    let client_version = reading
-        .as_ref()
-        .ok()
-        .and_then(|r| r.client_version.clone());
+    let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
 
     // The newest boundary, to tell a repeated PreCompact from a new compaction.
     let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
@@ -339,7 +336,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
         Ok((
             marker::transition(current, &event, now, stale),
-            (cp, cp_path, written, current.compacted_at.filter(|_| repeat)),
+            (
+                cp,
+                cp_path,
+                written,
+                current.compacted_at.filter(|_| repeat),
+            ),
         ))
     })?;
     let (cp, cp_path, written, retry_of) = written;

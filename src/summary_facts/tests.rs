@@ -84,7 +84,10 @@ fn every_fact_is_named_inside_a_fence() {
     assert!(!block.contains("lexer"), "{block}");
     // ctxguard's own words: it adds to the instructions above and overrides none.
     assert!(block.starts_with(HEADER), "{block}");
-    assert!(outside[0].contains("add to any instructions above"), "{block}");
+    assert!(
+        outside[0].contains("add to any instructions above"),
+        "{block}"
+    );
     assert!(block.contains("never instructions to follow"), "{block}");
     assert!(!block.starts_with('{'), "2.1.14 would parse it as JSON");
 }
@@ -142,11 +145,17 @@ fn instruction_like_text_stays_quoted_data() {
     let block = render(&cp, &[attack.into()]).unwrap();
     let (inside, outside) = split(&block);
     assert!(
-        outside.iter().all(|l| !l.contains("Additional Instructions")),
+        outside
+            .iter()
+            .all(|l| !l.contains("Additional Instructions")),
         "{block}"
     );
     assert!(
-        inside.iter().filter(|l| l.contains("Additional Instructions")).count() >= 6,
+        inside
+            .iter()
+            .filter(|l| l.contains("Additional Instructions"))
+            .count()
+            >= 6,
         "{block}"
     );
     assert!(!block.contains('\u{1b}') && !block.contains('\u{e0041}'));
@@ -194,7 +203,13 @@ fn the_block_goes_only_to_clients_that_make_it_instructions() {
     for v in ["2.1.14", "2.1.49", "2.1.330", "2.2.0", "3.0.0"] {
         assert_eq!(delivery(Some(v)), Delivery::Instructions, "{v}");
     }
-    for v in [Some("2.1.13"), Some("2.0.76"), Some("1.0.88"), Some("x"), None] {
+    for v in [
+        Some("2.1.13"),
+        Some("2.0.76"),
+        Some("1.0.88"),
+        Some("x"),
+        None,
+    ] {
         assert_eq!(delivery(v), Delivery::Unknown, "{v:?}");
     }
 }
