@@ -194,3 +194,52 @@ fn nothing_is_printed_when_off_for_older_clients_or_on_failure() {
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
+
+/// Item 8 of issue 18: where the summary is known (PostCompact kept it), a later showing of the
+/// checkpoint leaves out what the summary states word for word, whatever its spacing and case.
+#[test]
+fn checkpoint_show_leaves_out_what_the_kept_summary_states() {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &session("2.1.330"));
+    assert!(precompact(&env, &path, Value::Null)
+        .stdout
+        .starts_with(FACTS));
+    let show = |env: &TestEnv| {
+        env.run(&["checkpoint", "show", "--session", SESSION], "")
+            .stdout
+    };
+    let before = show(&env);
+    assert!(
+        before.contains("Port the calculator's parser to Rust"),
+        "{before}"
+    );
+    assert!(
+        before.contains("[in_progress] Fix operator precedence"),
+        "{before}"
+    );
+
+    let mut post = fixture_json("PostCompact-manual.json");
+    post["session_id"] = json!(SESSION);
+    post["compact_summary"] = json!(
+        "1. Primary Request: PORT THE CALCULATOR'S PARSER\n   TO RUST.\n\
+         Pending: fix operator precedence."
+    );
+    let run = env.run(&["postcompact"], post.to_string());
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    let after = show(&env);
+    assert!(
+        !after.contains("Port the calculator's parser to Rust"),
+        "{after}"
+    );
+    assert!(!after.contains("Fix operator precedence"), "{after}");
+    // The goal, the same first ask and the task: 3. What the summary lacks stays.
+    assert!(after.contains("now fix the precedence"), "{after}");
+    assert!(after.contains("src/parser.rs"), "{after}");
+    assert!(
+        after.contains("(3 requests, open todos and modified files are left out"),
+        "{after}"
+    );
+}
