@@ -30,8 +30,8 @@ pub const INSTRUCTIONS_SINCE: (u64, u64, u64) = (2, 1, 14);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// It becomes part of the compaction's instructions (2.1.14 and later). Both 2.1.14 and
-    /// 2.1.330 also build a message for the user from it, "PreCompact [command] completed
-    /// successfully: <output>".
+    /// 2.1.330 also build a message for the user from it, `PreCompact [command] completed
+    /// successfully: <output>`.
     Instructions,
     /// Not known: a client before 2.1.14 (none was read or run for this), or no version at all.
     /// Nothing is printed: text a client might only show to the user, or ignore, is not worth

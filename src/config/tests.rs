@@ -145,7 +145,7 @@ fn every_key_is_documented_and_its_rule_matches_its_message() {
         assert!(RECOVER_ON.expected.contains(source), "{source}");
     }
     let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-    assert_eq!(names.len(), 17);
+    assert_eq!(names.len(), 18);
     assert_eq!(names[0], "headroom_tokens");
 }
 

@@ -345,18 +345,27 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         ))
     })?;
     let (cp, cp_path, written, retry_of) = written;
-
     if written {
-        let local = now.with_timezone(&Local);
-        if let Err(e) = daily_log::append(
-            &paths,
-            local.date_naive(),
-            &daily_log::entry(&cp, &cp_path, local, retry_of),
-        ) {
-            diag.note(format!("{e:#}"));
-        }
+        log(&paths, &cp, &cp_path, retry_of, now, diag);
     }
     Ok(facts(&cp, client_version.as_deref(), &config).into())
+}
+
+/// The daily log's entry for a checkpoint just written (a failure costs the entry, never the
+/// checkpoint).
+fn log(
+    paths: &crate::paths::Paths,
+    cp: &Checkpoint,
+    cp_path: &Path,
+    retry_of: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    diag: &mut Diag,
+) {
+    let local = now.with_timezone(&Local);
+    let entry = daily_log::entry(cp, cp_path, local, retry_of);
+    if let Err(e) = daily_log::append(paths, local.date_naive(), &entry) {
+        diag.note(format!("{e:#}"));
+    }
 }
 
 /// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on and
