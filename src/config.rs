@@ -290,6 +290,9 @@ keys! {
     /// Ask the agent to save at the end of its turn when the client's idle compaction could
     /// take the session before any tool call nudges it (the `Stop` hook), once per cycle.
     idle_nudge: bool = true, FLAG;
+    /// `PreCompact` prints the checkpoint's facts for the client's summarizer, on the clients
+    /// known to make that output part of the compaction's instructions.
+    summary_facts: bool = true, FLAG;
     /// Sessions idle this long are removed with their checkpoints, and daily logs this old;
     /// 0 keeps everything.
     retention_days: u64 = 30, DAYS;

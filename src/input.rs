@@ -146,6 +146,10 @@ pub struct HookInput {
     /// `SessionStart`: `startup`, `resume`, `clear`, `compact` or `fork`.
     #[serde(deserialize_with = "null_default")]
     pub source: String,
+    /// `Stop`: the reply that ends the turn (its text), which the client may not have written
+    /// to the transcript yet.
+    #[serde(deserialize_with = "lenient_text")]
+    pub last_assistant_message: String,
     /// `Stop`: the turn already goes on because a Stop hook blocked it once.
     #[serde(deserialize_with = "null_default")]
     pub stop_hook_active: bool,

@@ -49,6 +49,7 @@ mod recovery;
 mod registry;
 mod retention;
 mod settings;
+mod summary_facts;
 mod tasks;
 mod text;
 mod transcript;

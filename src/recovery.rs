@@ -114,7 +114,7 @@ fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
 
 /// The modified files as the block lists them: relative to the session's directory when under
 /// it (the agent works from there), absolute otherwise.
-fn file_list(cp: &Checkpoint) -> Vec<String> {
+pub(crate) fn file_list(cp: &Checkpoint) -> Vec<String> {
     let cwd = Path::new(&cp.meta.cwd);
     cp.files_modified
         .iter()
@@ -140,12 +140,12 @@ fn compactions(n: u64) -> String {
 /// Branches that say nothing about where the work lives.
 const DEFAULT_BRANCHES: &[&str] = &["main", "master", "trunk", "develop", "development", "HEAD"];
 
-fn is_default_branch(branch: &str) -> bool {
+pub(crate) fn is_default_branch(branch: &str) -> bool {
     branch.trim().is_empty() || DEFAULT_BRANCHES.contains(&branch.trim())
 }
 
 /// Whether two asks start the same (one may be a shorter cut of the other).
-fn same_start(a: &str, b: &str) -> bool {
+pub(crate) fn same_start(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
 }
@@ -375,8 +375,8 @@ fn render_checkpoint(
     let mut footer = String::new();
     if cp.named_in_summary > 0 {
         footer.push_str(&format!(
-            "({} open todos and modified files are left out: the compaction's summary already \
-             names them.)\n\n",
+            "({} requests, open todos and modified files are left out: the compaction's \
+             summary already states them word for word.)\n\n",
             cp.named_in_summary
         ));
     }
@@ -424,15 +424,39 @@ fn render_checkpoint(
     }
 }
 
-/// Leaves out of `cp` the open todos and modified files that `summary` (the compaction's own
-/// summary) already names verbatim, and counts them: the block then says so in one line instead
-/// of repeating them. Short texts (under 8 characters) are never taken as named.
+/// Leaves out of `cp` what `summary` (the compaction's own summary) already states word for
+/// word, and counts it: the goal, the asks, the open todos and the modified files. The block then
+/// says so in one line and spends its room on what the summary lacks. Texts are compared with
+/// whitespace runs made one space and case ignored; short texts (under 8 characters) are never
+/// taken as stated, nor is an ask kept cut (`head … tail`), which no summary states whole.
 pub fn leave_out_named(cp: &mut Checkpoint, summary: &str) {
-    let named = |text: &str| text.chars().count() >= 8 && summary.contains(text);
-    let before = cp.todos.len() + cp.files_modified.len();
+    let summary = normalise(summary);
+    let named = |text: &str| text.chars().count() >= 8 && summary.contains(&normalise(text));
+    let count = |cp: &Checkpoint| {
+        cp.todos.len()
+            + cp.files_modified.len()
+            + cp.asks.len()
+            + cp.earlier_asks.len()
+            + usize::from(cp.goal.is_some())
+    };
+    let before = count(cp);
     cp.todos.retain(|t| !(t.is_open() && named(&t.content)));
     cp.files_modified.retain(|f| !named(f));
-    cp.named_in_summary = before - cp.todos.len() - cp.files_modified.len();
+    cp.asks.retain(|a| !named(a));
+    cp.earlier_asks.retain(|a| !named(a));
+    if cp.goal.as_deref().is_some_and(named) {
+        cp.goal = None;
+    }
+    cp.named_in_summary = before - count(cp);
+}
+
+/// `text` with every run of whitespace one space, in lower case: how a summary's wording is
+/// matched against a checkpoint's.
+fn normalise(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// The heading of a group of memory files, by who wrote them.

@@ -96,7 +96,9 @@ It never blocks or changes the prompt, and exits 0 on any input.",
         about: "PreCompact hook: writes a mechanical checkpoint and starts a new cycle",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
 \"PreCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard precompact\"}]}]\n\n\
-Prints nothing and exits 0 on any input. Only with gate_auto_compaction on does it hold an \
+Once the checkpoint is saved, prints its facts for the client's summarizer (Claude Code 2.1.14 \
+and later add them to the compaction's instructions; summary_facts: false turns it off). Prints \
+nothing on bad input and exits 0 on any input. Only with gate_auto_compaction on does it hold an \
 auto-compaction (exit 2), once per cycle, while the nudge has not been delivered.",
         args: no_args,
         with_flags: None,

@@ -52,6 +52,16 @@ const CASES: &[Case] = &[
     ("recovery-real-plan.md", |s| s.published(0, "ctxeval-8209f1c2-plan.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-teammate.md", |s| s.published(0, "cybervpn-cdd85d16-teammate.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-red-tail.md", |s| s.published(0, "spotter-ae4a77f8-red-tail.jsonl").start(1, SESSION, "compact", CWD)),
+    // PreCompact: the facts block the client adds to the compaction's instructions, on the same excerpts.
+    ("facts-real-edits.md", |s| s.facts(0, "spotter-ae4a77f8-edits.jsonl", Value::Null)),
+    ("facts-real-todos.md", |s| s.facts(0, "reliability-python-to-rust-port-todos.jsonl", Value::Null)),
+    ("facts-real-slash-command.md", |s| s.facts(0, "kronix-slash-command.jsonl", json!("keep the API notes"))),
+    ("facts-real-git-push.md", |s| s.facts(0, "spotter-4d5611e5-git-push.jsonl", Value::Null)),
+    ("facts-real-queued.md", |s| s.facts(0, "cipherbox-f7594e2b-queued.jsonl", Value::Null)),
+    ("facts-real-plan.md", |s| s.facts(0, "ctxeval-8209f1c2-plan.jsonl", Value::Null)),
+    ("facts-real-teammate.md", |s| s.facts(0, "cybervpn-cdd85d16-teammate.jsonl", Value::Null)),
+    ("facts-real-red-tail.md", |s| s.facts(0, "spotter-ae4a77f8-red-tail.jsonl", Value::Null)),
+    ("facts-real-commands.md", |s| s.facts(0, "session-share-0ccf1a04-commands.jsonl", Value::Null)),
     // PreToolUse: the nudge text, decoded strictly.
     ("nudge.txt", |s| s.report(0, SESSION, 930_000, 1_000_000).nudge(0, SESSION)),
     ("nudge-critical.txt", |s| s.nudged(0).report(1, SESSION, 153_000, 200_000).nudge(1, SESSION)),
@@ -355,7 +365,29 @@ impl Scene {
         };
         let payload = precompact_payload(session, transcript, trigger, instructions);
         let run = self.run(minutes, &["precompact"], &payload.to_string());
-        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+        assert_eq!(run.code, 0, "{run:?}");
+        // Nothing, or the facts block for the summarizer (the `facts-*` cases show it).
+        assert!(
+            run.stdout.is_empty() || run.stdout.starts_with("ctxguard (a hook) adds facts"),
+            "{run:?}"
+        );
+    }
+
+    /// What `PreCompact` prints for the summarizer at an auto-compaction of `SESSION` on an
+    /// excerpt of a published session (`instructions`: a `/compact` with them).
+    fn facts(&self, minutes: i64, name: &str, instructions: Value) -> String {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/transcripts")
+            .join(name);
+        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let path = self.env.write(name, &text);
+        let trigger = if instructions.is_null() {
+            "auto"
+        } else {
+            "manual"
+        };
+        let payload = precompact_payload(SESSION, &path, trigger, instructions);
+        self.quiet(minutes, &["precompact"], &payload.to_string())
     }
 
     /// `/compact keep the open items` of `SESSION` on the real transcript.

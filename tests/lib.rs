@@ -22,6 +22,7 @@ mod replay;
 mod security;
 mod statusline;
 mod stop;
+mod summary_facts;
 #[cfg(unix)]
 mod then;
 mod versions;

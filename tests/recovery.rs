@@ -26,10 +26,8 @@ fn precompact_checkpoints_the_real_transcript() {
         &["precompact"],
         precompact_payload(SESSION, &path, "manual", json!("keep the open items")).to_string(),
     );
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "", "")
-    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert!(run.stdout.starts_with(FACTS), "{run:?}");
     let cp = latest(&env, SESSION);
     assert_eq!(cp["id"], "cp_001");
     assert_eq!(
@@ -86,10 +84,8 @@ fn precompact_reads_only_the_part_after_the_newest_boundary() {
     let mut payload = fixture_json("PreCompact-auto.json");
     payload["transcript_path"] = json!(path.to_str().unwrap());
     let run = env.run(&["precompact"], payload.to_string());
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "", "")
-    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert!(run.stdout.starts_with(FACTS), "{run:?}");
     let cp = latest(&env, SESSION);
     assert_eq!(cp["asks"], json!(["and again"]));
     assert_eq!(cp["tools_used"], json!([{"name": "Bash", "count": 1}]));
@@ -140,10 +136,8 @@ fn synthetic_session_with_todos_edits_reads_and_failures() {
         &["precompact"],
         precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
     );
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "", "")
-    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert!(facts_or_nothing(&run.stdout), "{run:?}");
     let cp = latest(&env, SESSION);
     assert_eq!(
         cp["todos"],
@@ -568,10 +562,8 @@ fn the_whole_cycle() {
     // 3. Compaction: a checkpoint, a new cycle, a pending recovery.
     let payload = precompact_payload(SESSION, &transcript, "auto", Value::Null);
     let run = env.run(&["precompact"], payload.to_string());
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "", "")
-    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert!(run.stdout.starts_with(FACTS), "{run:?}");
     let m = env.marker(SESSION);
     assert_eq!(
         (m["state"].as_str(), m["cycle"].as_u64()),
@@ -666,10 +658,8 @@ fn an_oversized_line_is_skipped_and_the_rest_still_read() {
         &["precompact"],
         precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
     );
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "", "")
-    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert!(facts_or_nothing(&run.stdout), "{run:?}");
     assert_eq!(
         latest(&env, SESSION)["asks"],
         json!(["before the big line", "after the big line"])
@@ -970,7 +960,7 @@ fn post_compact_keeps_the_summary_and_a_later_block_leaves_out_what_it_names() {
         .stdout,
     );
     assert!(
-        block.contains("(2 open todos and modified files are left out"),
+        block.contains("(2 requests, open todos and modified files are left out"),
         "{block}"
     );
     assert!(

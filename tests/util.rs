@@ -369,3 +369,12 @@ impl TestEnv {
         Run::from(feed(cmd, stdin).wait_with_output().unwrap())
     }
 }
+
+/// The first words of the facts block `PreCompact` prints for the summarizer.
+pub const FACTS: &str = "ctxguard (a hook) adds facts to preserve";
+
+/// What `PreCompact` may print: nothing, or the facts block (tests/summary_facts.rs and the
+/// `facts-*` golden files check the block itself).
+pub fn facts_or_nothing(stdout: &str) -> bool {
+    stdout.is_empty() || stdout.starts_with(FACTS)
+}

@@ -271,6 +271,7 @@ struct Builder {
     tokens: Option<u64>,
     cwd: Option<String>,
     git_branch: Option<String>,
+    client_version: Option<String>,
 }
 
 impl Builder {
@@ -290,6 +291,9 @@ impl Builder {
         }
         if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
             self.git_branch = Some(cut(branch, BRANCH_CHARS));
+        }
+        if let Some(version) = entry.version.as_deref().filter(|v| !v.is_empty()) {
+            self.client_version = Some(cut(version, 40));
         }
         match entry.kind.as_deref() {
             Some("last-prompt") => return self.last_prompt(line),
@@ -518,6 +522,7 @@ impl Builder {
             tokens: self.tokens,
             cwd: self.cwd,
             git_branch: self.git_branch,
+            client_version: self.client_version,
         }
     }
 }
@@ -529,6 +534,8 @@ pub struct Reading {
     pub tokens: Option<u64>,
     pub cwd: Option<String>,
     pub git_branch: Option<String>,
+    /// The version of the client that wrote the newest line that names one.
+    pub client_version: Option<String>,
 }
 
 /// The gist of an assistant message: all of it when short, else its start and, weighted, its end,

@@ -66,6 +66,12 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     // Name the immutable file, not `_latest.json`, when it is still there.
     let file = latest_path.with_file_name(format!("{}.json", cp.id));
     let file = if file.exists() { file } else { latest_path };
+    // As a recovery would show it: without what the compaction's own summary states, when
+    // PostCompact kept that summary beside the checkpoint.
+    let mut cp = cp;
+    if let Some(summary) = crate::hooks::postcompact::load_summary(paths.root(), &file) {
+        recovery::leave_out_named(&mut cp, &summary);
+    }
     let config = loaded.config;
     let (memory, notes) = memory::for_session(&config, &env, &cp.meta.cwd);
     for note in notes {

@@ -145,7 +145,7 @@ fn every_key_is_documented_and_its_rule_matches_its_message() {
         assert!(RECOVER_ON.expected.contains(source), "{source}");
     }
     let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-    assert_eq!(names.len(), 17);
+    assert_eq!(names.len(), 18);
     assert_eq!(names[0], "headroom_tokens");
 }
 
@@ -168,6 +168,7 @@ fn every_key_can_be_set_from_the_environment() {
         ("total_budget_chars", "600"),
         ("gate_auto_compaction", "yes"),
         ("idle_nudge", "no"),
+        ("summary_facts", "no"),
         ("retention_days", "7"),
     ];
     assert_eq!(values.len(), KEYS.len());
@@ -192,6 +193,7 @@ fn every_key_can_be_set_from_the_environment() {
         total_budget_chars: 600,
         gate_auto_compaction: true,
         idle_nudge: false,
+        summary_facts: false,
         retention_days: 7,
     };
     assert_eq!(c, expected);

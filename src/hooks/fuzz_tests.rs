@@ -223,6 +223,16 @@ fn thousands_of_hostile_inputs_never_break_a_hook() {
             match outcome {
                 Err(_) | Ok(Outcome::Quiet) => {}
                 Ok(Outcome::Block(_)) => panic!("blocked with the gate off: {what}"),
+                Ok(Outcome::Print(text)) if hook == "precompact" => {
+                    // The facts block for the summarizer: plain text, never JSON, bounded.
+                    printed += 1;
+                    assert!(text.starts_with("ctxguard (a hook) adds facts"), "{what}");
+                    assert!(
+                        text.chars().count() <= crate::summary_facts::MAX_CHARS,
+                        "{what}"
+                    );
+                    assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{what}");
+                }
                 Ok(Outcome::Print(text)) => {
                     printed += 1;
                     assert!(

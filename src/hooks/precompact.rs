@@ -1,8 +1,10 @@
 //! `ctxguard precompact`: runs when a compaction starts. It writes a mechanical checkpoint of the
 //! part of the transcript the compaction is about to summarise, appends to the daily log, starts
-//! a new marker cycle and records that a recovery is pending. Nothing on stdout: `PreCompact`
-//! accepts no `hookSpecificOutput`, and its plain stdout would be merged into the compaction
-//! instructions.
+//! a new marker cycle and records that a recovery is pending. Then it prints the checkpoint's
+//! facts for the client's summarizer ([`summary_facts`]): the client adds `PreCompact`'s plain
+//! stdout to the compaction's instructions, after the user's own. Only on clients known to do
+//! so, only with `summary_facts` on, and only once the checkpoint is saved: a run that fails
+//! prints nothing. A repeated `PreCompact` of one compaction prints the same block.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +20,7 @@ use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, State, Store};
 use crate::registry::event;
+use crate::summary_facts;
 use crate::tasks;
 use crate::text::{cut, sanitize};
 use crate::transcript;
@@ -275,6 +278,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if let Err(e) = &reading {
         diag.note(format!("{e}; the checkpoint holds only metadata"));
     }
+    let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
 
     // The newest boundary, to tell a repeated PreCompact from a new compaction.
     let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
@@ -351,22 +355,48 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
         Ok((
             marker::transition(current, &event, now, stale),
-            written.then_some((cp, cp_path, current.compacted_at.filter(|_| repeat))),
+            (
+                cp,
+                cp_path,
+                written,
+                current.compacted_at.filter(|_| repeat),
+            ),
         ))
     })?;
-    let Some((cp, cp_path, retry_of)) = written else {
-        return Ok(Outcome::Quiet);
-    };
+    let (cp, cp_path, written, retry_of) = written;
+    if written {
+        log(&paths, &cp, &cp_path, retry_of, now, diag);
+    }
+    Ok(facts(&cp, client_version.as_deref(), &config).into())
+}
 
+/// The daily log's entry for a checkpoint just written (a failure costs the entry, never the
+/// checkpoint).
+fn log(
+    paths: &crate::paths::Paths,
+    cp: &Checkpoint,
+    cp_path: &Path,
+    retry_of: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    diag: &mut Diag,
+) {
     let local = now.with_timezone(&Local);
-    if let Err(e) = daily_log::append(
-        &paths,
-        local.date_naive(),
-        &daily_log::entry(&cp, &cp_path, local, retry_of),
-    ) {
+    let entry = daily_log::entry(cp, cp_path, local, retry_of);
+    if let Err(e) = daily_log::append(paths, local.date_naive(), &entry) {
         diag.note(format!("{e:#}"));
     }
-    Ok(Outcome::Quiet)
+}
+
+/// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on and
+/// the client that wrote the transcript is known to make it part of the compaction's
+/// instructions.
+pub fn facts(cp: &Checkpoint, client_version: Option<&str>, config: &Config) -> Option<String> {
+    if !config.summary_facts
+        || summary_facts::delivery(client_version) != summary_facts::Delivery::Instructions
+    {
+        return None;
+    }
+    summary_facts::render(cp, &cp.memories_saved)
 }
 
 #[cfg(test)]

@@ -65,24 +65,29 @@ pub fn decide(
 /// close enough.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
 
-/// The transcript's reading, waiting up to [`SETTLE`] for a reply when neither it nor the
-/// marker knows any usage yet.
+/// The transcript's reading, waiting up to [`SETTLE`] for the turn's reply when the input names
+/// one (`last_assistant_message`) and neither the transcript nor the marker knows any usage yet.
+/// A transcript that cannot be read is not waited for.
 fn read_settled(
     store: &Store,
     path: &Path,
     marker: &Marker,
+    replied: bool,
     diag: &mut Diag,
 ) -> Option<crate::reading::Reading> {
     let started = std::time::Instant::now();
     loop {
         match store.transcript_reading(path) {
-            Ok(r) if r.tokens.is_some() || marker.tokens.is_some() => return Some(r),
-            Ok(r) if started.elapsed() >= SETTLE => return Some(r),
-            Err(e) if started.elapsed() >= SETTLE => {
+            Ok(r) => {
+                let known = r.tokens.is_some() || marker.tokens.is_some();
+                if known || !replied || started.elapsed() >= SETTLE {
+                    return Some(r);
+                }
+            }
+            Err(e) => {
                 diag.note(format!("{e:#}; usage unknown"));
                 return None;
             }
-            Ok(_) | Err(_) => {}
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -110,7 +115,14 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let reading = if input.transcript_path.is_empty() {
         None
     } else {
-        read_settled(&store, Path::new(&input.transcript_path), &marker, diag)
+        let replied = !input.last_assistant_message.trim().is_empty();
+        read_settled(
+            &store,
+            Path::new(&input.transcript_path),
+            &marker,
+            replied,
+            diag,
+        )
     };
     if let Some(r) = &reading {
         ctx.client_version = r.client_version.as_deref();

@@ -256,9 +256,43 @@ fn what_the_summary_names_is_left_out_and_counted() {
     assert_eq!(cp.files_modified, ["/p/long/module_b.rs"]);
     let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Resume, 3200, now());
     assert!(
-            text.contains("(2 open todos and modified files are left out: the compaction's summary already names them.)"),
-            "{text}"
-        );
+        text.contains(
+            "(2 requests, open todos and modified files are left out: the compaction's summary \
+             already states them word for word.)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn asks_and_the_goal_the_summary_states_are_left_out_whatever_the_spacing_and_case() {
+    let mut cp = sample();
+    cp.goal = Some("Port the calculator's parser to Rust".into());
+    cp.asks = vec![
+        "now fix the\noperator   precedence".into(),
+        "run clippy on everything".into(),
+        "keep the whole plan … and commit".into(),
+    ];
+    cp.earlier_asks = vec!["set up the repository".into()];
+    let summary = "1. Primary Request: port the calculator's parser to rust.\n\
+                   Pending: NOW FIX THE OPERATOR PRECEDENCE; set up the\n  repository was done.\n\
+                   The user wants to keep the whole plan and commit.";
+    leave_out_named(&mut cp, summary);
+    assert_eq!(cp.goal, None);
+    // Cut asks are never found whole; an ask the summary does not state stays.
+    assert_eq!(
+        cp.asks,
+        [
+            "run clippy on everything",
+            "keep the whole plan … and commit"
+        ]
+    );
+    assert!(cp.earlier_asks.is_empty());
+    assert_eq!(cp.named_in_summary, 3);
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Resume, 3200, now());
+    assert!(text.contains("run clippy on everything"), "{text}");
+    assert!(!text.contains("operator precedence"), "{text}");
+    assert!(text.contains("(3 requests, open todos"), "{text}");
 }
 
 #[test]

@@ -66,6 +66,7 @@ type Check = fn(&Context) -> Vec<Finding>;
 /// Every check, in the order of the report.
 const CHECKS: &[Check] = &[
     version::version,
+    version::summary_facts,
     checks::settings_files,
     checks::hooks,
     checks::binaries,

@@ -47,6 +47,68 @@ pub fn client(env: &crate::config::Env, given: Option<&str>) -> anyhow::Result<C
     }
 }
 
+/// Whether the facts block reaches the summarizer: `PreCompact` prints it only where the client
+/// makes that output part of the compaction's instructions (the version is judged again at each
+/// compaction, from the transcript), and only with `summary_facts` on.
+pub fn summary_facts(ctx: &Context) -> Vec<Finding> {
+    let on = match &ctx.config {
+        Some(Ok(loaded)) => loaded.config.summary_facts,
+        _ => crate::config::Config::default().summary_facts,
+    };
+    vec![summary_facts_finding(&ctx.claude, on)]
+}
+
+/// [`summary_facts`] for a client and the setting (pure).
+pub fn summary_facts_finding(client: &Client, on: bool) -> Finding {
+    use crate::summary_facts::{delivery, Delivery};
+    let since = "2.1.14";
+    if !on {
+        return finding(
+            "summary facts",
+            Status::Info,
+            "summary_facts is off: PreCompact hands the client's summarizer no facts; the \
+             summary keeps what the client's own prompt asks for, and the recovery block after \
+             the compaction is the only mechanical record"
+                .to_string(),
+            None,
+        );
+    }
+    match client {
+        Client::Version(_, v) if delivery(Some(v)) == Delivery::Instructions => finding(
+            "summary facts",
+            Status::Ok,
+            format!(
+                "at each compaction PreCompact prints the checkpoint's facts (newest asks, goal, \
+                 open tasks, last verification, branch and pull requests, files), which Claude \
+                 Code {v} adds to the compaction's instructions after your own /compact \
+                 arguments; it also shows them to you as \"PreCompact [...] completed \
+                 successfully: ...\""
+            ),
+            None,
+        ),
+        Client::Version(_, v) => finding(
+            "summary facts",
+            Status::Info,
+            format!(
+                "Claude Code {v} is not known to make PreCompact's output part of the \
+                 compaction's instructions (known from {since} on), so ctxguard prints no facts \
+                 for its summary; the checkpoint and the recovery block are unchanged"
+            ),
+            None,
+        ),
+        Client::NotFound | Client::Unknown(..) => finding(
+            "summary facts",
+            Status::Info,
+            format!(
+                "PreCompact prints the checkpoint's facts for the compaction's summary when the \
+                 session's client is {since} or later (read from the transcript at each \
+                 compaction); an older or unnamed client gets none"
+            ),
+            None,
+        ),
+    }
+}
+
 /// The `claude` on `search_path` (else the one the client's own local install keeps,
 /// `~/.claude/local/claude`, which users reach through a shell alias), and what it says its
 /// version is.
@@ -217,6 +279,29 @@ mod tests {
             assert!(Instant::now() < deadline, "the background sleep lives on");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn summary_facts_are_said_to_reach_the_summary_only_where_they_do() {
+        let at = |v: &str| Client::Version(PathBuf::from("/bin/claude"), v.to_string());
+        let status = |c: &Client, on: bool| summary_facts_finding(c, on).status;
+        assert_eq!(status(&at("2.1.330"), true), Status::Ok);
+        assert_eq!(status(&at("2.1.14"), true), Status::Ok);
+        assert!(summary_facts_finding(&at("2.1.14"), true)
+            .message
+            .contains("also shows them to you"));
+        assert_eq!(status(&at("2.0.76"), true), Status::Info);
+        assert!(summary_facts_finding(&at("2.0.76"), true)
+            .message
+            .contains("prints no facts"));
+        assert_eq!(status(&Client::NotFound, true), Status::Info);
+        let off = summary_facts_finding(&at("2.1.330"), false);
+        assert_eq!(off.status, Status::Info);
+        assert!(
+            off.message.starts_with("summary_facts is off"),
+            "{}",
+            off.message
+        );
     }
 
     #[test]
