@@ -182,7 +182,7 @@ Exits 1 when something is broken; every finding says how to fix it."
     },
     /// Replay the hooks' decisions over a transcript and judge each compaction cycle
     #[command(
-        after_help = "Examples:\n  ctxguard replay ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl\n  ctxguard replay session.jsonl --statusline --window 200000 --json\n\n\
+        after_help = "Examples:\n  ctxguard replay ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl\n  ctxguard replay session.jsonl --statusline --window 200000 --json\n  ctxguard replay --all --since 30 --project ~/src/app\n\n\
 Each reply, tool call, prompt and compaction of the transcript goes through the hooks' own \
 decision code, in memory (nothing is read but the config and the transcript, nothing is written). \
 Prints the timeline (armed, nudges, compactions), a verdict per cycle (in time, late, missed, \
@@ -190,7 +190,18 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
     )]
     Replay {
         /// Path of a Claude Code transcript (.jsonl)
-        transcript: PathBuf,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        transcript: Option<PathBuf>,
+        /// Every session transcript under the client's projects folder (~/.claude/projects):
+        /// one line per session, then the verdicts across sessions
+        #[arg(long)]
+        all: bool,
+        /// With --all: only transcripts written in the last DAYS days
+        #[arg(long, value_name = "DAYS", requires = "all", value_parser = days)]
+        since: Option<u64>,
+        /// With --all: only projects whose folder name contains this (or the project at this path)
+        #[arg(long, value_name = "PROJECT", requires = "all")]
+        project: Option<String>,
         /// Context window in tokens (default: `window_tokens` from the config, else the model's)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,

@@ -85,6 +85,7 @@ fn run_hook() -> Option<Exit> {
     })
 }
 
+#[allow(clippy::too_many_lines)] // one arm per command, nothing to factor out
 fn run() -> Exit {
     if let Some(exit) = run_hook() {
         return exit;
@@ -167,11 +168,24 @@ fn run() -> Exit {
         } => commands::usage::run(&transcript, window, autocompact, json),
         Command::Replay {
             transcript,
+            all,
+            since,
+            project,
             window,
             autocompact,
             statusline,
             json,
-        } => commands::replay::run(&transcript, window, autocompact, statusline, json),
+        } => commands::replay::run_either(
+            transcript.filter(|_| !all).as_deref(),
+            commands::replay::Filter {
+                since_days: since,
+                project,
+            },
+            window,
+            autocompact,
+            statusline,
+            json,
+        ),
     };
     match result {
         Ok(()) => Exit::Ok,

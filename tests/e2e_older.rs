@@ -1,7 +1,8 @@
 //! End-to-end against an older client: Claude Code 2.1.14 (npm, its JavaScript build), with the
 //! same rig as 2.1.330 (`e2e.rs`), installed into `target/claude-code-2.1.14` on first use. Its
-//! default model, `claude-sonnet-4-5-20250929`, has a 200k window: ctxguard arms at 127k and
-//! nudges critically at 152k; the client compacts at 167k. It also asks the API things on the
+//! default model, `claude-sonnet-4-5-20250929`, has a 200k window, and it reserves the reply's
+//! whole 32k output before compacting: it compacts at 155k, ctxguard arms at 115k and nudges
+//! critically at 140k. It also asks the API things on the
 //! side (a warmup, the file paths a command touched): the stand-in answers those apart
 //! (`--side-requests`), and only the conversation's own requests (with tools) are checked.
 //! (2.0.76, older still, drops PreToolUse's `additionalContext`: there the nudge waits for the
@@ -104,7 +105,7 @@ fn conversation(rig: &Rig) -> Vec<Value> {
 
 #[test]
 fn older_client_below_the_trigger_no_nudge() {
-    // 100k of 200k: half full, below the trigger (127k).
+    // 100k of 200k: half full, below the trigger (115k: 2.1.14 compacts at 155k).
     let Some(rig) = rig(3, 100_000) else {
         return;
     };
@@ -134,8 +135,9 @@ fn older_client_below_the_trigger_no_nudge() {
 
 #[test]
 fn older_client_above_the_trigger_one_nudge_and_the_tools_run() {
-    // 140k of 200k: past the trigger (127k), short of critical (152k).
-    let Some(rig) = rig(3, 140_000) else {
+    // 125k of 200k: past the trigger (115k), short of critical (140k): 2.1.14 reserves the
+    // reply's whole 32k output, so it compacts at 155k.
+    let Some(rig) = rig(3, 125_000) else {
         return;
     };
     let out = rig.claude("run three commands", None, &[]);
@@ -150,7 +152,10 @@ fn older_client_above_the_trigger_one_nudge_and_the_tools_run() {
     );
     assert_eq!(*counts.last().unwrap(), 1, "{counts:?}");
     let last = requests.last().unwrap().to_string();
-    assert!(last.contains("(140k are in context now)"), "{last}");
+    assert!(
+        last.contains("about 30k tokens are left before auto-compaction, which comes at 155k tokens (125k are in context now)"),
+        "{last}"
+    );
     for n in 1..=3 {
         assert!(last.contains(&format!("ctxguard-e2e-{n}")), "tool call {n}");
     }
@@ -223,7 +228,7 @@ fn older_client_compact_checkpoints_and_the_next_prompt_carries_the_recovery_onc
 /// `doctor` agrees; a current client's registration fails its check for this client.
 #[test]
 fn install_registers_what_this_client_accepts_and_it_runs() {
-    let Some(rig) = rig(3, 140_000) else {
+    let Some(rig) = rig(3, 125_000) else {
         return;
     };
     let settings = rig.env.dir.path().join("installed.json");

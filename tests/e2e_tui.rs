@@ -404,14 +404,15 @@ fn tui_status_line_arms_and_the_next_tool_call_is_nudged_once() {
 
 #[test]
 fn tui_older_client_status_line_arms_and_the_next_tool_call_is_nudged_once() {
-    // 2.1.14's default model, claude-sonnet-4-5-20250929, has 200k: 150k is past its trigger
-    // (127k), short of critical (152k). It asks the API things on the side, answered apart.
+    // 2.1.14's default model, claude-sonnet-4-5-20250929, has 200k, and 2.1.14 reserves the
+    // reply's whole 32k output: it compacts at 155k, so 125k is past the trigger (115k), short
+    // of critical (140k). It asks the API things on the side, answered apart.
     status_line_arms_and_the_next_tool_call_is_nudged_once(&Case {
         version: "2.1.14",
-        tokens: 150_000,
+        tokens: 125_000,
         api_args: &["--side-requests"],
-        gauge: "ctx 75% · 150k/200k · compacts in 17k",
-        full: "(150k are in context now)",
+        gauge: "ctx 63% · 125k/200k · compacts in 30k",
+        full: "(125k are in context now)",
         window: 200_000,
     });
 }

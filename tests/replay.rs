@@ -395,3 +395,109 @@ fn a_missing_transcript_is_an_error_naming_it() {
     let run = env.run(&["replay", "x.jsonl", "--window", "0"], "");
     assert_eq!(run.code, 1);
 }
+
+#[test]
+fn replay_all_sums_every_session_of_the_users_history() {
+    let env = TestEnv::new();
+    let projects = env.home().join(".claude").join("projects");
+    let put = |project: &str, name: &str, fixture: &str| {
+        let dir = projects.join(project);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fixture_path(fixture), dir.join(name)).unwrap();
+    };
+    put("-home-u-app", "s1.jsonl", AUTO);
+    put("-home-u-app", "s2.jsonl", MANUAL);
+    put("-home-u-other", "s3.jsonl", PAST);
+    // A subagent's transcript is not a session.
+    std::fs::create_dir_all(projects.join("-home-u-app/s1/subagents")).unwrap();
+    std::fs::copy(
+        fixture_path(PAST),
+        projects.join("-home-u-app/s1/subagents/agent-1.jsonl"),
+    )
+    .unwrap();
+
+    let run = env.run(&["replay", "--all"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    // One line per session, with the verdicts each single replay gives.
+    let line = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {}", run.stdout))
+            .to_string()
+    };
+    let single = |fixture: &str| {
+        verdicts(&replay(&env, fixture, &[]))
+            .join(", ")
+            .replace('_', " ")
+    };
+    assert!(
+        line("-home-u-app/s1.jsonl").ends_with(&single(AUTO)),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        line("-home-u-app/s2.jsonl").ends_with(&single(MANUAL)),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        line("-home-u-other/s3.jsonl").ends_with(&single(PAST)),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("\n3 sessions, "), "{}", run.stdout);
+    // A bar per verdict, and progress on stderr.
+    for verdict in [
+        "in time",
+        "late",
+        "missed",
+        "false alarm",
+        "open",
+        "manual",
+        "quiet",
+    ] {
+        assert!(
+            run.stdout.lines().any(|l| l.starts_with(verdict)),
+            "{verdict}: {}",
+            run.stdout
+        );
+    }
+    assert_eq!(
+        run.stderr.matches("replaying ").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+
+    // --project by a part of the folder name or the project's path; --json.
+    for project in ["other", "/home/u/other"] {
+        let run = env.run(&["replay", "--all", "--project", project, "--json"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        let sessions = v["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 1, "{v}");
+        assert_eq!(sessions[0]["transcript"], "-home-u-other/s3.jsonl");
+        let total: u64 = v["totals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            total as usize,
+            sessions[0]["verdicts"].as_array().unwrap().len()
+        );
+    }
+    // Nothing to replay: a clear error.
+    let run = env.run(&["replay", "--all", "--project", "nope"], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("no session transcript under"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("\"nope\""), "{run:?}");
+    // A transcript and --all together, or --since without --all: refused.
+    assert_eq!(env.run(&["replay", "x.jsonl", "--all"], "").code, 1);
+    assert_eq!(env.run(&["replay", "x.jsonl", "--since", "3"], "").code, 1);
+}

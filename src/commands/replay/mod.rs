@@ -4,9 +4,11 @@
 //! sessions, and to explain a missed nudge after the fact.
 //!
 //! [`simulate`] is the replay (pure: lines in, a [`report::Report`] out), [`report`] what it finds, and
-//! [`render`] the text form. Nothing is written and nothing but the config and the transcript is
-//! read: no marker, no learned windows, no Claude Code settings.
+//! [`render`] the text form; [`all`] replays every transcript of the client's projects folder
+//! and sums the verdicts. Nothing is written; the config, the client's settings (as the hooks
+//! read them) and the transcripts are read, no marker and no learned window.
 
+mod all;
 mod line;
 mod render;
 mod report;
@@ -20,6 +22,8 @@ use crate::config::{Config, Env};
 use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
+
+pub use all::Filter;
 
 use crate::facts::Gathered;
 
@@ -36,19 +40,42 @@ pub fn run(
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    let config = loaded.config;
     // The same client settings as the hooks would read, for the directory replay runs in.
     let here = std::env::current_dir().ok();
     let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
+    let options = Options {
+        statusline,
+        window,
+        gathered,
+    };
+    let report = replay_file(path, &loaded.config, options)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render::render(&report));
+    }
+    Ok(())
+}
+
+/// `replay TRANSCRIPT`, or `replay --all` (no transcript) over the transcripts `filter` takes.
+pub fn run_either(
+    transcript: Option<&Path>,
+    filter: Filter,
+    window: Option<u64>,
+    autocompact: Option<u64>,
+    statusline: bool,
+    json: bool,
+) -> Result<()> {
+    match transcript {
+        Some(path) => run(path, window, autocompact, statusline, json),
+        None => all::run(&filter, window, autocompact, statusline, json),
+    }
+}
+
+/// One transcript replayed with these options.
+fn replay_file(path: &Path, config: &Config, options: Options) -> Result<report::Report> {
     let (file, _) = crate::files::open_regular(path, "transcript")?;
-    let mut sim = Simulation::new(
-        &config,
-        Options {
-            statusline,
-            window,
-            gathered,
-        },
-    );
+    let mut sim = Simulation::new(config, options);
     let mut lines = LineReader::new(file, MAX_LINE);
     while let Some(line) = lines
         .next_line()
@@ -62,12 +89,7 @@ pub fn run(
     }
     let mut report = sim.finish();
     report.transcript = path.display().to_string();
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render::render(&report));
-    }
-    Ok(())
+    Ok(report)
 }
 
 #[cfg(test)]
