@@ -64,6 +64,10 @@ pre() { jq -c --arg s "$1" --arg t "$2" '.session_id=$s | .transcript_path=$t' "
 pre "$S_FAST" /nonexistent >"$work/pre-fast.json"
 pre "$S_TRANSCRIPT" "$work/t100.jsonl" >"$work/pre-transcript.json"
 pre "$S_ARMED" /nonexistent >"$work/pre-armed.json"
+# The end of a turn: Stop reads the transcript like PreToolUse (nothing new to read after the
+# first run), below idle compaction's 200k, so it says nothing.
+jq -c --arg t "$work/t100.jsonl" '.session_id="bench-stop" | .transcript_path=$t' \
+    "$fx/Stop.json" >"$work/stop.json"
 for t in 10 50 50whole; do
     jq -c --arg t "$work/t$t.jsonl" '.session_id="bench-precompact" | .transcript_path=$t' \
         "$fx/PreCompact-auto.json" >"$work/precompact-$t.json"
@@ -88,6 +92,7 @@ measure pretooluse-fast "$work/pre-fast.json" --prepare "$refresh" "$bin pretool
 # the transcript (100 MB): the tail once, then only what was appended since (here nothing).
 CTXGUARD_WINDOW_TOKENS=1000000 measure pretooluse-transcript "$work/pre-transcript.json" "$bin pretooluse"
 measure pretooluse-armed "$work/pre-armed.json" --prepare "$rearm" "$bin pretooluse"
+CTXGUARD_WINDOW_TOKENS=1000000 measure stop-transcript "$work/stop.json" "$bin stop"
 # What the shell form of a hook costs per call: Claude Code runs a shell-form command with
 # `/bin/sh -c`, and an exec-form one (what `ctxguard install` registers) directly. The same
 # fast-path call, one right after the other.
