@@ -110,7 +110,13 @@ pub fn entry(
             .window
             .map(|w| format!(" of {}", human(w)))
             .unwrap_or_default();
-        out.push_str(&format!("- context: {}{window} tokens\n", human(tokens)));
+        // The newest reply on disk when PreCompact ran, often one before the reply that crossed
+        // the point; the client's own count is its boundary's `preTokens`.
+        out.push_str(&format!(
+            "- context: {}{window} tokens at the newest reply read (the client's own count at \
+             the compaction is a little higher)\n",
+            human(tokens)
+        ));
     }
     if let Some(ask) = cp.asks.last() {
         out.push_str(&format!("- last request: {}\n", cut(ask, 120)));
