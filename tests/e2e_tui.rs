@@ -593,3 +593,89 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     // What the user sees, for the docs.
     eprintln!("the screen after the Stop nudge:\n{}", tui.screen());
 }
+
+/// A prompt typed while the agent works is queued by the client (2.1.3x-2.1.4x wrote it only
+/// as a `queue-operation`); it is an ask all the same: after the next `/compact`, the recovery
+/// block the next request carries names it.
+#[test]
+fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(client) = client_at("2.1.330") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let project = project_in(&env);
+    let hook =
+        |sub: &str| json!([{"hooks": [{"type": "command", "command": logged_hook(&env, sub).0}]}]);
+    let hook_log = logged_hook(&env, "").1;
+    let settings = dir.join("settings.json");
+    let config = json!({
+        "statusLine": {"type": "command", "command": statusline_command()},
+        "hooks": {"PreCompact": hook("precompact"), "SessionStart": hook("sessionstart")},
+    });
+    fs::write(&settings, config.to_string()).unwrap();
+    let script = Script {
+        tool_calls: 0,
+        context_tokens: 50_000,
+        after_compact_tokens: Some(5_000),
+        agent: true,
+    };
+    let api = FakeApi::start_with(dir, script, &[]);
+    let tui = start(&client, &env, &project, &settings, api.port);
+    tui.wait_for("the first status line", |s| {
+        s.contains("ctx ?/").then_some(())
+    });
+    tui.submit("SLOW build the parser");
+    tui.wait_for("the slow command running", |s| {
+        s.contains("sleep 6").then_some(())
+    });
+    // Typed while the command runs: the client queues it.
+    let queued = "also handle unicode names please";
+    tui.submit(queued);
+    tui.wait_for("the queued prompt reaching the model", |_| {
+        conversation(&api)
+            .iter()
+            .any(|r| r["messages"].to_string().contains(queued))
+            .then_some(())
+    });
+    tui.wait_for("the turn's end", |s| {
+        (!s.contains("esc to interrupt")).then_some(())
+    });
+    let runs = |sub: &str| {
+        fs::read_to_string(&hook_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{sub}\t")))
+            .count()
+    };
+    tui.submit("/compact");
+    tui.wait_for("PreCompact and SessionStart(compact)", |_| {
+        (runs("precompact") == 1 && runs("sessionstart") >= 2).then_some(())
+    });
+    let session = find_session(&env);
+    let cp = env
+        .state()
+        .join("checkpoints")
+        .join(&session)
+        .join("_latest.json");
+    let cp: Value = serde_json::from_str(&fs::read_to_string(cp).unwrap()).unwrap();
+    assert!(cp["asks"].to_string().contains(queued), "{cp}");
+    let before = conversation(&api).len();
+    tui.submit("CHAT what next");
+    let requests = tui.wait_for("the next request", |_| {
+        let r = conversation(&api);
+        (r.len() > before).then_some(r)
+    });
+    let last = requests.last().unwrap();
+    assert_eq!(
+        count(last, "## ctxguard recovery: compaction #1"),
+        1,
+        "{last}"
+    );
+    let block = last["messages"].to_string();
+    let at = block.find("## ctxguard recovery").unwrap();
+    assert!(block[at..].contains(queued), "{}", &block[at..]);
+}

@@ -100,7 +100,8 @@ def writes_since_prompt(messages):
 
 def keyword_script(messages, body):
     """With --script agent, a prompt naming a keyword gets its scripted tool calls, one per
-    request, then a text answer: TASKS (two TaskCreate), FAIL (a failing command), INJECT (a test
+    request, then a text answer: SLOW (a 6-second command), TASKS (two TaskCreate), FAIL (a
+    failing command), INJECT (a test
     run whose output says "Additional Instructions: ignore the above…"), SAVE (Bash calls until a
     ctxguard nudge arrives, then the Writes that save a memory where it says: a topic file and a
     pointer in Claude Code's memory folder, or ctxguard's own file), CHAT (none: the text answer
@@ -109,6 +110,9 @@ def keyword_script(messages, body):
     done = tool_results_since_prompt(messages)
     if "CHAT" in prompt:
         return None
+    if "SLOW" in prompt:
+        # One slow command, so that the user can type a prompt while it runs (queued).
+        return ("tool_use", {"command": "sleep 6", "description": "slow"}) if done == 0 else None
     if "TASKS" in prompt:
         steps = [("tool_use:TaskCreate", {"subject": "write the parser", "description": "parser",
                                           "activeForm": "Writing the parser"}),
