@@ -79,6 +79,19 @@ where
     })
 }
 
+/// An id whose presence matters: a string as it is; a number, a boolean, an object or an array
+/// as its JSON text (present, never mistaken for absent); null as empty.
+fn present_id<'de, D>(d: D) -> std::result::Result<String, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    })
+}
+
 /// A number; anything else (null, a string, missing) is `None`, never an error.
 fn lenient_number<'de, D>(d: D) -> std::result::Result<Option<f64>, D::Error>
 where
@@ -125,8 +138,8 @@ pub struct HookInput {
     #[serde(deserialize_with = "null_default")]
     pub cwd: String,
     /// Set on events from a subagent: its tool calls never take or receive the main thread's
-    /// nudge.
-    #[serde(deserialize_with = "lenient_text")]
+    /// nudge. Any value but null or an empty string counts (a number too).
+    #[serde(deserialize_with = "present_id")]
     pub agent_id: String,
     /// `SessionStart` (`compact`, `resume`): the model id.
     #[serde(deserialize_with = "model_id")]
@@ -219,6 +232,25 @@ mod tests {
     const FIRST_RENDER: &str =
         include_str!("../fixtures/claude-code-2.1.330/statusline-first-render.json");
     const PRE_TOOL_USE: &str = include_str!("../fixtures/claude-code-2.1.330/PreToolUse.json");
+
+    #[test]
+    fn a_subagents_id_of_any_shape_is_present() {
+        for (raw, present) in [
+            (r#""a1""#, true),
+            ("42", true),
+            ("true", true),
+            ("{}", true),
+            ("null", false),
+            (r#""""#, false),
+        ] {
+            let input: HookInput = parse(
+                format!(r#"{{"session_id": "s", "agent_id": {raw}}}"#).as_bytes(),
+                "x",
+            )
+            .unwrap();
+            assert_eq!(!input.agent_id.is_empty(), present, "{raw}");
+        }
+    }
 
     #[test]
     fn real_statusline_payloads() {

@@ -97,11 +97,9 @@ pub fn client_memory_dir(
         return None;
     }
     if let Some((_, serde_json::Value::String(dir))) = settings.get("autoMemoryDirectory") {
-        let places = Places {
-            home: env.home.as_deref(),
-            project: Path::new(cwd),
-        };
-        return Some(resolve(dir, &places));
+        if let Some(dir) = memory_directory_setting(dir, env.home.as_deref()) {
+            return Some(dir);
+        }
     }
     // The project's folder is the one its transcripts are in: ~/.claude/projects/<folder>/.
     let client = env.client_dir()?;
@@ -119,6 +117,25 @@ pub fn client_memory_dir(
             |f| f.to_string_lossy().into_owned(),
         );
     Some(projects.join(folder).join("memory"))
+}
+
+/// `autoMemoryDirectory` as the client takes it (read from its 2.1.330 code): an absolute path, or
+/// `~/` and more below the home directory; anything shorter than 3 characters, `~/` alone, `~`, or
+/// a relative path is refused, and the client then uses its default folder (so does ctxguard).
+fn memory_directory_setting(dir: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let dir = dir.trim();
+    if dir.chars().count() < 3 {
+        return None;
+    }
+    if let Some(rest) = dir.strip_prefix("~/") {
+        let rest = rest.trim_start_matches('/');
+        return (!rest.is_empty())
+            .then(|| home.map(|h| h.join(rest)))
+            .flatten();
+    }
+    let path = Path::new(dir);
+    // Never the root or a drive alone, whatever the length of its spelling.
+    (path.is_absolute() && path.parent().is_some()).then(|| path.to_path_buf())
 }
 
 /// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
@@ -225,13 +242,28 @@ pub fn saved_since(
             .filter(fs::Metadata::is_file)
             .and_then(|m| m.modified().ok())
     };
-    let mut found: Vec<(Option<std::time::SystemTime>, PathBuf)> = written
+    // One file, one entry, however the transcript spelt it (`a//b`, `a/./b`): the components
+    // rebuilt; and only a file whose folder really is inside the memory folder (not through a
+    // linked subfolder).
+    let real_dir = fs::canonicalize(dir).ok();
+    let really_inside = |p: &Path| {
+        p.parent()
+            .and_then(|parent| fs::canonicalize(parent).ok())
+            .is_some_and(|parent| real_dir.as_ref().is_some_and(|d| parent.starts_with(d)))
+    };
+    let mut found: Vec<(Option<std::time::SystemTime>, PathBuf)> = Vec::new();
+    for path in written
         .iter()
-        .map(PathBuf::from)
-        .filter(|p| in_folder(p, dir))
-        .map(|p| (modified(&p), p))
-        .filter(|(m, _)| m.is_some())
-        .collect();
+        .map(|w| Path::new(w).components().collect::<PathBuf>())
+    {
+        if !in_folder(&path, dir) || !really_inside(&path) || found.iter().any(|(_, p)| *p == path)
+        {
+            continue;
+        }
+        if let Some(m) = modified(&path) {
+            found.push((Some(m), path));
+        }
+    }
     if let (Some(since), Ok(entries)) = (since, fs::read_dir(dir)) {
         for entry in entries.take(SCAN_ENTRIES).flatten() {
             let path = entry.path();
@@ -284,6 +316,18 @@ pub fn read_saved(
             .is_some_and(|p| real_dir.as_ref().is_some_and(|d| p.starts_with(d)));
         if !stays {
             continue;
+        }
+        // A hard link makes another file of the same user look like a memory the agent wrote.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if fs::symlink_metadata(&path).is_ok_and(|m| m.nlink() > 1) {
+                notes.push(format!(
+                    "saved memory not shown: {} has other hard links",
+                    path.display()
+                ));
+                continue;
+            }
         }
         match read(&path, places) {
             Ok(Some(mut memory)) => {
@@ -689,6 +733,27 @@ mod tests {
             client_memory_dir(&env, &moved, "", "/h/proj").unwrap(),
             Path::new("/h/notes/mem")
         );
+        // What the client refuses falls back to its default folder, here too.
+        let default = client_memory_dir(
+            &env,
+            &crate::client::Settings::literal(&[], &[]),
+            "",
+            "/h/proj",
+        );
+        for refused in ["/", "~/", "~", ".claude/mem", "ab", "  ~/  "] {
+            let odd = crate::client::Settings::literal(
+                &[(
+                    crate::client::Scope::User,
+                    &format!(r#"{{"autoMemoryDirectory": {refused:?}}}"#),
+                )],
+                &[],
+            );
+            assert_eq!(
+                client_memory_dir(&env, &odd, "", "/h/proj"),
+                default,
+                "{refused}"
+            );
+        }
     }
 
     #[test]
@@ -754,6 +819,38 @@ mod tests {
         assert!(
             saved_since(&dir, &[], Some(later + std::time::Duration::from_secs(60))).is_empty()
         );
+        // One file under several spellings is one memory.
+        let spellings = vec![
+            p("tabs.md"),
+            format!("{}//tabs.md", dir.display()),
+            format!("{}/./tabs.md", dir.display()),
+        ];
+        assert_eq!(saved_since(&dir, &spellings, None), [p("tabs.md")]);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_linked_subfolder_or_a_hard_link_is_no_saved_memory() {
+        let f = fixture();
+        let dir = f.home.join(".claude/projects/-h-proj/memory");
+        fs::create_dir_all(&dir).unwrap();
+        let secret = f.home.join(".ssh");
+        fs::create_dir_all(&secret).unwrap();
+        fs::write(secret.join("id_rsa"), "SECRET-KEY").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("sub")).unwrap();
+        let through = dir.join("sub/id_rsa").display().to_string();
+        assert!(saved_since(&dir, &[through], None).is_empty());
+        // A hard link: recorded (a regular file in the folder), never shown.
+        fs::hard_link(secret.join("id_rsa"), dir.join("hard.md")).unwrap();
+        let hard = dir.join("hard.md").display().to_string();
+        let recorded = saved_since(&dir, std::slice::from_ref(&hard), None);
+        let places = Places {
+            home: Some(&f.home),
+            project: &f.project,
+        };
+        let (shown, notes) = read_saved(&recorded, Some(&dir), &[], &places);
+        assert!(shown.is_empty(), "{shown:?}");
+        assert!(notes[0].contains("other hard links"), "{notes:?}");
     }
 
     #[test]

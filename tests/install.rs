@@ -1507,3 +1507,38 @@ fn uninstall_purge_removes_the_state_directory_and_never_a_memory_file() {
         assert_eq!(fs::read_to_string(settings(&env)).unwrap(), installed);
     }
 }
+
+/// A state root pointed at a directory of the user's own: files under ctxguard's folder names
+/// that ctxguard never writes (a `config.json` of theirs, `logs/app.log`, `sessions/todo.txt`,
+/// `cwd/data/train.csv`) are the user's, and stay.
+#[test]
+fn uninstall_purge_keeps_a_users_files_that_only_share_ctxguards_folder_names() {
+    let mut env = TestEnv::new();
+    let work = env.dir.path().join("work");
+    for (rel, text) in [
+        ("config.json", r#"{"secret": "hunter2"}"#),
+        ("logs/app.log", "started\n"),
+        ("sessions/todo.txt", "buy milk\n"),
+        ("cwd/data/train.csv", "a,b\n"),
+    ] {
+        let path = work.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+    }
+    env.set("CTXGUARD_HOME", work.to_str().unwrap());
+    let run = env.run(&["uninstall", "--purge"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    for (rel, text) in [
+        ("config.json", r#"{"secret": "hunter2"}"#),
+        ("logs/app.log", "started\n"),
+        ("sessions/todo.txt", "buy milk\n"),
+        ("cwd/data/train.csv", "a,b\n"),
+    ] {
+        assert_eq!(
+            fs::read_to_string(work.join(rel)).unwrap(),
+            text,
+            "{rel}: {run:?}"
+        );
+    }
+    assert!(run.stdout.contains("removed 0 files"), "{run:?}");
+}

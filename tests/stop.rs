@@ -92,3 +92,23 @@ fn no_end_of_turn_nudge_where_idle_compaction_cannot_come() {
     // Bad input: silent.
     env.run(&["stop"], "{nope").assert_silent_failure();
 }
+
+#[test]
+fn once_per_cycle_even_after_the_marker_went_stale() {
+    // The user comes back after 31 minutes (the marker is stale after 30), before the client's
+    // idle compaction at about an hour: the cycle was asked already.
+    let mut env = TestEnv::new();
+    let t = transcript(&env, 250_000);
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+    assert!(run.stdout.contains("\"block\""), "{run:?}");
+    env.set("CTXGUARD_NOW", &time_from_now(31 * 60));
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    // A subagent named by a number is a subagent all the same.
+    let env = TestEnv::new();
+    let t = transcript(&env, 250_000);
+    let mut sub = stop_payload(&t, false);
+    sub["agent_id"] = json!(42);
+    let run = env.run(&["stop"], sub.to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+}

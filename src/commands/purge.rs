@@ -1,11 +1,11 @@
 //! `ctxguard uninstall --purge`: ctxguard's state directory removed, after saying what it holds.
 //!
-//! Only what ctxguard itself keeps there goes: the entries it creates at the top of the state
-//! root ([`OWN`]), each through a walk that never follows a link (a link is removed, never what
-//! it points at). A user's memory file is never removed, however `CTXGUARD_HOME` is set: no
-//! markdown file but ctxguard's own (`logs/YYYY-MM-DD.md`, `cp_NNN.summary.md` beside a
-//! checkpoint), nor any memory file the config names; anything else in the root stays, and the
-//! root goes only when nothing is left in it. A root that is the home directory, Claude Code's
+//! Only what ctxguard itself keeps there goes: under the entries it creates at the top of the
+//! state root ([`OWN`]), the files it names so, where it names them ([`is_own_file`]), each
+//! through a walk that never follows a link (a link is removed, never what it points at). A
+//! user's file is never removed, however `CTXGUARD_HOME` is set: no file of another name or
+//! shape, nor any memory file the config names; anything else in the root stays, and the root
+//! goes only when nothing is left in it. A root that is the home directory, Claude Code's
 //! own directory, or a directory holding either, is refused outright.
 
 use std::fs;
@@ -34,24 +34,60 @@ const OWN: &[(&str, &str)] = &[
     ("retention.lock", "the retention pass's lock"),
 ];
 
-/// Is this file one of ctxguard's own (`rel`: its path under the state root)? Markdown files
-/// only when ctxguard writes them: a daily log, or a checkpoint's summary.
-fn is_own_file(rel: &Path) -> bool {
+/// Is this file one of ctxguard's own (`rel`: its path under the state root, `path` the file)?
+/// Only a name ctxguard gives, where it gives it: a session's `marker.json`, `lock` and
+/// `reading.json`; a checkpoint `cp_NNN.json`, its `cp_NNN.summary.md`, `_latest.json`; a daily
+/// log `YYYY-MM-DD.md`; the index's `index.json`, `lock`, `.complete`; an activity entry under a
+/// dated `recent/` folder; a temp file of an atomic write. `config.json`, `models.json` and
+/// `retention.json` only when they read as ctxguard's. Anything else (a user's `notes.txt` in a
+/// `sessions` folder of a directory `CTXGUARD_HOME` was pointed at) is kept.
+fn is_own_file(rel: &Path, path: &Path) -> bool {
     let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
     let Some(name) = parts.last() else {
         return false;
     };
-    let Some(stem) = name.strip_suffix(".md") else {
+    if name.starts_with(".tmp-") && parts.len() <= 3 {
         return true;
+    }
+    let numbered = |n: &str, suffix: &str| {
+        n.strip_prefix("cp_")
+            .and_then(|s| s.strip_suffix(suffix))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     };
+    let dated = |n: &str| chrono::NaiveDate::parse_from_str(n, "%Y-%m-%d").is_ok();
     match parts.as_slice() {
-        ["logs", _] => chrono::NaiveDate::parse_from_str(stem, "%Y-%m-%d").is_ok(),
-        ["checkpoints", _, _] => stem
-            .strip_prefix("cp_")
-            .and_then(|s| s.strip_suffix(".summary"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        ["sessions", _, n] => matches!(*n, "marker.json" | "lock" | "reading.json"),
+        ["checkpoints", _, n] => {
+            *n == "_latest.json" || numbered(n, ".json") || numbered(n, ".summary.md")
+        }
+        ["logs", n] => n.strip_suffix(".md").is_some_and(dated),
+        ["cwd", _, n] => matches!(*n, "index.json" | "lock" | ".complete"),
+        ["cwd", ".complete"] | ["recent", ".complete"] => true,
+        ["recent", day, ..] => dated(day),
+        ["config.json"] => reads_as(path, |v| {
+            v.as_object().is_some_and(|o| {
+                o.keys()
+                    .all(|k| crate::config::KEYS.iter().any(|key| key.name == k))
+            })
+        }),
+        ["models.json"] => reads_as(path, |v| {
+            v.as_object()
+                .is_some_and(|o| o.values().all(serde_json::Value::is_u64))
+        }),
+        ["retention.json"] => reads_as(path, serde_json::Value::is_object),
+        ["retention.lock"] => true,
         _ => false,
     }
+}
+
+/// Does the small JSON file at `path` pass `check`? (Anything unreadable, large or not JSON:
+/// no.)
+fn reads_as(path: &Path, check: impl Fn(&serde_json::Value) -> bool) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20)
+        && fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| check(&v))
 }
 
 /// What a purge found, removed and left.
@@ -95,10 +131,10 @@ fn remove(
         }
         return Ok(empty);
     }
-    if !meta.file_type().is_symlink() && !is_own_file(rel) {
+    if !meta.file_type().is_symlink() && !is_own_file(rel, path) {
         t.kept.push((
             path.to_path_buf(),
-            "not ctxguard's (a markdown file ctxguard does not write)".into(),
+            "not ctxguard's (no file ctxguard writes there has this name or contents)".into(),
         ));
         return Ok(false);
     }
@@ -301,6 +337,11 @@ pub fn run(env: &Env, dry_run: bool) -> Result<()> {
             fs::remove_dir(root).with_context(|| format!("removing {}", root.display()))?;
             println!("{verb} the state directory {}", root.display());
         }
+    } else if !real_dir {
+        println!(
+            "the state directory {} is a link: the link stays (remove it by hand if you want)",
+            root.display()
+        );
     } else {
         println!(
             "the state directory {} stays (it holds what is not ctxguard's)",
@@ -323,26 +364,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_ctxguards_own_markdown_is_its_own() {
-        for own in [
+    fn only_the_names_ctxguard_gives_where_it_gives_them_are_its_own() {
+        let t = tempfile::tempdir().unwrap();
+        let own = |rel: &str| is_own_file(Path::new(rel), &t.path().join(rel));
+        for rel in [
             "logs/2026-11-21.md",
             "checkpoints/abc/cp_001.summary.md",
             "checkpoints/abc/cp_001.json",
+            "checkpoints/abc/_latest.json",
             "sessions/abc/marker.json",
-            "config.json",
+            "sessions/abc/reading.json",
+            "sessions/abc/lock",
+            "sessions/abc/.tmp-x1",
+            "cwd/-p/index.json",
+            "recent/2026-11-21/09/12/03.123456@abc",
+            "retention.lock",
         ] {
-            assert!(is_own_file(Path::new(own)), "{own}");
+            assert!(own(rel), "{rel}");
         }
-        for theirs in [
+        for rel in [
             "MEMORY.md",
             "logs/notes.md",
+            "logs/app.log",
             "logs/sub/2026-11-21.md",
             "checkpoints/abc/cp_.summary.md",
             "checkpoints/abc/notes.md",
             "sessions/abc/MEMORY.md",
+            "sessions/todo.txt",
+            "cwd/data/train.csv",
+            "recent/photos/a.jpg",
+            "config.json",
         ] {
-            assert!(!is_own_file(Path::new(theirs)), "{theirs}");
+            assert!(!own(rel), "{rel}");
         }
+        // A config.json only when it reads as ctxguard's.
+        fs::write(t.path().join("config.json"), r#"{"headroom_tokens": 5}"#).unwrap();
+        assert!(own("config.json"));
+        fs::write(t.path().join("config.json"), r#"{"secret": "x"}"#).unwrap();
+        assert!(!own("config.json"));
+        fs::write(
+            t.path().join("models.json"),
+            r#"{"claude-opus-5-5": 1000000}"#,
+        )
+        .unwrap();
+        assert!(own("models.json"));
     }
 
     #[test]

@@ -45,7 +45,15 @@ pub fn decide(
         || marker.clone(),
         |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
     );
-    let not_nudged = matches!(m.effective_state(now, stale), State::Idle | State::Armed);
+    // Once per cycle whatever the clock says: a marker left alone past `stale_after_secs`
+    // counts as idle (and would re-arm the tool-call nudge), but a nudge given since the last
+    // compaction still counts here; the user coming back after half an hour is not asked again.
+    let nudged_since_compaction = m
+        .last_nudge
+        .as_ref()
+        .is_some_and(|n| m.compacted_at.is_none_or(|c| n.at > c));
+    let not_nudged = matches!(m.effective_state(now, stale), State::Idle | State::Armed)
+        && !nudged_since_compaction;
     if config.idle_nudge && attended && not_nudged && m.idle_compaction_applies() {
         let mut next = marker::transition(&m, &Event::Nudged(Nudge::Normal), now, stale);
         // Nudged far below the trigger: a later drop is measured from here, as after arming on
@@ -186,6 +194,23 @@ mod tests {
         let (after, again) = decide(&next, Some(&obs(260_000)), &config, t(10), true);
         assert!(!again);
         assert_eq!((after.state, after.cycle), (State::Nudged, next.cycle));
+        // Not after the marker went stale either (the user back after 31 minutes, before the
+        // client's idle compaction at about an hour).
+        let (stale_later, again) = decide(&next, Some(&obs(260_000)), &config, t(31 * 60), true);
+        assert!(!again, "{stale_later:?}");
+        // After a compaction, the next cycle may be asked again.
+        let compacted = marker::transition(
+            &next,
+            &Event::Compacted {
+                checkpoint: "cp".into(),
+                tokens: None,
+                auto: true,
+                repeat: false,
+            },
+            t(40 * 60),
+            std::time::Duration::from_secs(config.stale_after_secs),
+        );
+        assert!(decide(&compacted, Some(&obs(250_000)), &config, t(41 * 60), true).1);
         // Unattended (`-p`, the SDK), or turned off: never.
         assert!(!decide(&m, Some(&obs(250_000)), &config, t(0), false).1);
         let off = Config {

@@ -104,9 +104,11 @@ pub fn autocompact_pct(ctx: &Context) -> Vec<Finding> {
 /// The auto-compaction window, in each form set: the variable, the top-level setting, and every
 /// `modelSettings` entry (what `/autocompact` writes), each with where it came from.
 pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
+    // Read as the client reads it: `200k` and `1m` too, anything below 100k raised to 100k.
     let var = ctx.client.var(AUTO_COMPACT_WINDOW).map(|raw| Reading {
         origin: Origin::Variable(AUTO_COMPACT_WINDOW),
-        value: crate::client::window_tokens(&raw).map(Window::Tokens),
+        value: crate::client::window_size(&raw)
+            .map(|w| Window::Tokens(w.max(crate::client::MIN_COMPACT_WINDOW))),
         raw,
     });
     let top = ctx.client.get("autoCompactWindow").map(|(f, v)| Reading {
@@ -130,7 +132,11 @@ pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
             Some(Window::Tokens(w)) => finding(
                 "autocompact",
                 Status::Info,
-                format!("the auto-compact window {whom}is {w} tokens ({origin}): compaction comes at about {} on a larger window{unused}; the thresholds below include it", crate::usage::human(w.saturating_sub(33_000))),
+                format!(
+                    "the auto-compact window {whom}is {w} tokens ({origin}{}): compaction comes at about {} on a larger window{unused}; the thresholds below include it",
+                    if reading.raw.trim() == w.to_string() { String::new() } else { format!(", set as {:?}", reading.raw) },
+                    crate::usage::human(w.saturating_sub(33_000))
+                ),
                 None,
             ),
             Some(Window::Auto) => finding(
@@ -425,6 +431,19 @@ mod tests {
 
         let var = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "100000")]);
         assert_eq!(limits(&var, 1_000_000).compact_at, 67_000);
+        // As the client reads it, and as the thresholds use it.
+        for (raw, line) in [
+            ("200k", "is 200000 tokens (CLAUDE_CODE_AUTO_COMPACT_WINDOW, set as \"200k\"): compaction comes at about 167k"),
+            ("50000", "is 100000 tokens (CLAUDE_CODE_AUTO_COMPACT_WINDOW, set as \"50000\"): compaction comes at about 67k"),
+        ] {
+            let c = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, raw)]);
+            let found = lines(&autocompact_window(&c)).remove(0);
+            assert!(found.contains(line), "{found}");
+            assert_eq!(
+                limits(&c, 1_000_000).compact_at,
+                if raw == "200k" { 167_000 } else { 67_000 }
+            );
+        }
         let bad = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "auto")]);
         assert_eq!(
             lines(&autocompact_window(&bad)),
