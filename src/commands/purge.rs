@@ -62,7 +62,7 @@ fn is_own_file(rel: &Path, path: &Path) -> bool {
         }
         ["logs", n] => n.strip_suffix(".md").is_some_and(dated),
         ["cwd", _, n] => matches!(*n, "index.json" | "lock" | ".complete"),
-        ["cwd", ".complete"] | ["recent", ".complete"] => true,
+        ["cwd" | "recent", ".complete"] | ["retention.lock"] => true,
         ["recent", day, ..] => dated(day),
         ["config.json"] => reads_as(path, |v| {
             v.as_object().is_some_and(|o| {
@@ -75,7 +75,6 @@ fn is_own_file(rel: &Path, path: &Path) -> bool {
                 .is_some_and(|o| o.values().all(serde_json::Value::is_u64))
         }),
         ["retention.json"] => reads_as(path, serde_json::Value::is_object),
-        ["retention.lock"] => true,
         _ => false,
     }
 }
