@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::client::ClientEnv;
+use crate::diag::Diag;
 use crate::paths::Paths;
 use crate::usage::Policy;
 
@@ -465,6 +466,13 @@ impl Config {
                 .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key.name)))?;
         }
         Ok(Loaded { config, warnings })
+    }
+
+    /// A hook's settings: a bad config file means the defaults, and a note.
+    pub fn for_hook(paths: &Paths, env: &Env, diag: &mut Diag) -> Config {
+        let loaded = Config::load_or_default(paths, env);
+        loaded.warnings.into_iter().for_each(|w| diag.note(w));
+        loaded.config
     }
 
     /// Lenient load, for hooks: any error falls back to the defaults (plus whatever valid

@@ -9,22 +9,11 @@ use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::config::Env;
 use crate::diag::Diag;
+use crate::event;
 use crate::hooks::{
     self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline, stop,
     userpromptsubmit, Outcome,
 };
-
-/// Claude Code's event names, each written here once: the registry's entries and the hooks'
-/// own code (parsing their input, naming their output) use these.
-pub mod event {
-    pub const PRE_TOOL_USE: &str = "PreToolUse";
-    pub const USER_PROMPT_SUBMIT: &str = "UserPromptSubmit";
-    pub const PRE_COMPACT: &str = "PreCompact";
-    pub const POST_COMPACT: &str = "PostCompact";
-    pub const SESSION_START: &str = "SessionStart";
-    pub const SESSION_END: &str = "SessionEnd";
-    pub const STOP: &str = "Stop";
-}
 
 /// One hook command.
 pub struct Hook {

@@ -5,7 +5,7 @@
 //! checks it. Both forms were verified on the real clients: 2.1.330 takes them, 2.1.14 neither;
 //! versions between were not tested, so they get what works everywhere.
 
-use crate::registry::event;
+use crate::event;
 
 /// The first version ctxguard verified exec-form hooks and `PostCompact` on.
 pub const FULL_SINCE: (u64, u64, u64) = (2, 1, 330);

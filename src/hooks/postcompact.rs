@@ -13,10 +13,10 @@ use chrono::Local;
 
 use crate::config::Env;
 use crate::daily_log;
+use crate::event;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::marker::Store;
-use crate::registry::event;
 use crate::text::{cut, sanitize};
 
 /// A summary is kept up to this many characters.

@@ -15,11 +15,11 @@ use chrono::{DateTime, Local, Utc};
 use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading, Todo};
 use crate::config::{Config, Env};
 use crate::daily_log;
+use crate::event;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, State, Store};
-use crate::registry::event;
 use crate::summary_facts;
 use crate::tasks;
 use crate::text::{cut, sanitize};
@@ -257,7 +257,7 @@ pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut 
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
     if config.gate_auto_compaction && input.trigger == "auto" {

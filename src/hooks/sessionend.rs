@@ -10,11 +10,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::checkpoint::{self, CheckpointStore};
-use crate::config::Env;
+use crate::config::{Config, Env};
+use crate::event;
 use crate::hooks::{precompact, Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Store};
-use crate::registry::event;
 use crate::tasks;
 
 /// Does this checkpoint hold anything a later session could use?
@@ -32,7 +32,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let now = env.now();
     let reading = if input.transcript_path.is_empty() {
         Err("no transcript_path in the SessionEnd input".to_string())
