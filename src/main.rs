@@ -28,6 +28,7 @@
 )]
 
 mod checkpoint;
+mod checkpointing;
 mod cli;
 mod client;
 mod commands;

@@ -293,7 +293,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let Some((mut cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    if let Some(summary) = super::postcompact::load_summary(paths.root(), &path) {
+    if let Some(summary) = checkpoint::summary::load(paths.root(), &path) {
         recovery::leave_out_named(&mut cp, &summary);
     }
     let (memory, notes) = memory::for_session(&config, env, &input.cwd);
