@@ -9,6 +9,7 @@
 //! and cut to size; tool output bodies are never kept, only one line of an error.
 
 mod asks;
+mod block;
 mod bounded;
 mod build;
 mod failures;

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::checkpoint;
 use crate::config::{Config, Env};
-use crate::marker::{activity, LastNudge, Marker, Source};
+use crate::marker::{self, LastNudge, Marker, Source};
 use crate::paths::Paths;
 use crate::text::sanitize;
 use crate::usage::human;
@@ -225,7 +225,7 @@ pub fn run(query: Query) -> Result<()> {
         return Ok(());
     }
     let wanted = query.cwd.as_deref().map(cwd_forms);
-    let newest = activity::newest(&paths, query.limit, |m| match &wanted {
+    let newest = marker::newest(&paths, query.limit, |m| match &wanted {
         None => true,
         Some(forms) => {
             cwd_of(paths.root(), m).is_some_and(|c| forms.iter().any(|f| f == trim_slash(&c)))

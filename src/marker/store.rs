@@ -263,6 +263,23 @@ pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
     Ok(found)
 }
 
+/// The `limit` most recently updated sessions `keep` accepts (every one with `None`) and whether
+/// there may be more, reading only the markers shown where the activity buckets allow it (see
+/// [`activity::newest`]).
+pub fn newest(
+    paths: &Paths,
+    limit: Option<usize>,
+    keep: impl FnMut(&Marker) -> bool,
+) -> Result<activity::Newest> {
+    activity::newest(
+        paths,
+        limit,
+        keep,
+        |name| Store::named(paths, name).peek(),
+        || Ok(all_sessions(paths)?.into_iter().map(|(_, m)| m).collect()),
+    )
+}
+
 fn read_marker(root: &Path, path: &Path) -> Result<Option<Marker>> {
     match files::read_state_file_in(root, path, "marker")? {
         Some(bytes) => serde_json::from_slice(&bytes)
