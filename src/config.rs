@@ -196,7 +196,7 @@ pub fn idle_nudge_text(tokens: u64, place: &str) -> String {
 
 /// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
 /// environment), what a valid value looks like, and how a raw value is checked and stored.
-pub struct Key {
+struct Key {
     pub name: &'static str,
     pub expected: &'static str,
     set: fn(&mut Config, &Raw) -> Option<()>,
@@ -246,7 +246,7 @@ macro_rules! keys {
         }
 
         /// Every configuration key, in declaration order.
-        pub const KEYS: &[Key] = &[$(Key {
+        const KEYS: &[Key] = &[$(Key {
             name: stringify!($name),
             expected: $rule.expected,
             set: |config, raw| {

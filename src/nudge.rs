@@ -212,7 +212,7 @@ pub fn give(
 }
 
 /// Is usage at or past the point where the client auto-compacts (never when that is off)?
-pub fn past_the_point(marker: &Marker) -> bool {
+fn past_the_point(marker: &Marker) -> bool {
     let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
     !off && matches!((marker.tokens, marker.compact_at), (Some(t), Some(c)) if t >= c)
 }

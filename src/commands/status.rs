@@ -58,7 +58,7 @@ struct StatusReport {
 
 impl SessionStatus {
     /// The state shown is the one hooks act on: a stale marker is reported as idle.
-    pub fn from_marker(
+    fn from_marker(
         root: &Path,
         m: &Marker,
         now: DateTime<Utc>,

@@ -38,7 +38,7 @@ pub struct SpecificOutput {
 }
 
 /// `{"hookSpecificOutput":{"hookEventName":EVENT,"additionalContext":TEXT}}` and a newline.
-pub fn additional_context(event: &'static str, text: String) -> String {
+fn additional_context(event: &'static str, text: String) -> String {
     let out = Output {
         hook_specific_output: SpecificOutput {
             hook_event_name: event,
@@ -51,7 +51,7 @@ pub fn additional_context(event: &'static str, text: String) -> String {
 
 /// Parses an event's JSON. Every hook acts on one session, so an event without a session id is
 /// refused.
-pub fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
+fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
     let input: HookInput = input::parse(bytes, event)?;
     if input.session_id.is_empty() {
         bail!("no session_id in the {event} input; nothing to do");

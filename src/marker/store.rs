@@ -72,7 +72,7 @@ impl Store {
     }
 
     /// The cached transcript reading of this session, if any (a bad cache is no cache).
-    pub fn load_reading(&self) -> Option<Reading> {
+    fn load_reading(&self) -> Option<Reading> {
         let bytes = files::read_state_file_in(&self.root, &self.reading_path(), "reading")
             .ok()
             .flatten()?;
@@ -80,7 +80,7 @@ impl Store {
     }
 
     /// Caches a transcript reading (atomically, without fsync: losing it costs one tail scan).
-    pub fn save_reading(&self, reading: &Reading) -> Result<()> {
+    fn save_reading(&self, reading: &Reading) -> Result<()> {
         files::ensure_state_dir(&self.root, &self.dir)?;
         let bytes = serde_json::to_vec(reading).context("encoding the transcript reading")?;
         files::replace_cache(&self.reading_path(), &bytes)
