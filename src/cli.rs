@@ -219,7 +219,7 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
 }
 
 /// The most days `prune --older-than` takes: a hundred years.
-pub const MAX_DAYS: u64 = 36_500;
+const MAX_DAYS: u64 = 36_500;
 
 /// `--older-than DAYS`: a whole number of days, 0 to [`MAX_DAYS`], with a message a person can
 /// act on for anything else (clap's own says only that the value is not in a range).

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::client::ClientEnv;
+use crate::diag::Diag;
 use crate::paths::Paths;
 use crate::usage::Policy;
 
@@ -195,7 +196,7 @@ pub fn idle_nudge_text(tokens: u64, place: &str) -> String {
 
 /// One configuration key: its name in config.json (upper-cased after `CTXGUARD_`, in the
 /// environment), what a valid value looks like, and how a raw value is checked and stored.
-pub struct Key {
+struct Key {
     pub name: &'static str,
     pub expected: &'static str,
     set: fn(&mut Config, &Raw) -> Option<()>,
@@ -245,7 +246,7 @@ macro_rules! keys {
         }
 
         /// Every configuration key, in declaration order.
-        pub const KEYS: &[Key] = &[$(Key {
+        const KEYS: &[Key] = &[$(Key {
             name: stringify!($name),
             expected: $rule.expected,
             set: |config, raw| {
@@ -465,6 +466,13 @@ impl Config {
                 .map_err(|problem| anyhow!("environment {}: {problem}", env_name(key.name)))?;
         }
         Ok(Loaded { config, warnings })
+    }
+
+    /// A hook's settings: a bad config file means the defaults, and a note.
+    pub fn for_hook(paths: &Paths, env: &Env, diag: &mut Diag) -> Config {
+        let loaded = Config::load_or_default(paths, env);
+        loaded.warnings.into_iter().for_each(|w| diag.note(w));
+        loaded.config
     }
 
     /// Lenient load, for hooks: any error falls back to the defaults (plus whatever valid

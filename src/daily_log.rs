@@ -137,7 +137,7 @@ const HEADLINE_CHARS: usize = 160;
 /// The first line of a compaction summary that says something, sanitised and cut: blank lines,
 /// lone tags (`<analysis>`, `<summary>`), one-word labels (`Analysis:`) and the client's "This
 /// session is being continued…" preamble are passed over; heading marks are dropped.
-pub fn summary_headline(summary: &str) -> Option<String> {
+fn summary_headline(summary: &str) -> Option<String> {
     summary
         .lines()
         .map(|l| sanitize(l, true))

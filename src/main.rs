@@ -28,12 +28,14 @@
 )]
 
 mod checkpoint;
+mod checkpointing;
 mod cli;
 mod client;
 mod commands;
 mod config;
 mod daily_log;
 mod diag;
+mod event;
 mod exit;
 mod facts;
 mod files;
@@ -42,6 +44,7 @@ mod index;
 mod input;
 mod marker;
 mod memory;
+mod nudge;
 mod paths;
 mod process;
 mod reading;

@@ -87,7 +87,7 @@ pub fn for_session(config: &Config, env: &Env, cwd: &str) -> (Vec<Memory>, Vec<S
 /// Claude Code's own memory ("auto memory", on by default): the folder it tells the model to
 /// save one file per memory in, with a `MEMORY.md` index it loads into every session itself.
 /// `None` when it is turned off (`autoMemoryEnabled: false`, `CLAUDE_CODE_DISABLE_AUTO_MEMORY`).
-pub fn client_memory_dir(
+fn client_memory_dir(
     env: &Env,
     settings: &crate::client::Settings,
     transcript_path: &str,
@@ -141,7 +141,7 @@ fn memory_directory_setting(dir: &str, home: Option<&Path>) -> Option<PathBuf> {
 /// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
 /// memory folder in its format when auto memory is on, else ctxguard's user memory file, which
 /// every recovery block shows.
-pub fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String {
+fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String {
     let shown = |p: &Path| cut(&sanitize(&p.display().to_string(), true), 300);
     match (client_dir, own_file) {
         (Some(dir), _) => format!(
@@ -203,7 +203,7 @@ pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<Pat
 pub const MAX_SAVED: usize = 8;
 
 /// A saved memory is shown up to this many characters (its frontmatter and the fact).
-pub const SAVED_CHARS: usize = 700;
+const SAVED_CHARS: usize = 700;
 
 /// At most this many entries of the memory folder are looked at for recent changes.
 const SCAN_ENTRIES: usize = 2_000;
@@ -290,7 +290,7 @@ pub fn saved_since(
 /// Claude Code's memory folder `dir` (the client's `MEMORY.md` never, nor one of `shown`, the
 /// memory files the block shows anyway), read under the rules of [`read`], its current contents
 /// cut to [`SAVED_CHARS`]. Missing files are skipped; refusals come back as notes.
-pub fn read_saved(
+fn read_saved(
     recorded: &[String],
     dir: Option<&Path>,
     shown: &[PathBuf],

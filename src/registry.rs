@@ -9,22 +9,11 @@ use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::config::Env;
 use crate::diag::Diag;
+use crate::event;
 use crate::hooks::{
     self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline, stop,
     userpromptsubmit, Outcome,
 };
-
-/// Claude Code's event names, each written here once: the registry's entries and the hooks'
-/// own code (parsing their input, naming their output) use these.
-pub mod event {
-    pub const PRE_TOOL_USE: &str = "PreToolUse";
-    pub const USER_PROMPT_SUBMIT: &str = "UserPromptSubmit";
-    pub const PRE_COMPACT: &str = "PreCompact";
-    pub const POST_COMPACT: &str = "PostCompact";
-    pub const SESSION_START: &str = "SessionStart";
-    pub const SESSION_END: &str = "SessionEnd";
-    pub const STOP: &str = "Stop";
-}
 
 /// One hook command.
 pub struct Hook {
@@ -270,6 +259,124 @@ mod tests {
             missing.is_empty(),
             "not in docs/architecture.md: {missing:?}"
         );
+    }
+
+    /// Every source file under `src/` (relative, with `/`) and its text without comments.
+    fn sources() -> Vec<(String, String)> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        files
+            .into_iter()
+            .map(|p| {
+                let name = p.strip_prefix(&src).unwrap().display().to_string();
+                let code: String = std::fs::read_to_string(&p)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                (name.replace('\\', "/"), code)
+            })
+            .collect()
+    }
+
+    /// The modules a file names after `prefix` (`crate::hooks::`, `super::`): one, or each of a
+    /// `{…}` group.
+    fn named_after(code: &str, prefix: &str) -> Vec<String> {
+        let word = |s: &str| {
+            s.trim()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut out = Vec::new();
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            match rest.strip_prefix('{') {
+                Some(group) => {
+                    let group = &group[..group.find('}').unwrap_or(group.len())];
+                    out.extend(group.split(',').map(word));
+                }
+                None => out.push(word(rest)),
+            }
+        }
+        out
+    }
+
+    /// What two hooks share lives in a module of its own (`nudge`, `checkpointing`,
+    /// `checkpoint::summary`) or in `hooks/mod.rs`, never in another hook: no hook file names
+    /// another hook, and none names the registry (their event names are in `event`).
+    #[test]
+    fn no_hook_imports_another_hook_or_the_registry() {
+        let hooks: Vec<&str> = HOOKS.iter().map(|h| h.name).collect();
+        for (file, code) in sources() {
+            let Some(own) = file
+                .strip_prefix("hooks/")
+                .and_then(|f| f.strip_suffix(".rs"))
+            else {
+                continue;
+            };
+            if own == "mod" || own == "fuzz_tests" {
+                continue;
+            }
+            for prefix in ["crate::hooks::", "super::"] {
+                for named in named_after(&code, prefix) {
+                    assert!(
+                        named == own || !hooks.contains(&named.as_str()),
+                        "{file} names the hook {named} ({prefix}{named})"
+                    );
+                }
+            }
+            assert!(
+                !code.contains("crate::registry"),
+                "{file} names the registry"
+            );
+        }
+    }
+
+    /// No import runs back up: only the top (`main`, `cli`, the registry and the commands) names
+    /// the commands; the hooks are named by the registry, and by `replay`'s simulation (the
+    /// status line's own pure `decide`) alone; below the registry, only `settings` names it
+    /// (registering the hooks reads their list).
+    #[test]
+    fn no_lower_module_imports_a_higher_one() {
+        let top = |f: &str| {
+            ["main.rs", "cli.rs", "registry.rs"].contains(&f) || f.starts_with("commands/")
+        };
+        for (file, code) in sources() {
+            if file.ends_with("tests.rs") {
+                continue;
+            }
+            if !top(&file) {
+                assert!(
+                    !code.contains("crate::commands"),
+                    "{file} names the commands"
+                );
+            }
+            if !top(&file) && !file.starts_with("settings/") {
+                assert!(
+                    !code.contains("crate::registry"),
+                    "{file} names the registry"
+                );
+            }
+            if !file.starts_with("hooks/") && file != "registry.rs" && file != "main.rs" {
+                let hooks = named_after(&code, "crate::hooks::");
+                let allowed = file == "commands/replay/simulate.rs" && hooks == ["statusline"];
+                assert!(hooks.is_empty() || allowed, "{file} names hooks: {hooks:?}");
+            }
+        }
     }
 
     /// The plugin's hooks.json registers exactly the registry's events, matchers and

@@ -132,7 +132,7 @@ struct Budget {
 }
 
 impl Budget {
-    pub const UNLIMITED: Budget = Budget {
+    const UNLIMITED: Budget = Budget {
         examine: usize::MAX,
         remove: usize::MAX,
     };

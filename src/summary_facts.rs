@@ -24,7 +24,7 @@ pub const MAX_CHARS: usize = 2_000;
 
 /// The first client version known to make `PreCompact`'s plain standard output part of the
 /// compaction's instructions: read from 2.1.14's code, verified on 2.1.330 by a run.
-pub const INSTRUCTIONS_SINCE: (u64, u64, u64) = (2, 1, 14);
+const INSTRUCTIONS_SINCE: (u64, u64, u64) = (2, 1, 14);
 
 /// What a client version does with `PreCompact`'s plain standard output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::asks;
+use super::block::{push_line, result_text, tag_text, Block};
 use super::bounded;
 use super::tools::ToolLog;
 use super::{
@@ -31,28 +32,6 @@ use super::{
 use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
-
-/// A message content block. Read one at a time (see [`bounded::for_each`]): a line of a
-/// million tiny blocks would otherwise cost a hundred times its size.
-#[derive(Deserialize)]
-pub(super) struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    pub(super) kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(super) text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(super) id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(super) name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(super) input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub(super) tool_use_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub(super) is_error: Option<bool>,
-    #[serde(borrow, default)]
-    pub(super) content: Option<&'a RawValue>,
-}
 
 /// Wrappers Claude Code puts around things that are not typed by the user.
 const WRAPPERS: &[&str] = &[
@@ -104,14 +83,6 @@ const NOT_ASKS: &[&str] = &[
     "effort",
     "color",
 ];
-
-/// The text between `<name>` and `</name>` in `text` (the first such pair).
-pub(super) fn tag_text<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    let open = format!("<{name}>");
-    let start = text.find(&open)? + open.len();
-    let len = text[start..].find(&format!("</{name}>"))?;
-    Some(&text[start..start + len])
-}
 
 /// An ask as the user gave it, cleaned, or `None` for wrappers, slash commands without
 /// arguments, acknowledgements and empty text.
@@ -180,32 +151,6 @@ fn ask_text(text: &str, max: usize) -> Option<String> {
 fn same_ask(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
-}
-
-/// The text of a tool result's `content`: a string, or an array of text blocks.
-pub(super) fn result_text(raw: &RawValue) -> Option<String> {
-    let s = raw.get();
-    if s.starts_with('"') {
-        return serde_json::from_str::<String>(s).ok();
-    }
-    let mut joined = None;
-    let whole = bounded::for_each(s, |block: Block| {
-        if let Some(text) = block.text.as_deref() {
-            push_line(&mut joined, text);
-        }
-    });
-    joined.filter(|_| whole)
-}
-
-/// Appends `text` to `all` as a new line.
-fn push_line(all: &mut Option<String>, text: &str) {
-    match all {
-        Some(all) => {
-            all.push('\n');
-            all.push_str(text);
-        }
-        None => *all = Some(text.to_string()),
-    }
 }
 
 /// How a background task's notification starts.

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
-use super::build::tag_text;
+use super::block::tag_text;
 use super::{Failure, FAILURE_CHARS, MAX_FAILURES};
 use crate::text::{cut, sanitize};
 

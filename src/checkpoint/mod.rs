@@ -3,16 +3,18 @@
 //! caps that keep it small whatever the transcript, and [`load`]. Reading a transcript into one
 //! is [`build`]'s job, with [`tools`] for tool calls, [`failures`] for what a failed call says,
 //! [`todos`] for the todo list and the fixed-size collections of [`bounded`]; keeping
-//! checkpoints on disk is [`store`]'s.
+//! checkpoints on disk is [`store`]'s, and the compaction's summary beside one [`summary`]'s.
 //!
 //! Everything taken from the transcript is sanitised (no control characters or escape sequences)
 //! and cut to size; tool output bodies are never kept, only one line of an error.
 
 mod asks;
+mod block;
 mod bounded;
 mod build;
 mod failures;
 mod store;
+pub mod summary;
 mod todos;
 mod tools;
 mod verify;

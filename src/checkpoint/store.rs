@@ -96,7 +96,7 @@ impl CheckpointStore {
                 continue;
             }
             fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-            let summary = old.with_extension("summary.md");
+            let summary = super::summary::path(&old);
             if let Err(e) = fs::remove_file(&summary) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     return Err(e).with_context(|| format!("removing {}", summary.display()));

@@ -12,8 +12,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::block::{result_text, Block};
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
-use super::build::{result_text, Block};
 use super::failures::{self, Failures, SUBJECT_CHARS};
 use super::todos::Todos;
 use super::verify;

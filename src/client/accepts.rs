@@ -5,7 +5,7 @@
 //! checks it. Both forms were verified on the real clients: 2.1.330 takes them, 2.1.14 neither;
 //! versions between were not tested, so they get what works everywhere.
 
-use crate::registry::event;
+use crate::event;
 
 /// The first version ctxguard verified exec-form hooks and `PostCompact` on.
 pub const FULL_SINCE: (u64, u64, u64) = (2, 1, 330);
@@ -47,7 +47,7 @@ impl Accepts {
 /// The versions read reserving the reply's whole output for auto-compaction (32k by default,
 /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`, at most 64k) rather than at most 20k: 2.1.14 compacts a 200k
 /// session at 155k, where 2.1.330 does at 167k (read from both clients' code).
-pub const FULL_OUTPUT_RESERVE: std::ops::RangeInclusive<(u64, u64, u64)> = (2, 1, 0)..=(2, 1, 14);
+const FULL_OUTPUT_RESERVE: std::ops::RangeInclusive<(u64, u64, u64)> = (2, 1, 0)..=(2, 1, 14);
 
 /// The output reservation a client of `version` makes before auto-compaction: the whole output
 /// limit on 2.1.0 to 2.1.14; at most 20k otherwise. Versions after 2.1.14 and before 2.1.330

@@ -27,7 +27,7 @@ pub const MAX_OUTPUT_TOKENS: &str = "CLAUDE_CODE_MAX_OUTPUT_TOKENS";
 
 /// The client's variables ctxguard reads, each from the process and from the settings files'
 /// `env` blocks (see [`crate::client::Settings::var`]).
-pub const VARS: [&str; 8] = [
+const VARS: [&str; 8] = [
     MAX_OUTPUT_TOKENS,
     AUTOCOMPACT_PCT,
     AUTO_COMPACT_WINDOW,
@@ -177,7 +177,7 @@ impl Window {
 /// spellings the client also accepts for it (the schema: "The canonical model name as key also
 /// matches its dated, [1m], Bedrock and Vertex spellings"): lower case, no `[1m]`, no Bedrock
 /// region and `anthropic.` prefix nor `-v1:0` version, no Vertex `@20250929`, no `-20250929`.
-pub fn canonical_model(id: &str) -> String {
+fn canonical_model(id: &str) -> String {
     let mut id = id.trim().to_ascii_lowercase();
     if let Some(base) = id.strip_suffix("[1m]") {
         id = base.to_string();

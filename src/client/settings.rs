@@ -92,7 +92,7 @@ impl Settings {
     }
 
     /// The merged `env` blocks (a later file wins per variable); numbers and booleans as text.
-    pub fn env_block(&self) -> BTreeMap<String, String> {
+    fn env_block(&self) -> BTreeMap<String, String> {
         let mut merged = BTreeMap::new();
         for f in &self.files {
             if let Some(Value::Object(block)) = f.get("env") {
@@ -295,7 +295,7 @@ impl Settings {
 }
 
 /// A switch's value as the client reads it: `1`, `true`, `yes` or `on`, in any case.
-pub fn truthy(value: &str) -> bool {
+fn truthy(value: &str) -> bool {
     matches!(
         value.trim().to_ascii_lowercase().as_str(),
         "1" | "true" | "yes" | "on"

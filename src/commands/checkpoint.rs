@@ -69,7 +69,7 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     // As a recovery would show it: without what the compaction's own summary states, when
     // PostCompact kept that summary beside the checkpoint.
     let mut cp = cp;
-    if let Some(summary) = crate::hooks::postcompact::load_summary(paths.root(), &file) {
+    if let Some(summary) = checkpoint::summary::load(paths.root(), &file) {
         recovery::leave_out_named(&mut cp, &summary);
     }
     let config = loaded.config;

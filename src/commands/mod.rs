@@ -19,7 +19,7 @@ use crate::marker::Store;
 use crate::paths::Paths;
 
 /// The store of one session named on the command line, which must exist.
-pub fn known_session(paths: &Paths, id: &str) -> Result<Store> {
+fn known_session(paths: &Paths, id: &str) -> Result<Store> {
     let store = Store::new(paths, id);
     if !store.marker_path().exists() {
         anyhow::bail!(

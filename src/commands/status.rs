@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::checkpoint;
 use crate::config::{Config, Env};
-use crate::marker::{activity, LastNudge, Marker, Source};
+use crate::marker::{self, LastNudge, Marker, Source};
 use crate::paths::Paths;
 use crate::text::sanitize;
 use crate::usage::human;
@@ -58,7 +58,7 @@ struct StatusReport {
 
 impl SessionStatus {
     /// The state shown is the one hooks act on: a stale marker is reported as idle.
-    pub fn from_marker(
+    fn from_marker(
         root: &Path,
         m: &Marker,
         now: DateTime<Utc>,
@@ -225,7 +225,7 @@ pub fn run(query: Query) -> Result<()> {
         return Ok(());
     }
     let wanted = query.cwd.as_deref().map(cwd_forms);
-    let newest = activity::newest(&paths, query.limit, |m| match &wanted {
+    let newest = marker::newest(&paths, query.limit, |m| match &wanted {
         None => true,
         Some(forms) => {
             cwd_of(paths.root(), m).is_some_and(|c| forms.iter().any(|f| f == trim_slash(&c)))

@@ -18,11 +18,9 @@ use std::panic::{self, AssertUnwindSafe};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::config::{Config, Env};
 pub use crate::diag::{one_line, to_stderr, Diag};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
-use crate::paths::Paths;
 
 /// The only JSON a hook ever prints: context for the model, nothing that approves, denies,
 /// blocks or changes anything.
@@ -40,7 +38,7 @@ pub struct SpecificOutput {
 }
 
 /// `{"hookSpecificOutput":{"hookEventName":EVENT,"additionalContext":TEXT}}` and a newline.
-pub fn additional_context(event: &'static str, text: String) -> String {
+fn additional_context(event: &'static str, text: String) -> String {
     let out = Output {
         hook_specific_output: SpecificOutput {
             hook_event_name: event,
@@ -53,19 +51,12 @@ pub fn additional_context(event: &'static str, text: String) -> String {
 
 /// Parses an event's JSON. Every hook acts on one session, so an event without a session id is
 /// refused.
-pub fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
+fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
     let input: HookInput = input::parse(bytes, event)?;
     if input.session_id.is_empty() {
         bail!("no session_id in the {event} input; nothing to do");
     }
     Ok(input)
-}
-
-/// A hook's settings: a bad config file means the defaults, and a note.
-pub fn config(paths: &Paths, env: &Env, diag: &mut Diag) -> Config {
-    let loaded = Config::load_or_default(paths, env);
-    loaded.warnings.into_iter().for_each(|w| diag.note(w));
-    loaded.config
 }
 
 /// What a hook decided.

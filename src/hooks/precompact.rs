@@ -12,136 +12,18 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
 
-use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading, Todo};
+use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpointing;
 use crate::config::{Config, Env};
 use crate::daily_log;
+use crate::event;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, State, Store};
-use crate::registry::event;
 use crate::summary_facts;
 use crate::tasks;
-use crate::text::{cut, sanitize};
 use crate::transcript;
-use crate::usage;
-
-/// The checkpoint for this compaction, from the hook input, what the transcript gave (or why it
-/// could not be read), and the session's marker.
-pub fn decide(
-    input: &HookInput,
-    reading: Result<Reading, String>,
-    marker: &Marker,
-    id: String,
-    previous: Option<String>,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> Checkpoint {
-    let (body, tokens, cwd, branch, error) = match reading {
-        Ok(r) => (r.body, r.tokens, r.cwd, r.git_branch, None),
-        Err(e) => (Checkpoint::default(), None, None, None, Some(e)),
-    };
-    let tokens_before = tokens.or(marker.tokens);
-    let window = marker.window.or_else(|| {
-        Some(usage::window(
-            config.window_tokens,
-            marker.reported_window,
-            tokens_before,
-        ))
-    });
-    let instructions = sanitize(&input.custom_instructions, false);
-    let cwd = if input.cwd.is_empty() {
-        cwd.unwrap_or_default()
-    } else {
-        input.cwd.clone()
-    };
-    Checkpoint {
-        id,
-        meta: Meta {
-            session_id: input.session_id.clone(),
-            cwd,
-            git_branch: branch,
-            trigger: cut(&sanitize(&input.trigger, true), 20),
-            custom_instructions: (!instructions.trim().is_empty())
-                .then(|| cut(instructions.trim(), 2000)),
-            tokens_before,
-            window,
-            cycle: marker.cycle,
-            compaction: marker.compactions + 1,
-            created_at: Some(now),
-            previous,
-            transcript_path: input.transcript_path.clone(),
-            transcript_error: error,
-        },
-        ..body
-    }
-}
-
-/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
-/// never carried forward, so a block shows a saved memory once, and again only when it is
-/// edited again.
-pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Option<&Checkpoint>) {
-    let since = previous.and_then(|p| p.meta.created_at);
-    cp.memories_saved = dir
-        .map(|dir| {
-            crate::memory::saved_since(
-                dir,
-                &cp.files_modified,
-                since.map(std::time::SystemTime::from),
-            )
-        })
-        .unwrap_or_default();
-}
-
-/// Asks carried forward from earlier compactions, at most.
-const EARLIER_ASKS: usize = 3;
-/// Modified files kept across compactions, at most.
-const CARRIED_FILES: usize = 30;
-
-/// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
-/// was read from the part of the transcript after it: the session's goal, the asks (the previous
-/// ones become earlier asks), the open tasks when this part changed none, the last verification
-/// when this part ran none, the pull requests and the modified files. `store` is the client's
-/// own task store, when it keeps one: then it decides which tasks are open.
-pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
-    if let Some(prev) = previous {
-        if prev.goal.is_some() {
-            cp.goal.clone_from(&prev.goal);
-        }
-        if cp.verification.is_none() {
-            cp.verification.clone_from(&prev.verification);
-        }
-        let mut prs = prev.prs.clone();
-        for pr in &cp.prs {
-            if !prs.contains(pr) {
-                prs.push(pr.clone());
-            }
-        }
-        let skip = prs.len().saturating_sub(checkpoint::MAX_PRS);
-        cp.prs = prs.into_iter().skip(skip).collect();
-        let mut earlier: Vec<String> = prev.earlier_asks.clone();
-        earlier.extend(prev.asks.iter().cloned());
-        earlier.retain(|a| !cp.asks.contains(a));
-        earlier.dedup();
-        let skip = earlier.len().saturating_sub(EARLIER_ASKS);
-        cp.earlier_asks = earlier.into_iter().skip(skip).collect();
-        if cp.todos.is_empty() {
-            cp.todos = prev.todos.iter().filter(|t| t.is_open()).cloned().collect();
-        }
-        for file in &prev.files_modified {
-            if cp.files_modified.len() >= CARRIED_FILES {
-                break;
-            }
-            if !cp.files_modified.contains(file) {
-                cp.files_modified.push(file.clone());
-            }
-        }
-    }
-    if let Some(tasks) = store {
-        let (open, done): (Vec<Todo>, Vec<Todo>) = tasks.into_iter().partition(Todo::is_open);
-        cp.todos = open.into_iter().chain(done).collect();
-    }
-}
 
 /// Never hold a compaction when usage is this close to the window: that compaction may be
 /// what recovers the session from an overflow.
@@ -229,35 +111,12 @@ fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc
     recent && boundary.is_none_or(|b| b < compacted)
 }
 
-/// The same checkpoint but for when it was written, under which name, after which one, and
-/// what triggered it.
-pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
-    let plain = |c: &Checkpoint| {
-        let mut c = c.clone();
-        c.id.clear();
-        c.meta.created_at = None;
-        c.meta.previous = None;
-        c.meta.trigger.clear();
-        c
-    };
-    plain(a) == plain(b)
-}
-
-/// Puts the session that wrote `cp` in its directory's index, for the next session's digest
-/// (a failure costs that digest, never the checkpoint).
-pub fn record_in_index(paths: &crate::paths::Paths, cp: &Checkpoint, diag: &mut Diag) {
-    let at = cp.meta.created_at.unwrap_or_else(Utc::now);
-    if let Err(e) = crate::index::record(paths, &cp.meta.cwd, &cp.meta.session_id, at) {
-        diag.note(format!("{e:#}"));
-    }
-}
-
 /// The hook, given its input and environment.
 #[allow(clippy::too_many_lines)] // the gate, the reading, the one transaction, the log
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
     if config.gate_auto_compaction && input.trigger == "auto" {
@@ -303,7 +162,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             }
         };
         let previous = latest.as_ref().map(|cp| cp.id.clone());
-        let mut cp = decide(
+        let mut cp = checkpointing::decide(
             &input,
             reading,
             current,
@@ -321,8 +180,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         } else {
             latest.clone()
         };
-        note_saved_memories(&mut cp, memory_dir.as_deref(), carried_from.as_ref());
-        carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
+        checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), carried_from.as_ref());
+        checkpointing::carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
             cp.meta.compaction = current.compactions.max(1);
             cp.meta.cycle = current.cycle.saturating_sub(1);
@@ -331,15 +190,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         // Nothing new since the first run: its checkpoint stays, and nothing is written or
         // logged again (the marker still records this run's time, which the staleness of
         // readings is judged against).
-        let first = current
-            .last_checkpoint
-            .as_ref()
-            .filter(|_| repeat && latest.as_ref().is_some_and(|l| same_content(l, &cp)));
+        let first = current.last_checkpoint.as_ref().filter(|_| {
+            repeat
+                && latest
+                    .as_ref()
+                    .is_some_and(|l| checkpointing::same_content(l, &cp))
+        });
         let cp_path = if let Some(first) = first {
             PathBuf::from(first)
         } else {
             let path = checkpoints.save(&cp)?;
-            record_in_index(&paths, &cp, diag);
+            checkpointing::record_in_index(&paths, &cp, diag);
             path
         };
         let written = first.is_none();
@@ -416,61 +277,6 @@ mod tests {
             updated_at: Some(Utc::now()),
             ..Marker::new("s")
         }
-    }
-
-    fn todo(content: &str, status: &str) -> Todo {
-        Todo {
-            content: content.into(),
-            status: status.into(),
-        }
-    }
-
-    #[test]
-    fn a_second_compaction_carries_asks_open_tasks_and_files_forward() {
-        let previous = Checkpoint {
-            id: "cp_001".into(),
-            asks: vec!["build the parser".into(), "and the lexer".into()],
-            earlier_asks: vec!["set up the repo".into()],
-            todos: vec![todo("lexer", "completed"), todo("parser", "in_progress")],
-            files_modified: vec!["/p/lexer.rs".into(), "/p/parser.rs".into()],
-            ..Checkpoint::default()
-        };
-        // The part after the first compaction: one new ask, an edit, no task activity.
-        let mut cp = Checkpoint {
-            asks: vec!["now the tests".into()],
-            files_modified: vec!["/p/tests.rs".into(), "/p/parser.rs".into()],
-            ..Checkpoint::default()
-        };
-        carry_forward(&mut cp, Some(&previous), None);
-        assert_eq!(cp.asks, ["now the tests"]);
-        assert_eq!(
-            cp.earlier_asks,
-            ["set up the repo", "build the parser", "and the lexer"]
-        );
-        assert_eq!(cp.todos, [todo("parser", "in_progress")]);
-        assert_eq!(
-            cp.files_modified,
-            ["/p/tests.rs", "/p/parser.rs", "/p/lexer.rs"]
-        );
-
-        // The client's own task store decides which tasks are open.
-        let mut cp = Checkpoint::default();
-        let store = vec![todo("parser", "completed"), todo("tests", "pending")];
-        carry_forward(&mut cp, Some(&previous), Some(store));
-        assert_eq!(
-            cp.todos,
-            [todo("tests", "pending"), todo("parser", "completed")]
-        );
-
-        // At most three earlier asks, the newest.
-        let mut many = previous.clone();
-        many.earlier_asks = (0..5).map(|i| format!("old {i}")).collect();
-        let mut cp = Checkpoint::default();
-        carry_forward(&mut cp, Some(&many), None);
-        assert_eq!(
-            cp.earlier_asks,
-            ["old 4", "build the parser", "and the lexer"]
-        );
     }
 
     #[test]

@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::checkpoint::{self, CheckpointStore};
-use crate::config::Env;
-use crate::hooks::{precompact, Diag, Outcome};
+use crate::checkpointing;
+use crate::config::{Config, Env};
+use crate::event;
+use crate::hooks::{Diag, Outcome};
 use crate::input::HookInput;
 use crate::marker::{self, Event, Store};
-use crate::registry::event;
 use crate::tasks;
 
 /// Does this checkpoint hold anything a later session could use?
@@ -32,7 +33,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let now = env.now();
     let reading = if input.transcript_path.is_empty() {
         Err("no transcript_path in the SessionEnd input".to_string())
@@ -59,7 +60,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             diag.note(format!("{e:#}"));
             None
         });
-        let mut cp = precompact::decide(
+        let mut cp = checkpointing::decide(
             &input,
             reading,
             current,
@@ -68,20 +69,20 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
-        precompact::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
-        precompact::carry_forward(&mut cp, latest.as_ref(), task_store);
+        checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
+        checkpointing::carry_forward(&mut cp, latest.as_ref(), task_store);
         // Not a compaction: it keeps the session's compaction count.
         cp.meta.compaction = current.compactions;
         // Ended again with nothing new (resumed and left at once): the end checkpoint there is
         // stays, given as a digest or not, never offered again.
         let ended_again = latest
             .as_ref()
-            .is_some_and(|l| l.meta.at_session_end() && precompact::same_content(l, &cp));
+            .is_some_and(|l| l.meta.at_session_end() && checkpointing::same_content(l, &cp));
         if !worth_a_digest(&cp) || ended_again {
             return Ok((current.clone(), ()));
         }
         let path = checkpoints.save(&cp)?;
-        precompact::record_in_index(&paths, &cp, diag);
+        checkpointing::record_in_index(&paths, &cp, diag);
         let event = Event::Ended {
             checkpoint: path.display().to_string(),
         };

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
+use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
 use crate::input::HookInput;
@@ -22,7 +23,6 @@ use crate::marker::{self, Event, Marker, Store};
 use crate::memory;
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
-use crate::registry::event;
 use crate::text::sanitize;
 use crate::transcript;
 
@@ -279,7 +279,7 @@ fn previous(
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::SESSION_START)?;
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let stale = Duration::from_secs(config.stale_after_secs);
     let now = env.now();
     if let Err(e) = record_model(&paths, &input, diag) {
@@ -293,7 +293,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let Some((mut cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    if let Some(summary) = super::postcompact::load_summary(paths.root(), &path) {
+    if let Some(summary) = checkpoint::summary::load(paths.root(), &path) {
         recovery::leave_out_named(&mut cp, &summary);
     }
     let (memory, notes) = memory::for_session(&config, env, &input.cwd);

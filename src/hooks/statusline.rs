@@ -248,7 +248,7 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
         anyhow::bail!("no session_id in the status-line input");
     }
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
     let marker = match store.peek() {

@@ -17,11 +17,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::config::{idle_nudge_text, Config, Env};
+use crate::event;
 use crate::facts::Context;
-use crate::hooks::{pretooluse, Diag, Outcome};
+use crate::hooks::{Diag, Outcome};
 use crate::marker::{self, Event, Marker, Nudge, Observation, State, Store};
 use crate::memory;
-use crate::registry::event;
+use crate::nudge;
 
 /// What a Stop hook prints to keep the turn going once.
 #[derive(Serialize)]
@@ -108,7 +109,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     let paths = env.paths()?;
-    let config = super::config(&paths, env, diag);
+    let config = Config::for_hook(&paths, env, diag);
     if !config.idle_nudge {
         return Ok(Outcome::Quiet);
     }
@@ -137,7 +138,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
     let observation = reading
         .as_ref()
-        .map(|r| pretooluse::observe(r, &marker, &ctx, now));
+        .map(|r| nudge::observe(r, &marker, &ctx, now));
     if !decide(&marker, observation.as_ref(), &config, now, true).1 {
         return Ok(Outcome::Quiet);
     }

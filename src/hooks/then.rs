@@ -160,7 +160,7 @@ mod unix {
 
     /// Whether `sh` has exited, without reaping it: until it is reaped its pid, which is also
     /// the group's id, cannot be reused, so killing the group cannot hit a stranger.
-    pub fn exited(child: &mut Child) -> Result<bool> {
+    pub(super) fn exited(child: &mut Child) -> Result<bool> {
         // SAFETY: an all-zero siginfo_t is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
@@ -172,15 +172,15 @@ mod unix {
         Ok(unsafe { info.si_pid() } != 0)
     }
 
-    pub struct Pipe(ChildStdout);
+    pub(super) struct Pipe(ChildStdout);
 
     impl Pipe {
-        pub fn new(stdout: ChildStdout) -> Pipe {
+        pub(super) fn new(stdout: ChildStdout) -> Pipe {
             Pipe(stdout)
         }
 
         /// Waits up to `wait` for output and reads what there is.
-        pub fn read_some(&mut self, wait: Duration, out: &mut Vec<u8>) -> Result<Got> {
+        pub(super) fn read_some(&mut self, wait: Duration, out: &mut Vec<u8>) -> Result<Got> {
             let mut poll = libc::pollfd {
                 fd: self.0.as_raw_fd(),
                 events: libc::POLLIN,
@@ -218,17 +218,17 @@ mod windows {
 
     /// The child's handle keeps its process id from being reused, so checking (and reaping)
     /// early is safe here.
-    pub fn exited(child: &mut Child) -> Result<bool> {
+    pub(super) fn exited(child: &mut Child) -> Result<bool> {
         Ok(child.try_wait().context("waiting for `sh`")?.is_some())
     }
 
     /// Anonymous pipes cannot be polled on Windows: a thread reads, and hands over what it got.
-    pub struct Pipe {
+    pub(super) struct Pipe {
         chunks: Receiver<io::Result<Vec<u8>>>,
     }
 
     impl Pipe {
-        pub fn new(mut stdout: ChildStdout) -> Pipe {
+        pub(super) fn new(mut stdout: ChildStdout) -> Pipe {
             let (send, chunks) = mpsc::channel();
             std::thread::spawn(move || {
                 let mut total = 0;
@@ -253,7 +253,7 @@ mod windows {
         }
 
         /// Waits up to `wait` for output and takes what there is.
-        pub fn read_some(&mut self, wait: Duration, out: &mut Vec<u8>) -> Result<Got> {
+        pub(super) fn read_some(&mut self, wait: Duration, out: &mut Vec<u8>) -> Result<Got> {
             match self.chunks.recv_timeout(wait) {
                 Ok(Ok(chunk)) => {
                     let room = CAP.saturating_sub(out.len()).min(chunk.len());

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use chrono::{DateTime, Duration, NaiveDate, TimeZone, Timelike, Utc};
 
-use super::{all_sessions, Marker, Store};
+use super::Marker;
 use crate::files;
 use crate::paths::Paths;
 
@@ -186,24 +186,17 @@ pub struct Newest {
     pub more: bool,
 }
 
-/// The `limit` most recently updated sessions `keep` accepts (every one with `None`). With
-/// complete buckets only the newest entries are read, down to the one that brings the count to
-/// `limit` (any session after it was saved before it; an hour with old-style entries is read
-/// whole, as they say only the hour); otherwise, and for every session, all markers are.
+/// The `limit` most recently updated sessions `keep` accepts (every one with `None`), each
+/// marker read with `read` (the session's directory name). With complete buckets only the newest
+/// entries are read, down to the one that brings the count to `limit` (any session after it was
+/// saved before it; an hour with old-style entries is read whole, as they say only the hour);
+/// otherwise, and for every session, all markers are, with `all`.
 pub fn newest(
-    paths: &Paths,
-    limit: Option<usize>,
-    keep: impl FnMut(&Marker) -> bool,
-) -> Result<Newest> {
-    newest_with(paths, limit, keep, |name| Store::named(paths, name).peek())
-}
-
-/// [`newest`], reading each marker with `read` (the session's directory name).
-fn newest_with(
     paths: &Paths,
     limit: Option<usize>,
     mut keep: impl FnMut(&Marker) -> bool,
     mut read: impl FnMut(&str) -> Result<Option<Marker>>,
+    all: impl FnOnce() -> Result<Vec<Result<Marker>>>,
 ) -> Result<Newest> {
     let mut out = Newest::default();
     let mut take = |marker: Result<Option<Marker>>, out: &mut Newest| match marker {
@@ -241,7 +234,7 @@ fn newest_with(
             })?;
         }
         _ => {
-            for (_, marker) in all_sessions(paths)? {
+            for marker in all()? {
                 take(marker.map(Some), &mut out);
             }
         }
@@ -311,6 +304,11 @@ pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) 
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    /// `all` for [`newest`] where the buckets are complete: never called.
+    fn no_fallback() -> Result<Vec<Result<Marker>>> {
+        unreachable!("the buckets are complete")
+    }
 
     fn t(day: u32, hour: u32, minute: u32, sec: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 11, day, hour, minute, sec)
@@ -403,7 +401,7 @@ mod tests {
             reads.set(reads.get() + 1);
             Ok(Some(marker(name)))
         };
-        let found = newest_with(&paths, Some(20), |_| true, read).unwrap();
+        let found = newest(&paths, Some(20), |_| true, read, no_fallback).unwrap();
         let ids: Vec<&str> = found
             .markers
             .iter()
@@ -419,7 +417,7 @@ mod tests {
 
         // Only every third session wanted (`--cwd`): about three times as many.
         reads.set(0);
-        let found = newest_with(
+        let found = newest(
             &paths,
             Some(20),
             |m| m.session_id[1..].parse::<u32>().unwrap() % 3 == 0,
@@ -427,6 +425,7 @@ mod tests {
                 reads.set(reads.get() + 1);
                 Ok(Some(marker(name)))
             },
+            no_fallback,
         )
         .unwrap();
         assert_eq!(found.markers.len(), 20);
@@ -435,7 +434,7 @@ mod tests {
         // An hour with old-style entries is read whole: they may be anywhere in it.
         fs::write(root.join("recent/2026-11-21/10/s00000"), b"").unwrap();
         reads.set(0);
-        let found = newest_with(
+        let found = newest(
             &paths,
             Some(20),
             |_| true,
@@ -443,6 +442,7 @@ mod tests {
                 reads.set(reads.get() + 1);
                 Ok(Some(marker(name)))
             },
+            no_fallback,
         )
         .unwrap();
         assert_eq!(found.markers.len(), 20);

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
-pub use store::{all_sessions, lock_within, try_lock, Store};
+pub use store::{all_sessions, lock_within, newest, try_lock, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
 /// second; each write is an fsync).

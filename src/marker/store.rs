@@ -72,7 +72,7 @@ impl Store {
     }
 
     /// The cached transcript reading of this session, if any (a bad cache is no cache).
-    pub fn load_reading(&self) -> Option<Reading> {
+    fn load_reading(&self) -> Option<Reading> {
         let bytes = files::read_state_file_in(&self.root, &self.reading_path(), "reading")
             .ok()
             .flatten()?;
@@ -80,7 +80,7 @@ impl Store {
     }
 
     /// Caches a transcript reading (atomically, without fsync: losing it costs one tail scan).
-    pub fn save_reading(&self, reading: &Reading) -> Result<()> {
+    fn save_reading(&self, reading: &Reading) -> Result<()> {
         files::ensure_state_dir(&self.root, &self.dir)?;
         let bytes = serde_json::to_vec(reading).context("encoding the transcript reading")?;
         files::replace_cache(&self.reading_path(), &bytes)
@@ -261,6 +261,23 @@ pub fn all_sessions(paths: &Paths) -> Result<Vec<(Store, Result<Marker>)>> {
         key(&b.1).cmp(&key(&a.1))
     });
     Ok(found)
+}
+
+/// The `limit` most recently updated sessions `keep` accepts (every one with `None`) and whether
+/// there may be more, reading only the markers shown where the activity buckets allow it (see
+/// [`activity::newest`]).
+pub fn newest(
+    paths: &Paths,
+    limit: Option<usize>,
+    keep: impl FnMut(&Marker) -> bool,
+) -> Result<activity::Newest> {
+    activity::newest(
+        paths,
+        limit,
+        keep,
+        |name| Store::named(paths, name).peek(),
+        || Ok(all_sessions(paths)?.into_iter().map(|(_, m)| m).collect()),
+    )
 }
 
 fn read_marker(root: &Path, path: &Path) -> Result<Option<Marker>> {

@@ -118,7 +118,7 @@ pub struct Ours<'a> {
 
 impl Ours<'static> {
     /// The rules that need no knowledge of the running binary (as `doctor` uses them).
-    pub const BY_NAME: Ours<'static> = Ours {
+    const BY_NAME: Ours<'static> = Ours {
         bin: None,
         same_binary: &|_| false,
     };

@@ -90,7 +90,7 @@ pub struct EntryMessage<'a> {
 }
 
 impl Entry<'_> {
-    pub fn is_boundary(&self) -> bool {
+    fn is_boundary(&self) -> bool {
         self.kind.as_deref() == Some("system")
             && self.subtype.as_deref() == Some("compact_boundary")
     }
@@ -227,7 +227,7 @@ pub fn tail_usage_from<R: Read + Seek>(
 
 /// How a backward scan ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Scan {
+struct Scan {
     pub bytes_read: u64,
     pub gave_up: bool,
 }
@@ -236,7 +236,7 @@ pub struct Scan {
 /// from `first_chunk` up to 1 MiB, until `visit(line, offset)` returns true or `max_read` bytes
 /// were read. A line is handed over whole however many chunks it spans, unless it is longer
 /// than `max_line`: then it is skipped without being kept in memory.
-pub fn scan_backwards<R: Read + Seek>(
+fn scan_backwards<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     first_chunk: usize,

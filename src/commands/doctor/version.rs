@@ -59,7 +59,7 @@ pub fn summary_facts(ctx: &Context) -> Vec<Finding> {
 }
 
 /// [`summary_facts`] for a client and the setting (pure).
-pub fn summary_facts_finding(client: &Client, on: bool) -> Finding {
+fn summary_facts_finding(client: &Client, on: bool) -> Finding {
     use crate::summary_facts::{delivery, Delivery};
     let since = "2.1.14";
     if !on {
@@ -112,7 +112,7 @@ pub fn summary_facts_finding(client: &Client, on: bool) -> Finding {
 /// The `claude` on `search_path` (else the one the client's own local install keeps,
 /// `~/.claude/local/claude`, which users reach through a shell alias), and what it says its
 /// version is.
-pub fn detect(search_path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Client {
+fn detect(search_path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Client {
     let local = || {
         home.map(|h| h.join(".claude").join("local").join("claude"))
             .into_iter()

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::registry::event;
+use crate::event;
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 

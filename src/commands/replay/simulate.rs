@@ -6,14 +6,14 @@
 //! - a main-chain reply (what [`transcript::classify`] calls usage) is a status-line refresh
 //!   when a status line is simulated, through [`statusline::decide`];
 //! - each `tool_use` block of a main-chain reply is a `PreToolUse`, and each real user prompt a
-//!   `UserPromptSubmit`, both through [`pretooluse::decide_route`] with the reading of the transcript
+//!   `UserPromptSubmit`, both through [`nudge::decide_route`] with the reading of the transcript
 //!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
 //! - a `compact_boundary` is a `PreCompact`: [`marker::Event::Compacted`].
 //!
 //! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
 //! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and the client settings given, and
 //! [`transcript_observation`] and [`statusline_observation`] build the observations
-//! [`pretooluse::observe`] and [`statusline::observe`] would (a test holds them equal).
+//! [`nudge::observe`] and [`statusline::observe`] would (a test holds them equal).
 
 use std::time::Duration;
 
@@ -26,8 +26,9 @@ use super::report::{
 };
 use crate::config::Config;
 use crate::facts::{self, Gathered, LimitsFor};
-use crate::hooks::{pretooluse, statusline};
+use crate::hooks::statusline;
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
+use crate::nudge;
 use crate::reading::Reading;
 use crate::transcript::{self, Verdict as Line};
 use crate::usage::Limits;
@@ -64,7 +65,7 @@ pub fn limits_for(
     })
 }
 
-/// The observation [`pretooluse::observe`] makes of a transcript reading.
+/// The observation [`nudge::observe`] makes of a transcript reading.
 pub fn transcript_observation(
     reading: &Reading,
     marker: &Marker,
@@ -82,7 +83,7 @@ pub fn transcript_observation(
         reading.tokens,
         now,
     );
-    pretooluse::observe_with(reading, limits, config.growth_replies)
+    nudge::observe_with(reading, limits, config.growth_replies)
 }
 
 /// The observation [`statusline::observe`] makes of a frame that carries usage.
@@ -259,7 +260,7 @@ impl Simulation {
         self.record(Hook::Statusline, next, None);
     }
 
-    /// `PreToolUse` or `UserPromptSubmit`: `pretooluse::handle_event` without the I/O.
+    /// `PreToolUse` or `UserPromptSubmit`: `nudge::give` without the I/O.
     fn nudge_hook(&mut self, hook: Hook) {
         let now = self.clock();
         // A reply older than the status line's last fresh report is older news than the
@@ -282,7 +283,7 @@ impl Simulation {
         // prompt there, and so does the replay.
         let can_deliver =
             hook != Hook::PreToolUse || self.reading.client_reads_pretooluse_context();
-        let (next, nudge) = pretooluse::decide_route(
+        let (next, nudge) = nudge::decide_route(
             &self.marker,
             observation.as_ref(),
             &self.config,

@@ -9,8 +9,9 @@ use super::simulate::{statusline_observation, transcript_observation, Options, S
 use crate::config::{Config, Env};
 use crate::facts::Context;
 use crate::facts::Gathered;
-use crate::hooks::{pretooluse, statusline};
+use crate::hooks::statusline;
 use crate::marker::Marker;
+use crate::nudge;
 use crate::reading::Reading;
 
 const MODEL: &str = "claude-sonnet-4-5"; // 200k: compacts at 167k, nudges at 127k, critical 152k
@@ -463,7 +464,7 @@ fn observations_match_the_hooks() {
     for marker in [&fresh, &observed, &cached] {
         assert_eq!(
             transcript_observation(&reading, marker, &config, &Gathered::default(), now),
-            pretooluse::observe(&reading, marker, &ctx, now),
+            nudge::observe(&reading, marker, &ctx, now),
             "{marker:?}"
         );
         for window in [200_000, 1_000_000] {

@@ -1,0 +1,220 @@
+//! Taking a checkpoint, as `PreCompact` does at a compaction and `SessionEnd` at a session's end:
+//! the checkpoint from the hook input, the transcript's reading and the marker, the memories
+//! saved since the previous one, what it carries forward from that one, and the session's entry
+//! in its directory's index.
+
+use std::path::Path;
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+
+use crate::checkpoint::{self, Checkpoint, Meta, Reading, Todo};
+use crate::config::Config;
+use crate::diag::Diag;
+use crate::index;
+use crate::input::HookInput;
+use crate::marker::Marker;
+use crate::memory;
+use crate::paths::Paths;
+use crate::text::{cut, sanitize};
+use crate::usage;
+
+/// The checkpoint for this compaction (or session end), from the hook input, what the transcript gave (or why it
+/// could not be read), and the session's marker.
+pub fn decide(
+    input: &HookInput,
+    reading: Result<Reading, String>,
+    marker: &Marker,
+    id: String,
+    previous: Option<String>,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> Checkpoint {
+    let (body, tokens, cwd, branch, error) = match reading {
+        Ok(r) => (r.body, r.tokens, r.cwd, r.git_branch, None),
+        Err(e) => (Checkpoint::default(), None, None, None, Some(e)),
+    };
+    let tokens_before = tokens.or(marker.tokens);
+    let window = marker.window.or_else(|| {
+        Some(usage::window(
+            config.window_tokens,
+            marker.reported_window,
+            tokens_before,
+        ))
+    });
+    let instructions = sanitize(&input.custom_instructions, false);
+    let cwd = if input.cwd.is_empty() {
+        cwd.unwrap_or_default()
+    } else {
+        input.cwd.clone()
+    };
+    Checkpoint {
+        id,
+        meta: Meta {
+            session_id: input.session_id.clone(),
+            cwd,
+            git_branch: branch,
+            trigger: cut(&sanitize(&input.trigger, true), 20),
+            custom_instructions: (!instructions.trim().is_empty())
+                .then(|| cut(instructions.trim(), 2000)),
+            tokens_before,
+            window,
+            cycle: marker.cycle,
+            compaction: marker.compactions + 1,
+            created_at: Some(now),
+            previous,
+            transcript_path: input.transcript_path.clone(),
+            transcript_error: error,
+        },
+        ..body
+    }
+}
+
+/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
+/// never carried forward, so a block shows a saved memory once, and again only when it is
+/// edited again.
+pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Option<&Checkpoint>) {
+    let since = previous.and_then(|p| p.meta.created_at);
+    cp.memories_saved = dir
+        .map(|dir| {
+            memory::saved_since(
+                dir,
+                &cp.files_modified,
+                since.map(std::time::SystemTime::from),
+            )
+        })
+        .unwrap_or_default();
+}
+
+/// Asks carried forward from earlier compactions, at most.
+const EARLIER_ASKS: usize = 3;
+/// Modified files kept across compactions, at most.
+const CARRIED_FILES: usize = 30;
+
+/// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
+/// was read from the part of the transcript after it: the session's goal, the asks (the previous
+/// ones become earlier asks), the open tasks when this part changed none, the last verification
+/// when this part ran none, the pull requests and the modified files. `store` is the client's
+/// own task store, when it keeps one: then it decides which tasks are open.
+pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
+    if let Some(prev) = previous {
+        if prev.goal.is_some() {
+            cp.goal.clone_from(&prev.goal);
+        }
+        if cp.verification.is_none() {
+            cp.verification.clone_from(&prev.verification);
+        }
+        let mut prs = prev.prs.clone();
+        for pr in &cp.prs {
+            if !prs.contains(pr) {
+                prs.push(pr.clone());
+            }
+        }
+        let skip = prs.len().saturating_sub(checkpoint::MAX_PRS);
+        cp.prs = prs.into_iter().skip(skip).collect();
+        let mut earlier: Vec<String> = prev.earlier_asks.clone();
+        earlier.extend(prev.asks.iter().cloned());
+        earlier.retain(|a| !cp.asks.contains(a));
+        earlier.dedup();
+        let skip = earlier.len().saturating_sub(EARLIER_ASKS);
+        cp.earlier_asks = earlier.into_iter().skip(skip).collect();
+        if cp.todos.is_empty() {
+            cp.todos = prev.todos.iter().filter(|t| t.is_open()).cloned().collect();
+        }
+        for file in &prev.files_modified {
+            if cp.files_modified.len() >= CARRIED_FILES {
+                break;
+            }
+            if !cp.files_modified.contains(file) {
+                cp.files_modified.push(file.clone());
+            }
+        }
+    }
+    if let Some(tasks) = store {
+        let (open, done): (Vec<Todo>, Vec<Todo>) = tasks.into_iter().partition(Todo::is_open);
+        cp.todos = open.into_iter().chain(done).collect();
+    }
+}
+
+/// The same checkpoint but for when it was written, under which name, after which one, and
+/// what triggered it.
+pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
+    let plain = |c: &Checkpoint| {
+        let mut c = c.clone();
+        c.id.clear();
+        c.meta.created_at = None;
+        c.meta.previous = None;
+        c.meta.trigger.clear();
+        c
+    };
+    plain(a) == plain(b)
+}
+
+/// Puts the session that wrote `cp` in its directory's index, for the next session's digest
+/// (a failure costs that digest, never the checkpoint).
+pub fn record_in_index(paths: &Paths, cp: &Checkpoint, diag: &mut Diag) {
+    let at = cp.meta.created_at.unwrap_or_else(Utc::now);
+    if let Err(e) = index::record(paths, &cp.meta.cwd, &cp.meta.session_id, at) {
+        diag.note(format!("{e:#}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo(content: &str, status: &str) -> Todo {
+        Todo {
+            content: content.into(),
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn a_second_compaction_carries_asks_open_tasks_and_files_forward() {
+        let previous = Checkpoint {
+            id: "cp_001".into(),
+            asks: vec!["build the parser".into(), "and the lexer".into()],
+            earlier_asks: vec!["set up the repo".into()],
+            todos: vec![todo("lexer", "completed"), todo("parser", "in_progress")],
+            files_modified: vec!["/p/lexer.rs".into(), "/p/parser.rs".into()],
+            ..Checkpoint::default()
+        };
+        // The part after the first compaction: one new ask, an edit, no task activity.
+        let mut cp = Checkpoint {
+            asks: vec!["now the tests".into()],
+            files_modified: vec!["/p/tests.rs".into(), "/p/parser.rs".into()],
+            ..Checkpoint::default()
+        };
+        carry_forward(&mut cp, Some(&previous), None);
+        assert_eq!(cp.asks, ["now the tests"]);
+        assert_eq!(
+            cp.earlier_asks,
+            ["set up the repo", "build the parser", "and the lexer"]
+        );
+        assert_eq!(cp.todos, [todo("parser", "in_progress")]);
+        assert_eq!(
+            cp.files_modified,
+            ["/p/tests.rs", "/p/parser.rs", "/p/lexer.rs"]
+        );
+
+        // The client's own task store decides which tasks are open.
+        let mut cp = Checkpoint::default();
+        let store = vec![todo("parser", "completed"), todo("tests", "pending")];
+        carry_forward(&mut cp, Some(&previous), Some(store));
+        assert_eq!(
+            cp.todos,
+            [todo("tests", "pending"), todo("parser", "completed")]
+        );
+
+        // At most three earlier asks, the newest.
+        let mut many = previous.clone();
+        many.earlier_asks = (0..5).map(|i| format!("old {i}")).collect();
+        let mut cp = Checkpoint::default();
+        carry_forward(&mut cp, Some(&many), None);
+        assert_eq!(
+            cp.earlier_asks,
+            ["old 4", "build the parser", "and the lexer"]
+        );
+    }
+}

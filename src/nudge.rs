@@ -1,0 +1,361 @@
+//! The nudge: what a transcript reading tells the marker, whether a nudge is due, and its text.
+//! `PreToolUse` and `UserPromptSubmit` give it through [`give`], under the session lock, so the
+//! two routes together give each nudge at most once per level per cycle; `Stop` observes with
+//! [`observe`], and `replay` runs [`observe_with`] and [`decide_route`] over a transcript, so that
+//! what it judges is what the hooks do.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+
+use crate::config::{nudge_templates, render_text, Config, Env, NudgeNumbers};
+use crate::diag::Diag;
+use crate::event;
+use crate::facts::{self, Context, LimitsFor};
+use crate::input::HookInput;
+use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
+use crate::memory;
+use crate::reading::Reading;
+use crate::usage;
+use crate::window::CompactSource;
+
+/// The observation a transcript reading gives.
+pub fn observe(
+    reading: &Reading,
+    marker: &Marker,
+    ctx: &Context,
+    now: DateTime<Utc>,
+) -> Observation {
+    let marker = marker.knowing_auto_compaction(reading.auto_compacted_at);
+    let limits = facts::limits_for(
+        ctx,
+        &marker,
+        reading.model.as_deref(),
+        None,
+        reading.tokens,
+        now,
+    );
+    observe_with(reading, limits, ctx.config.growth_replies)
+}
+
+/// The observation a transcript reading gives on these limits (no I/O: `replay` calls it too).
+pub fn observe_with(reading: &Reading, limits: LimitsFor, growth_replies: u64) -> Observation {
+    let mut obs = limits.observation(reading.tokens, Source::Transcript);
+    obs.model.clone_from(&reading.model);
+    obs.reply_at = reading.reply_at;
+    obs.boundary_at = reading.boundary_at;
+    obs.growth = Some(reading.max_growth());
+    obs.auto_pre_tokens = reading.auto_compacted_at;
+    obs.growth_due = reading.tokens.is_some_and(|t| {
+        obs.limits
+            .due_by_growth(t, reading.max_growth(), growth_replies)
+    });
+    obs
+}
+
+/// The marker after this call, and the nudge to give (if any). `observation` is the reading of
+/// the transcript, when there is one.
+pub fn decide(
+    marker: &Marker,
+    observation: Option<&Observation>,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> (Marker, Option<Nudge>) {
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let mut m = marker.clone();
+    if let Some(obs) = observation {
+        m = marker::transition(&m, &Event::Observe(obs.clone()), now, stale);
+    }
+    if m.effective_state(now, stale) == State::Idle {
+        return (m, None);
+    }
+    match m.pending_nudge() {
+        Some(level) => (
+            marker::transition(&m, &Event::Nudged(level), now, stale),
+            Some(level),
+        ),
+        None => (m, None),
+    }
+}
+
+/// The text of a nudge, from the configured template, the marker's numbers, where to save, and
+/// what the user can run to make room (`/compact or /clear`, or `/clear` alone).
+pub fn nudge_text(
+    level: Nudge,
+    marker: &Marker,
+    config: &Config,
+    place: &str,
+    make_room: &str,
+) -> String {
+    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
+    let (normal, critical) = nudge_templates(config, off);
+    let template = match level {
+        Nudge::Normal => normal,
+        Nudge::Critical => critical,
+    };
+    let window = marker.window.unwrap_or(usage::DEFAULT_WINDOW);
+    let numbers = NudgeNumbers {
+        tokens: marker.tokens.unwrap_or(0),
+        window,
+        compact_at: marker.compact_at.unwrap_or(window),
+    };
+    render_text(template, numbers, place, make_room)
+}
+
+/// The transcript reading for this call (continued from the session's cached one). `None`
+/// (with a note) when the transcript cannot be read.
+fn read_transcript(
+    store: &Store,
+    input: &HookInput,
+    quiet_if_missing: bool,
+    diag: &mut Diag,
+) -> Option<Reading> {
+    if input.transcript_path.is_empty() {
+        diag.note("no transcript_path in the input; usage unknown");
+        return None;
+    }
+    match store.transcript_reading(Path::new(&input.transcript_path)) {
+        Ok(r) => {
+            if r.gave_up {
+                diag.note(format!(
+                    "no usage in the tail of {}; usage unknown",
+                    input.transcript_path
+                ));
+            }
+            Some(r)
+        }
+        Err(e) => {
+            // With a fresh status-line report the marker knows the usage anyway.
+            if !(quiet_if_missing && crate::files::is_not_found(&e)) {
+                diag.note(format!("{e:#}; usage unknown"));
+            }
+            None
+        }
+    }
+}
+
+/// The nudge due with this `PreToolUse` or `UserPromptSubmit` event (`hook_event`), if any,
+/// recorded in the session's marker before it is returned.
+pub fn give(
+    input: &HookInput,
+    env: &Env,
+    diag: &mut Diag,
+    hook_event: &'static str,
+) -> Result<Option<String>> {
+    if !input.agent_id.is_empty() {
+        // A subagent's call: its context is not the main thread's, and its transcript is not
+        // the main thread's usage.
+        return Ok(None);
+    }
+    let paths = env.paths()?;
+    let store = Store::new(&paths, &input.session_id);
+    let now = env.now();
+    let marker = match store.peek() {
+        Ok(Some(m)) => m,
+        Ok(None) => Marker::new(&input.session_id),
+        Err(e) => {
+            diag.note(format!("{e:#}"));
+            Marker::new(&input.session_id)
+        }
+    };
+    let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
+    let reading = read_transcript(&store, input, reporting, diag);
+    let config = Config::for_hook(&paths, env, diag);
+    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    let version = reading.as_ref().and_then(|r| r.client_version.clone());
+    ctx.client_version = version.as_deref();
+    // A reply older than the status line's last (fresh) report is older news than the marker
+    // holds.
+    let newer = |r: &Reading| match (r.reply_at, marker.statusline_at) {
+        (Some(reply), Some(report)) if reporting => reply >= report,
+        _ => true,
+    };
+    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
+    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
+    let modern = reading
+        .as_ref()
+        .is_none_or(Reading::client_reads_pretooluse_context);
+    let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
+    // On such a client the prompt is the nudge's only route: it is never withheld there.
+    let at_prompt = hook_event == event::USER_PROMPT_SUBMIT && modern;
+    let observation = reading
+        .filter(newer)
+        .map(|r| observe(&r, &marker, &ctx, now));
+    let decide_here = |m: &Marker| {
+        decide_route(
+            m,
+            observation.as_ref(),
+            &config,
+            now,
+            can_deliver,
+            at_prompt,
+        )
+    };
+    let (next, nudge) = decide_here(&marker);
+    if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
+        return Ok(None);
+    }
+    // Decided again under the lock, on the marker as it is now. If the nudge cannot be
+    // recorded, it is not given: an unrecorded nudge would repeat on every call.
+    let (next, nudge) = store.update(&input.session_id, diag, |current, _| {
+        let (next, nudge) = decide_here(current);
+        Ok((next.clone(), (next, nudge)))
+    })?;
+    let Some(level) = nudge else {
+        return Ok(None);
+    };
+    let (place, make_room) =
+        memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
+    Ok(Some(nudge_text(level, &next, &config, &place, make_room)))
+}
+
+/// Is usage at or past the point where the client auto-compacts (never when that is off)?
+fn past_the_point(marker: &Marker) -> bool {
+    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
+    !off && matches!((marker.tokens, marker.compact_at), (Some(t), Some(c)) if t >= c)
+}
+
+/// [`decide`] for a route that may not reach the model: where the client drops this route's
+/// context (`can_deliver` false), the observation is applied and the nudge stays pending for a
+/// route it passes on. At a prompt (`at_prompt`) at or past the compaction point, the client
+/// compacts before the model sees the prompt: a nudge with it would ask to save history that is
+/// already gone (the checkpoint saves what it can), so none is given (callers pass `at_prompt`
+/// false on a client before 2.1, where the prompt is the only route and a late nudge beats none).
+/// `replay` calls this too.
+pub fn decide_route(
+    marker: &Marker,
+    observation: Option<&Observation>,
+    config: &Config,
+    now: DateTime<Utc>,
+    can_deliver: bool,
+    at_prompt: bool,
+) -> (Marker, Option<Nudge>) {
+    if can_deliver {
+        let decided = decide(marker, observation, config, now);
+        if !(at_prompt && decided.1.is_some() && past_the_point(&decided.0)) {
+            return decided;
+        }
+    }
+    let stale = Duration::from_secs(config.stale_after_secs);
+    let observed = observation.map_or_else(
+        || marker.clone(),
+        |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
+    );
+    (observed, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    use crate::usage::Limits;
+
+    fn obs(tokens: u64, window: u64) -> Observation {
+        Observation::new(
+            Some(tokens),
+            Limits::compute(window, &Config::default().policy()),
+            Source::Transcript,
+        )
+    }
+
+    #[test]
+    fn a_reading_arms_and_nudges_once_per_level() {
+        let config = Config::default();
+        let (m, nudge) = decide(
+            &Marker::new("s"),
+            Some(&obs(130_000, 200_000)),
+            &config,
+            t(0),
+        );
+        assert_eq!(nudge, Some(Nudge::Normal));
+        assert_eq!(
+            (m.state, m.source),
+            (State::Nudged, Some(Source::Transcript))
+        );
+        let (m, nudge) = decide(&m, Some(&obs(131_000, 200_000)), &config, t(1));
+        assert_eq!(nudge, None);
+        assert_eq!(m.tokens, Some(131_000));
+        let (m, nudge) = decide(&m, Some(&obs(153_000, 200_000)), &config, t(2));
+        assert_eq!(nudge, Some(Nudge::Critical));
+        assert_eq!(m.state, State::CriticalNudged);
+    }
+
+    #[test]
+    fn below_the_trigger_nothing_unless_growth_says_so() {
+        let config = Config::default();
+        let (m, nudge) = decide(
+            &Marker::new("s"),
+            Some(&obs(100_000, 200_000)),
+            &config,
+            t(0),
+        );
+        assert_eq!((m.state, nudge), (State::Idle, None));
+        // 100k with replies growing 35k each: 2 more replies reach 167k.
+        let mut fast = obs(100_000, 200_000);
+        fast.growth_due = fast.limits.due_by_growth(100_000, 35_000, 2);
+        assert!(fast.growth_due);
+        let (m, nudge) = decide(&Marker::new("s"), Some(&fast), &config, t(0));
+        assert_eq!((m.state, nudge), (State::Nudged, Some(Nudge::Normal)));
+    }
+
+    #[test]
+    fn a_reading_from_before_the_last_compaction_is_never_applied() {
+        let config = Config::default();
+        let compacted = Marker {
+            compacted_at: Some(t(100)),
+            tokens_at_compaction: Some(176_000),
+            updated_at: Some(t(100)),
+            ..Marker::new("s")
+        };
+        // The client has not flushed the compaction yet: the newest reply is the old one.
+        let mut old = obs(176_000, 200_000);
+        old.reply_at = Some(t(90));
+        let (m, nudge) = decide(&compacted, Some(&old), &config, t(101));
+        assert_eq!((m.state, m.tokens, nudge), (State::Idle, None, None));
+        // The first reply after it counts.
+        let mut new = obs(20_000, 200_000);
+        new.reply_at = Some(t(110));
+        let (m, nudge) = decide(&compacted, Some(&new), &config, t(111));
+        assert_eq!((m.tokens, nudge), (Some(20_000), None));
+    }
+
+    #[test]
+    fn stale_armed_marker_without_a_reading_does_not_nudge() {
+        let marker = Marker {
+            state: State::Armed,
+            tokens: Some(130_000),
+            updated_at: Some(t(0)),
+            ..Marker::new("s")
+        };
+        let (_, nudge) = decide(&marker, None, &Config::default(), t(1801));
+        assert_eq!(nudge, None);
+        let (_, nudge) = decide(&marker, None, &Config::default(), t(1800));
+        assert_eq!(nudge, Some(Nudge::Normal));
+    }
+
+    #[test]
+    fn nudge_text_fills_placeholders() {
+        let marker = Marker {
+            tokens: Some(128_000),
+            window: Some(200_000),
+            compact_at: Some(167_000),
+            ..Marker::new("s")
+        };
+        let config = Config {
+            nudge_text: "{pct}|{tokens}|{window}|{compact_at}|{headroom}|{where}|{make_room}"
+                .into(),
+            ..Config::default()
+        };
+        assert_eq!(
+            nudge_text(Nudge::Normal, &marker, &config, "here", "/clear"),
+            "77|128k|200k|167k|39k|here|/clear"
+        );
+    }
+}
