@@ -126,6 +126,11 @@ impl Env {
 /// `SessionStart` sources a recovery can be injected on.
 pub const SOURCES: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
 
+/// Is `name` a configuration key (of `config.json`)?
+pub fn is_key(name: &str) -> bool {
+    KEYS.iter().any(|k| k.name == name)
+}
+
 fn env_name(key: &str) -> String {
     format!("CTXGUARD_{}", key.to_ascii_uppercase())
 }

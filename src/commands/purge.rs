@@ -65,10 +65,8 @@ fn is_own_file(rel: &Path, path: &Path) -> bool {
         ["cwd" | "recent", ".complete"] | ["retention.lock"] => true,
         ["recent", day, ..] => dated(day),
         ["config.json"] => reads_as(path, |v| {
-            v.as_object().is_some_and(|o| {
-                o.keys()
-                    .all(|k| crate::config::KEYS.iter().any(|key| key.name == k))
-            })
+            v.as_object()
+                .is_some_and(|o| o.keys().all(|k| crate::config::is_key(k)))
         }),
         ["models.json"] => reads_as(path, |v| {
             v.as_object()
