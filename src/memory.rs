@@ -266,7 +266,7 @@ pub fn saved_since(
     }
     if let (Some(since), Ok(entries)) = (since, fs::read_dir(dir)) {
         for entry in entries.take(SCAN_ENTRIES).flatten() {
-            let path = entry.path();
+            let path: PathBuf = entry.path().components().collect();
             let changed = modified(&path).filter(|m| *m > since);
             let markdown = path.extension().is_some_and(|e| e == "md");
             if changed.is_some()
@@ -793,7 +793,14 @@ mod tests {
             set(name, later);
         }
         set("bash.md", later + std::time::Duration::from_secs(5));
-        let p = |name: &str| dir.join(name).display().to_string();
+        // As recorded: rebuilt from the components (one separator, on Windows too).
+        let p = |name: &str| {
+            dir.join(name)
+                .components()
+                .collect::<PathBuf>()
+                .display()
+                .to_string()
+        };
         let written = vec![
             p("tabs.md"),
             p("MEMORY.md"),
