@@ -751,7 +751,9 @@ fn status_limit_reads_only_the_newest_even_when_all_share_an_hour() {
     cmd.env("CTXGUARD_NOW", format!("{hour}:59:30Z"));
     let out = cmd.output().unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("/s10/marker.json is corrupt"),
+        String::from_utf8_lossy(&out.stderr)
+            .replace('\\', "/")
+            .contains("/s10/marker.json is corrupt"),
         "{out:?}"
     );
 }

@@ -230,11 +230,14 @@ pub fn run(
     };
     let terminal = std::io::stderr().is_terminal();
     for (i, path) in files.iter().enumerate() {
+        // `<project folder>/<session>.jsonl`, with `/` on every platform.
         let shown = path
             .strip_prefix(&projects)
             .unwrap_or(path)
-            .display()
-            .to_string();
+            .iter()
+            .map(|c| c.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         if terminal {
             eprint!("\rreplaying {}/{}: {shown}\x1b[K", i + 1, files.len());
         } else {
@@ -272,11 +275,7 @@ pub fn run(
 
 fn session(shown: String, report: &Report) -> Session {
     Session {
-        project: shown
-            .split(['/', '\\'])
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        project: shown.split('/').next().unwrap_or_default().to_string(),
         transcript: shown,
         replies: report.replies,
         compactions: report.compactions,
