@@ -169,7 +169,22 @@ impl TestEnv {
 /// Spawns `cmd` (its stdout and stderr as the caller set them) and writes `stdin` to it. A hook
 /// may exit before reading everything; a broken pipe is fine.
 pub fn feed(mut cmd: Command, stdin: impl AsRef<[u8]>) -> std::process::Child {
-    let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
+    cmd.stdin(Stdio::piped());
+    // Under wine (the Windows tests in CI), starting a process among dozens started at once
+    // now and then fails for a moment; that is the harness's, not the hook's, so it is tried
+    // again (and said), a few times.
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Ok(child) => break child,
+            Err(e) if tries < 5 => {
+                tries += 1;
+                eprintln!("starting {cmd:?} failed ({e}); trying again");
+                std::thread::sleep(std::time::Duration::from_millis(200 * tries));
+            }
+            Err(e) => panic!("starting {cmd:?}: {e}"),
+        }
+    };
     let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
     child
 }
