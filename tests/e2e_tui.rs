@@ -314,6 +314,65 @@ fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
     assert_eq!(nudged["last_nudge"]["critical"], false, "{nudged}");
 }
 
+/// The real 2.1.330 TUI in tmux with ctxguard's status line and `hooks` (event, subcommand), each
+/// through the logging wrapper, against the stand-in scripted by `script`; the first status
+/// line drawn. `None` (said) without tmux or the client.
+fn tui_with_hooks(hooks: &[(&str, &str)], script: Script) -> Option<TuiRig> {
+    if !tmux_available() {
+        return None;
+    }
+    let client = client_at("2.1.330")?;
+    let env = TestEnv::new();
+    let dir = env.dir.path().to_path_buf();
+    let project = project_in(&env);
+    let mut registered = serde_json::Map::new();
+    for (event, sub) in hooks {
+        let line = logged_hook(&env, sub).0;
+        registered.insert(
+            (*event).to_string(),
+            json!([{"hooks": [{"type": "command", "command": line}]}]),
+        );
+    }
+    let hook_log = logged_hook(&env, "").1;
+    let settings = dir.join("settings.json");
+    let config = json!({
+        "statusLine": {"type": "command", "command": statusline_command()},
+        "hooks": registered,
+    });
+    fs::write(&settings, config.to_string()).unwrap();
+    let api = FakeApi::start_with(&dir, script, &[]);
+    let tui = start(&client, &env, &project, &settings, api.port);
+    tui.wait_for("the first status line", |s| {
+        s.contains("ctx ?/").then_some(())
+    });
+    Some(TuiRig {
+        tui,
+        api,
+        hook_log,
+        env,
+    })
+}
+
+/// A TUI session and what it runs against; dropped in this order (the client first).
+struct TuiRig {
+    tui: Tui,
+    api: FakeApi,
+    hook_log: PathBuf,
+    env: TestEnv,
+}
+
+impl TuiRig {
+    /// The outputs of every run of hook `sub`, in order.
+    fn runs(&self, sub: &str) -> Vec<String> {
+        fs::read_to_string(&self.hook_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{sub}\t")))
+            .map(|l| l.splitn(4, '\t').nth(3).unwrap_or("").to_string())
+            .collect()
+    }
+}
+
 /// Starts `client` in a private tmux server, in `project`, with the rig's home and state and the
 /// stand-in's address (none of the developer's `CLAUDE*`, `ANTHROPIC*` or `CTXGUARD_*` variables).
 fn start(client: &Path, env: &TestEnv, project: &Path, settings: &Path, port: u16) -> Tui {
@@ -422,50 +481,29 @@ fn tui_older_client_status_line_arms_and_the_next_tool_call_is_nudged_once() {
 /// public report said the TUI never fires it; 2.1.330 does), so the summary is kept.
 #[test]
 fn tui_compact_checkpoints_and_recovers() {
-    if !tmux_available() {
-        return;
-    }
-    let Some(client) = client_at("2.1.330") else {
-        return;
-    };
-    let env = TestEnv::new();
-    let dir = env.dir.path();
-    let project = project_in(&env);
-    let hook =
-        |sub: &str| json!([{"hooks": [{"type": "command", "command": logged_hook(&env, sub).0}]}]);
-    let hook_log = logged_hook(&env, "").1;
-    let settings = dir.join("settings.json");
-    let config = json!({
-        "statusLine": {"type": "command", "command": statusline_command()},
-        "hooks": {"PreCompact": hook("precompact"), "PostCompact": hook("postcompact"),
-                  "SessionStart": hook("sessionstart")},
-    });
-    fs::write(&settings, config.to_string()).unwrap();
+    let hooks = [
+        ("PreCompact", "precompact"),
+        ("PostCompact", "postcompact"),
+        ("SessionStart", "sessionstart"),
+    ];
     let script = Script {
         tool_calls: 1,
         context_tokens: 50_000,
         after_compact_tokens: Some(5_000),
         agent: true,
     };
-    let api = FakeApi::start_with(dir, script, &[]);
-    let tui = start(&client, &env, &project, &settings, api.port);
-    tui.wait_for("the first status line", |s| {
-        s.contains("ctx ?/").then_some(())
-    });
+    let Some(rig) = tui_with_hooks(&hooks, script) else {
+        return;
+    };
+    let (tui, api, env) = (&rig.tui, &rig.api, &rig.env);
     tui.submit("CHAT plan the parser");
     tui.wait_for("the gauge", |s| s.contains("ctx 5% · 50k/1M").then_some(()));
     tui.submit("/compact keep the parser plan");
-    let runs = |sub: &str| {
-        fs::read_to_string(&hook_log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with(&format!("{sub}\t")))
-            .count()
-    };
+    let runs = |sub: &str| rig.runs(sub).len();
     tui.wait_for("PreCompact and SessionStart(compact)", |_| {
         (runs("precompact") == 1 && runs("sessionstart") >= 2).then_some(())
     });
-    let session = find_session(&env);
+    let session = find_session(env);
     let cp = env
         .state()
         .join("checkpoints")
@@ -486,10 +524,10 @@ fn tui_compact_checkpoints_and_recovers() {
         .collect();
     assert_eq!(summaries.len(), 1, "{summaries:?}");
     // The next request carries the recovery block, once.
-    let before = conversation(&api).len();
+    let before = conversation(api).len();
     tui.submit("CHAT what next");
     let requests = tui.wait_for("the next request", |_| {
-        let r = conversation(&api);
+        let r = conversation(api);
         (r.len() > before).then_some(r)
     });
     let last = requests.last().unwrap();
@@ -508,44 +546,20 @@ fn tui_compact_checkpoints_and_recovers() {
 /// quiet. What the user sees is recorded in docs/states.md.
 #[test]
 fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
-    if !tmux_available() {
-        return;
-    }
-    let Some(client) = client_at("2.1.330") else {
-        return;
-    };
-    let env = TestEnv::new();
-    let dir = env.dir.path();
-    let project = project_in(&env);
-    let (stop, hook_log) = logged_hook(&env, "stop");
-    let settings = dir.join("settings.json");
-    let config = json!({
-        "statusLine": {"type": "command", "command": statusline_command()},
-        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]},
-    });
-    fs::write(&settings, config.to_string()).unwrap();
     let script = Script {
         tool_calls: 0,
         context_tokens: 250_000,
         after_compact_tokens: None,
         agent: true,
     };
-    let api = FakeApi::start_with(dir, script, &[]);
-    let tui = start(&client, &env, &project, &settings, api.port);
-    tui.wait_for("the first status line", |s| {
-        s.contains("ctx ?/").then_some(())
-    });
-    tui.submit("CHAT sum up the design");
-    let stops = || -> Vec<String> {
-        fs::read_to_string(&hook_log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with("stop\t"))
-            .map(|l| l.splitn(4, '\t').nth(3).unwrap_or("").to_string())
-            .collect()
+    let Some(rig) = tui_with_hooks(&[("Stop", "stop")], script) else {
+        return;
     };
+    let (tui, api, env) = (&rig.tui, &rig.api, &rig.env);
+    tui.submit("CHAT sum up the design");
+    let stops = || rig.runs("stop");
     tui.wait_for("the first Stop", |_| (!stops().is_empty()).then_some(()));
-    let session = find_session(&env);
+    let session = find_session(env);
     assert!(
         stops()[0].contains("block"),
         "{:?} {}",
@@ -553,13 +567,13 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
         env.marker(&session)
     );
     let requests = tui.wait_for("the answer, the Stop nudge and the answer to it", |_| {
-        let r = conversation(&api);
+        let r = conversation(api);
         (stops().len() >= 2 && r.len() >= 2).then_some(r)
     });
     // A moment for anything more to happen (it must not).
     sleep(Duration::from_secs(2));
-    let requests = if conversation(&api).len() > requests.len() {
-        conversation(&api)
+    let requests = if conversation(api).len() > requests.len() {
+        conversation(api)
     } else {
         requests
     };
@@ -599,35 +613,20 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
 /// block the next request carries names it.
 #[test]
 fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
-    if !tmux_available() {
-        return;
-    }
-    let Some(client) = client_at("2.1.330") else {
-        return;
-    };
-    let env = TestEnv::new();
-    let dir = env.dir.path();
-    let project = project_in(&env);
-    let hook =
-        |sub: &str| json!([{"hooks": [{"type": "command", "command": logged_hook(&env, sub).0}]}]);
-    let hook_log = logged_hook(&env, "").1;
-    let settings = dir.join("settings.json");
-    let config = json!({
-        "statusLine": {"type": "command", "command": statusline_command()},
-        "hooks": {"PreCompact": hook("precompact"), "SessionStart": hook("sessionstart")},
-    });
-    fs::write(&settings, config.to_string()).unwrap();
+    let hooks = [
+        ("PreCompact", "precompact"),
+        ("SessionStart", "sessionstart"),
+    ];
     let script = Script {
         tool_calls: 0,
         context_tokens: 50_000,
         after_compact_tokens: Some(5_000),
         agent: true,
     };
-    let api = FakeApi::start_with(dir, script, &[]);
-    let tui = start(&client, &env, &project, &settings, api.port);
-    tui.wait_for("the first status line", |s| {
-        s.contains("ctx ?/").then_some(())
-    });
+    let Some(rig) = tui_with_hooks(&hooks, script) else {
+        return;
+    };
+    let (tui, api, env) = (&rig.tui, &rig.api, &rig.env);
     tui.submit("SLOW build the parser");
     tui.wait_for("the slow command running", |s| {
         s.contains("sleep 6").then_some(())
@@ -636,7 +635,7 @@ fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
     let queued = "also handle unicode names please";
     tui.submit(queued);
     tui.wait_for("the queued prompt reaching the model", |_| {
-        conversation(&api)
+        conversation(api)
             .iter()
             .any(|r| r["messages"].to_string().contains(queued))
             .then_some(())
@@ -644,18 +643,12 @@ fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
     tui.wait_for("the turn's end", |s| {
         (!s.contains("esc to interrupt")).then_some(())
     });
-    let runs = |sub: &str| {
-        fs::read_to_string(&hook_log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with(&format!("{sub}\t")))
-            .count()
-    };
+    let runs = |sub: &str| rig.runs(sub).len();
     tui.submit("/compact");
     tui.wait_for("PreCompact and SessionStart(compact)", |_| {
         (runs("precompact") == 1 && runs("sessionstart") >= 2).then_some(())
     });
-    let session = find_session(&env);
+    let session = find_session(env);
     let cp = env
         .state()
         .join("checkpoints")
@@ -663,10 +656,10 @@ fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
         .join("_latest.json");
     let cp: Value = serde_json::from_str(&fs::read_to_string(cp).unwrap()).unwrap();
     assert!(cp["asks"].to_string().contains(queued), "{cp}");
-    let before = conversation(&api).len();
+    let before = conversation(api).len();
     tui.submit("CHAT what next");
     let requests = tui.wait_for("the next request", |_| {
-        let r = conversation(&api);
+        let r = conversation(api);
         (r.len() > before).then_some(r)
     });
     let last = requests.last().unwrap();

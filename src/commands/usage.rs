@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::config::{Config, Env};
+use crate::config::Config;
 use crate::facts::{self, Context};
 use crate::marker::Store;
 use crate::transcript;
@@ -56,13 +56,7 @@ pub fn run(
     autocompact: Option<u64>,
     json: bool,
 ) -> Result<()> {
-    let env = Env::from_process();
-    let paths = env.paths()?;
-    let loaded = Config::load(&paths, &env)?;
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
-    let config = loaded.config;
+    let (env, paths, config) = crate::commands::setup()?;
     let scan = transcript::tail_usage(path)?;
     if scan.gave_up {
         eprintln!(

@@ -15,7 +15,6 @@ use serde::Serialize;
 
 use super::report::{Report, Verdict};
 use super::simulate::Options;
-use crate::config::{Config, Env};
 use crate::facts::Gathered;
 
 /// Every verdict, in the order of the summary.
@@ -200,12 +199,7 @@ pub fn run(
     statusline: bool,
     json: bool,
 ) -> Result<()> {
-    let env = Env::from_process();
-    let paths = env.paths()?;
-    let loaded = Config::load(&paths, &env)?;
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    let (env, _, config) = crate::commands::setup()?;
     let Some(client) = env.client_dir() else {
         bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
     };
@@ -249,7 +243,7 @@ pub fn run(
             window,
             gathered: Gathered::for_command(&env, cwd.as_deref(), autocompact),
         };
-        match super::replay_file(path, &loaded.config, options) {
+        match super::replay_file(path, &config, options) {
             Ok(report) => summary.sessions.push(session(shown, &report)),
             Err(e) => {
                 if terminal {

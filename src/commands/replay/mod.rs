@@ -18,7 +18,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use crate::config::{Config, Env};
+use crate::config::Config;
 use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
@@ -34,12 +34,7 @@ pub fn run(
     statusline: bool,
     json: bool,
 ) -> Result<()> {
-    let env = Env::from_process();
-    let paths = env.paths()?;
-    let loaded = Config::load(&paths, &env)?;
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    let (env, _, config) = crate::commands::setup()?;
     // The same client settings as the hooks would read, for the directory replay runs in.
     let here = std::env::current_dir().ok();
     let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
@@ -48,7 +43,7 @@ pub fn run(
         window,
         gathered,
     };
-    let report = replay_file(path, &loaded.config, options)?;
+    let report = replay_file(path, &config, options)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
