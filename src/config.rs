@@ -31,8 +31,9 @@ pub struct Env {
     pub no_color: bool,
     /// `CLAUDE_PROJECT_DIR`, set by Claude Code for hook commands.
     pub project_dir: Option<PathBuf>,
-    /// Claude Code's own variables (auto-compaction overrides).
-    pub client: ClientEnv,
+    /// Claude Code's own variables (auto-compaction overrides), read on first use like the
+    /// overrides below: the `PreToolUse` fast path never needs them.
+    client: OnceCell<ClientEnv>,
     /// `PATH`, where a registered command's bare program name is found.
     pub search_path: Option<OsString>,
     /// `CLAUDE_CONFIG_DIR`: where the client keeps its state instead of `~/.claude`.
@@ -66,7 +67,7 @@ impl Env {
             home: crate::paths::home_dir(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             project_dir: var("CLAUDE_PROJECT_DIR").map(PathBuf::from),
-            client: ClientEnv::read(var),
+            client: OnceCell::new(),
             search_path: std::env::var_os("PATH"),
             client_pid: var("CLAUDE_PID").and_then(|p| p.trim().parse().ok()),
             unattended: var("CLAUDE_CODE_SESSION_ATTENDED").is_some_and(|v| v.trim() == "0")
@@ -77,6 +78,12 @@ impl Env {
                 .map(|t| t.with_timezone(&Utc)),
             overrides: OnceCell::new(),
         }
+    }
+
+    /// Claude Code's variables ctxguard reads, from this process (looked up once, when first
+    /// needed).
+    pub fn client(&self) -> &ClientEnv {
+        self.client.get_or_init(|| ClientEnv::read(var))
     }
 
     /// The client's own state directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.

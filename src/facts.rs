@@ -162,7 +162,7 @@ pub fn client_settings(env: &Env, project: Option<&Path>) -> client::Settings {
             project,
             Path::new(client::MANAGED_SETTINGS),
         ),
-        env.client.clone(),
+        env.client().clone(),
     )
 }
 

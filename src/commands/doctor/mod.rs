@@ -125,7 +125,7 @@ impl Context {
             .ok()
             .map(|p| Config::load(p, env).map_err(|e| format!("{e:#}")));
         Context {
-            client: client::Settings::read(locations, env.client.clone()),
+            client: client::Settings::read(locations, env.client().clone()),
             home: env.home.clone(),
             search_path: env.search_path.clone(),
             paths,
