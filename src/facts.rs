@@ -348,11 +348,7 @@ impl ClientCompaction {
     pub fn from_settings(settings: &client::Settings) -> ClientCompaction {
         ClientCompaction {
             pct: settings.autocompact_pct().and_then(|r| r.value),
-            // The client reads "200k" and "1m" too, and raises anything below 100k to 100k.
-            window_var: settings
-                .var(client::AUTO_COMPACT_WINDOW)
-                .and_then(|v| client::window_size(&v))
-                .map(|w| w.max(client::MIN_COMPACT_WINDOW)),
+            window_var: settings.compact_window_var().and_then(|r| r.value),
             window_setting: None,
             per_model: Vec::new(),
             off: settings.auto_compact_off().map(|o| o.to_string()),
@@ -374,29 +370,17 @@ impl ClientCompaction {
     /// drops every per-model entry of the files below it.
     fn with_windows(mut self, settings: &client::Settings) -> ClientCompaction {
         for f in &settings.files {
-            let origin = |key: String| format!("{key} in {}", f.path.display());
-            let mut own: Vec<(String, Option<u64>, String)> = Vec::new();
-            if let Some(serde_json::Value::Object(models)) = f.get("modelSettings") {
-                for (model, entry) in models {
-                    let Some(w) = entry
-                        .get("autoCompactWindow")
-                        .and_then(client::Window::from_json)
-                    else {
-                        continue;
-                    };
-                    let key = crate::text::cut(&crate::text::sanitize(model, true), 80);
-                    own.push((
-                        model.clone(),
-                        w.tokens(),
-                        origin(format!("modelSettings.{key}.autoCompactWindow")),
-                    ));
-                }
-            }
-            if let Some(top) = f
-                .get("autoCompactWindow")
-                .and_then(client::Window::from_json)
-            {
-                self.window_setting = Some((top.tokens(), origin("autoCompactWindow".into())));
+            let usable = |(model, r): (String, client::Reading<client::Window>)| {
+                Some((model, r.value?.tokens(), r.origin.to_string()))
+            };
+            let mut own: Vec<_> = f
+                .model_compact_windows()
+                .into_iter()
+                .filter_map(usable)
+                .collect();
+            let top = f.compact_window().and_then(|r| Some((r.value?, r.origin)));
+            if let Some((top, origin)) = top {
+                self.window_setting = Some((top.tokens(), origin.to_string()));
                 self.per_model = own;
             } else {
                 // Later entries first: the lookup takes the first match.
@@ -518,7 +502,7 @@ pub fn resolve_with(
     policy.autocompact_pct = gathered.client.pct;
     // The client's buffer is its output reservation plus 13k; an older client reserves more.
     // A buffer set in the config is the user's word and stays.
-    if config.compact_buffer_tokens == Config::default().compact_buffer_tokens {
+    if config.compact_buffer_tokens == crate::usage::Policy::default().compact_buffer_tokens {
         policy.compact_buffer_tokens = client::output_reserve(
             gathered.client_version.as_deref(),
             gathered.client.max_output,

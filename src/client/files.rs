@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::env::{Origin, Reading, Window};
+
 /// Where Claude Code looks for the organisation's managed settings.
 #[cfg(target_os = "macos")]
 pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/managed-settings.json";
@@ -115,6 +117,43 @@ impl SettingsFile {
 
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.contents.as_ref().ok()?.get(key)
+    }
+
+    /// This file's top-level `autoCompactWindow`, if it sets one.
+    pub fn compact_window(&self) -> Option<Reading<Window>> {
+        let value = self.get("autoCompactWindow")?;
+        Some(Reading {
+            origin: Origin::Setting {
+                key: "autoCompactWindow".into(),
+                file: self.path.clone(),
+            },
+            raw: value.to_string(),
+            value: Window::from_json(value),
+        })
+    }
+
+    /// This file's `modelSettings.<model>.autoCompactWindow` entries (what `/autocompact`
+    /// writes), in its order, each with the model key as written.
+    pub fn model_compact_windows(&self) -> Vec<(String, Reading<Window>)> {
+        let Some(Value::Object(models)) = self.get("modelSettings") else {
+            return Vec::new();
+        };
+        models
+            .iter()
+            .filter_map(|(model, entry)| {
+                let value = entry.get("autoCompactWindow")?;
+                let key = crate::text::cut(&crate::text::sanitize(model, true), 80);
+                let reading = Reading {
+                    origin: Origin::Setting {
+                        key: format!("modelSettings.{key}.autoCompactWindow"),
+                        file: self.path.clone(),
+                    },
+                    raw: value.to_string(),
+                    value: Window::from_json(value),
+                };
+                Some((model.clone(), reading))
+            })
+            .collect()
     }
 }
 

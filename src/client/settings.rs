@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::env::{
-    read_pct, window_tokens, ClientEnv, Origin, Reading, Window, AUTOCOMPACT_PCT,
-    DISABLE_AUTO_COMPACT, DISABLE_AUTO_MEMORY, DISABLE_COMPACT, IDLE_COMPACT_MIN_TOKENS,
+    read_pct, window_size, window_tokens, ClientEnv, Origin, Reading, Window, AUTOCOMPACT_PCT,
+    AUTO_COMPACT_WINDOW, DISABLE_AUTO_COMPACT, DISABLE_AUTO_MEMORY, DISABLE_COMPACT,
+    IDLE_COMPACT_MIN_TOKENS, MIN_COMPACT_WINDOW,
 };
 #[cfg(test)]
 use super::files::MANAGED_SETTINGS;
@@ -261,33 +262,37 @@ impl Settings {
         self.var(AUTOCOMPACT_PCT).as_deref().map(read_pct)
     }
 
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` as the client reads it: a whole number of tokens, or
+    /// `200k`, `1m`; anything below 100k raised to 100k.
+    pub fn compact_window_var(&self) -> Option<Reading<u64>> {
+        self.var(AUTO_COMPACT_WINDOW).map(|raw| Reading {
+            origin: Origin::Variable(AUTO_COMPACT_WINDOW),
+            value: window_size(&raw).map(|w| w.max(MIN_COMPACT_WINDOW)),
+            raw,
+        })
+    }
+
+    /// The top-level `autoCompactWindow` of the file that wins for it.
+    pub fn compact_window(&self) -> Option<Reading<Window>> {
+        self.files
+            .iter()
+            .rev()
+            .find(|f| f.get("autoCompactWindow").is_some())?
+            .compact_window()
+    }
+
     /// Every `modelSettings.<model>.autoCompactWindow` (what `/autocompact` writes), from the file
     /// that wins for each model key, in the order first seen.
     pub fn model_compact_windows(&self) -> Vec<(String, Reading<Window>)> {
         let mut out: Vec<(String, Reading<Window>)> = Vec::new();
-        for f in &self.files {
-            let Some(Value::Object(models)) = f.get("modelSettings") else {
-                continue;
-            };
-            for (model, entry) in models {
-                let Some(value) = entry.get("autoCompactWindow") else {
-                    continue;
-                };
-                let reading = Reading {
-                    origin: Origin::Setting {
-                        key: format!(
-                            "modelSettings.{}.autoCompactWindow",
-                            crate::text::cut(&crate::text::sanitize(model, true), 80)
-                        ),
-                        file: f.path.clone(),
-                    },
-                    raw: value.to_string(),
-                    value: Window::from_json(value),
-                };
-                match out.iter_mut().find(|(m, _)| m == model) {
-                    Some(slot) => slot.1 = reading,
-                    None => out.push((model.clone(), reading)),
-                }
+        for (model, reading) in self
+            .files
+            .iter()
+            .flat_map(SettingsFile::model_compact_windows)
+        {
+            match out.iter_mut().find(|(m, _)| *m == model) {
+                Some(slot) => slot.1 = reading,
+                None => out.push((model, reading)),
             }
         }
         out

@@ -105,20 +105,12 @@ pub fn autocompact_pct(ctx: &Context) -> Vec<Finding> {
 /// `modelSettings` entry (what `/autocompact` writes), each with where it came from.
 pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
     // Read as the client reads it: `200k` and `1m` too, anything below 100k raised to 100k.
-    let var = ctx.client.var(AUTO_COMPACT_WINDOW).map(|raw| Reading {
-        origin: Origin::Variable(AUTO_COMPACT_WINDOW),
-        value: crate::client::window_size(&raw)
-            .map(|w| Window::Tokens(w.max(crate::client::MIN_COMPACT_WINDOW))),
-        raw,
+    let var = ctx.client.compact_window_var().map(|r| Reading {
+        origin: r.origin,
+        raw: r.raw,
+        value: r.value.map(Window::Tokens),
     });
-    let top = ctx.client.get("autoCompactWindow").map(|(f, v)| Reading {
-        origin: Origin::Setting {
-            key: "autoCompactWindow".into(),
-            file: f.path.clone(),
-        },
-        raw: v.to_string(),
-        value: Window::from_json(v),
-    });
+    let top = ctx.client.compact_window();
     let overridden = var.as_ref().is_some_and(|r| r.value.is_some());
     let mut out = Vec::new();
     let mut say = |reading: &Reading<Window>, whom: &str| {
