@@ -104,11 +104,9 @@ impl Section {
     }
 }
 
-/// The block for `cp`, within [`MAX_CHARS`], or `None` when it has no fact to hand on. `saved`
-/// names the memory files written or edited this cycle (the checkpoint does not record them
-/// yet; the caller passes what it knows).
+/// The block for `cp`, within [`MAX_CHARS`], or `None` when it has no fact to hand on.
 #[allow(clippy::too_many_lines)] // one section per fact, then the trimming loop
-pub fn render(cp: &Checkpoint, saved: &[String]) -> Option<String> {
+pub fn render(cp: &Checkpoint) -> Option<String> {
     // Over the size, the item worth least goes first (the later of equals): in the order a
     // resuming engineer needs them (issue 18): the newest ask and the queued messages, the
     // goal, the open tasks, the last verification, where the work lives, what was saved, the
@@ -172,7 +170,7 @@ pub fn render(cp: &Checkpoint, saved: &[String]) -> Option<String> {
             .rev()
             .map(|pr| (format!("pull request {pr}"), 70)),
     );
-    let saved = saved.iter().map(|s| (s.clone(), 65)).collect();
+    let saved = cp.memories_saved.iter().map(|s| (s.clone(), 65)).collect();
     let files = file_list(cp)
         .into_iter()
         .enumerate()

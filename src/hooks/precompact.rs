@@ -257,7 +257,7 @@ pub fn facts(cp: &Checkpoint, client_version: Option<&str>, config: &Config) -> 
     {
         return None;
     }
-    summary_facts::render(cp, &cp.memories_saved)
+    summary_facts::render(cp)
 }
 
 #[cfg(test)]

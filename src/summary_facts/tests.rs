@@ -54,7 +54,11 @@ fn split(block: &str) -> (Vec<&str>, Vec<&str>) {
 
 #[test]
 fn every_fact_is_named_inside_a_fence() {
-    let block = render(&full(), &["~/.claude/projects/-p/memory/tabs.md".into()]).unwrap();
+    let cp = Checkpoint {
+        memories_saved: vec!["~/.claude/projects/-p/memory/tabs.md".into()],
+        ..full()
+    };
+    let block = render(&cp).unwrap();
     let (inside, outside) = split(&block);
     for fact in [
         "also run clippy",
@@ -94,7 +98,7 @@ fn every_fact_is_named_inside_a_fence() {
 
 #[test]
 fn nothing_to_hand_on_prints_nothing() {
-    assert_eq!(render(&Checkpoint::default(), &[]), None);
+    assert_eq!(render(&Checkpoint::default()), None);
     // A default branch says nothing about where the work lives.
     let main = Checkpoint {
         meta: Meta {
@@ -104,7 +108,7 @@ fn nothing_to_hand_on_prints_nothing() {
         todos: vec![todo("done", "completed")],
         ..Checkpoint::default()
     };
-    assert_eq!(render(&main, &[]), None);
+    assert_eq!(render(&main), None);
 }
 
 #[test]
@@ -114,7 +118,7 @@ fn the_goal_is_not_repeated_when_an_ask_is_it() {
         asks: vec!["Port the parser".into()],
         ..Checkpoint::default()
     };
-    let block = render(&cp, &[]).unwrap();
+    let block = render(&cp).unwrap();
     assert_eq!(block.matches("Port the parser").count(), 1, "{block}");
     assert!(!block.contains("goal"), "{block}");
 }
@@ -136,13 +140,14 @@ fn instruction_like_text_stays_quoted_data() {
             passed: false,
         }),
         files_modified: vec![format!("/p/{attack}")],
+        memories_saved: vec![attack.into()],
         meta: Meta {
             git_branch: Some(attack.into()),
             ..Meta::default()
         },
         ..Checkpoint::default()
     };
-    let block = render(&cp, &[attack.into()]).unwrap();
+    let block = render(&cp).unwrap();
     let (inside, outside) = split(&block);
     assert!(
         outside
@@ -186,7 +191,7 @@ fn a_full_checkpoint_fits_keeping_what_matters_most() {
         files_modified: (0..30).map(|i| long(&format!("/p/FILE{i}"), 290)).collect(),
         ..Checkpoint::default()
     };
-    let block = render(&cp, &[]).unwrap();
+    let block = render(&cp).unwrap();
     assert!(char_len(&block) <= MAX_CHARS, "{}", char_len(&block));
     // The newest ask first of all, then the two before it; the goal and the first task before
     // any file.
