@@ -224,6 +224,17 @@ fn in_folder(path: &Path, dir: &Path) -> bool {
     }
 }
 
+/// Is `path` a memory file in the folder `dir` ([`in_folder`]) whose own folder really is inside
+/// it (`real_dir`, the folder resolved)? The folder itself may be reached through a link; a
+/// file's folder must not lead out of it (a linked subfolder).
+fn in_memory_folder(path: &Path, dir: &Path, real_dir: Option<&Path>) -> bool {
+    in_folder(path, dir)
+        && path
+            .parent()
+            .and_then(|parent| fs::canonicalize(parent).ok())
+            .is_some_and(|parent| real_dir.is_some_and(|d| parent.starts_with(d)))
+}
+
 /// The memories the agent saved in Claude Code's memory folder `dir` since the previous
 /// checkpoint: the files among `written` (what this part of the transcript wrote with Write,
 /// Edit and the like, evidence that holds whatever the clock says) inside the folder, and the
@@ -246,17 +257,13 @@ pub fn saved_since(
     // rebuilt; and only a file whose folder really is inside the memory folder (not through a
     // linked subfolder).
     let real_dir = fs::canonicalize(dir).ok();
-    let really_inside = |p: &Path| {
-        p.parent()
-            .and_then(|parent| fs::canonicalize(parent).ok())
-            .is_some_and(|parent| real_dir.as_ref().is_some_and(|d| parent.starts_with(d)))
-    };
     let mut found: Vec<(Option<std::time::SystemTime>, PathBuf)> = Vec::new();
     for path in written
         .iter()
         .map(|w| Path::new(w).components().collect::<PathBuf>())
     {
-        if !in_folder(&path, dir) || !really_inside(&path) || found.iter().any(|(_, p)| *p == path)
+        if !in_memory_folder(&path, dir, real_dir.as_deref())
+            || found.iter().any(|(_, p)| *p == path)
         {
             continue;
         }
@@ -306,15 +313,9 @@ fn read_saved(
     let mut found = Vec::new();
     let mut notes = Vec::new();
     for path in recorded.iter().take(MAX_SAVED).map(PathBuf::from) {
-        if !in_folder(&path, dir) || shown.iter().any(|s| same(s, &path)) {
-            continue;
-        }
-        // The folder itself may be reached through a link; the file's must stay in it.
-        let stays = path
-            .parent()
-            .and_then(|p| fs::canonicalize(p).ok())
-            .is_some_and(|p| real_dir.as_ref().is_some_and(|d| p.starts_with(d)));
-        if !stays {
+        if !in_memory_folder(&path, dir, real_dir.as_deref())
+            || shown.iter().any(|s| same(s, &path))
+        {
             continue;
         }
         // A hard link makes another file of the same user look like a memory the agent wrote.
