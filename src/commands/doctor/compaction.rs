@@ -5,10 +5,9 @@ use super::{finding, Context, Finding, Status};
 use crate::client::{Origin, Reading, Window, AUTO_COMPACT_WINDOW};
 use crate::config::Config;
 use crate::facts::ClientCompaction;
+use crate::marker::Marker;
 use crate::marker::IDLE_COMPACTION_TOKENS;
 use crate::usage::Limits;
-use crate::usage::Policy;
-use crate::window::CompactFacts;
 
 /// Whether Claude Code compacts on its own at all.
 pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
@@ -249,31 +248,23 @@ pub fn sources(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
-/// The policy the thresholds are computed with: ctxguard's configuration (the defaults if it
-/// does not load) with Claude Code's percent override as its settings set it.
-pub fn policy(ctx: &Context) -> Policy {
-    let mut policy = match &ctx.config {
-        Some(Ok(loaded)) => loaded.config.policy(),
-        _ => Config::default().policy(),
-    };
-    policy.autocompact_pct = ctx.client.autocompact_pct().and_then(|r| r.value);
-    policy
-}
-
-/// The limits on a `window` for a model named nowhere in `modelSettings`, as the hooks compute
-/// them from the client's settings (the window variable or top-level setting, or compaction off).
+/// The limits on a `window` for a model named nowhere in `modelSettings`, as the hooks resolve
+/// them ([`crate::facts::resolve_with`]): ctxguard's configuration (the defaults if it does not
+/// load) with the window forced, and the client's settings (the percent, the window variable or
+/// top-level setting, compaction off).
 pub fn limits(ctx: &Context, window: u64) -> Limits {
-    let client = ClientCompaction::from_settings(&ctx.client);
-    crate::window::limits(
-        window,
-        &policy(ctx),
-        &CompactFacts {
-            setting: client.window_for(None, None),
-            off: client.off,
-            ..CompactFacts::default()
-        },
-    )
-    .0
+    let config = Config {
+        window_tokens: Some(window),
+        ..match &ctx.config {
+            Some(Ok(loaded)) => loaded.config.clone(),
+            _ => Config::default(),
+        }
+    };
+    let gathered = crate::facts::Gathered {
+        client: ClientCompaction::from_settings(&ctx.client),
+        ..crate::facts::Gathered::default()
+    };
+    crate::facts::resolve_with(&config, &Marker::default(), None, None, None, &gathered).limits
 }
 
 #[cfg(test)]
@@ -306,13 +297,13 @@ mod tests {
         )]);
         assert!(lines(&autocompact_pct(&set))[0]
             .starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50: compaction comes at 50%"));
-        assert_eq!(policy(&set).autocompact_pct, Some(50.0));
+        assert_eq!(limits(&set, 200_000).compact_at, 90_000);
         let bad = ctx_env(&[], &[(AUTOCOMPACT_PCT, "most")]);
         assert_eq!(
             lines(&autocompact_pct(&bad)),
             ["warn: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=\"most\" is not a percent"]
         );
-        assert_eq!(policy(&bad).autocompact_pct, None);
+        assert_eq!(limits(&bad, 200_000).compact_at, 167_000);
     }
 
     #[test]
