@@ -56,7 +56,7 @@ pub(super) fn is_ack(text: &str) -> bool {
 /// `text` (already free of wrappers) as one line of at most `max` characters: a plan as its
 /// title and step headings, else head…tail (the tail two fifths of it, at most 80 characters).
 pub(super) fn shorten(text: &str, max: usize) -> Option<String> {
-    let text = within(text, CLEAN_BYTES);
+    let text = super::failures::within(text, 0, CLEAN_BYTES);
     let text = teammate_message(text).map_or(Cow::Borrowed(text), Cow::Owned);
     if let Some(plan) = plan(&text, max) {
         return Some(head_tail(&sanitize(&plan, true), max));
@@ -68,25 +68,20 @@ pub(super) fn shorten(text: &str, max: usize) -> Option<String> {
     Some(head_tail(&clean, max))
 }
 
-/// `clean` cut to `max` characters around `…`, keeping its end.
+/// `clean` cut to `max` characters around `…`, keeping its end (two fifths, at most 80).
 pub(super) fn head_tail(clean: &str, max: usize) -> String {
+    ends(clean, max, (max * 2 / 5).min(80))
+}
+
+/// `clean` cut to `max` characters around `…`: its start, and its last `tail_chars`.
+pub(super) fn ends(clean: &str, max: usize, tail_chars: usize) -> String {
     let n = clean.chars().count();
     if n <= max {
         return clean.to_string();
     }
-    let tail_chars = (max * 2 / 5).min(80);
     let head: String = clean.chars().take(max - 1 - tail_chars).collect();
     let tail: String = clean.chars().skip(n - tail_chars).collect();
     format!("{}…{}", head.trim_end(), tail.trim_start())
-}
-
-/// `s` up to `bytes`, on a character boundary.
-fn within(s: &str, bytes: usize) -> &str {
-    let mut end = s.len().min(bytes);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// A plan handed over from plan mode, as its title and as many step headings as fit in `max`

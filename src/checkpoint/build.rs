@@ -498,13 +498,7 @@ fn gist(text: &str) -> Option<String> {
     if clean.is_empty() {
         return None;
     }
-    let n = clean.chars().count();
-    if n <= GIST_CHARS {
-        return Some(clean);
-    }
-    let head: String = clean.chars().take(HEAD).collect();
-    let tail: String = clean.chars().skip(n - (GIST_CHARS - HEAD - 1)).collect();
-    Some(format!("{}…{}", head.trim_end(), tail.trim_start()))
+    Some(super::asks::ends(&clean, GIST_CHARS, GIST_CHARS - HEAD - 1))
 }
 
 /// How much of a transcript's head is read for the session's goal when the part after the

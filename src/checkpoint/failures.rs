@@ -195,7 +195,7 @@ fn first_line<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
 }
 
 /// `s[from..to]`, each end moved back to a character boundary (and clamped to `s`).
-fn within(s: &str, from: usize, to: usize) -> &str {
+pub(super) fn within(s: &str, from: usize, to: usize) -> &str {
     let floor = |mut i: usize| {
         i = i.min(s.len());
         while !s.is_char_boundary(i) {
