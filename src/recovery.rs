@@ -10,7 +10,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{same_ask, Checkpoint};
 use crate::memory::{Memory, Trust};
 use crate::text::{char_len, cut, fence, sanitize};
 
@@ -144,12 +144,6 @@ pub(crate) fn is_default_branch(branch: &str) -> bool {
     branch.trim().is_empty() || DEFAULT_BRANCHES.contains(&branch.trim())
 }
 
-/// Whether two asks start the same (one may be a shorter cut of the other).
-pub(crate) fn same_start(a: &str, b: &str) -> bool {
-    const START: usize = 100;
-    a.chars().take(START).eq(b.chars().take(START))
-}
-
 /// The checkpoint part, within `budget` characters.
 #[allow(clippy::too_many_lines)] // the header, the sections, the footer, the trimming loop
 fn render_checkpoint(
@@ -208,10 +202,10 @@ fn render_checkpoint(
     let goal: Vec<String> = cp
         .goal
         .iter()
-        .filter(|g| !cp.asks.last().is_some_and(|newest| same_start(g, newest)))
+        .filter(|g| !cp.asks.last().is_some_and(|newest| same_ask(g, newest)))
         .cloned()
         .collect();
-    let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_start(g, a));
+    let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_ask(g, a));
     let queued_any = cp.asks.iter().any(|a| cp.queued.contains(a));
     let asks: Vec<String> = cp
         .asks

@@ -13,9 +13,10 @@
 //! contradicts them. Rendering is pure (no I/O) and the whole block is built before anything is
 //! printed: a failure prints nothing, never part of a block.
 
+use crate::checkpoint::same_ask;
 use crate::checkpoint::Checkpoint;
 use crate::client;
-use crate::recovery::{file_list, is_default_branch, same_start};
+use crate::recovery::{file_list, is_default_branch};
 use crate::text::{char_len, cut, fence, sanitize};
 
 /// The whole block is at most this many characters (2.1.330 cuts a hook's output at 10,000;
@@ -132,7 +133,7 @@ pub fn render(cp: &Checkpoint) -> Option<String> {
     let goal = cp
         .goal
         .iter()
-        .filter(|g| !cp.asks.iter().any(|a| same_start(g, a)))
+        .filter(|g| !cp.asks.iter().any(|a| same_ask(g, a)))
         .map(|g| (g.clone(), 85))
         .collect();
     let tasks = cp

@@ -147,8 +147,8 @@ fn ask_text(text: &str, max: usize) -> Option<String> {
 }
 
 /// Whether two asks are the same prompt: the client's `last-prompt` cuts a long one after 200
-/// characters, so only their starts are compared.
-fn same_ask(a: &str, b: &str) -> bool {
+/// characters, and a checkpoint cuts what it keeps, so only their starts are compared.
+pub fn same_ask(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
 }
