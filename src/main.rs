@@ -48,6 +48,7 @@ mod nudge;
 mod paths;
 mod process;
 mod reading;
+mod recovering;
 mod recovery;
 mod registry;
 mod retention;

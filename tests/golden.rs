@@ -75,6 +75,7 @@ const CASES: &[Case] = &[
     ("status-session-stale.txt", |s| s.report(0, THIRD, 130_000, 200_000).ok(40, &["status", "--session", THIRD])),
     ("status-session-compacted.txt", |s| s.sessions().ok(10, &["status", "--session", OTHER])),
     ("checkpoint-show.md", |s| s.compacted(0).ok(1, &["checkpoint", "show"])),
+    ("checkpoint-show-saved-memory.md", |s| s.saved(0).ok(45, &["checkpoint", "show"])),
     ("checkpoint-show.json", |s| s.compacted(0).ok(1, &["checkpoint", "show", "--json"])),
     ("install.txt", |s| s.ok(0, &["install"])),
     ("doctor.txt", |s| s.installed().ok(1, &["doctor"])),
@@ -547,6 +548,21 @@ fn busy_transcript() -> String {
             "usage": {"input_tokens": 5, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 150_000}}}),
     ];
     lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// `checkpoint show` is the block the agent got: the same sections (the saved memories among
+/// them), the same text, only the age told as it is when shown.
+#[test]
+fn checkpoint_show_prints_the_block_sessionstart_injects() {
+    let scene = Scene::new();
+    scene.saved(0);
+    let shown = scene.ok(1, &["checkpoint", "show"]);
+    let injected = scene.start(1, SESSION, "compact", CWD);
+    let shown = shown
+        .split_once("\n\n")
+        .map_or(shown.as_str(), |(_, rest)| rest);
+    assert!(injected.contains("release-checks"), "{injected}");
+    assert_eq!(shown, injected);
 }
 
 #[test]

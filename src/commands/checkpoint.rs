@@ -8,9 +8,9 @@ use anyhow::{bail, Result};
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
 use crate::files;
-use crate::memory;
 use crate::paths::Paths;
-use crate::recovery::{self, Kind};
+use crate::recovering;
+use crate::recovery::Kind;
 
 /// The newest `_latest.json` of any session whose checkpoint holds more than a single exchange
 /// ([`Checkpoint::substantial`]); the newest of all when none does. A session's directory that
@@ -66,34 +66,28 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     // Name the immutable file, not `_latest.json`, when it is still there.
     let file = latest_path.with_file_name(format!("{}.json", cp.id));
     let file = if file.exists() { file } else { latest_path };
-    // As a recovery would show it: without what the compaction's own summary states, when
-    // PostCompact kept that summary beside the checkpoint.
-    let mut cp = cp;
-    if let Some(summary) = checkpoint::summary::load(paths.root(), &file) {
-        recovery::leave_out_named(&mut cp, &summary);
-    }
     let config = loaded.config;
-    let (memory, notes) = memory::for_session(&config, &env, &cp.meta.cwd);
-    for note in notes {
-        eprintln!("warning: {note}");
-    }
     if session.is_none() {
         println!(
             "Session {} (the newest with work to recover; `--session ID` shows another)\n",
             crate::text::sanitize(&cp.meta.session_id, true)
         );
     }
-    print!(
-        "{}",
-        recovery::render(
-            &cp,
-            &file,
-            Kind::Compact,
-            &memory,
-            config.recovery_budget_chars,
-            config.total_budget_chars,
-            env.now(),
-        )
+    // As the recovery showed it (or will): the same gathering, the same block.
+    let cwd = cp.meta.cwd.clone();
+    let (block, notes) = recovering::block(
+        cp,
+        &file,
+        paths.root(),
+        Kind::Compact,
+        &cwd,
+        &config,
+        &env,
+        env.now(),
     );
+    for note in notes {
+        eprintln!("warning: {note}");
+    }
+    print!("{block}");
     Ok(())
 }

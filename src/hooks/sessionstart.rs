@@ -20,9 +20,9 @@ use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store};
-use crate::memory;
 use crate::paths::Paths;
-use crate::recovery::{self, Kind};
+use crate::recovering;
+use crate::recovery::Kind;
 use crate::text::sanitize;
 use crate::transcript;
 
@@ -290,35 +290,14 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
     };
-    let Some((mut cp, path)) = found else {
+    let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    if let Some(summary) = checkpoint::summary::load(paths.root(), &path) {
-        recovery::leave_out_named(&mut cp, &summary);
-    }
-    let (memory, notes) = memory::for_session(&config, env, &input.cwd);
-    // The memories saved since the previous checkpoint, in the folder of the session that
-    // saved them; the files `memory` holds are not shown twice.
-    let (saved, saved_notes) = memory::saved_for(
-        &config,
-        env,
-        &cp.memories_saved,
-        &cp.meta.cwd,
-        &cp.meta.transcript_path,
-    );
-    cp.saved_contents = saved;
-    for n in notes.into_iter().chain(saved_notes) {
+    let (block, notes) =
+        recovering::block(cp, &path, paths.root(), kind, &input.cwd, &config, env, now);
+    for n in notes {
         diag.note(n);
     }
-    let block = recovery::render(
-        &cp,
-        &path,
-        kind,
-        &memory,
-        config.recovery_budget_chars,
-        config.total_budget_chars,
-        now,
-    );
     Ok(Outcome::Print(additional_context(
         event::SESSION_START,
         block,
