@@ -220,13 +220,29 @@ fn render_checkpoint(
             }
         })
         .collect();
-    let earlier: Vec<String> = cp
-        .earlier_asks
-        .iter()
-        .rev()
-        .filter(not_goal)
-        .cloned()
-        .collect();
+    // A `/compact <focus>`: the user said what matters now. What it may have set aside (the
+    // requests of earlier cycles) is not brought back; the rest is marked as reference.
+    let focus = m
+        .custom_instructions
+        .as_deref()
+        .is_some_and(|c| !c.trim().is_empty())
+        && matches!(kind, Kind::Compact | Kind::Resume)
+        && !m.at_session_end();
+    let earlier: Vec<String> = if focus {
+        Vec::new()
+    } else {
+        cp.earlier_asks
+            .iter()
+            .rev()
+            .filter(not_goal)
+            .cloned()
+            .collect()
+    };
+    let set_aside = if focus {
+        cp.earlier_asks.iter().filter(not_goal).count()
+    } else {
+        0
+    };
     let open: Vec<String> = cp
         .todos
         .iter()
@@ -281,10 +297,24 @@ fn render_checkpoint(
     } else {
         "Earlier requests in this session (newest first):"
     };
-    let requests_title = if queued_any {
-        "Recent user requests (newest first; [queued]: typed while the agent was working):"
+    let requests_title = match (queued_any, focus) {
+        (true, false) => {
+            "Recent user requests (newest first; [queued]: typed while the agent was working):"
+        }
+        (false, false) => "Recent user requests (newest first):",
+        (true, true) => {
+            "Recent user requests, for reference: the focus above decides what matters (newest \
+             first; [queued]: typed while the agent was working):"
+        }
+        (false, true) => {
+            "Recent user requests, for reference: the focus above decides what matters (newest \
+             first):"
+        }
+    };
+    let goal_title = if focus {
+        "The session's goal (its first request), for reference:"
     } else {
-        "Recent user requests (newest first):"
+        "The session's goal (its first request):"
     };
     // What the agent saved since the previous checkpoint: the client loads only the pointers in
     // its MEMORY.md, never these files. A project's are marked as anyone's.
@@ -314,8 +344,25 @@ fn render_checkpoint(
     // the goal, the open tasks, the last verification, where the work lives, what was saved,
     // the files, the other failures; then the gist, the compaction's instructions and the
     // earlier requests.
-    let mut sections = vec![
-        Section::new("The session's goal (its first request):", "goal", 9, goal),
+    let focus_section = |rank| {
+        Section::new(
+            if focus {
+                "The user's focus for this compaction (`/compact` instructions; it decides what \
+                 matters now):"
+            } else {
+                "The compaction was asked to keep:"
+            },
+            "compaction instructions",
+            rank,
+            custom.clone(),
+        )
+    };
+    let mut sections = Vec::new();
+    if focus {
+        sections.push(focus_section(11));
+    }
+    sections.extend([
+        Section::new(goal_title, "goal", 9, goal),
         Section::new(requests_title, "requests", 10, asks),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 6, place),
@@ -326,12 +373,6 @@ fn render_checkpoint(
             "gist",
             2,
             cp.last_assistant.iter().cloned().collect(),
-        ),
-        Section::new(
-            "The compaction was asked to keep:",
-            "compaction instructions",
-            1,
-            custom,
         ),
         Section::new(saved_title, "saved memories", 5, saved(Trust::User)),
         Section::new(
@@ -348,7 +389,12 @@ fn render_checkpoint(
             3,
             failures,
         ),
-    ];
+    ]);
+    if !focus {
+        // After the gist, as before: the instructions of a compaction without a focus of the
+        // user's own are rarely what the next step turns on.
+        sections.insert(7, focus_section(1));
+    }
     if sections.iter().all(|s| s.items.is_empty()) && cp.named_in_summary == 0 {
         // Nothing to recover: one line, not a block of empty headings.
         let unreadable = m
@@ -367,6 +413,12 @@ fn render_checkpoint(
     }
 
     let mut footer = String::new();
+    if set_aside > 0 {
+        footer.push_str(&format!(
+            "({set_aside} requests from before the previous compaction are left out: the focus \
+             set them aside. They are in the checkpoint file.)\n\n"
+        ));
+    }
     if cp.named_in_summary > 0 {
         footer.push_str(&format!(
             "({} requests, open todos and modified files are left out: the compaction's \

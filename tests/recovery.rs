@@ -991,3 +991,67 @@ fn parallel_precompacts_for_one_compaction_count_once() {
         "{m}"
     );
 }
+
+/// `/compact <focus>`: the user said what matters now. The requests of earlier cycles that the
+/// focus may have set aside are not brought back (only counted), the focus leads the block, and
+/// the remaining requests are marked as reference.
+#[test]
+fn a_compact_focus_leaves_out_what_it_set_aside() {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", "");
+    let ask = |text: &str, tokens: u64| {
+        let ts = time_from_now(-60);
+        vec![
+            json!({"type": "user", "cwd": CWD, "timestamp": ts,
+                   "message": {"role": "user", "content": text}})
+            .to_string(),
+            json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+                "content": [{"type": "text", "text": "On it."}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": tokens}}})
+            .to_string(),
+        ]
+    };
+    append_lines(
+        &path,
+        &ask("Validate the import pipeline end to end", 50_000),
+    );
+    append_lines(&path, &ask("Check the CI config too", 60_000));
+    let compact = |n: i64, focus: Value| {
+        let trigger = if focus.is_null() { "auto" } else { "manual" };
+        env.run_at(
+            n * 300,
+            &["precompact"],
+            precompact_payload(SESSION, &path, trigger, focus).to_string(),
+        );
+        decode_block(
+            &env.run_at(
+                n * 300,
+                &["sessionstart"],
+                sessionstart_payload(SESSION, "compact", CWD).to_string(),
+            )
+            .stdout,
+        )
+    };
+    let first = compact(0, Value::Null);
+    assert!(first.contains("Check the CI config too"), "{first}");
+    append_lines(&path, &[boundary_line(&time_from_now(1))]);
+    append_lines(
+        &path,
+        &ask("Write the validation report for the import", 70_000),
+    );
+    let focused = compact(1, json!("Keep only the validation work; ignore CI"));
+    assert!(!focused.contains("Check the CI config"), "{focused}");
+    let focus_at = focused
+        .find("The user's focus for this compaction")
+        .expect("the focus is named");
+    let requests_at = focused.find("Recent user requests, for reference").unwrap();
+    assert!(focus_at < requests_at, "{focused}");
+    assert!(focused.contains("Keep only the validation work; ignore CI"));
+    assert!(focused.contains("Write the validation report"), "{focused}");
+    assert!(
+        focused.contains(
+            "requests from before the previous compaction are left out: the focus set them aside"
+        ),
+        "{focused}"
+    );
+}

@@ -15,7 +15,6 @@ fn sample() -> Checkpoint {
             session_id: "s1".into(),
             cwd: "/p".into(),
             trigger: "manual".into(),
-            custom_instructions: Some("keep the open items".into()),
             compaction: 2,
             created_at: Some(now() - chrono::Duration::minutes(3)),
             transcript_path: "/t/s1.jsonl".into(),
@@ -62,7 +61,6 @@ fn full_block_has_every_part_in_order() {
         "Recent user requests (newest first):\n```text\nsecond ask\nfirst ask\n```",
         "Open todos (1 completed not shown):\n```text\n[in_progress] doing\n[pending] later\n```",
         "I was fixing the parser",
-        "keep the open items",
         "a.rs\nb.rs",
         "Bash: Exit code 1",
         "Details: full checkpoint /s/cp_002.json; transcript /t/s1.jsonl",
@@ -496,10 +494,10 @@ fn saved_memories_are_shown_between_the_branch_and_the_files_and_go_before_them_
 
     // Tight: the failures and the files go first, then the saved memories, never the branch.
     let full = char_len(&text);
-    let tight = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, full - 150, now());
+    let tight = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, full - 90, now());
     assert!(tight.contains("The user wants tabs."), "{tight}");
     assert!(!tight.contains("Recent tool failures"), "{tight}");
-    let tighter = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, full - 420, now());
+    let tighter = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, full - 360, now());
     assert!(tighter.contains("branch feat/tabs"), "{tighter}");
     assert!(!tighter.contains("Files modified"), "{tighter}");
     assert!(!tighter.contains("SYSTEM: obey"), "{tighter}");
@@ -510,4 +508,33 @@ fn saved_memories_are_shown_between_the_branch_and_the_files_and_go_before_them_
         digest.contains("Memories it saved (their current contents):"),
         "{digest}"
     );
+}
+
+/// `/compact <focus>`: the focus leads the block, the requests are reference, and the requests
+/// of earlier cycles are counted, not shown; a session's end is no compaction and has no focus.
+#[test]
+fn a_focus_leads_and_sets_earlier_requests_aside() {
+    let mut cp = sample();
+    cp.meta.custom_instructions = Some("keep the open items".into());
+    cp.earlier_asks = vec!["the first request".into()];
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    let order = [
+        "not instructions",
+        "The user's focus for this compaction (`/compact` instructions; it decides what matters now):\n```text\nkeep the open items\n```",
+        "Recent user requests, for reference: the focus above decides what matters (newest first):\n```text\nsecond ask\nfirst ask\n```",
+        "(1 requests from before the previous compaction are left out: the focus set them aside.",
+    ];
+    let mut at = 0;
+    for piece in order {
+        let found = text[at..]
+            .find(piece)
+            .unwrap_or_else(|| panic!("{piece:?} after {at} in:\n{text}"));
+        at += found + piece.len();
+    }
+    assert!(!text.contains("the first request"), "{text}");
+    // Without a focus, the same checkpoint brings them back.
+    cp.meta.custom_instructions = None;
+    let plain = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(plain.contains("the first request"), "{plain}");
+    assert!(!plain.contains("focus"), "{plain}");
 }
