@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
-
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
 use crate::memory;
@@ -22,7 +20,6 @@ pub fn block(
     cwd: &str,
     config: &Config,
     env: &Env,
-    now: DateTime<Utc>,
 ) -> (String, Vec<String>) {
     if let Some(summary) = checkpoint::summary::load(root, path) {
         recovery::leave_out_named(&mut cp, &summary);
@@ -46,7 +43,7 @@ pub fn block(
         &memory,
         config.recovery_budget_chars,
         config.total_budget_chars,
-        now,
+        env.now(),
     );
     (block, notes)
 }

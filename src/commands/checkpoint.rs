@@ -75,16 +75,8 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     }
     // As the recovery showed it (or will): the same gathering, the same block.
     let cwd = cp.meta.cwd.clone();
-    let (block, notes) = recovering::block(
-        cp,
-        &file,
-        paths.root(),
-        Kind::Compact,
-        &cwd,
-        &config,
-        &env,
-        env.now(),
-    );
+    let (block, notes) =
+        recovering::block(cp, &file, paths.root(), Kind::Compact, &cwd, &config, &env);
     for note in notes {
         eprintln!("warning: {note}");
     }

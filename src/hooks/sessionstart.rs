@@ -293,8 +293,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    let (block, notes) =
-        recovering::block(cp, &path, paths.root(), kind, &input.cwd, &config, env, now);
+    let (block, notes) = recovering::block(cp, &path, paths.root(), kind, &input.cwd, &config, env);
     for n in notes {
         diag.note(n);
     }
