@@ -22,6 +22,7 @@ use crate::client::ClientEnv;
 use crate::diag::Diag;
 use crate::paths::Paths;
 use crate::usage::Policy;
+use crate::window::Ending;
 
 /// What a hook needs from the environment, read once.
 #[derive(Debug, Clone, Default)]
@@ -167,29 +168,41 @@ tokens are left ({tokens} of {window} tokens are in use), and auto-compaction is
 decisions, open tasks and next steps are not yet saved, save them now, {where}, in a few lines, \
 before anything else; then tell the user to run {make_room} now.";
 
-/// The texts of a nudge of either level: the configured ones, or, when the client's
-/// auto-compaction is off and they are the defaults, the defaults that announce no compaction.
-pub fn nudge_templates(config: &Config, compaction_off: bool) -> (&str, &str) {
-    fn pick<'a>(text: &'a str, default: &str, off: &'static str, compaction_off: bool) -> &'a str {
-        if compaction_off && text == default {
-            off
-        } else {
-            text
-        }
-    }
+/// The default texts when the client compacts only once a request no longer fits the window
+/// (no threshold for this model): the window's end is the point, and a compaction comes there.
+const FULL_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
+window is full ({tokens} of {window} tokens are in use). Claude Code compacts this session only \
+then, when a request no longer fits, and the compaction will summarise and drop the history. \
+Before continuing, save durable knowledge to memory now, {where}: decisions and their reasons, \
+user preferences, debugging insights, project facts, open tasks and next steps. Keep it brief, \
+then continue with the task.";
+
+const FULL_CRITICAL_TEXT: &str = "ctxguard: the context window is almost full: about \
+{headroom} tokens are left ({tokens} of {window} tokens are in use), and Claude Code compacts \
+this session when a request no longer fits. If decisions, open tasks and next steps are not yet \
+saved, save them now, {where}, in a few lines, before anything else; then continue.";
+
+/// The texts of a nudge of either level: the configured ones, or, when they are the defaults,
+/// the defaults that say what the client will do (`ending`): compact at its threshold, compact
+/// only when the window is full, or never compact.
+pub fn nudge_templates(config: &Config, ending: Ending) -> (&str, &str) {
+    let (normal, critical) = match ending {
+        Ending::Threshold => return (&config.nudge_text, &config.critical_text),
+        Ending::CompactsWhenFull => (FULL_NUDGE_TEXT, FULL_CRITICAL_TEXT),
+        Ending::Full => (OFF_NUDGE_TEXT, OFF_CRITICAL_TEXT),
+    };
+    // A text the user configured is theirs in every mode.
     (
-        pick(
-            &config.nudge_text,
-            DEFAULT_NUDGE_TEXT,
-            OFF_NUDGE_TEXT,
-            compaction_off,
-        ),
-        pick(
-            &config.critical_text,
-            DEFAULT_CRITICAL_TEXT,
-            OFF_CRITICAL_TEXT,
-            compaction_off,
-        ),
+        if config.nudge_text == DEFAULT_NUDGE_TEXT {
+            normal
+        } else {
+            &config.nudge_text
+        },
+        if config.critical_text == DEFAULT_CRITICAL_TEXT {
+            critical
+        } else {
+            &config.critical_text
+        },
     )
 }
 

@@ -514,6 +514,9 @@ pub fn resolve_with(
         &CompactFacts {
             setting: gathered.client.window_for(model, gathered.flag),
             off: gathered.client.off.clone(),
+            reactive: model
+                .and_then(client::reactive_model)
+                .filter(|_| client::reactive_compaction(gathered.client_version.as_deref())),
             observed: marker.auto_compacted_at,
             uncompacted: marker.uncompacted_max,
         },
@@ -630,7 +633,8 @@ mod tests {
             };
             resolve_with(&config, &marker, Some(model), None, None, &gathered)
         };
-        let sonnet = "claude-sonnet-4-5";
+        // A model every version compacts at its threshold.
+        let sonnet = "claude-opus-4-6";
         // 2.1.14: 200k − 32k − 13k; with CLAUDE_CODE_MAX_OUTPUT_TOKENS=64000, 123k.
         let r = at(Some("2.1.14"), ClientCompaction::default(), sonnet);
         assert_eq!(
@@ -677,6 +681,88 @@ mod tests {
             ..max
         };
         assert_eq!(at(None, all, sonnet).limits.window, 400_000);
+    }
+
+    /// Read in 2.1.330's code and seen on the real client: without a compaction window set,
+    /// the client compacts claude-sonnet-4-5 and claude-haiku-4-5 (and a 1M window opted into
+    /// with `[1m]` on a 200k model) only when a request no longer fits; claude-opus-4-6 and the
+    /// native 1M models at the threshold. 2.1.14 compacts every model at the threshold.
+    #[test]
+    fn models_the_client_compacts_only_when_full() {
+        let config = Config::default();
+        let marker = Marker::new("s");
+        let at = |version: &str, client: ClientCompaction, model: &str| {
+            let gathered = Gathered {
+                client,
+                client_version: Some(version.to_string()),
+                ..Gathered::default()
+            };
+            let r = resolve_with(&config, &marker, Some(model), None, None, &gathered);
+            (r.limits.compact_at, r.limits.trigger_at, r.compact_source)
+        };
+        let reactive = |model: &str| CompactSource::Reactive(model.to_string());
+        for model in [
+            "claude-sonnet-4-5-20250929",
+            "claude-haiku-4-5",
+            "claude-opus-4-1",
+        ] {
+            let canonical = crate::client::reactive_model(model).unwrap();
+            assert_eq!(
+                at("2.1.330", ClientCompaction::default(), model),
+                (200_000, 160_000, reactive(&canonical)),
+                "{model}"
+            );
+            assert_eq!(
+                at("2.1.14", ClientCompaction::default(), model).0,
+                155_000,
+                "{model}"
+            );
+        }
+        assert_eq!(
+            at("2.1.330", ClientCompaction::default(), "claude-opus-4-6"),
+            (167_000, 127_000, CompactSource::Window)
+        );
+        assert_eq!(
+            at(
+                "2.1.330",
+                ClientCompaction::default(),
+                "claude-opus-4-6[1m]"
+            ),
+            (1_000_000, 960_000, reactive("claude-opus-4-6"))
+        );
+        assert_eq!(
+            at("2.1.330", ClientCompaction::default(), "claude-opus-5-5").0,
+            967_000
+        );
+        // A compaction window set (the variable, a setting) makes it a threshold again.
+        let var = ClientCompaction {
+            window_var: Some(200_000),
+            ..ClientCompaction::default()
+        };
+        assert_eq!(
+            at("2.1.330", var, "claude-sonnet-4-5"),
+            (167_000, 127_000, CompactSource::Window)
+        );
+        let setting = ClientCompaction {
+            window_setting: Some((Some(150_000), "autoCompactWindow in x".into())),
+            ..ClientCompaction::default()
+        };
+        assert_eq!(at("2.1.330", setting, "claude-haiku-4-5").0, 117_000);
+        // "auto" is no window: the client's own rule.
+        let auto = ClientCompaction {
+            window_setting: Some((None, "autoCompactWindow in x".into())),
+            ..ClientCompaction::default()
+        };
+        assert_eq!(at("2.1.330", auto, "claude-haiku-4-5").0, 200_000);
+        // Auto-compaction off wins.
+        let off = ClientCompaction {
+            off: Some("DISABLE_AUTO_COMPACT".into()),
+            ..ClientCompaction::default()
+        };
+        assert!(matches!(
+            at("2.1.330", off, "claude-haiku-4-5").2,
+            CompactSource::Off(_)
+        ));
     }
 
     #[test]

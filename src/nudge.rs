@@ -89,8 +89,8 @@ pub fn nudge_text(
     place: &str,
     make_room: &str,
 ) -> String {
-    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
-    let (normal, critical) = nudge_templates(config, off);
+    let ending = CompactSource::ending(marker.compact_source.as_ref());
+    let (normal, critical) = nudge_templates(config, ending);
     let template = match level {
         Nudge::Normal => normal,
         Nudge::Critical => critical,

@@ -76,6 +76,10 @@ pub enum CompactSource {
     Observed,
     /// Auto-compaction is off (what turned it off): the point is the window's end.
     Off(String),
+    /// The client does not compact this model at a threshold (the model, as the client names
+    /// it): it sends every request, and compacts when the API refuses one as too long for the
+    /// window (its "reactive" compaction). The point is the window's end.
+    Reactive(String),
 }
 
 impl CompactSource {
@@ -89,8 +93,33 @@ impl CompactSource {
             CompactSource::Off(origin) => {
                 format!("the window's end: auto-compaction is off ({origin})")
             }
+            CompactSource::Reactive(model) => format!(
+                "the window's end: Claude Code compacts {model} only when a request no longer \
+                 fits the window, not at a threshold"
+            ),
         }
     }
+
+    /// How the session's context ends: compacted at a threshold (a countdown to it is true),
+    /// compacted only when the window is full, or never compacted.
+    pub fn ending(source: Option<&CompactSource>) -> Ending {
+        match source {
+            Some(CompactSource::Off(_)) => Ending::Full,
+            Some(CompactSource::Reactive(_)) => Ending::CompactsWhenFull,
+            _ => Ending::Threshold,
+        }
+    }
+}
+
+/// How a session's context ends, as the client decides: what the gauge and the nudge may say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Auto-compaction at `compact_at`, before the window is full.
+    Threshold,
+    /// Compaction only when a request no longer fits the window (`compact_at` is its end).
+    CompactsWhenFull,
+    /// No auto-compaction: the window fills (`compact_at` is its end).
+    Full,
 }
 
 /// What is known about a session's window.
@@ -204,6 +233,9 @@ pub struct CompactFacts {
     pub setting: Option<(u64, CompactSource)>,
     /// What turned auto-compaction off, if anything.
     pub off: Option<String>,
+    /// The model, when the client does not compact it at a threshold unless a compaction
+    /// window is set for it ([`crate::client::reactive_model`]).
+    pub reactive: Option<String>,
     /// This session's last auto-compaction: the boundary's `preTokens`, and the window then.
     pub observed: Option<(u64, u64)>,
     /// The highest reading of this session that did not compact, and the window then.
@@ -229,10 +261,23 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
             CompactSource::Off(off.clone()),
         );
     }
+    // A compaction window set for the model (a variable, a flag, a setting) makes the client
+    // compact at its threshold whatever the model; without one, some models compact only when
+    // the window is full.
+    let reactive = facts
+        .reactive
+        .clone()
+        .filter(|_| facts.setting.as_ref().is_none_or(|(w, _)| *w == 0));
     let chosen = facts.setting.clone().filter(|(w, _)| *w > 0 && *w < window);
     let mut policy = policy.clone();
     policy.autocompact_window = chosen.as_ref().map(|(w, _)| *w);
     let mut source = chosen.map_or(CompactSource::Window, |(_, s)| s);
+    if let Some(model) = reactive {
+        policy.autocompact_window = None;
+        policy.autocompact_pct = None;
+        policy.compact_buffer_tokens = 0;
+        source = CompactSource::Reactive(model);
+    }
     let mut limits = Limits::compute(window, &policy);
     if let Some((pre, seen_window)) = facts.observed {
         if seen_window == window && pre > 0 {
@@ -242,7 +287,11 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
                 .filter(|(t, w)| *w == window && *t < pre)
                 .map_or(0, |(t, _)| t + 1);
             let at = limits.compact_at.clamp(floor, pre);
-            if at != limits.compact_at {
+            // Compacting when the window is full, the client refused a request near its end:
+            // that is no threshold. Only a compaction clearly before the end proves one.
+            let near_the_end = matches!(source, CompactSource::Reactive(_))
+                && at + crate::usage::AUTOCOMPACT_MARGIN > window;
+            if at != limits.compact_at && !near_the_end {
                 limits = limits.compacting_at(at, &policy);
                 source = CompactSource::Observed;
             }

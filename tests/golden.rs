@@ -347,7 +347,7 @@ impl Scene {
     }
 
     /// No status line: the nudge from the transcript's own usage: the real transcript, then a
-    /// reply of a 200k model (claude-sonnet-4-5) at 150,510 tokens.
+    /// reply of a 200k model (claude-opus-4-6) at 150,510 tokens.
     fn nudge_from_real_transcript(&self, minutes: i64) -> String {
         let text = fixture("transcript-with-compaction.jsonl")
             + &assistant_line(150_510, "2026-11-01T12:00:00Z")

@@ -324,7 +324,7 @@ fn every_hook_survives_every_class_of_bad_input() {
 fn a_transcript_that_grows_every_list_stays_bounded_through_the_binary() {
     let env = TestEnv::new();
     let reply = |content: Vec<Value>| {
-        json!({"type": "assistant", "message": {"model": "claude-sonnet-4-5", "content": content,
+        json!({"type": "assistant", "message": {"model": "claude-opus-4-6", "content": content,
                "usage": {"input_tokens": 150_000, "output_tokens": 1}}})
         .to_string()
     };

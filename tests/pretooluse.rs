@@ -103,7 +103,7 @@ fn without_a_status_line_the_real_1m_session_is_not_nudged_at_151k() {
 #[test]
 fn without_a_status_line_the_transcript_arms_and_nudges() {
     let env = TestEnv::new();
-    // A 200k model (claude-sonnet-4-5) at 150k: trigger 127k, critical 152k.
+    // A 200k model (claude-opus-4-6) at 150k: trigger 127k, critical 152k.
     let path = transcript_with(&env, 150_510);
     let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
     decode_nudge(&run.stdout);
@@ -120,11 +120,11 @@ fn without_a_status_line_the_transcript_arms_and_nudges() {
 
 #[test]
 fn a_1m_model_named_by_sessionstart_is_not_taken_for_200k_without_a_status_line() {
-    // `claude --model sonnet[1m]` without a status line: the replies say `claude-sonnet-4-5`
+    // `claude --model opus[1m]` without a status line: the replies say `claude-opus-4-6`
     // (200k), only SessionStart's `model` keeps the suffix. At 150k that is 15%, no nudge.
     let env = TestEnv::new();
     let mut start = sessionstart_payload(SESSION, "resume", "/home/user/proj");
-    start["model"] = json!("claude-sonnet-4-5[1m]");
+    start["model"] = json!("claude-opus-4-6[1m]");
     let run = env.run(&["sessionstart"], start.to_string());
     assert_eq!(run.code, 0, "{run:?}");
     let path = transcript_with(&env, 150_510);
@@ -139,7 +139,7 @@ fn a_1m_model_named_by_sessionstart_is_not_taken_for_200k_without_a_status_line(
     // Another model named at SessionStart does not change what the replies say.
     let env = TestEnv::new();
     let mut start = sessionstart_payload(SESSION, "resume", "/home/user/proj");
-    start["model"] = json!("claude-opus-4-6[1m]");
+    start["model"] = json!("claude-sonnet-4-5[1m]");
     env.run(&["sessionstart"], start.to_string());
     let path = transcript_with(&env, 150_510);
     decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout);

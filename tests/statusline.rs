@@ -83,20 +83,38 @@ fn a_payload_without_window_size_uses_the_models_window() {
     );
     assert_eq!(run.stdout, "ctx 13% · 130k/1M · compacts in 837k\n");
     assert_eq!(env.marker(SESSION)["window_source"], "model");
-    // ...a 200k model, or an unknown one, gets 200k.
-    for model in ["claude-sonnet-4-5-20250929", "some-new-model"] {
+    // ...a 200k model, or an unknown one, gets 200k. The client compacts claude-opus-4-6 and a
+    // model it does not know at its threshold; claude-sonnet-4-5 only when the window is full.
+    for (model, gauge, state, trigger) in [
+        (
+            "claude-opus-4-6",
+            "ctx 65% · 130k/200k · compacts in 37k\n",
+            "armed",
+            127_000,
+        ),
+        (
+            "some-new-model",
+            "ctx 65% · 130k/200k · compacts in 37k\n",
+            "armed",
+            127_000,
+        ),
+        (
+            "claude-sonnet-4-5-20250929",
+            "ctx 65% · 130k/200k · full in 70k\n",
+            "idle",
+            160_000,
+        ),
+    ] {
         let env = TestEnv::new();
         let mut payload = statusline_payload(SESSION, Some(130_000), None);
         payload["model"]["id"] = json!(model);
         let run = env.run(&["statusline", "--no-color"], payload.to_string());
-        assert_eq!(
-            run.stdout, "ctx 65% · 130k/200k · compacts in 37k\n",
-            "{model}"
-        );
+        assert_eq!(run.stdout, gauge, "{model}");
         let m = env.marker(SESSION);
         assert_eq!(
             (m["state"].as_str(), m["trigger_at"].as_u64()),
-            (Some("armed"), Some(127_000))
+            (Some(state), Some(trigger)),
+            "{model}"
         );
         assert_eq!(m["reported_window"], Value::Null);
     }
@@ -112,7 +130,8 @@ fn colours_follow_the_level_unless_disabled() {
     assert!(colour(100_000).starts_with("\x1b[32mctx 50%"), "green");
     assert!(colour(130_000).starts_with("\x1b[33m"), "yellow");
     assert!(colour(155_000).starts_with("\x1b[31m"), "red");
-    assert!(colour(170_000).starts_with("\x1b[31mctx 85% · 170k/200k · compaction due"));
+    // Past 147k the client shows its own countdown: ctxguard no percent of its own.
+    assert!(colour(170_000).starts_with("\x1b[31mctx 170k/200k · compaction due"));
     assert!(colour(170_000).ends_with("\x1b[0m\n"));
 
     let mut env = TestEnv::new();
@@ -141,7 +160,7 @@ fn forced_window_overrides_the_report() {
     env.set("CTXGUARD_WINDOW_TOKENS", "200000")
         .set("NO_COLOR", "1");
     let run = env.statusline(&statusline_payload(SESSION, Some(150_000), Some(1_000_000)));
-    assert_eq!(run.stdout, "ctx 75% · 150k/200k · compacts in 17k\n");
+    assert_eq!(run.stdout, "ctx 150k/200k · compacts in 17k\n");
     let m = env.marker(SESSION);
     assert_eq!(
         (m["state"].as_str(), m["window"].as_u64()),
@@ -227,17 +246,23 @@ fn the_gauge_says_when_idle_compaction_can_come_first() {
 #[test]
 fn the_percent_agrees_with_the_client() {
     let env = TestEnv::new();
-    // Rounded to the nearest, as the client rounds: 79.8% is 80.
+    // Rounded to the nearest, as the client rounds: 69.8% is 70.
     let run = env.run(
         &["statusline", "--no-color"],
-        statusline_payload(SESSION, Some(159_600), Some(200_000)).to_string(),
+        statusline_payload(SESSION, Some(139_600), Some(200_000)).to_string(),
     );
-    assert!(run.stdout.starts_with("ctx 80% · 160k/200k"), "{run:?}");
+    assert!(run.stdout.starts_with("ctx 70% · 140k/200k"), "{run:?}");
     // The client's own used_percentage wins when it describes the same window.
-    let mut payload = statusline_payload(SESSION, Some(159_000), Some(200_000));
-    payload["context_window"]["used_percentage"] = json!(79);
+    let mut payload = statusline_payload(SESSION, Some(139_000), Some(200_000));
+    payload["context_window"]["used_percentage"] = json!(69);
     let run = env.run(&["statusline", "--no-color"], payload.to_string());
-    assert!(run.stdout.starts_with("ctx 79% · 159k/200k"), "{run:?}");
+    assert!(run.stdout.starts_with("ctx 69% · 139k/200k"), "{run:?}");
+    // Within 20k of its threshold the client's TUI shows "N% until auto-compact" of its own:
+    // no second, different percentage beside it.
+    let mut payload = statusline_payload(SESSION, Some(156_000), Some(200_000));
+    payload["context_window"]["used_percentage"] = json!(78);
+    let run = env.run(&["statusline", "--no-color"], payload.to_string());
+    assert_eq!(run.stdout, "ctx 156k/200k · compacts in 11k\n", "{run:?}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn session(version: &str) -> String {
     let call = |id: &str, name: &str, input: Value| {
         line(
             json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant",
-            "model": "claude-sonnet-4-5",
+            "model": "claude-opus-4-6",
             "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
             "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}),
         )

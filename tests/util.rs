@@ -222,9 +222,9 @@ pub fn pretooluse_payload(session: &str, transcript: &Path) -> Value {
 }
 
 /// One main-chain assistant transcript line with `tokens` of context, from a model with a 200k
-/// window (`claude-sonnet-4-5`); [`assistant_line_of`] names another.
+/// window (`claude-opus-4-6`, which the client compacts at its threshold); [`assistant_line_of`] names another.
 pub fn assistant_line(tokens: u64, timestamp: &str) -> String {
-    assistant_line_of("claude-sonnet-4-5", tokens, timestamp)
+    assistant_line_of("claude-opus-4-6", tokens, timestamp)
 }
 
 /// [`assistant_line`] from `model`.

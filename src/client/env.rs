@@ -214,6 +214,41 @@ fn canonical_model(id: &str) -> String {
     id
 }
 
+/// Models the client compacts only when a request no longer fits the window, unless a
+/// compaction window is set (`CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `--autocompact`,
+/// `autoCompactWindow`, `modelSettings.<model>.autoCompactWindow`). Read in 2.1.330's and
+/// 2.1.332's code: its `shouldAutoCompact` returns false when the window's source is `"auto"`,
+/// which its model table gives these models on their own window (200k, no larger window without
+/// opting in); a 1M model, a model whose window is below what the API allows without opting in
+/// (`claude-opus-4-6` on 200k), and a model it does not know all compact at the threshold. The
+/// client's schema: `enforced` is "False when the worker defers to the API's prompt-too-long
+/// (reactive mode)"; seen on the real 2.1.330: `claude-sonnet-4-5-20250929` and
+/// `claude-haiku-4-5` never compacted up to 199k of 200k, `claude-opus-4-6` at about 170k.
+const REACTIVE_MODELS: &[&str] = &[
+    "claude-haiku-4-5",
+    "claude-sonnet-4",
+    "claude-sonnet-4-0",
+    "claude-sonnet-4-5",
+    "claude-opus-4",
+    "claude-opus-4-0",
+    "claude-opus-4-1",
+    "claude-opus-4-5",
+];
+
+/// With `[1m]` (a 1M window opted into), these too: the window is then what the API allows,
+/// and the model is no native 1M model.
+const REACTIVE_WITH_1M: &[&str] = &["claude-sonnet-4-6", "claude-opus-4-6"];
+
+/// Does the client compact `model` at its threshold when no compaction window is set? `None`
+/// when it does; else the model's canonical name, which compacts only when the window is full.
+pub fn reactive_model(model: &str) -> Option<String> {
+    let one_m = model.trim().to_ascii_lowercase().ends_with("[1m]");
+    let id = canonical_model(model);
+    let reactive = REACTIVE_MODELS.contains(&id.as_str())
+        || (one_m && REACTIVE_WITH_1M.contains(&id.as_str()));
+    reactive.then_some(id)
+}
+
 /// Does the `modelSettings` key `key` name the model `id`?
 pub fn model_key_matches(key: &str, id: &str) -> bool {
     let key = canonical_model(key);

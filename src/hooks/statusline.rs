@@ -15,6 +15,7 @@ use crate::input::{self, StatusLineInput};
 use crate::marker::{self, Event, Marker, Observation, Source, State, Store};
 use crate::reading::Reading;
 use crate::usage::{human, percent, Level, Limits};
+use crate::window::{CompactSource, Ending};
 
 /// The segment shown when the input cannot be read.
 const NEUTRAL: &str = "ctx ?";
@@ -26,8 +27,12 @@ pub struct Gauge {
     pub limits: Limits,
     /// `tokens` is the last known reading of this cycle, not this frame's (which had none).
     pub last_known: bool,
-    /// The client may compact this session while it is idle, before the compaction point.
-    pub idle: bool,
+    /// The client may compact this session while it is idle, before the compaction point: from
+    /// this many tokens.
+    pub idle_from: Option<u64>,
+    /// How the context ends (a compaction at a threshold, or the window filling): what the
+    /// gauge may count down to.
+    pub ending: Ending,
     /// The client's own percent for this frame, shown instead of ctxguard's so the two agree
     /// (only when this frame's usage and the client's window are the ones the gauge shows).
     pub client_pct: Option<u64>,
@@ -122,7 +127,10 @@ pub fn decide(
         tokens: next.tokens,
         limits,
         last_known: !had_tokens && next.tokens.is_some(),
-        idle: next.idle_compaction_applies(),
+        idle_from: next
+            .idle_compaction_applies()
+            .then(|| next.idle_from.unwrap_or(marker::IDLE_COMPACTION_TOKENS)),
+        ending: CompactSource::ending(next.compact_source.as_ref()),
         client_pct: None,
         trace: Trace::of(&next, now, stale),
     };
@@ -151,19 +159,32 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
     };
     // The last known reading is marked, so a frame without usage does not look current.
     let mark = if gauge.last_known { "~" } else { "" };
-    let distance = if tokens >= l.compact_at {
-        "compaction due".to_string()
-    } else {
-        format!("compacts in {}", human(l.headroom(tokens)))
+    // Only a compaction the client will do is counted down to; else the window's end.
+    let distance = match (gauge.ending, tokens >= l.compact_at) {
+        (Ending::Threshold, true) => "compaction due".to_string(),
+        (Ending::Threshold, false) => format!("compacts in {}", human(l.headroom(tokens))),
+        (_, true) => "window full".to_string(),
+        (_, false) => format!("full in {}", human(l.headroom(tokens))),
     };
-    // Idle compaction can come before the compaction point: say so.
-    let idle = if gauge.idle { " · idle≥200k" } else { "" };
-    let pct = gauge
-        .client_pct
-        .filter(|_| !gauge.last_known)
-        .unwrap_or_else(|| percent(tokens, l.window));
+    // Idle compaction can come before the compaction point: say so, from where.
+    let idle = gauge
+        .idle_from
+        .map(|from| format!(" · idle≥{}", human(from)))
+        .unwrap_or_default();
+    // Near the end the client shows a percentage of its own, of another base ("N% until
+    // auto-compact", "N% context used" of the window less the reply's reservation): two
+    // different figures side by side would contradict each other, so ctxguard shows none then.
+    let pct = if client_indicator_shown(tokens, l, gauge.ending) {
+        String::new()
+    } else {
+        let pct = gauge
+            .client_pct
+            .filter(|_| !gauge.last_known)
+            .unwrap_or_else(|| percent(tokens, l.window));
+        format!("{pct}% · ")
+    };
     let text = format!(
-        "ctx {mark}{pct}% · {}/{} · {distance}{idle}",
+        "ctx {mark}{pct}{}/{} · {distance}{idle}",
         human(tokens),
         human(l.window)
     );
@@ -177,6 +198,24 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
         Level::Below => GREEN,
     };
     format!("{colour}{text}{RESET}")
+}
+
+/// Does the client's own context indicator show at `tokens`? Read in 2.1.330's code (the TUI's
+/// context component; 2.1.332 alike): it appears once the usage is within 20k of the point its
+/// countdown is against: the threshold when auto-compaction is on (also for a model it
+/// compacts only when full, whose indicator then reads "N% context used"), the window less the
+/// reply's 20k reservation when it is off ("Context low").
+pub fn client_indicator_shown(tokens: u64, limits: &Limits, ending: Ending) -> bool {
+    const SHOWN_WITHIN: u64 = 20_000;
+    const RESERVE: u64 = 20_000;
+    let base = match ending {
+        Ending::Threshold => limits.compact_at,
+        Ending::CompactsWhenFull => limits
+            .window
+            .saturating_sub(RESERVE + crate::usage::AUTOCOMPACT_MARGIN),
+        Ending::Full => limits.window.saturating_sub(RESERVE),
+    };
+    tokens >= base.saturating_sub(SHOWN_WITHIN)
 }
 
 pub fn run(no_color: bool, quiet: bool, then: Option<&str>, diag: &mut Diag) -> Result<Outcome> {
@@ -307,7 +346,8 @@ fn gauge_and_record(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Gauge> {
                 tokens: observation.tokens,
                 limits: observation.limits,
                 last_known: false,
-                idle: false,
+                idle_from: None,
+                ending: CompactSource::ending(observation.compact_source.as_ref()),
                 client_pct,
                 trace: None,
             })
@@ -423,7 +463,8 @@ mod tests {
             tokens: Some(tokens),
             limits,
             last_known: false,
-            idle: false,
+            idle_from: None,
+            ending: Ending::Threshold,
             client_pct: None,
             trace: None,
         };
@@ -431,9 +472,53 @@ mod tests {
             render(&g(128_000), false),
             "ctx 64% · 128k/200k · compacts in 39k"
         );
+        // Within 20k of the threshold the client shows its own countdown: no second percent.
         assert_eq!(
-            render(&g(170_000), false),
-            "ctx 85% · 170k/200k · compaction due"
+            render(&g(146_000), false),
+            "ctx 73% · 146k/200k · compacts in 21k"
+        );
+        assert_eq!(
+            render(&g(147_000), false),
+            "ctx 147k/200k · compacts in 20k"
+        );
+        assert_eq!(render(&g(170_000), false), "ctx 170k/200k · compaction due");
+        // A model the client compacts only when full, and auto-compaction off: no countdown to
+        // a compaction, the window's end; the client's indicator from 147k and 160k.
+        let at_end = Limits::compute(
+            200_000,
+            &crate::usage::Policy {
+                compact_buffer_tokens: 0,
+                ..crate::usage::Policy::default()
+            },
+        );
+        let end = |tokens, ending| Gauge {
+            tokens: Some(tokens),
+            limits: at_end,
+            last_known: false,
+            idle_from: None,
+            ending,
+            client_pct: None,
+            trace: None,
+        };
+        assert_eq!(
+            render(&end(146_000, Ending::CompactsWhenFull), false),
+            "ctx 73% · 146k/200k · full in 54k"
+        );
+        assert_eq!(
+            render(&end(171_000, Ending::CompactsWhenFull), false),
+            "ctx 171k/200k · full in 29k"
+        );
+        assert_eq!(
+            render(&end(159_000, Ending::Full), false),
+            "ctx 80% · 159k/200k · full in 41k"
+        );
+        assert_eq!(
+            render(&end(176_000, Ending::Full), false),
+            "ctx 176k/200k · full in 24k"
+        );
+        assert_eq!(
+            render(&end(200_000, Ending::Full), false),
+            "ctx 200k/200k · window full"
         );
         assert!(render(&g(100_000), true).starts_with(GREEN));
         assert!(render(&g(130_000), true).starts_with(YELLOW));
@@ -443,13 +528,24 @@ mod tests {
             tokens: Some(250_000),
             limits: Limits::compute(1_000_000, &crate::usage::Policy::default()),
             last_known: false,
-            idle: true,
+            idle_from: Some(200_000),
+            ending: Ending::Threshold,
             client_pct: None,
             trace: None,
         };
         assert_eq!(
             render(&idle, false),
             "ctx 25% · 250k/1M · compacts in 717k · idle≥200k"
+        );
+        // The client's threshold, raised (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`).
+        let raised = Gauge {
+            tokens: Some(550_000),
+            idle_from: Some(500_000),
+            ..idle
+        };
+        assert_eq!(
+            render(&raised, false),
+            "ctx 55% · 550k/1M · compacts in 417k · idle≥500k"
         );
     }
 }

@@ -14,7 +14,7 @@ use crate::marker::Marker;
 use crate::nudge;
 use crate::reading::Reading;
 
-const MODEL: &str = "claude-sonnet-4-5"; // 200k: compacts at 167k, nudges at 127k, critical 152k
+const MODEL: &str = "claude-opus-4-6"; // 200k, at its threshold: compacts at 167k, nudges at 127k, critical 152k
 
 fn t(minutes: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 1, 10, 0, 0).unwrap() + Duration::minutes(minutes)
