@@ -206,11 +206,13 @@ pub fn nudge_templates(config: &Config, ending: Ending) -> (&str, &str) {
     )
 }
 
-const IDLE_NUDGE_TEXT: &str = "ctxguard: {tokens} tokens are in context, so if this session \
-now waits for the user for about an hour, Claude Code compacts it while idle (idle compaction) \
-and the history is summarised and dropped. Before ending your turn, save durable knowledge to \
-memory, {where}: decisions and their reasons, user preferences, debugging insights, project \
-facts, open tasks and next steps. Keep it brief and start no new work; then end your turn.";
+const IDLE_NUDGE_TEXT: &str = "ctxguard: {tokens} tokens are in context. If this session now \
+waits for the user for about an hour, Claude Code compacts it while idle, and the history is \
+summarised and dropped. Before the turn ends, save what is not yet saved to memory, {where}: \
+decisions and their reasons, user preferences, debugging insights, project facts, open tasks \
+and next steps, in a few lines, and start no new work. Then end your turn by repeating, word for \
+word, the question you last asked the user or what you last told them, so that it stays the last \
+thing they read.";
 
 /// The text of the end-of-turn nudge before an idle compaction.
 pub fn idle_nudge_text(tokens: u64, place: &str) -> String {

@@ -434,6 +434,18 @@ fn find_session(env: &TestEnv) -> String {
     sessions.into_iter().next().unwrap()
 }
 
+/// The client's transcript of `session` (under its projects folder).
+fn transcript_of(env: &TestEnv, session: &str) -> PathBuf {
+    let projects = env.home().join(".claude/projects");
+    fs::read_dir(&projects)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.path().join(format!("{session}.jsonl")))
+        .find(|p| p.exists())
+        .unwrap_or_default()
+}
+
 /// The stdout of every `PreToolUse` run, in order (see `tests/e2e/hook.sh`).
 fn pretooluse_runs(log: &Path) -> Vec<String> {
     fs::read_to_string(log)
@@ -541,9 +553,10 @@ fn tui_compact_checkpoints_and_recovers() {
 
 /// Before an idle compaction can take the session: the real 2.1.330 TUI, attended, a text-only
 /// answer at 250k of 1M (far below the nudge, past idle compaction's 200k). No tool call comes,
-/// so only the Stop hook can ask the agent to save: the client goes on once with its reason as
-/// `Stop hook feedback`, the agent answers, and the Stop after that (`stop_hook_active`) is
-/// quiet. What the user sees is recorded in docs/states.md.
+/// so only the Stop hook can ask the agent to save. Its `additionalContext` reaches the model
+/// once, as `Stop hook additional context`, the agent answers once more, and the Stop after
+/// that (`stop_hook_active`) is quiet; the user sees the client's neutral "Stop hook says",
+/// never "reported a problem". What the user sees is recorded in docs/states.md.
 #[test]
 fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     let script = Script {
@@ -561,7 +574,7 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     tui.wait_for("the first Stop", |_| (!stops().is_empty()).then_some(()));
     let session = find_session(env);
     assert!(
-        stops()[0].contains("block"),
+        stops()[0].contains("additionalContext"),
         "{:?} {}",
         stops(),
         env.marker(&session)
@@ -580,12 +593,16 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     let runs = stops();
     assert_eq!(runs.len(), 2, "{runs:?}");
     let first: Value = serde_json::from_str(&runs[0]).unwrap();
-    assert_eq!(first["decision"], "block", "{first}");
+    let text = first["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        first["hookSpecificOutput"]["hookEventName"], "Stop",
+        "{first}"
+    );
+    assert!(first.get("decision").is_none(), "{first}");
     assert!(
-        first["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("ctxguard: 250k tokens are in context"),
+        text.starts_with("ctxguard: 250k tokens are in context"),
         "{first}"
     );
     assert_eq!(
@@ -593,19 +610,27 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
         "the turn the hook continued is not continued again"
     );
     assert_eq!(requests.len(), 2, "one more model call, no loop");
-    // The reason reaches the model as a user message after the answer (the client's system
-    // prompt names "Stop hook feedback" too, so only the messages are counted).
-    let feedback = "Stop hook feedback:\\nctxguard: 250k tokens are in context";
-    assert_eq!(count(&requests[0]["messages"], feedback), 0);
-    assert_eq!(
-        count(&requests[1]["messages"], feedback),
-        1,
-        "{}",
-        requests[1]
-    );
-    assert_eq!(env.marker(&session)["state"], "nudged");
-    // What the user sees, for the docs.
-    eprintln!("the screen after the Stop nudge:\n{}", tui.screen());
+    // The text reaches the model once, after the answer (the client's system prompt names the
+    // Stop hook's labels too, so only the messages are counted).
+    let said = "ctxguard: 250k tokens are in context";
+    assert_eq!(count(&requests[0]["messages"], said), 0);
+    assert_eq!(count(&requests[1]["messages"], said), 1, "{}", requests[1]);
+    for never in ["Stop hook feedback", "Stop hook blocking error"] {
+        assert_eq!(count(&requests[1]["messages"], never), 0, "{}", requests[1]);
+    }
+    // A level of its own: the trigger's nudge is still to come this cycle.
+    let m = env.marker(&session);
+    assert_eq!(m["state"], "idle", "{m}");
+    assert!(m["idle_nudge"]["tokens"].as_u64() >= Some(250_000), "{m}");
+    let screen = tui.screen();
+    assert!(!screen.contains("reported a problem"), "{screen}");
+    // What the user sees and how the client keeps it, for the docs.
+    eprintln!("the screen after the Stop nudge:\n{screen}");
+    if let Ok(t) = fs::read_to_string(transcript_of(env, &session)) {
+        for line in t.lines().filter(|l| l.contains("ctxguard: 250k")) {
+            eprintln!("transcript: {line}");
+        }
+    }
 }
 
 /// A prompt typed while the agent works is queued by the client (2.1.3x-2.1.4x wrote it only

@@ -1055,3 +1055,53 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
         "{focused}"
     );
 }
+
+/// A turn ctxguard's own Stop nudge made the agent take (to save before an idle compaction) is
+/// not what the agent last told the user: the gist stays the question the user will answer, in
+/// the form 2.1.330 records the nudge (an attachment of the Stop hook's additional context) and
+/// in the older `decision: block` form ("Stop hook feedback").
+#[test]
+fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
+    let question =
+        "Two ways to validate the import: (A) strict schemas or (B) lenient parsing. (A) or (B)?";
+    let nudge = "ctxguard: 250k tokens are in context. If this session now waits for the user for about an hour, Claude Code compacts it while idle.";
+    let forms = [
+        json!({"type": "attachment", "isSidechain": false, "attachment": {
+            "type": "hook_additional_context", "content": [nudge], "hookName": "Stop",
+            "hookEvent": "Stop"}}),
+        json!({"type": "user", "isMeta": true, "message": {"role": "user",
+            "content": format!("Stop hook feedback:\n{nudge}")}}),
+    ];
+    for form in forms {
+        let env = TestEnv::new();
+        let reply = |text: &str| {
+            json!({"type": "assistant", "timestamp": time_from_now(-30), "message": {
+                "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 250_000}}})
+            .to_string()
+        };
+        let lines = [
+            json!({"type": "user", "cwd": CWD, "timestamp": time_from_now(-60),
+                   "message": {"role": "user", "content": "Plan the validation of the import"}})
+            .to_string(),
+            reply(question),
+            form.to_string(),
+            reply("Saved the validation plan to memory."),
+        ];
+        let path = env.write("t.jsonl", &(lines.join("\n") + "\n"));
+        env.run(
+            &["precompact"],
+            precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+        );
+        let block = decode_block(
+            &env.run(
+                &["sessionstart"],
+                sessionstart_payload(SESSION, "compact", CWD).to_string(),
+            )
+            .stdout,
+        );
+        assert!(block.contains("(A) or (B)?"), "{block}");
+        assert!(!block.contains("Saved the validation plan"), "{block}");
+        assert!(!block.contains("250k tokens are in context"), "{block}");
+    }
+}

@@ -217,6 +217,23 @@ struct Builder {
     cwd: Option<String>,
     git_branch: Option<String>,
     client_version: Option<String>,
+    /// The agent is in a turn ctxguard's own Stop nudge made it take (to save before an idle
+    /// compaction): its reply is not the gist, which stays what the agent last told the user.
+    forced_turn: bool,
+}
+
+/// Is this line ctxguard's Stop nudge, as the client records it: an attachment of a Stop
+/// hook's additional context (2.1.330), or an older `decision: block`'s "Stop hook feedback"?
+fn is_own_stop_nudge(line: &str, kind: Option<&str>) -> bool {
+    let ours = line.contains("ctxguard: ");
+    match kind {
+        Some("attachment") => {
+            ours && line.contains("\"hook_additional_context\"")
+                && line.contains("\"hookEvent\":\"Stop\"")
+        }
+        Some("user") => ours && line.contains("Stop hook feedback:\\nctxguard: "),
+        _ => false,
+    }
 }
 
 impl Builder {
@@ -239,6 +256,10 @@ impl Builder {
         }
         if let Some(version) = entry.version.as_deref().filter(|v| !v.is_empty()) {
             self.client_version = Some(cut(version, 40));
+        }
+        if is_own_stop_nudge(line, entry.kind.as_deref()) {
+            self.forced_turn = true;
+            return;
         }
         match entry.kind.as_deref() {
             Some("last-prompt") => return self.last_prompt(line),
@@ -293,6 +314,7 @@ impl Builder {
         if text.trim_start().starts_with(NOTIFICATION) {
             self.tools.notification(text);
         } else if is_prompt {
+            self.forced_turn = false;
             if let Some((id, subject)) = asks::assignment(text) {
                 self.tools.task_named(&id, &subject);
             }
@@ -429,7 +451,7 @@ impl Builder {
         bounded::for_each(content.get(), |block: Block| match block.kind.as_deref() {
             Some("text") => {
                 if let Some(text) = block.text.as_deref() {
-                    if let Some(gist) = gist(text) {
+                    if let Some(gist) = gist(text).filter(|_| !self.forced_turn) {
                         self.last_assistant = Some(gist);
                     }
                 }

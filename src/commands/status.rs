@@ -47,6 +47,10 @@ struct SessionStatus {
     pub last_nudge: Option<LastNudge>,
     /// When the newest checkpoint was written (a compaction, or the session's end).
     pub last_checkpoint_at: Option<DateTime<Utc>>,
+    /// The newest end-of-turn nudge before an idle compaction, kept even when a later nudge
+    /// is the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_nudge: Option<LastNudge>,
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +89,7 @@ impl SessionStatus {
             recovery_pending: m.recovery_pending,
             cwd: cwd_of(root, m),
             last_nudge: m.last_nudge.clone(),
+            idle_nudge: m.idle_nudge.clone(),
             last_checkpoint_at: m
                 .last_checkpoint
                 .as_ref()
@@ -150,7 +155,13 @@ fn nudge_cell(n: Option<&LastNudge>, now: DateTime<Utc>) -> String {
                 "{} {} ago{}",
                 opt_tokens(n.tokens),
                 age(n.at, now),
-                if n.critical { ", critical" } else { "" }
+                if n.critical {
+                    ", critical"
+                } else if n.idle {
+                    ", idle"
+                } else {
+                    ""
+                }
             )
         },
     )
@@ -298,11 +309,30 @@ fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration
             "last nudge  {}",
             s.last_nudge.as_ref().map_or("-".into(), |n| format!(
                 "{}{} at {}",
-                if n.critical { "critical, " } else { "" },
+                if n.critical {
+                    "critical, "
+                } else if n.idle {
+                    "idle (end of turn), "
+                } else {
+                    ""
+                },
                 opt_tokens(n.tokens),
                 opt_time(Some(n.at), now)
             ))
         ),
+    ]);
+    if let Some(n) = s
+        .idle_nudge
+        .as_ref()
+        .filter(|n| !s.last_nudge.as_ref().is_some_and(|l| l == *n))
+    {
+        lines.push(format!(
+            "idle nudge  {} at {} (at the end of a turn, before an idle compaction)",
+            opt_tokens(n.tokens),
+            opt_time(Some(n.at), now)
+        ));
+    }
+    lines.extend([
         format!("compactions {}", s.compactions),
         format!(
             "checkpoint  {}{}",
@@ -385,8 +415,15 @@ mod tests {
             at: ago(300),
             tokens: Some(930_000),
             critical: true,
+            idle: false,
         };
         assert_eq!(nudge_cell(Some(&n), now), "930k 5m ago, critical");
+        let idle = LastNudge {
+            critical: false,
+            idle: true,
+            ..n
+        };
+        assert_eq!(nudge_cell(Some(&idle), now), "930k 5m ago, idle");
         assert_eq!(nudge_cell(None, now), "-");
         assert_eq!(trim_slash("/p/"), "/p");
         assert_eq!(trim_slash("/"), "/");

@@ -59,6 +59,7 @@ impl Trace {
         match m.effective_state(now, stale) {
             State::Nudged => return Some(Trace::Nudged),
             State::CriticalNudged => return Some(Trace::CriticalNudged),
+            _ if m.idle_nudge_this_cycle().is_some() => return Some(Trace::Nudged),
             _ => {}
         }
         let recent = m.compacted_at.is_some_and(|at| {

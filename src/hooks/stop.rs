@@ -1,39 +1,40 @@
 //! `ctxguard stop`: the nudge before an idle compaction. The client compacts an attended session
 //! of 200k tokens or more (`CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS`) while it waits for the user,
-//! shortly before the prompt cache expires (about an hour), unless `idleCompaction` is off. No
-//! tool call comes before such a compaction, so neither `PreToolUse` nor `UserPromptSubmit` can
-//! ask the agent to save first. `Stop` runs when the agent ends its turn: when idle compaction
-//! could take the session and this cycle has not been nudged yet, it answers
-//! `{"decision": "block", "reason": …}`, which makes the agent go on once with that reason as its
-//! instruction (save, then end the turn). At most once per cycle (the marker records it as the
-//! cycle's nudge, under the session lock), never while a Stop hook already keeps the turn going
-//! (`stop_hook_active`), never for a subagent, never under `-p` or the SDK (no idle compaction
-//! there), and not with `idle_nudge` off.
+//! about 54 minutes after its last request, unless `idleCompaction` is off. No tool call comes
+//! before such a compaction, so neither `PreToolUse` nor `UserPromptSubmit` can ask the agent to
+//! save first. `Stop` runs when the agent ends its turn: when idle compaction could take the
+//! session and it would cost something (no nudge this cycle, or enough new work since the last
+//! one), it answers with `additionalContext`, which the client (2.1.330, 2.1.332: read in its
+//! code, seen on the real TUI) gives the model once as `Stop hook additional context: …` and lets
+//! it go on once, showing the user a neutral `Stop hook says: …` (a `decision: block` reaches the
+//! model twice and shows "Stop hook reported a problem"). The idle nudge is a level of its own:
+//! at most once per cycle, and it never takes the place of the trigger's or the critical nudge.
+//! Never while a Stop hook already keeps the turn going (`stop_hook_active`), never for a
+//! subagent, never under `-p` or the SDK (no idle compaction there), and not with `idle_nudge`
+//! off.
 
 use std::path::Path;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::config::{idle_nudge_text, Config, Env};
 use crate::event;
 use crate::facts::Context;
-use crate::hooks::{Diag, Outcome};
-use crate::marker::{self, Event, Marker, Nudge, Observation, State, Store};
+use crate::hooks::{additional_context, Diag, Outcome};
+use crate::marker::{self, Event, LastNudge, Marker, Observation, Store};
 use crate::memory;
 use crate::nudge;
 
-/// What a Stop hook prints to keep the turn going once.
-#[derive(Serialize)]
-struct Block<'a> {
-    decision: &'static str,
-    reason: &'a str,
-}
+/// New work, in tokens since this cycle's last nudge, that makes an idle compaction worth a
+/// nudge: right after the trigger's or the critical nudge the agent has just saved, and one
+/// more turn to save again would cost the user more than the compaction loses.
+pub const NEW_WORK: u64 = 100_000;
 
 /// The marker after this Stop, and whether to ask the agent to save now: idle compaction can
-/// take the session (on, attended, at or past its threshold, before the compaction point) and
-/// no nudge was given this cycle.
+/// take the session (on, attended, at or past its threshold, before the compaction point), this
+/// cycle had no idle nudge yet, and the work since this cycle's last nudge (if any) is at least
+/// [`NEW_WORK`].
 pub fn decide(
     marker: &Marker,
     observation: Option<&Observation>,
@@ -46,24 +47,21 @@ pub fn decide(
         || marker.clone(),
         |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
     );
-    // Once per cycle whatever the clock says: a marker left alone past `stale_after_secs`
-    // counts as idle (and would re-arm the tool-call nudge), but a nudge given since the last
-    // compaction still counts here; the user coming back after half an hour is not asked again.
-    let nudged_since_compaction = m
-        .last_nudge
-        .as_ref()
-        .is_some_and(|n| m.compacted_at.is_none_or(|c| n.at > c));
-    let not_nudged = matches!(m.effective_state(now, stale), State::Idle | State::Armed)
-        && !nudged_since_compaction;
-    if config.idle_nudge && attended && not_nudged && m.idle_compaction_applies() {
-        let mut next = marker::transition(&m, &Event::Nudged(Nudge::Normal), now, stale);
-        // Nudged far below the trigger: a later drop is measured from here, as after arming on
-        // growth (else the next reading would look like a compaction and start a new cycle).
-        if next.armed_at.is_none() {
-            next.armed_at = Some(now);
-            next.armed_tokens = m.tokens;
-        }
-        return (next, true);
+    // Once per cycle whatever the clock says: a nudge given since the last compaction counts
+    // even after the marker went stale (the user back after half an hour is not asked again).
+    let since_compaction = |n: &&LastNudge| m.compacted_at.is_none_or(|c| n.at > c);
+    let worth_it = match (m.tokens, m.last_nudge.as_ref().filter(since_compaction)) {
+        (Some(t), Some(last)) => t >= last.tokens.unwrap_or(0).saturating_add(NEW_WORK),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if config.idle_nudge
+        && attended
+        && m.idle_nudge_this_cycle().is_none()
+        && worth_it
+        && m.idle_compaction_applies()
+    {
+        return (marker::transition(&m, &Event::IdleNudged, now, stale), true);
     }
     (m, false)
 }
@@ -152,16 +150,13 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
     let (place, _) = memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
     let text = idle_nudge_text(tokens, &place);
-    let out = serde_json::to_string(&Block {
-        decision: "block",
-        reason: &text,
-    })?;
-    Ok(Outcome::Print(out + "\n"))
+    Ok(Outcome::Print(additional_context(event::STOP, text)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::marker::State;
     use crate::usage::Limits;
     use chrono::TimeZone;
 
@@ -190,15 +185,20 @@ mod tests {
         // 250k of 1M: it can, and no nudge was given.
         let (next, yes) = decide(&m, Some(&obs(250_000)), &config, t(0), true);
         assert!(yes);
-        assert_eq!(next.state, State::Nudged);
-        // Once: the next Stop of the cycle says nothing, and the cycle goes on.
-        let (after, again) = decide(&next, Some(&obs(260_000)), &config, t(10), true);
+        // A level of its own: the state (and so the trigger's nudge) is untouched.
+        assert_eq!(next.state, State::Idle);
+        assert_eq!(
+            next.idle_nudge.as_ref().map(|n| n.tokens),
+            Some(Some(250_000))
+        );
+        // Once: the next Stop of the cycle says nothing, even 600k later.
+        let (after, again) = decide(&next, Some(&obs(850_000)), &config, t(10), true);
         assert!(!again);
-        assert_eq!((after.state, after.cycle), (State::Nudged, next.cycle));
+        assert_eq!(after.cycle, next.cycle);
         // Not after the marker went stale either (the user back after 31 minutes, before the
         // client's idle compaction at about an hour).
-        let (stale_later, again) = decide(&next, Some(&obs(260_000)), &config, t(31 * 60), true);
-        assert!(!again, "{stale_later:?}");
+        let (_, again) = decide(&next, Some(&obs(260_000)), &config, t(31 * 60), true);
+        assert!(!again);
         // After a compaction, the next cycle may be asked again.
         let compacted = marker::transition(
             &next,
@@ -226,5 +226,24 @@ mod tests {
         let mut higher = obs(250_000);
         higher.idle_from = Some(300_000);
         assert!(!decide(&m, Some(&higher), &config, t(0), true).1);
+    }
+
+    /// Right after the trigger's nudge the agent has saved: an idle nudge then costs a turn
+    /// for little. With enough new work since, it is worth one.
+    #[test]
+    fn only_with_enough_new_work_since_this_cycles_nudge() {
+        let config = Config::default();
+        let mut m = Marker::new("s");
+        m.last_nudge = Some(LastNudge {
+            at: t(0),
+            tokens: Some(300_000),
+            critical: false,
+            idle: false,
+        });
+        assert!(!decide(&m, Some(&obs(350_000)), &config, t(10), true).1);
+        assert!(decide(&m, Some(&obs(400_000)), &config, t(10), true).1);
+        // A nudge of an earlier cycle does not count.
+        m.compacted_at = Some(t(5));
+        assert!(decide(&m, Some(&obs(350_000)), &config, t(10), true).1);
     }
 }

@@ -162,6 +162,10 @@ pub struct Marker {
     pub cwd: Option<String>,
     /// The newest nudge of any cycle (`nudged_at` is this cycle's only): what `status` shows.
     pub last_nudge: Option<LastNudge>,
+    /// The newest end-of-turn nudge before an idle compaction (`Stop`): a level of its own,
+    /// at most once per cycle, which never takes the place of the trigger's and the critical
+    /// nudge. This cycle's when it is newer than `compacted_at`.
+    pub idle_nudge: Option<LastNudge>,
 }
 
 /// A nudge as `status` reports it: when, at what usage, which level.
@@ -170,6 +174,9 @@ pub struct LastNudge {
     pub at: DateTime<Utc>,
     pub tokens: Option<u64>,
     pub critical: bool,
+    /// Given by `Stop` at the end of a turn, before an idle compaction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
 }
 
 /// A working directory longer than this is cut (a checkpoint cuts it the same way).
@@ -193,6 +200,13 @@ impl Marker {
 }
 
 impl Marker {
+    /// This cycle's idle nudge, if one was given since the last compaction.
+    pub fn idle_nudge_this_cycle(&self) -> Option<&LastNudge> {
+        self.idle_nudge
+            .as_ref()
+            .filter(|n| self.compacted_at.is_none_or(|c| n.at > c))
+    }
+
     /// This marker as it will be once a boundary's `preTokens` (where the client just
     /// auto-compacted) is recorded: the limits of the reading that brings it are resolved with
     /// it, not a reading later.
@@ -277,6 +291,9 @@ pub enum Event {
     Observe(Observation),
     /// A nudge of this level was emitted.
     Nudged(Nudge),
+    /// `Stop` asked the agent to save before an idle compaction (the state does not change:
+    /// the trigger's and the critical nudge are still to come).
+    IdleNudged,
     /// `PreCompact` wrote this checkpoint: a new cycle starts and a recovery is pending.
     /// `tokens` were in context; `auto` when the client compacted by itself; `repeat` when it
     /// is the same compaction as the last one (`PreCompact` ran again before it finished): the
@@ -495,7 +512,18 @@ pub fn transition(
                 at: now,
                 tokens: m.tokens,
                 critical: *level == Nudge::Critical,
+                idle: false,
             });
+        }
+        Event::IdleNudged => {
+            let nudge = LastNudge {
+                at: now,
+                tokens: m.tokens,
+                critical: false,
+                idle: true,
+            };
+            m.last_nudge = Some(nudge.clone());
+            m.idle_nudge = Some(nudge);
         }
         Event::Compacted {
             checkpoint,
