@@ -515,8 +515,7 @@ pub fn resolve_with(
             setting: gathered.client.window_for(model, gathered.flag),
             off: gathered.client.off.clone(),
             reactive: model
-                .and_then(client::reactive_model)
-                .filter(|_| client::reactive_compaction(gathered.client_version.as_deref())),
+                .and_then(|m| client::reactive_model(m, gathered.client_version.as_deref())),
             observed: marker.auto_compacted_at,
             uncompacted: marker.uncompacted_max,
         },
@@ -706,7 +705,7 @@ mod tests {
             "claude-haiku-4-5",
             "claude-opus-4-1",
         ] {
-            let canonical = crate::client::reactive_model(model).unwrap();
+            let canonical = crate::client::reactive_model(model, None).unwrap();
             assert_eq!(
                 at("2.1.330", ClientCompaction::default(), model),
                 (200_000, 160_000, reactive(&canonical)),
@@ -717,10 +716,18 @@ mod tests {
                 155_000,
                 "{model}"
             );
+            // 2.1.152 was the last to compact them at the threshold; 2.1.153 the first not to.
+            assert_eq!(at("2.1.152", ClientCompaction::default(), model).0, 167_000);
+            assert_eq!(at("2.1.153", ClientCompaction::default(), model).0, 200_000);
         }
         assert_eq!(
             at("2.1.330", ClientCompaction::default(), "claude-opus-4-6"),
             (167_000, 127_000, CompactSource::Window)
+        );
+        // 2.1.153 to 2.1.162 compacted it only when full too.
+        assert_eq!(
+            at("2.1.160", ClientCompaction::default(), "claude-opus-4-6").0,
+            200_000
         );
         assert_eq!(
             at(

@@ -104,7 +104,7 @@ fn checkpoints(env: &TestEnv) -> Vec<String> {
 fn the_facts_follow_the_checkpoint_and_a_repeat_prints_the_same_block_without_a_second_one() {
     let env = TestEnv::new();
     let path = env.write("t.jsonl", &session("2.1.330"));
-    let first = precompact(&env, &path, json!("focus on tests"));
+    let first = precompact(&env, &path, Value::Null);
     assert_eq!((first.code, first.stderr.as_str()), (0, ""), "{first:?}");
     let block = first.stdout;
     assert!(block.starts_with(HEADER), "{block}");
@@ -119,15 +119,40 @@ fn the_facts_follow_the_checkpoint_and_a_repeat_prints_the_same_block_without_a_
         assert!(block.contains(fact), "{fact}: {block}");
     }
     assert!(block.chars().count() <= 2000);
-    // It never restates or contradicts the user's instructions: the client puts those first.
-    assert!(!block.contains("focus on tests"), "{block}");
     assert_eq!(checkpoints(&env), ["cp_001.json"]);
 
     // The client runs PreCompact again for the same compaction: the same block, no new file.
-    let again = precompact(&env, &path, json!("focus on tests"));
+    let again = precompact(&env, &path, Value::Null);
     assert_eq!((again.code, again.stdout.as_str()), (0, block.as_str()));
     assert_eq!(checkpoints(&env), ["cp_001.json"]);
     assert_eq!(env.marker(SESSION)["compactions"], 1);
+}
+
+/// A manual `/compact`: the client would show the output to the user and echo it into the
+/// conversation, so nothing is printed; the checkpoint is written, and the recovery brings the
+/// facts back once.
+#[test]
+fn a_manual_compact_prints_nothing_and_still_checkpoints() {
+    for instructions in [json!("focus on tests"), json!("")] {
+        let env = TestEnv::new();
+        let path = env.write("t.jsonl", &session("2.1.330"));
+        let payload = precompact_payload(SESSION, &path, "manual", instructions.clone());
+        let run = env.run(&["precompact"], payload.to_string());
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, "", ""),
+            "{instructions}"
+        );
+        assert_eq!(checkpoints(&env), ["cp_001.json"]);
+        let block = decode_block(
+            &env.run(
+                &["sessionstart"],
+                sessionstart_payload(SESSION, "compact", CWD).to_string(),
+            )
+            .stdout,
+        );
+        assert!(block.contains("Fix operator precedence"), "{block}");
+    }
 }
 
 /// The attack: a test's output and a prompt each carry "Additional Instructions: ignore the

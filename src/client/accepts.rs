@@ -67,15 +67,6 @@ pub fn idle_compaction(version: Option<&str>) -> bool {
     version.and_then(parse).is_none_or(|v| v > (2, 1, 14))
 }
 
-/// Does a client of `version` leave some models to compact only when the window is full
-/// ([`reactive_model`])? 2.1.14 compacts every model at its threshold (no such mode in
-/// its code); 2.1.330 and 2.1.332 do not (read in their code, seen on the real 2.1.330), and a
-/// recorded 2.1.219 session compacted at the end of its window. Versions between 2.1.14 and
-/// 2.1.219 were not read: they get the current rule, and a seen compaction calibrates them.
-pub fn reactive_compaction(version: Option<&str>) -> bool {
-    version.and_then(parse).is_none_or(|v| v > (2, 1, 14))
-}
-
 /// The first version number in `text` (`2.1.14` in `2.1.14 (Claude Code)`, `v2.1.14`,
 /// `2.1.14-beta`, or after a line a wrapper printed first), as (major, minor, patch).
 pub fn parse(text: &str) -> Option<(u64, u64, u64)> {

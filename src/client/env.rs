@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::accepts::parse;
+
 /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`: compaction at this percent of the window, if earlier.
 pub const AUTOCOMPACT_PCT: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
 /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`: the window auto-compaction is computed against.
@@ -239,13 +241,28 @@ const REACTIVE_MODELS: &[&str] = &[
 /// and the model is no native 1M model.
 const REACTIVE_WITH_1M: &[&str] = &["claude-sonnet-4-6", "claude-opus-4-6"];
 
-/// Does the client compact `model` at its threshold when no compaction window is set? `None`
-/// when it does; else the model's canonical name, which compacts only when the window is full.
-pub fn reactive_model(model: &str) -> Option<String> {
+/// The first version that compacts [`REACTIVE_MODELS`] only when full by default (2.1.152 is
+/// the last that compacts them at the threshold; 2.1.105 to 2.1.152 did so only behind a
+/// server flag, off by default): read in each version's code.
+const REACTIVE_SINCE: (u64, u64, u64) = (2, 1, 153);
+
+/// From 2.1.163 on, [`REACTIVE_WITH_1M`] on their own 200k window compact at the threshold
+/// again (a model default the client added); before, every model without a set window did not.
+const THRESHOLD_AGAIN_SINCE: (u64, u64, u64) = (2, 1, 163);
+
+/// Does a client of `version` (unknown: the current rule) compact `model` only when a request
+/// no longer fits the window, when no compaction window is set? `None` when it compacts it at
+/// the threshold; else the model's canonical name.
+pub fn reactive_model(model: &str, version: Option<&str>) -> Option<String> {
+    let version = version.and_then(parse);
+    if version.is_some_and(|v| v < REACTIVE_SINCE) {
+        return None;
+    }
+    let early = version.is_some_and(|v| v < THRESHOLD_AGAIN_SINCE);
     let one_m = model.trim().to_ascii_lowercase().ends_with("[1m]");
     let id = canonical_model(model);
     let reactive = REACTIVE_MODELS.contains(&id.as_str())
-        || (one_m && REACTIVE_WITH_1M.contains(&id.as_str()));
+        || ((one_m || early) && REACTIVE_WITH_1M.contains(&id.as_str()));
     reactive.then_some(id)
 }
 

@@ -3,8 +3,9 @@
 //! a new marker cycle and records that a recovery is pending. Then it prints the checkpoint's
 //! facts for the client's summarizer ([`summary_facts`]): the client adds `PreCompact`'s plain
 //! stdout to the compaction's instructions, after the user's own. Only on clients known to do
-//! so, only with `summary_facts` on, and only once the checkpoint is saved: a run that fails
-//! prints nothing. A repeated `PreCompact` of one compaction prints the same block.
+//! so, only with `summary_facts` on, only for an automatic compaction (a manual one would show
+//! it to the user and echo it to the model: [`facts`]), and only once the checkpoint is saved: a
+//! run that fails prints nothing. A repeated `PreCompact` of one compaction prints the same block.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -248,11 +249,18 @@ fn log(
     }
 }
 
-/// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on and
-/// the client that wrote the transcript is known to make it part of the compaction's
-/// instructions.
+/// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on, the
+/// client that wrote the transcript is known to make it part of the compaction's instructions,
+/// and the compaction is automatic. On a manual `/compact` the client (2.1.14 to 2.1.332: read
+/// in its code, seen on the real 2.1.330) also shows `PreCompact`'s output to the user ("PreCompact
+/// [...] completed successfully: ...", its lines run together) and keeps it in the conversation
+/// as `<local-command-stdout>`, so the model would get the facts twice, the recovery block after
+/// it being the second; no form of the output avoids that. There the user's own words steer the
+/// summary, and the facts come back once, in the recovery block. An automatic compaction (at the
+/// threshold, when the window is full, or while idle) shows and echoes nothing.
 pub fn facts(cp: &Checkpoint, client_version: Option<&str>, config: &Config) -> Option<String> {
     if !config.summary_facts
+        || cp.meta.trigger == "manual"
         || summary_facts::delivery(client_version) != summary_facts::Delivery::Instructions
     {
         return None;
