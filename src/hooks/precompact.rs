@@ -252,8 +252,8 @@ fn log(
 /// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on, the
 /// client that wrote the transcript is known to make it part of the compaction's instructions,
 /// and the compaction is automatic. On a manual `/compact` the client (2.1.14 to 2.1.332: read
-/// in its code, seen on the real 2.1.330) also shows `PreCompact`'s output to the user ("PreCompact
-/// [...] completed successfully: ...", its lines run together) and keeps it in the conversation
+/// in its code, seen on the real 2.1.330) also shows `PreCompact`'s output to the user (`PreCompact
+/// [...] completed successfully: ...`, its lines run together) and keeps it in the conversation
 /// as `<local-command-stdout>`, so the model would get the facts twice, the recovery block after
 /// it being the second; no form of the output avoids that. There the user's own words steer the
 /// summary, and the facts come back once, in the recovery block. An automatic compaction (at the
