@@ -172,3 +172,40 @@ fn two_auto_compactions_teach_a_point_between_the_evidence() {
     assert_eq!(at, 67_000, "{m}");
     rig.assert_hooks_only_added_context();
 }
+
+/// A 200k model the client compacts only when a request no longer fits (claude-sonnet-4-5 on
+/// 2.1.330, no compaction window set): at 171k, past the usual point (167k), the real client
+/// does not compact, and the nudge counts down to the window's end, not to a compaction at
+/// 167k that will not come.
+#[test]
+fn a_model_compacted_only_when_full_gets_no_false_countdown() {
+    let Some(rig) = Rig::new(2, 171_000) else {
+        return;
+    };
+    let out = rig.claude(
+        "run two commands",
+        None,
+        &["--model", "claude-sonnet-4-5-20250929"],
+    );
+    let session = out["session_id"].as_str().unwrap();
+    // The client did not compact at its usual point.
+    assert!(!rig.hook_runs().iter().any(|r| r.0 == "precompact"));
+    let everything = all_requests(&rig);
+    assert!(!everything.contains("create a detailed summary of the conversation"));
+    let last = rig.api.requests().last().unwrap().clone();
+    assert_eq!(count(&last, NUDGE), 1, "{last}");
+    let text = last.to_string();
+    assert!(
+        text.contains(
+            "ctxguard: about 29k tokens are left before the context window is full (171k of 200k \
+             tokens are in use). Claude Code compacts this session only then"
+        ),
+        "{text}"
+    );
+    assert!(!everything.contains("auto-compaction is imminent"));
+    assert!(!everything.contains("which comes at 167k"));
+    let m = rig.env.marker(session);
+    assert_eq!(m["compact_at"], 200_000, "{m}");
+    assert_eq!(m["compact_source"]["reactive"], "claude-sonnet-4-5", "{m}");
+    rig.assert_hooks_only_added_context();
+}
