@@ -318,6 +318,16 @@ fn status_line_arms_and_the_next_tool_call_is_nudged_once(case: &Case) {
 /// through the logging wrapper, against the stand-in scripted by `script`; the first status
 /// line drawn. `None` (said) without tmux or the client.
 fn tui_with_hooks(hooks: &[(&str, &str)], script: Script) -> Option<TuiRig> {
+    tui_with_env(hooks, script, &[])
+}
+
+/// [`tui_with_hooks`] with these variables in the settings' `env` block (the client applies it
+/// to itself and to every hook).
+fn tui_with_env(
+    hooks: &[(&str, &str)],
+    script: Script,
+    vars: &[(&str, &str)],
+) -> Option<TuiRig> {
     if !tmux_available() {
         return None;
     }
@@ -335,9 +345,14 @@ fn tui_with_hooks(hooks: &[(&str, &str)], script: Script) -> Option<TuiRig> {
     }
     let hook_log = logged_hook(&env, "").1;
     let settings = dir.join("settings.json");
+    let vars: serde_json::Map<String, Value> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), json!(v)))
+        .collect();
     let config = json!({
         "statusLine": {"type": "command", "command": statusline_command()},
         "hooks": registered,
+        "env": vars,
     });
     fs::write(&settings, config.to_string()).unwrap();
     let api = FakeApi::start_with(&dir, script, &[]);
@@ -696,4 +711,44 @@ fn tui_a_prompt_queued_mid_turn_is_in_the_next_recovery() {
     let block = last["messages"].to_string();
     let at = block.find("## ctxguard recovery").unwrap();
     assert!(block[at..].contains(queued), "{}", &block[at..]);
+}
+
+/// The gauge says what will happen in every mode: with auto-compaction off, the window fills
+/// (no countdown to a compaction, right under the client's own "Context low"); with idle
+/// compaction's threshold raised, the threshold the client uses.
+#[test]
+fn tui_the_gauge_tells_the_truth_with_compaction_off_and_a_raised_idle_threshold() {
+    let script = |tokens| Script {
+        tool_calls: 0,
+        context_tokens: tokens,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let Some(rig) = tui_with_env(&[], script(976_000), &[("DISABLE_AUTO_COMPACT", "1")]) else {
+        return;
+    };
+    rig.tui.submit("CHAT how full is it");
+    let screen = rig.tui.wait_for("the gauge at 976k", |s| {
+        s.contains("976k/1M").then(|| s.to_string())
+    });
+    assert!(screen.contains("ctx 976k/1M · full in 24k"), "{screen}");
+    assert!(!screen.contains("compacts in"), "{screen}");
+    eprintln!("compaction off, the screen:\n{screen}");
+    drop(rig);
+
+    let Some(rig) = tui_with_env(
+        &[],
+        script(550_000),
+        &[("CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS", "500000")],
+    ) else {
+        return;
+    };
+    rig.tui.submit("CHAT how full is it");
+    let screen = rig.tui.wait_for("the gauge at 550k", |s| {
+        s.contains("550k/1M").then(|| s.to_string())
+    });
+    assert!(
+        screen.contains("ctx 55% · 550k/1M · compacts in 417k · idle≥500k"),
+        "{screen}"
+    );
 }
