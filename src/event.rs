@@ -9,3 +9,4 @@ pub const POST_COMPACT: &str = "PostCompact";
 pub const SESSION_START: &str = "SessionStart";
 pub const SESSION_END: &str = "SessionEnd";
 pub const STOP: &str = "Stop";
+pub const POST_TOOL_BATCH: &str = "PostToolBatch";

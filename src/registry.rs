@@ -11,8 +11,8 @@ use crate::config::Env;
 use crate::diag::Diag;
 use crate::event;
 use crate::hooks::{
-    self, postcompact, precompact, pretooluse, sessionend, sessionstart, statusline, stop,
-    userpromptsubmit, Outcome,
+    self, postcompact, posttoolbatch, precompact, pretooluse, sessionend, sessionstart, statusline,
+    stop, userpromptsubmit, Outcome,
 };
 
 /// One hook command.
@@ -130,6 +130,20 @@ once. Prints nothing and exits 0 on any input.",
         handle: sessionend::handle,
     },
     Hook {
+        name: "posttoolbatch",
+        event: Some(event::POST_TOOL_BATCH),
+        matcher: None,
+        about: "PostToolBatch hook: the same nudge after a batch of tool calls, read once the reply \
+                that made them is on disk",
+        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
+\"PostToolBatch\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard posttoolbatch\"}]}]\n\n\
+Runs before the next model request; with PreToolUse and UserPromptSubmit it gives each nudge at \
+most once per level per cycle. Never approves, denies or changes anything; exits 0 on any input.",
+        args: no_args,
+        with_flags: None,
+        handle: posttoolbatch::handle,
+    },
+    Hook {
         name: "stop",
         event: Some(event::STOP),
         matcher: None,
@@ -137,10 +151,10 @@ once. Prints nothing and exits 0 on any input.",
                 per cycle to save memories as it ends its turn",
         after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
 \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard stop\"}]}]\n\n\
-Only in an attended session at or past the client's idle-compaction threshold (200k tokens) and \
-not yet nudged this cycle does it answer {\"decision\": \"block\", \"reason\": ...}, which \
-makes the agent save and then end its turn; never twice in a row (stop_hook_active), never \
-under -p. idle_nudge: false turns it off. Exits 0 on any input.",
+Only in an attended session at or past the client's idle-compaction threshold (200k tokens), \
+once per cycle and with 100k tokens of new work since this cycle's nudge, does it answer with \
+additionalContext, which makes the agent save and then end its turn; never twice in a row \
+(stop_hook_active), never under -p. idle_nudge: false turns it off. Exits 0 on any input.",
         args: no_args,
         with_flags: None,
         handle: stop::handle,

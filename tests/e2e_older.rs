@@ -306,9 +306,8 @@ fn install_registers_what_this_client_accepts_and_it_runs() {
         .map(|f| f["message"].as_str().unwrap())
         .collect();
     assert!(
-        fails
-            .iter()
-            .any(|m| m.contains("names PostCompact, which Claude Code 2.1.14 does not know")),
+        fails.iter().any(|m| m
+            .contains("names PostCompact, PostToolBatch, which Claude Code 2.1.14 does not know")),
         "{fails:?}"
     );
     assert!(

@@ -323,11 +323,7 @@ fn tui_with_hooks(hooks: &[(&str, &str)], script: Script) -> Option<TuiRig> {
 
 /// [`tui_with_hooks`] with these variables in the settings' `env` block (the client applies it
 /// to itself and to every hook).
-fn tui_with_env(
-    hooks: &[(&str, &str)],
-    script: Script,
-    vars: &[(&str, &str)],
-) -> Option<TuiRig> {
+fn tui_with_env(hooks: &[(&str, &str)], script: Script, vars: &[(&str, &str)]) -> Option<TuiRig> {
     if !tmux_available() {
         return None;
     }

@@ -55,7 +55,7 @@ const CASES: &[Case] = &[
     // PreCompact: the facts block the client adds to the compaction's instructions, on the same excerpts.
     ("facts-real-edits.md", |s| s.facts(0, "spotter-ae4a77f8-edits.jsonl", Value::Null)),
     ("facts-real-todos.md", |s| s.facts(0, "reliability-python-to-rust-port-todos.jsonl", Value::Null)),
-    ("facts-real-slash-command.md", |s| s.facts(0, "kronix-slash-command.jsonl", json!("keep the API notes"))),
+    ("facts-real-slash-command.md", |s| s.facts(0, "kronix-slash-command.jsonl", Value::Null)),
     ("facts-real-git-push.md", |s| s.facts(0, "spotter-4d5611e5-git-push.jsonl", Value::Null)),
     ("facts-real-queued.md", |s| s.facts(0, "cipherbox-f7594e2b-queued.jsonl", Value::Null)),
     ("facts-real-plan.md", |s| s.facts(0, "ctxeval-8209f1c2-plan.jsonl", Value::Null)),

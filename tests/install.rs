@@ -325,7 +325,7 @@ fn doctor_fails_until_installed_then_passes() {
     assert_eq!(code, 1);
     assert_eq!(report["ok"], false);
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 7, "{hooks:?}");
+    assert_eq!(hooks.len(), 8, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.starts_with("fail:")), "{hooks:?}");
     let fixes: Vec<&Value> = report["findings"]
         .as_array()
@@ -377,7 +377,7 @@ fn doctor_run_from_the_home_directory_reads_the_user_settings_once() {
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hooks = statuses(&report, "hooks");
-    assert_eq!(hooks.len(), 7, "{hooks:?}");
+    assert_eq!(hooks.len(), 8, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.starts_with("ok:")), "{hooks:?}");
     assert_eq!(out.status.code(), Some(0), "{report:#}");
 }
@@ -1183,7 +1183,7 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         4,
         "{run:?}"
     );
-    assert_eq!(run.stdout.matches("(exec form)").count(), 3, "{run:?}");
+    assert_eq!(run.stdout.matches("(exec form)").count(), 4, "{run:?}");
     assert!(
         run.stdout.contains(&format!(
             "PreToolUse: the shell line `{} pretooluse` became the exec form `{} pretooluse`",

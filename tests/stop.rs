@@ -28,18 +28,33 @@ fn past_the_idle_threshold_the_turn_goes_on_once_to_save() {
     let run = env.run(&["stop"], stop_payload(&t, false).to_string());
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(out["decision"], "block", "{out}");
-    let reason = out["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("ctxguard: 250k tokens are in context, so if this session now waits"),
-        "{reason}"
-    );
-    assert!(reason.contains("then end your turn"), "{reason}");
+    // Additional context, not a block: the client gives it to the model once and shows the
+    // user "Stop hook says", never "reported a problem".
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "Stop", "{out}");
     assert_eq!(
         out.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["decision", "reason"]
+        ["hookSpecificOutput"]
     );
-    assert_eq!(env.marker(SESSION)["state"], "nudged");
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.starts_with("ctxguard: 250k tokens are in context. If this session now waits"),
+        "{text}"
+    );
+    assert!(
+        text.contains("end your turn by repeating, word for word, the question"),
+        "{text}"
+    );
+    // A level of its own: the trigger's nudge is still to come.
+    let m = env.marker(SESSION);
+    assert_eq!(m["state"], "idle");
+    assert_eq!(m["idle_nudge"]["idle"], true, "{m}");
+    let status = env.run(&["status", "--session", SESSION], "").stdout;
+    assert!(
+        status.contains("last nudge  idle (end of turn), 250k"),
+        "{status}"
+    );
     // The turn that goes on ends again: never a second time (the marker, and
     // stop_hook_active, each stop it).
     for active in [true, false] {
@@ -100,7 +115,7 @@ fn once_per_cycle_even_after_the_marker_went_stale() {
     let mut env = TestEnv::new();
     let t = transcript(&env, 250_000);
     let run = env.run(&["stop"], stop_payload(&t, false).to_string());
-    assert!(run.stdout.contains("\"block\""), "{run:?}");
+    assert!(run.stdout.contains("additionalContext"), "{run:?}");
     env.set("CTXGUARD_NOW", &time_from_now(31 * 60));
     let run = env.run(&["stop"], stop_payload(&t, false).to_string());
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
@@ -110,5 +125,28 @@ fn once_per_cycle_even_after_the_marker_went_stale() {
     let mut sub = stop_payload(&t, false);
     sub["agent_id"] = json!(42);
     let run = env.run(&["stop"], sub.to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+}
+
+/// The idle nudge never takes the place of the trigger's: a session nudged at the end of a turn
+/// at 300k still gets the regular nudge at 930k; and a Stop right after that nudge stays quiet
+/// (not 100k of new work since).
+#[test]
+fn the_idle_nudge_leaves_the_regular_nudge_to_come() {
+    let env = TestEnv::new();
+    let t = transcript(&env, 300_000);
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+    assert!(run.stdout.contains("additionalContext"), "{run:?}");
+    append_lines(
+        &t,
+        &[assistant_line_of(
+            "claude-opus-5-5",
+            930_000,
+            &time_from_now(-1),
+        )],
+    );
+    let text = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    assert!(text.contains("comes at 967k"), "{text}");
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
 }

@@ -40,7 +40,7 @@ impl Accepts {
 
     /// Does the client know this hook event?
     pub fn event(self, name: &str) -> bool {
-        self.late_events || name != event::POST_COMPACT
+        self.late_events || (name != event::POST_COMPACT && name != event::POST_TOOL_BATCH)
     }
 }
 

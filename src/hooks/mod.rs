@@ -4,6 +4,7 @@
 //! break the session it serves.
 
 pub mod postcompact;
+pub mod posttoolbatch;
 pub mod precompact;
 pub mod pretooluse;
 pub mod sessionend;
