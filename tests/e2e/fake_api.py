@@ -9,7 +9,7 @@ Every POST body is appended to LOG (one JSON object per line: path and body). Re
   - otherwise a short text reply with stop_reason end_turn;
   - a request without tools (a compaction summary) gets a text summary.
 Each reply's usage puts CONTEXT_TOKENS in context (cache_read_input_tokens); after a compaction
-summary was served, AFTER_COMPACT_TOKENS when given. With --script agent, a prompt containing
+summary was served, AFTER_COMPACT_TOKENS when given; a prompt holding USAGE=N, N for its turn. With --script agent, a prompt containing
 SPAWN first gets an Agent (or Task) tool call in the foreground whose prompt says SUBTASK; the
 subagent's requests then get the Bash calls.
 With --side-requests (older clients, 2.0.x and 2.1.1x), only a request asking for the summary is a
@@ -271,6 +271,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         tokens = ARGS.context_tokens
         if COMPACTED[0] and ARGS.after_compact_tokens is not None:
             tokens = ARGS.after_compact_tokens
+        # A prompt may set this turn's usage: USAGE=930000.
+        prompt = last_prompt(messages) or ""
+        if "USAGE=" in prompt:
+            digits = prompt.split("USAGE=", 1)[1].split()[0]
+            if digits.isdigit():
+                tokens = int(digits)
         usage = {"input_tokens": 10, "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": tokens, "output_tokens": 1}
         self.send_reply(body, blocks, stop, usage)

@@ -209,3 +209,57 @@ fn a_model_compacted_only_when_full_gets_no_false_countdown() {
     assert_eq!(m["compact_source"]["reactive"], "claude-sonnet-4-5", "{m}");
     rig.assert_hooks_only_added_context();
 }
+
+/// Issue 24 item 7, on the real client: a turn of one tool call whose replies report 930k of 1M
+/// after a turn at 160k. `PreToolUse` often reads only the previous turn's usage (the reply
+/// that made the call is not on disk yet, as with parallel calls of one reply); `PostToolBatch`,
+/// after the batch, reads it. With both registered the
+/// turn's next request carries the nudge every time, once; the runs without `PostToolBatch`
+/// are counted for docs/states.md.
+#[test]
+fn a_turn_that_jumps_past_the_trigger_is_nudged_in_that_turn() {
+    const RUNS: usize = 3;
+    let Some(rig) = Rig::new(1, 160_000) else {
+        return;
+    };
+    let with_batch = rig.env.dir.path().join("with-batch.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&rig.settings).unwrap()).unwrap();
+    let mut batch = settings["hooks"]["PreToolUse"][0]["hooks"].clone();
+    batch[0]["args"][2] = Value::from("posttoolbatch");
+    settings["hooks"]["PostToolBatch"] = serde_json::json!([{ "hooks": batch }]);
+    std::fs::write(&with_batch, settings.to_string()).unwrap();
+    let mut late_without = 0;
+    for (settings, name) in [
+        (&rig.settings, "PreToolUse only"),
+        (&with_batch, "with PostToolBatch"),
+    ] {
+        for _ in 0..RUNS {
+            let out = rig.claude_with(settings, "USAGE=160000 run a command", None, &[], &[]);
+            let session = out["session_id"].as_str().unwrap().to_string();
+            rig.api.clear();
+            rig.claude_with(
+                settings,
+                "USAGE=930000 run a command",
+                Some(&session),
+                &[],
+                &[],
+            );
+            let requests = rig.api.requests();
+            let turn: Vec<&Value> = requests
+                .iter()
+                .filter(|r| !r.to_string().contains("create a detailed summary"))
+                .collect();
+            let nudged = turn
+                .last()
+                .map_or(0, |r| count(r, "hook additional context: ctxguard:"));
+            eprintln!("{name}: the 930k turn's last request holds {nudged} nudge(s)");
+            if settings == &with_batch {
+                assert_eq!(nudged, 1, "{name}: {:?}", turn.last());
+            } else if nudged == 0 {
+                late_without += 1;
+            }
+        }
+    }
+    eprintln!("PreToolUse only: {late_without} of {RUNS} turns without the nudge");
+}
