@@ -15,7 +15,9 @@ use crate::diag::Diag;
 use crate::event;
 use crate::facts::{self, Context, LimitsFor};
 use crate::input::HookInput;
-use crate::marker::{self, Event, Marker, Nudge, Observation, Source, State, Store, REFRESH};
+use crate::marker::{
+    self, Event, LastNudge, Marker, Nudge, Observation, Source, State, Store, REFRESH,
+};
 use crate::memory;
 use crate::reading::Reading;
 use crate::usage;
@@ -78,6 +80,47 @@ pub fn decide(
         ),
         None => (m, None),
     }
+}
+
+/// New work, in tokens since this cycle's last nudge, that makes an idle compaction worth a
+/// nudge: right after the trigger's or the critical nudge the agent has just saved, and one
+/// more turn to save again would cost the user more than the compaction loses.
+pub const IDLE_NEW_WORK: u64 = 100_000;
+
+/// The end-of-turn nudge before an idle compaction (`Stop`, and `replay` at each turn's end):
+/// the marker after this Stop, and whether to ask the agent to save now: idle compaction can
+/// take the session (on, attended, at or past its threshold, before the compaction point), this
+/// cycle had no idle nudge yet, and the work since this cycle's last nudge (if any) is at least
+/// [`IDLE_NEW_WORK`].
+pub fn decide_idle(
+    marker: &Marker,
+    observation: Option<&Observation>,
+    config: &Config,
+    now: DateTime<Utc>,
+    attended: bool,
+) -> (Marker, bool) {
+    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let m = observation.map_or_else(
+        || marker.clone(),
+        |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
+    );
+    // Once per cycle whatever the clock says: a nudge given since the last compaction counts
+    // even after the marker went stale (the user back after half an hour is not asked again).
+    let since_compaction = |n: &&LastNudge| m.compacted_at.is_none_or(|c| n.at > c);
+    let worth_it = match (m.tokens, m.last_nudge.as_ref().filter(since_compaction)) {
+        (Some(t), Some(last)) => t >= last.tokens.unwrap_or(0).saturating_add(IDLE_NEW_WORK),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if config.idle_nudge
+        && attended
+        && m.idle_nudge_this_cycle().is_none()
+        && worth_it
+        && m.idle_compaction_applies()
+    {
+        return (marker::transition(&m, &Event::IdleNudged, now, stale), true);
+    }
+    (m, false)
 }
 
 /// The text of a nudge, from the configured template, the marker's numbers, where to save, and

@@ -53,6 +53,7 @@ struct Cycle {
     reached_trigger: bool,
     nudges: usize,
     nudge: Option<Nudge>,
+    idle_nudges: usize,
     compaction: Option<Compaction>,
 }
 
@@ -93,6 +94,7 @@ fn event_fields(kind: &str) -> &'static [&'static str] {
         "nudge" => &["level", "tokens", "compact_at", "repeat", "by"],
         "compaction" => &["trigger", "pre_tokens", "tokens"],
         "stale" => &["by"],
+        "idle_nudge" => &["tokens", "by"],
         "new_cycle" => &["tokens", "by"],
         other => panic!("unknown event kind {other}"),
     }
@@ -358,7 +360,7 @@ cycles
     2  quiet              1    45,263  -                           -
 
 chart: one row per 1 reply: # usage (the row's peak), | nudge trigger, ! compaction point,
-       then a (armed), n (nudge), c (critical nudge)
+       then a (armed), n (nudge), c (critical nudge), i (idle nudge, at a turn's end)
     replies   peak 0                                                                 167k
           1   125k #################################################### |               !
           2   127k #####################################################|               ! an
@@ -500,4 +502,96 @@ fn replay_all_sums_every_session_of_the_users_history() {
     // A transcript and --all together, or --since without --all: refused.
     assert_eq!(env.run(&["replay", "x.jsonl", "--all"], "").code, 1);
     assert_eq!(env.run(&["replay", "x.jsonl", "--since", "3"], "").code, 1);
+}
+
+/// A TUI session (the lines say `entrypoint: cli`) on the default 1M model: its first turn ends
+/// at 301k, past idle compaction's 200k, and the Stop hook nudges then; the work goes on, and
+/// the regular nudges still come (the idle one never takes their place); the turn's end at
+/// 935k, right after them, is left alone. The same session under `-p` (`sdk-cli`) gets no idle nudge.
+#[test]
+fn the_stop_hooks_idle_nudge_is_replayed_as_a_level_of_its_own() {
+    let env = TestEnv::new();
+    let line = |n: u32, v: serde_json::Value| {
+        let mut v = v;
+        v["timestamp"] = json!(format!("2026-11-25T10:{:02}:00Z", n));
+        v["sessionId"] = json!(SESSION);
+        v["version"] = json!("2.1.330");
+        v["entrypoint"] = json!("cli");
+        v["isSidechain"] = json!(false);
+        v.to_string()
+    };
+    let reply = |id: &str, tokens: u64, tool: bool| {
+        let (content, stop) = if tool {
+            (
+                json!([{"type": "tool_use", "id": format!("t{id}"), "name": "Bash", "input": {"command": "echo"}}]),
+                "tool_use",
+            )
+        } else {
+            (
+                json!([{"type": "text", "text": "Done. (A) or (B)?"}]),
+                "end_turn",
+            )
+        };
+        json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "model": "claude-opus-5-5",
+            "role": "assistant", "content": content, "stop_reason": stop,
+            "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": tokens, "output_tokens": 10}}})
+    };
+    let prompt = |text: &str| json!({"type": "user", "message": {"role": "user", "content": text}});
+    let result = |id: &str| {
+        json!({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": format!("t{id}"), "content": "ok"}]}})
+    };
+    let lines = [
+        line(0, prompt("sum up the design")),
+        line(1, reply("1", 301_000, false)),
+        line(5, prompt("now build it")),
+        line(6, reply("2", 600_000, true)),
+        line(7, result("2")),
+        line(8, reply("3", 930_000, true)),
+        line(9, result("3")),
+        line(10, reply("4", 935_000, false)),
+    ];
+    let text = lines.join("\n") + "\n";
+    let path = env.write("tui.jsonl", &text);
+    let run = |path: &std::path::Path| {
+        let run = env.run(&["replay", path.to_str().unwrap(), "--json"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+        serde_json::from_str::<Report>(&run.stdout).unwrap()
+    };
+    let r = run(&path);
+    let kinds: Vec<(String, Value, Value)> = timeline(&r)
+        .into_iter()
+        .filter(|(k, _, _)| k.starts_with("idle") || k.starts_with("nudge"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("idle_nudge".into(), json!(301_005), json!("stop")),
+            // Armed by growth (300k a reply), then critical: the regular levels as always.
+            ("nudge normal".into(), json!(600_005), json!("pretooluse")),
+            ("nudge critical".into(), json!(930_005), json!("pretooluse")),
+        ],
+        "{:?}",
+        r.events
+    );
+    assert_eq!(r.cycles[0].idle_nudges, 1);
+    let text = env.run(&["replay", path.to_str().unwrap()], "").stdout;
+    assert!(
+        text.contains(
+            "idle nudge  301,005 tokens, before an idle compaction could take the session (Stop)"
+        ),
+        "{text}"
+    );
+    // Under -p: no idle compaction, no idle nudge.
+    let p = env.write(
+        "p.jsonl",
+        &text_of(&lines).replace("\"cli\"", "\"sdk-cli\""),
+    );
+    let r = run(&p);
+    assert_eq!(r.cycles[0].idle_nudges, 0);
+    assert!(r.events.iter().all(|e| e["kind"] != "idle_nudge"));
+}
+
+fn text_of(lines: &[String]) -> String {
+    lines.join("\n") + "\n"
 }

@@ -16,55 +16,15 @@
 use std::path::Path;
 
 use anyhow::Result;
-use chrono::{DateTime, Utc};
 
 use crate::config::{idle_nudge_text, Config, Env};
 use crate::event;
 use crate::facts::Context;
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::marker::{self, Event, LastNudge, Marker, Observation, Store};
+use crate::marker::{Marker, Store};
 use crate::memory;
 use crate::nudge;
-
-/// New work, in tokens since this cycle's last nudge, that makes an idle compaction worth a
-/// nudge: right after the trigger's or the critical nudge the agent has just saved, and one
-/// more turn to save again would cost the user more than the compaction loses.
-pub const NEW_WORK: u64 = 100_000;
-
-/// The marker after this Stop, and whether to ask the agent to save now: idle compaction can
-/// take the session (on, attended, at or past its threshold, before the compaction point), this
-/// cycle had no idle nudge yet, and the work since this cycle's last nudge (if any) is at least
-/// [`NEW_WORK`].
-pub fn decide(
-    marker: &Marker,
-    observation: Option<&Observation>,
-    config: &Config,
-    now: DateTime<Utc>,
-    attended: bool,
-) -> (Marker, bool) {
-    let stale = std::time::Duration::from_secs(config.stale_after_secs);
-    let m = observation.map_or_else(
-        || marker.clone(),
-        |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
-    );
-    // Once per cycle whatever the clock says: a nudge given since the last compaction counts
-    // even after the marker went stale (the user back after half an hour is not asked again).
-    let since_compaction = |n: &&LastNudge| m.compacted_at.is_none_or(|c| n.at > c);
-    let worth_it = match (m.tokens, m.last_nudge.as_ref().filter(since_compaction)) {
-        (Some(t), Some(last)) => t >= last.tokens.unwrap_or(0).saturating_add(NEW_WORK),
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
-    if config.idle_nudge
-        && attended
-        && m.idle_nudge_this_cycle().is_none()
-        && worth_it
-        && m.idle_compaction_applies()
-    {
-        return (marker::transition(&m, &Event::IdleNudged, now, stale), true);
-    }
-    (m, false)
-}
+use crate::nudge::decide_idle as decide;
 
 /// How long `Stop` waits for the turn's reply to reach the transcript when no usage is known at
 /// all: measured on the real 2.1.330 TUI, the hook often runs before the client has written the
@@ -156,9 +116,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::marker::State;
+    use crate::marker::{self, Event, LastNudge, Observation, State};
     use crate::usage::Limits;
     use chrono::TimeZone;
+    use chrono::{DateTime, Utc};
 
     fn t(secs: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()

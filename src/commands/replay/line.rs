@@ -30,6 +30,9 @@ pub struct Shape<'a> {
     pub message: Option<Message<'a>>,
     #[serde(rename = "compactMetadata", default)]
     compact: Option<serde_json::Value>,
+    /// `cli` for the interactive client, `sdk-cli` for `-p` (2.1.x).
+    #[serde(borrow, default)]
+    entrypoint: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +41,8 @@ pub struct Message<'a> {
     pub id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -75,6 +80,18 @@ impl Shape<'_> {
     }
 
     /// Tool calls a main-chain reply makes: one `PreToolUse` each.
+    /// Does this main-chain reply end the agent's turn (`stop_reason: end_turn`), where the
+    /// client runs the `Stop` hooks?
+    pub fn ends_turn(&self) -> bool {
+        self.main_chain("assistant")
+            && self.message.as_ref().and_then(|m| m.stop_reason.as_deref()) == Some("end_turn")
+    }
+
+    /// Was the session interactive (`Some(true)`), `-p` or the SDK (`Some(false)`), or not said?
+    pub fn attended(&self) -> Option<bool> {
+        self.entrypoint.as_deref().map(|e| e == "cli")
+    }
+
     pub fn tool_calls(&self) -> usize {
         if !self.main_chain("assistant") {
             return 0;

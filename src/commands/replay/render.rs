@@ -132,6 +132,11 @@ fn event(e: &Event) -> String {
             };
             format!("{name:<11} {} tokens{left} ({})", tokens(*t), by.name())
         }
+        What::IdleNudge { tokens: t, by } => format!(
+            "idle nudge  {} tokens, before an idle compaction could take the session ({})",
+            tokens(*t),
+            by.name()
+        ),
         What::Compaction {
             trigger,
             pre_tokens,
@@ -207,7 +212,8 @@ pub fn chart(report: &Report) -> Vec<String> {
             "chart: one row per {}: # usage (the row's peak), | nudge trigger, ! compaction point,",
             plural(per, "reply")
         ),
-        "       then a (armed), n (nudge), c (critical nudge)".into(),
+        "       then a (armed), n (nudge), c (critical nudge), i (idle nudge, at a turn's end)"
+            .into(),
         format!(
             "{:>11} {:>6} 0{:>width$}",
             "replies",
@@ -285,6 +291,7 @@ fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event])
                 level: Level::Critical,
                 ..
             } => Some('c'),
+            What::IdleNudge { .. } => Some('i'),
             _ => None,
         })
         .collect();

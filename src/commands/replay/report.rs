@@ -68,6 +68,9 @@ pub enum What {
         repeat: bool,
         by: Hook,
     },
+    /// The end-of-turn nudge before an idle compaction (`Stop`): a level of its own, which the
+    /// cycle's verdict (judging the trigger's nudge) does not count.
+    IdleNudge { tokens: Option<u64>, by: Hook },
     /// A `compact_boundary`: `pre_tokens` from its metadata, `tokens` the newest reply's, as
     /// `PreCompact` reads them.
     Compaction {
@@ -90,6 +93,8 @@ pub enum Hook {
     PreToolUse,
     #[serde(rename = "userpromptsubmit")]
     UserPromptSubmit,
+    #[serde(rename = "stop")]
+    Stop,
 }
 
 impl Hook {
@@ -98,6 +103,7 @@ impl Hook {
             Hook::Statusline => "status line",
             Hook::PreToolUse => event::PRE_TOOL_USE,
             Hook::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
+            Hook::Stop => event::STOP,
         }
     }
 }
@@ -197,6 +203,8 @@ pub struct Cycle {
     pub nudges: usize,
     /// The first of them.
     pub nudge: Option<FirstNudge>,
+    /// End-of-turn nudges before an idle compaction (`Stop`), apart from the above.
+    pub idle_nudges: usize,
     /// What ended the cycle; `None` at the end of the transcript.
     pub compaction: Option<Compaction>,
 }

@@ -114,6 +114,7 @@ struct Open {
     peak: Option<u64>,
     reached_trigger: bool,
     nudges: usize,
+    idle_nudges: usize,
     first_nudge: Option<(NudgeSeen, usize)>,
 }
 
@@ -130,6 +131,8 @@ pub struct Simulation {
     line: usize,
     replies: usize,
     reply_id: Option<String>,
+    /// Whether the session was interactive, from the lines' `entrypoint` when they say.
+    attended: Option<bool>,
     events: Vec<Event>,
     samples: Vec<Sample>,
     cycles: Vec<Cycle>,
@@ -152,6 +155,7 @@ impl Simulation {
             line: 0,
             replies: 0,
             reply_id: None,
+            attended: None,
             events: Vec::new(),
             samples: Vec::new(),
             cycles: Vec::new(),
@@ -175,6 +179,9 @@ impl Simulation {
         }
         if self.open.start.is_none() {
             self.open.start = self.now;
+        }
+        if let Some(attended) = shape.as_ref().and_then(Shape::attended) {
+            self.attended = Some(attended);
         }
         match transcript::classify(line) {
             Line::Usage {
@@ -212,6 +219,9 @@ impl Simulation {
                 }
                 if new_reply {
                     self.sample(tokens);
+                }
+                if new_reply && shape.as_ref().is_some_and(Shape::ends_turn) {
+                    self.stop_hook();
                 }
             }
             Line::Boundary {
@@ -292,6 +302,38 @@ impl Simulation {
             hook == Hook::UserPromptSubmit && self.reading.client_reads_pretooluse_context(),
         );
         self.record(hook, next, nudge);
+    }
+
+    /// `Stop` at the end of a turn: the idle nudge, in an attended session (as the transcript
+    /// says, else when a status line is simulated: the TUI).
+    fn stop_hook(&mut self) {
+        let now = self.clock();
+        let attended = self.attended.unwrap_or(self.options.statusline);
+        let observation = transcript_observation(
+            &self.reading,
+            &self.marker,
+            &self.config,
+            &self.options.gathered,
+            now,
+        );
+        let (next, nudged) = nudge::decide_idle(
+            &self.marker,
+            Some(&observation),
+            &self.config,
+            now,
+            attended,
+        );
+        if nudged {
+            self.marker = next;
+            let tokens = self.marker.tokens;
+            self.push(What::IdleNudge {
+                tokens,
+                by: Hook::Stop,
+            });
+            self.open.idle_nudges += 1;
+        } else {
+            self.record(Hook::Stop, next, None);
+        }
     }
 
     /// `PreCompact`: a new cycle. The tokens are what its checkpoint reads from the transcript
@@ -469,6 +511,7 @@ impl Simulation {
             peak_tokens: open.peak,
             reached_trigger: open.reached_trigger,
             nudges: open.nudges,
+            idle_nudges: open.idle_nudges,
             nudge: nudge.map(|(seen, replies_left)| FirstNudge { seen, replies_left }),
             compaction,
         });

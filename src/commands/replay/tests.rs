@@ -108,6 +108,7 @@ fn kinds(report: &Report) -> Vec<String> {
             } => "critical".into(),
             What::Nudge { repeat: true, .. } => "nudge again".into(),
             What::Nudge { .. } => "nudge".into(),
+            What::IdleNudge { .. } => "idle nudge".into(),
             What::Compaction { trigger, .. } => format!("{} compaction", trigger.name()),
             What::Stale { .. } => "stale".into(),
             What::NewCycle { .. } => "new cycle".into(),
