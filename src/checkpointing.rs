@@ -65,9 +65,37 @@ pub fn decide(
             previous,
             transcript_path: input.transcript_path.clone(),
             transcript_error: error,
+            nudges: cycle_nudges(marker),
         },
         ..body
     }
+}
+
+/// The nudges of the marker's cycle, oldest first: the idle one (`Stop`) and the newest of the
+/// trigger's and the critical one, each with the usage it was given at.
+fn cycle_nudges(marker: &Marker) -> Vec<String> {
+    let this_cycle = |n: &&crate::marker::LastNudge| marker.compacted_at.is_none_or(|c| n.at > c);
+    let mut nudges: Vec<&crate::marker::LastNudge> = marker
+        .idle_nudge
+        .iter()
+        .chain(marker.last_nudge.iter().filter(|n| !n.idle))
+        .filter(this_cycle)
+        .collect();
+    nudges.sort_by_key(|n| n.at);
+    nudges
+        .iter()
+        .map(|n| {
+            let level = if n.idle {
+                "idle"
+            } else if n.critical {
+                "critical"
+            } else {
+                "normal"
+            };
+            let tokens = n.tokens.map_or("?".into(), usage::human);
+            format!("{level} {tokens}")
+        })
+        .collect()
 }
 
 /// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:

@@ -118,6 +118,13 @@ pub fn entry(
             human(tokens)
         ));
     }
+    if !m.nudges.is_empty() {
+        // "idle" is the end-of-turn nudge before an idle compaction (Stop).
+        out.push_str(&format!(
+            "- asked to save: {}\n",
+            cut(&sanitize(&m.nudges.join(", "), true), 120)
+        ));
+    }
     if let Some(ask) = cp.asks.last() {
         out.push_str(&format!("- last request: {}\n", cut(ask, 120)));
     }

@@ -149,4 +149,14 @@ fn the_idle_nudge_leaves_the_regular_nudge_to_come() {
     assert!(text.contains("comes at 967k"), "{text}");
     let run = env.run(&["stop"], stop_payload(&t, false).to_string());
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    // The compaction's entry in the log says which nudges the cycle had.
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "auto", Value::Null).to_string(),
+    );
+    let log = env.run(&["log"], "").stdout;
+    assert!(
+        log.contains("asked to save: idle 300k, critical 930k"),
+        "{log}"
+    );
 }

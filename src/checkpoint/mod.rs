@@ -121,6 +121,10 @@ pub struct Meta {
     pub transcript_path: String,
     /// Set when the transcript could not be read: the checkpoint holds only metadata.
     pub transcript_error: Option<String>,
+    /// The nudges this cycle gave before the compaction (`idle 301k`, `normal 930k`,
+    /// `critical 955k`), oldest first: what `log` shows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nudges: Vec<String>,
 }
 
 impl Meta {
