@@ -30,6 +30,46 @@ pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
             None,
         ),
     }]
+    .into_iter()
+    .chain(only_when_full(ctx))
+    .collect()
+}
+
+/// The models this client compacts only when a request no longer fits the window (2.1.153 and
+/// later, no compaction window set for them): what the nudge and the gauge do for them.
+fn only_when_full(ctx: &Context) -> Option<Finding> {
+    let version = match &ctx.claude {
+        super::version::Client::Version(_, v) => Some(v.as_str()),
+        _ => None,
+    };
+    if ctx.client.auto_compact_off().is_some()
+        || crate::client::reactive_model("claude-sonnet-4-5", version).is_none()
+    {
+        return None;
+    }
+    let set = ClientCompaction::from_settings(&ctx.client);
+    if set.window_var.is_some()
+        || set
+            .window_setting
+            .as_ref()
+            .is_some_and(|(w, _)| w.is_some())
+    {
+        return None;
+    }
+    Some(finding(
+        "autocompact",
+        Status::Info,
+        format!(
+            "Claude Code{} compacts claude-sonnet-4-5, claude-haiku-4-5, claude-opus-4-5 and older \
+             models (and a [1m] window on claude-sonnet/opus-4-6) only when a request no longer \
+             fits the window, not at a threshold: for them the nudges come 40k and 15k before \
+             the window's end, and the status line shows no countdown to a compaction (`full in`); \
+             a compaction window (autoCompactWindow, CLAUDE_CODE_AUTO_COMPACT_WINDOW) makes it \
+             compact them at the threshold",
+            version.map(|v| format!(" {v}")).unwrap_or_default()
+        ),
+        None,
+    ))
 }
 
 /// Where the nudge sends memories: the client's auto memory folder, or ctxguard's own file when
@@ -275,10 +315,16 @@ mod tests {
 
     #[test]
     fn auto_compaction_on_or_off() {
-        assert_eq!(
-            lines(&auto_compaction(&ctx(&[]))),
-            ["ok: auto-compaction is on"]
+        let on = lines(&auto_compaction(&ctx(&[])));
+        assert_eq!(on[0], "ok: auto-compaction is on");
+        assert!(
+            on[1].contains("compacts claude-sonnet-4-5")
+                && on[1].contains("only when a request no longer fits"),
+            "{on:?}"
         );
+        // A compaction window set: every model at the threshold, nothing to say.
+        let set = ctx(&[(Scope::User, r#"{"autoCompactWindow": 200000}"#)]);
+        assert_eq!(lines(&auto_compaction(&set)).len(), 1);
         let off = ctx(&[(Scope::Project, r#"{"autoCompactEnabled": false}"#)]);
         assert!(lines(&auto_compaction(&off))[0].starts_with(
             "warn: auto-compaction is off (autoCompactEnabled in /p/.claude/settings.json)"

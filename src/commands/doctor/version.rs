@@ -78,11 +78,12 @@ fn summary_facts_finding(client: &Client, on: bool) -> Finding {
             "summary facts",
             Status::Ok,
             format!(
-                "at each compaction PreCompact prints the checkpoint's facts (newest asks, goal, \
-                 open tasks, last verification, branch and pull requests, files), which Claude \
-                 Code {v} adds to the compaction's instructions after your own /compact \
-                 arguments; it also shows them to you as \"PreCompact [...] completed \
-                 successfully: ...\""
+                "at each automatic compaction PreCompact prints the checkpoint's facts (newest \
+                 asks, goal, open tasks, last verification, branch and pull requests, files), \
+                 which Claude Code {v} adds to the compaction's instructions, showing you \
+                 nothing; at a manual /compact it prints nothing (the client would show the \
+                 facts to you and echo them into the conversation): your own words steer that \
+                 summary, and the recovery block brings the facts back once"
             ),
             None,
         ),
@@ -289,7 +290,7 @@ mod tests {
         assert_eq!(status(&at("2.1.14"), true), Status::Ok);
         assert!(summary_facts_finding(&at("2.1.14"), true)
             .message
-            .contains("also shows them to you"));
+            .contains("at a manual /compact it prints nothing"));
         assert_eq!(status(&at("2.0.76"), true), Status::Info);
         assert!(summary_facts_finding(&at("2.0.76"), true)
             .message
