@@ -637,6 +637,11 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     assert!(!screen.contains("reported a problem"), "{screen}");
     // What the user sees and how the client keeps it, for the docs.
     eprintln!("the screen after the Stop nudge:\n{screen}");
+    // CTXGUARD_E2E_KEEP=FILE keeps the client's transcript (how fixtures/replay's TUI session
+    // was recorded).
+    if let Some(keep) = std::env::var_os("CTXGUARD_E2E_KEEP") {
+        fs::copy(transcript_of(env, &session), keep).unwrap();
+    }
     if let Ok(t) = fs::read_to_string(transcript_of(env, &session)) {
         for line in t.lines().filter(|l| l.contains("ctxguard: 250k")) {
             eprintln!("transcript: {line}");

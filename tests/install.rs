@@ -1206,6 +1206,8 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         {"type": "command", "command": bin, "args": ["postcompact"]}]}]);
     expected["hooks"]["SessionEnd"] =
         json!([{"hooks": [{"type": "command", "command": bin, "args": ["sessionend"]}]}]);
+    expected["hooks"]["PostToolBatch"] =
+        json!([{"hooks": [{"type": "command", "command": bin, "args": ["posttoolbatch"]}]}]);
     expected["hooks"]["Stop"] =
         json!([{"hooks": [{"type": "command", "command": bin, "args": ["stop"]}]}]);
     let upgraded = fs::read_to_string(settings(&env)).unwrap();
@@ -1217,7 +1219,7 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
     // Then it is current: nothing more to do; and uninstall gives back the same as before.
     assert!(env.run(&["install"], "").stdout.contains("nothing changed"));
     let un = env.run(&["uninstall"], "");
-    assert_eq!(un.stdout.matches("removed ctxguard").count(), 7, "{un:?}");
+    assert_eq!(un.stdout.matches("removed ctxguard").count(), 8, "{un:?}");
     assert_eq!(
         read(&settings(&env))["hooks"]["SessionStart"],
         json!([{"hooks": [{"type": "command", "command": "echo hi"}]}])
@@ -1317,6 +1319,7 @@ fn the_readme_by_hand_json_is_what_install_writes() {
             "PostCompact",
             "SessionStart",
             "SessionEnd",
+            "PostToolBatch",
             "Stop"
         ]
     );
