@@ -595,3 +595,19 @@ fn the_stop_hooks_idle_nudge_is_replayed_as_a_level_of_its_own() {
 fn text_of(lines: &[String]) -> String {
     lines.join("\n") + "\n"
 }
+
+/// A real 2.1.330 TUI session (recorded, fixtures/replay/SOURCES.txt): its turn ends at 250k of
+/// 1M and the Stop hook nudged once; the agent's extra turn ends again without a second one.
+/// The replay reports exactly that.
+#[test]
+fn a_recorded_tui_session_replays_the_stop_hooks_one_nudge() {
+    let env = TestEnv::new();
+    let r = replay(&env, "replay/tui-stop-2.1.330.jsonl", &[]);
+    let idle: Vec<(String, Value, Value)> = timeline(&r)
+        .into_iter()
+        .filter(|(k, _, _)| k.contains("nudge"))
+        .collect();
+    assert_eq!(idle, [("idle_nudge".into(), json!(250_010), json!("stop"))]);
+    assert_eq!(r.cycles[0].idle_nudges, 1);
+    assert_eq!(r.cycles[0].nudges, 0);
+}
