@@ -40,7 +40,9 @@ pub fn dir(config_dir: &Path, session_id: &str) -> Option<PathBuf> {
 }
 
 /// The tasks in `dir`, by id, or `None` when there is no such directory (the client keeps no
-/// store for this session). Unreadable, oversized or malformed entries are skipped.
+/// store for this session). At most `2 * MAX_TASKS` entries are looked at; a link, anything but
+/// a regular file, or a file over [`MAX_TASK_FILE`] is skipped unread and noted
+/// ([`crate::diag::refused`]); a malformed one is skipped.
 pub fn read(dir: &Path) -> Option<Vec<Todo>> {
     let meta = fs::symlink_metadata(dir).ok()?;
     if !meta.is_dir() {
@@ -53,12 +55,14 @@ pub fn read(dir: &Path) -> Option<Vec<Todo>> {
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
         }
-        let Ok(Some(bytes)) = files::read_state_file(&entry.path(), "task") else {
-            continue;
+        let bytes = match files::read_nofollow(&entry.path(), "task file", MAX_TASK_FILE) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => continue,
+            Err(e) => {
+                crate::diag::refused(&format!("{e:#}"));
+                continue;
+            }
         };
-        if bytes.len() as u64 > MAX_TASK_FILE {
-            continue;
-        }
         let Ok(task) = serde_json::from_slice::<TaskFile>(&bytes) else {
             continue;
         };

@@ -1,9 +1,14 @@
 //! The settings files Claude Code reads, in its precedence order, and each one read and parsed
 //! (or why it cannot be used).
+//!
+//! A project's settings come from a repository anyone may have written, and git keeps a
+//! symlink: `.claude/settings.json -> /dev/zero` or a FIFO there must neither exhaust memory
+//! nor block a hook. A settings file is read as [`crate::files::read_regular`] reads: through a
+//! link (dotfile managers make the user's a link), only when it resolves to a regular file, at
+//! most [`MAX_SETTINGS`] bytes, without blocking; anything else is refused and said.
 
 use std::fmt;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -17,6 +22,9 @@ pub const MANAGED_SETTINGS: &str = "/Library/Application Support/ClaudeCode/mana
 pub const MANAGED_SETTINGS: &str = r"C:\Program Files\ClaudeCode\managed-settings.json";
 #[cfg(not(any(target_os = "macos", windows)))]
 pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+
+/// A settings file larger than this is refused (the largest seen in use are a few KiB).
+pub const MAX_SETTINGS: u64 = crate::files::MAX_STATE_FILE;
 
 /// Which settings file, in the client's precedence order (a later one wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,6 +76,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     Unreadable(String),
+    /// Not a regular file once resolved (a FIFO, a device, a directory), or too large: ctxguard
+    /// does not read it, whatever the client does.
+    Refused(String),
     NotJson(String),
     NotObject,
 }
@@ -76,6 +87,7 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::Unreadable(e) => write!(f, "cannot be read ({e})"),
+            Problem::Refused(why) => write!(f, "is {why}: ctxguard does not read it"),
             Problem::NotJson(e) => write!(f, "is not valid JSON ({e})"),
             Problem::NotObject => f.write_str("is not a JSON object"),
         }
@@ -91,13 +103,18 @@ pub struct SettingsFile {
 }
 
 impl SettingsFile {
-    /// `None` when there is no file.
+    /// `None` when there is no file. A file that is not a regular one once resolved, or is
+    /// larger than [`MAX_SETTINGS`], is refused unread, and the refusal noted
+    /// ([`crate::diag::refused`]).
     pub fn read(scope: Scope, path: PathBuf) -> Option<SettingsFile> {
-        let contents = match fs::read(&path) {
-            Ok(bytes) => parse(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-            Err(e) => Err(Problem::Unreadable(e.to_string())),
+        let contents = match crate::files::read_regular(&path, "settings", MAX_SETTINGS) {
+            Ok(Some(bytes)) => parse(&bytes),
+            Ok(None) => return None,
+            Err(e) => Err(problem(&e)),
         };
+        if let Err(Problem::Refused(why)) = &contents {
+            crate::diag::refused(&format!("settings {} not read: {why}", path.display()));
+        }
         Some(SettingsFile {
             scope,
             path,
@@ -154,6 +171,18 @@ impl SettingsFile {
                 Some((model.clone(), reading))
             })
             .collect()
+    }
+}
+
+/// What a failed read means: refused for what the file is or its size, or unreadable
+/// (permissions, a link loop, I/O).
+fn problem(e: &anyhow::Error) -> Problem {
+    if let Some(refusal) = e.downcast_ref::<crate::files::Refusal>() {
+        return Problem::Refused(refusal.why.clone());
+    }
+    match e.chain().find_map(|c| c.downcast_ref::<std::io::Error>()) {
+        Some(io) => Problem::Unreadable(io.to_string()),
+        None => Problem::Unreadable(format!("{e:#}")),
     }
 }
 

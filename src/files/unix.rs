@@ -1,11 +1,13 @@
 //! The file-safety rules on Unix (Linux, macOS): directories are created 0700 and files 0600
 //! (at creation, not chmod-ed after); `O_NOFOLLOW` refuses a symlink at the last component
-//! (ELOOP); `O_NONBLOCK` makes opening a FIFO return at once; `O_CLOEXEC` keeps descriptors out of
-//! the status line's `--then` command; a state directory must belong to the effective user.
+//! (ELOOP); `O_NONBLOCK` makes opening a FIFO return at once; `O_NOCTTY` keeps a terminal opened
+//! by mistake (a settings file linked to /dev/tty) from becoming the controlling one; `O_CLOEXEC`
+//! keeps descriptors out of the status line's `--then` command; a state directory must belong to
+//! the effective user.
 
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -24,15 +26,35 @@ fn euid() -> u32 {
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
 }
 
 pub fn open_regular(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
+}
+
+/// `None` for a regular file, else what the open file is, from its fstat (`meta`).
+pub fn not_regular(_file: &File, meta: &Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("of another kind")
+    }
 }
 
 /// Opens with `options`, creating the file 0600, never through a symlink.
