@@ -96,8 +96,15 @@ fn client_memory_dir(
     if settings.auto_memory_off().is_some() {
         return None;
     }
-    if let Some((_, serde_json::Value::String(dir))) = settings.get("autoMemoryDirectory") {
-        if let Some(dir) = memory_directory_setting(dir, env.home.as_deref()) {
+    // The client takes the value of the first file that sets one (a `null` is no value), and
+    // stays on its default folder when it refuses that value.
+    let setting = settings
+        .files
+        .iter()
+        .rev()
+        .find_map(|f| f.get("autoMemoryDirectory").filter(|v| !v.is_null()));
+    if let Some(serde_json::Value::String(dir)) = setting {
+        if let Some(dir) = crate::client::memory_directory(dir, env.home.as_deref()) {
             return Some(dir);
         }
     }
@@ -117,25 +124,6 @@ fn client_memory_dir(
             |f| f.to_string_lossy().into_owned(),
         );
     Some(projects.join(folder).join("memory"))
-}
-
-/// `autoMemoryDirectory` as the client takes it (read from its 2.1.330 code): an absolute path, or
-/// `~/` and more below the home directory; anything shorter than 3 characters, `~/` alone, `~`, or
-/// a relative path is refused, and the client then uses its default folder (so does ctxguard).
-fn memory_directory_setting(dir: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let dir = dir.trim();
-    if dir.chars().count() < 3 {
-        return None;
-    }
-    if let Some(rest) = dir.strip_prefix("~/") {
-        let rest = rest.trim_start_matches('/');
-        return (!rest.is_empty())
-            .then(|| home.map(|h| h.join(rest)))
-            .flatten();
-    }
-    let path = Path::new(dir);
-    // Never the root or a drive alone, whatever the length of its spelling.
-    (path.is_absolute() && path.parent().is_some()).then(|| path.to_path_buf())
 }
 
 /// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
@@ -741,7 +729,9 @@ mod tests {
             "",
             "/h/proj",
         );
-        for refused in ["/", "~/", "~", ".claude/mem", "ab", "  ~/  "] {
+        for refused in [
+            "/", "~/", "~", "~/.", "~/./", "~/a/..", "~/../x", ".claude/mem", "ab", "  ~/  ",
+        ] {
             let odd = crate::client::Settings::literal(
                 &[(
                     crate::client::Scope::User,
@@ -755,6 +745,24 @@ mod tests {
                 "{refused}"
             );
         }
+        // A `null` is no value: the next file's counts.
+        let null_over = crate::client::Settings::literal(
+            &[
+                (
+                    crate::client::Scope::User,
+                    r#"{"autoMemoryDirectory": "~/notes/mem"}"#,
+                ),
+                (
+                    crate::client::Scope::Local,
+                    r#"{"autoMemoryDirectory": null}"#,
+                ),
+            ],
+            &[],
+        );
+        assert_eq!(
+            client_memory_dir(&env, &null_over, "", "/h/proj").unwrap(),
+            Path::new("/h/notes/mem")
+        );
     }
 
     #[test]
