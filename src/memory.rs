@@ -730,7 +730,16 @@ mod tests {
             "/h/proj",
         );
         for refused in [
-            "/", "~/", "~", "~/.", "~/./", "~/a/..", "~/../x", ".claude/mem", "ab", "  ~/  ",
+            "/",
+            "~/",
+            "~",
+            "~/.",
+            "~/./",
+            "~/a/..",
+            "~/../x",
+            ".claude/mem",
+            "ab",
+            "  ~/  ",
         ] {
             let odd = crate::client::Settings::literal(
                 &[(

@@ -45,7 +45,11 @@ pub fn normalize(path: &str) -> String {
     if !tail.is_empty() && trailing {
         tail.push(SEP);
     }
-    let root = if absolute { SEP.to_string() } else { String::new() };
+    let root = if absolute {
+        SEP.to_string()
+    } else {
+        String::new()
+    };
     format!("{device}{root}{tail}")
 }
 
@@ -100,7 +104,10 @@ pub fn memory_directory(value: &str, home: Option<&Path>) -> Option<PathBuf> {
         return None;
     }
     let mut path = value.to_string();
-    if let Some(rest) = value.strip_prefix("~/").or_else(|| value.strip_prefix("~\\")) {
+    if let Some(rest) = value
+        .strip_prefix("~/")
+        .or_else(|| value.strip_prefix("~\\"))
+    {
         let rest_normal = normalize(if rest.is_empty() { "." } else { rest });
         let escapes = rest_normal == "."
             || rest_normal == ".."
@@ -183,9 +190,27 @@ mod tests {
             assert_eq!(dir(value), Some(PathBuf::from(path)), "{value:?}");
         }
         let refused = [
-            "", "~/.", "~/", "~", "~/..", "~/../x", "~/a/..", "~/a/../..", "/", "//",
-            "/a", "/a/", "/..", "/../..", "relative/mem", ".claude/mem", "ab", " /srv/mem",
-            "  ~/  ", "~user/mem", "/srv/\0mem",
+            "",
+            "~/.",
+            "~/",
+            "~",
+            "~/..",
+            "~/../x",
+            "~/a/..",
+            "~/a/../..",
+            "/",
+            "//",
+            "/a",
+            "/a/",
+            "/..",
+            "/../..",
+            "relative/mem",
+            ".claude/mem",
+            "ab",
+            " /srv/mem",
+            "  ~/  ",
+            "~user/mem",
+            "/srv/\0mem",
         ];
         for value in refused {
             assert_eq!(dir(value), None, "{value:?}");
@@ -203,9 +228,20 @@ mod tests {
     fn the_memory_directory_is_what_the_client_accepts_on_windows() {
         let home = Path::new(r"C:\Users\u");
         let dir = |v: &str| memory_directory(v, Some(home));
-        assert_eq!(dir("~/notes/mem"), Some(PathBuf::from(r"C:\Users\u\notes\mem")));
+        assert_eq!(
+            dir("~/notes/mem"),
+            Some(PathBuf::from(r"C:\Users\u\notes\mem"))
+        );
         assert_eq!(dir(r"D:\mem\"), Some(PathBuf::from(r"D:\mem")));
-        for value in ["~/.", r"~\..", "C:", r"C:\", "C:mem", r"\\server\share\mem", "mem"] {
+        for value in [
+            "~/.",
+            r"~\..",
+            "C:",
+            r"C:\",
+            "C:mem",
+            r"\\server\share\mem",
+            "mem",
+        ] {
             assert_eq!(dir(value), None, "{value:?}");
         }
     }
