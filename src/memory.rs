@@ -66,13 +66,17 @@ pub fn resolve(entry: &str, places: &Places) -> PathBuf {
     }
 }
 
+/// The project of a session in `cwd`: `CLAUDE_PROJECT_DIR` when set, else `cwd`.
+pub fn project_of(env: &Env, cwd: &str) -> PathBuf {
+    env.project_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(cwd))
+}
+
 /// The memory files of a session in `cwd`: the configured list (or [`DEFAULT_FILES`]), with
 /// the project at `CLAUDE_PROJECT_DIR` when set, else `cwd`.
 pub fn for_session(config: &Config, env: &Env, cwd: &str) -> (Vec<Memory>, Vec<String>) {
-    let project = env
-        .project_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cwd));
+    let project = project_of(env, cwd);
     let entries: Vec<String> = config
         .memory_files
         .clone()
@@ -227,13 +231,16 @@ fn in_memory_folder(path: &Path, dir: &Path, real_dir: Option<&Path>) -> bool {
 /// checkpoint: the files among `written` (what this part of the transcript wrote with Write,
 /// Edit and the like, evidence that holds whatever the clock says) inside the folder, and the
 /// files at its top modified after `since` (the previous checkpoint's time: a memory written
-/// through Bash or an editor). Never the client's `MEMORY.md`, never a link or anything but a
-/// regular file; newest first, at most [`MAX_SAVED`]. Without a `since` (the session's first
-/// checkpoint), only the transcript's evidence counts: an older file may be another session's.
+/// through Bash or an editor). Only what a recovery block will show ([`saved_memory`]: never the
+/// client's `MEMORY.md`, a link, anything but a regular file, a file with other hard links, one
+/// outside `places`, nor an empty one), so the facts block lists nothing the recovery refuses;
+/// newest first, at most [`MAX_SAVED`]. Without a `since` (the session's first checkpoint),
+/// only the transcript's evidence counts: an older file may be another session's.
 pub fn saved_since(
     dir: &Path,
     written: &[String],
     since: Option<std::time::SystemTime>,
+    places: &Places,
 ) -> Vec<String> {
     let modified = |p: &Path| {
         fs::symlink_metadata(p)
@@ -276,9 +283,32 @@ pub fn saved_since(
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
+        .filter(|(_, p)| {
+            matches!(
+                saved_memory(p, dir, real_dir.as_deref(), places),
+                Ok(Some(_))
+            )
+        })
         .take(MAX_SAVED)
         .map(|(_, p)| p.display().to_string())
         .collect()
+}
+
+/// The saved memory at `path` as a recovery block shows it: a file really inside the memory
+/// folder `dir` (`real_dir`, resolved), read under the rules of [`read`], and with no other hard
+/// link (one would make another file of the same user look like a memory the agent wrote).
+/// `Ok(None)` when it is none (outside the folder, missing, empty); an error says why a file
+/// there is refused. Recording ([`saved_since`]) and showing ([`read_saved`]) both ask this.
+fn saved_memory(
+    path: &Path,
+    dir: &Path,
+    real_dir: Option<&Path>,
+    places: &Places,
+) -> Result<Option<Memory>> {
+    if !in_memory_folder(path, dir, real_dir) {
+        return Ok(None);
+    }
+    read_file(path, places, Links::One)
 }
 
 /// The saved memories a block shows, from the paths a checkpoint recorded: each still inside
@@ -301,24 +331,10 @@ fn read_saved(
     let mut found = Vec::new();
     let mut notes = Vec::new();
     for path in recorded.iter().take(MAX_SAVED).map(PathBuf::from) {
-        if !in_memory_folder(&path, dir, real_dir.as_deref())
-            || shown.iter().any(|s| same(s, &path))
-        {
+        if shown.iter().any(|s| same(s, &path)) {
             continue;
         }
-        // A hard link makes another file of the same user look like a memory the agent wrote.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            if fs::symlink_metadata(&path).is_ok_and(|m| m.nlink() > 1) {
-                notes.push(format!(
-                    "saved memory not shown: {} has other hard links",
-                    path.display()
-                ));
-                continue;
-            }
-        }
-        match read(&path, places) {
+        match saved_memory(&path, dir, real_dir.as_deref(), places) {
             Ok(Some(mut memory)) => {
                 memory.content = cut(&memory.content, SAVED_CHARS);
                 found.push(memory);
@@ -343,10 +359,7 @@ pub fn saved_for(
     if recorded.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let project = env
-        .project_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cwd));
+    let project = project_of(env, cwd);
     let places = Places {
         home: env.home.as_deref(),
         project: &project,
@@ -379,8 +392,24 @@ fn read_all(entries: &[String], places: &Places) -> (Vec<Memory>, Vec<String>) {
     (found, notes)
 }
 
+/// How many names a memory file may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Links {
+    /// Any number: a memory file the config names is the user's choice.
+    Any,
+    /// One: a saved memory (a hard link into the memory folder is refused, on Unix, where the
+    /// count is known).
+    One,
+}
+
 /// One memory file: `Ok(None)` when it does not exist or is empty.
 pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
+    read_file(path, places, Links::Any)
+}
+
+/// [`read`], refusing a file with other hard links when `links` is [`Links::One`] (checked on
+/// the opened file).
+fn read_file(path: &Path, places: &Places, links: Links) -> Result<Option<Memory>> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("{} is not a file path", shown(path));
     };
@@ -409,6 +438,15 @@ pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
     if !meta.is_file() {
         bail!("{} is not a regular file", shown(path));
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if links == Links::One && meta.nlink() > 1 {
+            bail!("{} has other hard links", shown(path));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = links;
     let mut bytes = Vec::new();
     (&mut file)
         .take(READ_LIMIT)
@@ -829,28 +867,42 @@ mod tests {
         ];
         // The first checkpoint: only the transcript's evidence (never the index, `..`, a
         // missing file or one outside the folder).
+        let places = f.places();
         assert_eq!(
-            saved_since(&dir, &written, None),
+            saved_since(&dir, &written, None, &places),
             [p("tabs.md"), p("sub/deep.md")]
         );
         // Later: files at the top changed since the previous checkpoint too, newest first;
         // markdown only, never the index.
-        let got = saved_since(&dir, &written, Some(since));
+        let got = saved_since(&dir, &written, Some(since), &places);
         assert_eq!(got[0], p("bash.md"), "{got:?}");
         let mut rest = got[1..].to_vec();
         rest.sort();
         assert_eq!(rest, [p("sub/deep.md"), p("tabs.md")]);
         // Nothing written, nothing changed since: nothing.
-        assert!(
-            saved_since(&dir, &[], Some(later + std::time::Duration::from_secs(60))).is_empty()
-        );
+        assert!(saved_since(
+            &dir,
+            &[],
+            Some(later + std::time::Duration::from_secs(60)),
+            &places
+        )
+        .is_empty());
         // One file under several spellings is one memory.
         let spellings = vec![
             p("tabs.md"),
             format!("{}//tabs.md", dir.display()),
             format!("{}/./tabs.md", dir.display()),
         ];
-        assert_eq!(saved_since(&dir, &spellings, None), [p("tabs.md")]);
+        assert_eq!(saved_since(&dir, &spellings, None, &places), [p("tabs.md")]);
+        // Only what a block will show: not an empty file, nor one outside the home directory
+        // and the project (a memory folder elsewhere is never shown).
+        fs::write(dir.join("empty.md"), " \n").unwrap();
+        assert!(saved_since(&dir, &[p("empty.md")], None, &places).is_empty());
+        let elsewhere = Places {
+            home: Some(Path::new("/nowhere")),
+            project: Path::new("/nowhere/proj"),
+        };
+        assert!(saved_since(&dir, &[p("tabs.md")], None, &elsewhere).is_empty());
     }
 
     #[test]
@@ -863,17 +915,15 @@ mod tests {
         fs::create_dir_all(&secret).unwrap();
         fs::write(secret.join("id_rsa"), "SECRET-KEY").unwrap();
         std::os::unix::fs::symlink(&secret, dir.join("sub")).unwrap();
+        let places = f.places();
         let through = dir.join("sub/id_rsa").display().to_string();
-        assert!(saved_since(&dir, &[through], None).is_empty());
-        // A hard link: recorded (a regular file in the folder), never shown.
+        assert!(saved_since(&dir, &[through], None, &places).is_empty());
+        // A hard link: never shown, so never recorded either (the facts block lists what the
+        // recovery shows); a checkpoint that recorded one (an older version) shows it not.
         fs::hard_link(secret.join("id_rsa"), dir.join("hard.md")).unwrap();
         let hard = dir.join("hard.md").display().to_string();
-        let recorded = saved_since(&dir, std::slice::from_ref(&hard), None);
-        let places = Places {
-            home: Some(&f.home),
-            project: &f.project,
-        };
-        let (shown, notes) = read_saved(&recorded, Some(&dir), &[], &places);
+        assert!(saved_since(&dir, std::slice::from_ref(&hard), None, &places).is_empty());
+        let (shown, notes) = read_saved(std::slice::from_ref(&hard), Some(&dir), &[], &places);
         assert!(shown.is_empty(), "{shown:?}");
         assert!(notes[0].contains("other hard links"), "{notes:?}");
     }
