@@ -248,3 +248,131 @@ fn run_command_within(mut cmd: std::process::Command, limit: Duration, max_heap:
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A session of client 2.1.330 in [`CWD`] that wrote each of `written` with the Write tool.
+fn writing_session(written: &[PathBuf]) -> String {
+    let line = |v: Value| {
+        let mut v = v;
+        v["version"] = json!("2.1.330");
+        v["cwd"] = json!(CWD);
+        v["sessionId"] = json!(SESSION);
+        v["isSidechain"] = json!(false);
+        format!("{v}\n")
+    };
+    let mut text = line(json!({"type": "user", "message": {"role": "user",
+        "content": "Tidy the notes, then remember the release checks"}}));
+    for (n, path) in written.iter().enumerate() {
+        let id = format!("w{n}");
+        text += &line(json!({"type": "assistant", "message": {"id": format!("m{n}"),
+            "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": id, "name": "Write",
+                         "input": {"file_path": path.to_str().unwrap(), "content": "x"}}],
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}));
+        text += &line(json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": "File written"}]}}));
+    }
+    text
+}
+
+/// PreCompact then SessionStart(compact) for `SESSION` on `transcript`: the facts block printed
+/// for the summarizer and the recovery block injected after.
+fn compact(env: &TestEnv, transcript: &Path) -> (String, String) {
+    let payload = precompact_payload(SESSION, transcript, "auto", Value::Null);
+    let run = env.run(&["precompact"], payload.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let facts = run.stdout;
+    let run = env.run(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", CWD).to_string(),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    (facts, decode_block(&run.stdout))
+}
+
+/// The fenced lines of the facts block's "Memory files saved" section (none without one).
+fn saved_listed(facts: &str) -> Vec<&str> {
+    let Some(at) = facts.find("Memory files saved since the last compaction") else {
+        return Vec::new();
+    };
+    facts[at..]
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("```"))
+        .collect()
+}
+
+/// The client's default memory folder for a session in [`CWD`].
+fn default_memory_folder(env: &TestEnv) -> PathBuf {
+    env.home().join(".claude/projects/-home-user-proj/memory")
+}
+
+/// `autoMemoryDirectory` values the client refuses (it keeps its default folder) never make
+/// ctxguard take the home directory, or anything else, for the memory folder: a note of the
+/// user's at the top of `$HOME` that the agent edited is neither listed as a saved memory for
+/// the summarizer nor shown after the compaction. A value it accepts is followed.
+#[test]
+fn a_memory_directory_the_client_refuses_is_not_taken() {
+    for refused in ["~/.", "~/a/..", "~/.claude/.."] {
+        let env = TestEnv::new();
+        fs::create_dir_all(env.home().join(".claude")).unwrap();
+        fs::write(
+            env.home().join(".claude/settings.json"),
+            json!({"autoMemoryDirectory": refused}).to_string(),
+        )
+        .unwrap();
+        let notes = env.home().join("notes.md");
+        fs::write(&notes, "private: the door code is 4711").unwrap();
+        // And a memory the agent saved where the client really keeps them.
+        let folder = default_memory_folder(&env);
+        fs::create_dir_all(&folder).unwrap();
+        let saved = folder.join("release.md");
+        fs::write(&saved, "Run the fuzz suite before a release").unwrap();
+        let transcript = env.write("t.jsonl", &writing_session(&[notes, saved]));
+        let (facts, block) = compact(&env, &transcript);
+        let listed = saved_listed(&facts);
+        assert_eq!(listed.len(), 1, "{refused}: {facts}");
+        assert!(listed[0].ends_with("memory/release.md"), "{refused}: {facts}");
+        assert!(block.contains("Run the fuzz suite"), "{refused}: {block}");
+        assert!(!block.contains("door code"), "{refused}: {block}");
+    }
+    // Accepted: `~/mem` is where the memories are.
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(
+        env.home().join(".claude/settings.json"),
+        json!({"autoMemoryDirectory": "~/mem"}).to_string(),
+    )
+    .unwrap();
+    fs::create_dir_all(env.home().join("mem")).unwrap();
+    let saved = env.home().join("mem/tabs.md");
+    fs::write(&saved, "The user wants tabs").unwrap();
+    let transcript = env.write("t.jsonl", &writing_session(&[saved]));
+    let (facts, block) = compact(&env, &transcript);
+    assert_eq!(saved_listed(&facts).len(), 1, "{facts}");
+    assert!(saved_listed(&facts)[0].ends_with("mem/tabs.md"), "{facts}");
+    assert!(block.contains("The user wants tabs"), "{block}");
+}
+
+/// A hard link in the memory folder to another file of the user's is not shown after the
+/// compaction, and so not listed for the summarizer either: the facts block names only what the
+/// recovery block will show.
+#[cfg(unix)]
+#[test]
+fn a_hard_linked_memory_is_neither_listed_nor_shown() {
+    let env = TestEnv::new();
+    let folder = default_memory_folder(&env);
+    fs::create_dir_all(&folder).unwrap();
+    let secret = env.home().join("secret.txt");
+    fs::write(&secret, "sk-live-123").unwrap();
+    let hard = folder.join("hard.md");
+    fs::hard_link(&secret, &hard).unwrap();
+    let saved = folder.join("release.md");
+    fs::write(&saved, "Run the fuzz suite before a release").unwrap();
+    let transcript = env.write("t.jsonl", &writing_session(&[hard, saved]));
+    let (facts, block) = compact(&env, &transcript);
+    let listed = saved_listed(&facts);
+    assert_eq!(listed.len(), 1, "{facts}");
+    assert!(listed[0].ends_with("memory/release.md"), "{facts}");
+    assert!(block.contains("Run the fuzz suite"), "{block}");
+    assert!(!block.contains("sk-live"), "{block}");
+}
