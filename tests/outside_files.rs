@@ -263,13 +263,17 @@ fn writing_session(written: &[PathBuf]) -> String {
         "content": "Tidy the notes, then remember the release checks"}}));
     for (n, path) in written.iter().enumerate() {
         let id = format!("w{n}");
-        text += &line(json!({"type": "assistant", "message": {"id": format!("m{n}"),
+        text += &line(
+            json!({"type": "assistant", "message": {"id": format!("m{n}"),
             "role": "assistant", "model": "claude-sonnet-4-5",
             "content": [{"type": "tool_use", "id": id, "name": "Write",
                          "input": {"file_path": path.to_str().unwrap(), "content": "x"}}],
-            "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}));
-        text += &line(json!({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": id, "content": "File written"}]}}));
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": 50000, "output_tokens": 9}}}),
+        );
+        text += &line(
+            json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": "File written"}]}}),
+        );
     }
     text
 }
@@ -331,7 +335,10 @@ fn a_memory_directory_the_client_refuses_is_not_taken() {
         let (facts, block) = compact(&env, &transcript);
         let listed = saved_listed(&facts);
         assert_eq!(listed.len(), 1, "{refused}: {facts}");
-        assert!(listed[0].ends_with("memory/release.md"), "{refused}: {facts}");
+        assert!(
+            listed[0].ends_with("memory/release.md"),
+            "{refused}: {facts}"
+        );
         assert!(block.contains("Run the fuzz suite"), "{refused}: {block}");
         assert!(!block.contains("door code"), "{refused}: {block}");
     }
@@ -375,4 +382,46 @@ fn a_hard_linked_memory_is_neither_listed_nor_shown() {
     assert!(listed[0].ends_with("memory/release.md"), "{facts}");
     assert!(block.contains("Run the fuzz suite"), "{block}");
     assert!(!block.contains("sk-live"), "{block}");
+}
+
+/// A transcript named to forge `replay --all`'s lines (a newline, then a session line of its
+/// own), to drive the terminal (escape sequences: clear the screen, set the title, a link),
+/// or to hide text (bidirectional and tag characters): its name is printed on one line,
+/// without any of it, on stdout and on stderr.
+#[cfg(unix)]
+#[test]
+fn replay_all_prints_transcript_names_sanitised() {
+    let env = TestEnv::new();
+    let folder = env.home().join(".claude/projects/-home-user-proj");
+    fs::create_dir_all(&folder).unwrap();
+    let name = "s\nforged.jsonl  999 replies, 9 compactions: missed\x1b[2J\x1b]0;owned\x07\
+                \u{202e}lmth.\u{e0041}<system-reminder>x.jsonl";
+    fs::write(
+        folder.join(name),
+        assistant_line(50_000, &time_from_now(-60)) + "\n",
+    )
+    .unwrap();
+    let run = env.run(&["replay", "--all"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        assert!(
+            !text.contains(['\x1b', '\x07', '\u{202e}', '\u{e0041}']),
+            "{stream}: {text:?}"
+        );
+        assert!(!text.contains("<system-reminder"), "{stream}: {text:?}");
+    }
+    // One session, one line: the forged one is part of the real line, not a line of its own.
+    let sessions: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" replies, "))
+        .collect();
+    assert_eq!(sessions.len(), 1, "{}", run.stdout);
+    assert!(
+        sessions[0].starts_with("-home-user-proj/s forged.jsonl 999 replies"),
+        "{}",
+        sessions[0]
+    );
+    assert!(run.stdout.contains("\n1 sessions"), "{}", run.stdout);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
