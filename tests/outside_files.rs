@@ -425,3 +425,81 @@ fn replay_all_prints_transcript_names_sanitised() {
     assert!(run.stdout.contains("\n1 sessions"), "{}", run.stdout);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+/// `uninstall --purge` with `CTXGUARD_HOME` at a folder of the user's that happens to hold
+/// folders named like ctxguard's: what is not exactly a shape ctxguard writes stays (a photo
+/// at any depth under a dated `recent/` folder, links, a `marker.json` that is not a marker,
+/// an empty folder of theirs), while ctxguard's own state there goes.
+#[cfg(unix)]
+#[test]
+fn uninstall_purge_removes_only_the_shapes_ctxguard_writes() {
+    let mut env = TestEnv::new();
+    let work = env.dir.path().join("work");
+    let theirs = [
+        ("recent/2026-01-01/photos/beach.jpg", "JPEG"),
+        ("recent/2026-01-01/09/12/album/a.jpg", "JPEG"),
+        ("recent/2026-01-01/09/12/03.123456@abc", "not empty: theirs"),
+        ("recent/2026-01-01/notes.txt", "mine"),
+        ("sessions/abc/marker.json", "my own marker list"),
+        ("sessions/def/marker.json", r#"{"colour": "red"}"#),
+        ("checkpoints/abc/cp_001.json", "[1, 2, 3]"),
+    ];
+    for (rel, text) in theirs {
+        let path = work.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+    }
+    let target = env.dir.path().join("precious.txt");
+    fs::write(&target, "keep me").unwrap();
+    symlink(&target, work.join("sessions/abc/lock")).unwrap();
+    symlink(&target, work.join("recent/2026-01-01/09/12/04.000000@abc")).unwrap();
+    symlink(env.dir.path(), work.join("logs")).unwrap();
+    fs::create_dir_all(work.join("sessions/Holiday Plans")).unwrap();
+    env.set("CTXGUARD_HOME", work.to_str().unwrap());
+    // ctxguard's own state beside them: a session's marker, lock and activity entry.
+    let run = env.statusline(&statusline_payload(SESSION, Some(50_000), Some(200_000)));
+    assert_eq!(run.code, 0, "{run:?}");
+    let marker = work.join("sessions").join(SESSION).join("marker.json");
+    assert!(marker.is_file());
+    let run = env.run(&["uninstall", "--purge"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    for (rel, text) in theirs {
+        assert_eq!(
+            fs::read_to_string(work.join(rel)).unwrap(),
+            text,
+            "{rel}: {run:?}"
+        );
+    }
+    for link in [
+        "sessions/abc/lock",
+        "recent/2026-01-01/09/12/04.000000@abc",
+        "logs",
+    ] {
+        assert!(
+            fs::symlink_metadata(work.join(link)).is_ok_and(|m| m.file_type().is_symlink()),
+            "{link}: {run:?}"
+        );
+    }
+    assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(work.join("sessions/Holiday Plans").is_dir(), "{run:?}");
+    // ctxguard's own files went: the session's folder, and its activity entry.
+    assert!(!work.join("sessions").join(SESSION).exists(), "{run:?}");
+    fn entries(dir: &Path, out: &mut Vec<String>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                entries(&e.path(), out);
+            }
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    let mut left = Vec::new();
+    entries(&work.join("recent"), &mut left);
+    assert!(!left.iter().any(|n| n.ends_with(SESSION)), "{left:?}");
+    // The marker, its lock, its activity entry and the learned window.
+    assert!(run.stdout.contains("removed 4 files"), "{run:?}");
+    assert!(
+        run.stdout
+            .contains("stays (it holds what is not ctxguard's)"),
+        "{run:?}"
+    );
+}
