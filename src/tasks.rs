@@ -135,6 +135,69 @@ mod tests {
         );
     }
 
+    /// Generated task stores: files of every size around the limit, malformed ones, and on Unix
+    /// links, FIFOs and folders among them. Reading never panics or blocks, takes a task only
+    /// from a regular file within [`MAX_TASK_FILE`] that parses, at most [`MAX_TASKS`], and
+    /// notes each refused file.
+    #[test]
+    fn generated_stores_give_only_the_tasks_of_regular_bounded_files() {
+        let root = tempfile::tempdir().unwrap();
+        let mut seed = 0x7a5c_0001_dead_0042_u64;
+        for round in 0..20 {
+            let dir = root.path().join(format!("s{round}"));
+            fs::create_dir_all(&dir).unwrap();
+            let mut expected = 0;
+            let mut refused = 0;
+            for n in 0..(seed % 30) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let path = dir.join(format!("{n}.json"));
+                let task = serde_json::json!({"id": n.to_string(), "subject": format!("task {n}"),
+                                              "status": "pending"})
+                .to_string();
+                match seed % 7 {
+                    0 => {
+                        // Padded past the limit.
+                        let pad = " ".repeat(MAX_TASK_FILE as usize);
+                        fs::write(&path, format!("{task}{pad}")).unwrap();
+                        refused += 1;
+                    }
+                    1 => fs::write(&path, &task[..task.len() / 2]).unwrap(),
+                    #[cfg(unix)]
+                    2 => {
+                        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+                        refused += 1;
+                    }
+                    #[cfg(unix)]
+                    3 => {
+                        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                        // SAFETY: a valid NUL-terminated path.
+                        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                        refused += 1;
+                    }
+                    4 => {
+                        fs::create_dir(&path).unwrap();
+                        refused += 1;
+                    }
+                    _ => {
+                        fs::write(&path, &task).unwrap();
+                        expected += 1;
+                    }
+                }
+            }
+            let _ = crate::diag::take_refused();
+            let tasks = read(&dir).unwrap();
+            assert_eq!(tasks.len(), expected.min(MAX_TASKS), "round {round}");
+            assert!(tasks.iter().all(|t| t.content.starts_with("task ")));
+            assert_eq!(
+                crate::diag::take_refused().len(),
+                refused.min(8),
+                "round {round}"
+            );
+        }
+    }
+
     #[test]
     fn odd_session_ids_name_no_directory() {
         let root = Path::new("/c");

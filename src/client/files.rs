@@ -215,6 +215,81 @@ mod tests {
         assert_eq!(locations(None, None, Path::new("/m")).len(), 1);
     }
 
+    /// Generated settings files: bytes cut, corrupted and padded from a real one, sizes around
+    /// the limit, and on Unix FIFOs, devices and directories behind the name. Reading never
+    /// panics or blocks; what parses is exactly what is a JSON object in a regular file within
+    /// [`MAX_SETTINGS`]; every other kind is refused, and the refusal noted.
+    #[test]
+    fn generated_settings_files_are_parsed_or_refused_never_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let real =
+            br#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}, "model": "opus", "hooks": {}}"#;
+        let mut seed = 0x5eed_0f5e_7711_65aa_u64;
+        let _ = crate::diag::take_refused();
+        for n in 0..300 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let path = dir.path().join(format!("s{n}.json"));
+            let mut bytes = real.to_vec();
+            match seed % 8 {
+                0 => bytes.truncate((seed >> 8) as usize % real.len()),
+                1 => {
+                    let at = (seed >> 8) as usize % bytes.len();
+                    bytes[at] = (seed >> 20) as u8;
+                }
+                2 => bytes = b"[1, 2]".to_vec(),
+                3 => bytes = vec![0xff, 0xfe, b'{', b'}'],
+                4 => {
+                    bytes = b" ".repeat(MAX_SETTINGS as usize - 2);
+                    bytes.splice(0..0, *b"{}");
+                    if seed & 0x100 != 0 {
+                        bytes.push(b' ');
+                    }
+                }
+                _ => {}
+            }
+            let mut kind_refused = false;
+            #[cfg(unix)]
+            match (seed >> 32) % 6 {
+                0 => {
+                    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                    kind_refused = true;
+                }
+                1 => {
+                    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+                    kind_refused = true;
+                }
+                2 => {
+                    fs::create_dir(&path).unwrap();
+                    kind_refused = true;
+                }
+                _ => {}
+            }
+            if !kind_refused {
+                fs::write(&path, &bytes).unwrap();
+            }
+            let file = SettingsFile::read(Scope::Project, path.clone()).unwrap();
+            let too_large = bytes.len() as u64 > MAX_SETTINGS;
+            let object = matches!(
+                serde_json::from_slice::<Value>(&bytes),
+                Ok(Value::Object(_))
+            );
+            match &file.contents {
+                Ok(_) => assert!(!kind_refused && !too_large && object, "{n}"),
+                Err(Problem::Refused(why)) => {
+                    assert!(kind_refused || too_large, "{n}: {why}");
+                    let notes = crate::diag::take_refused();
+                    assert_eq!(notes.len(), 1, "{n}: {notes:?}");
+                    assert!(notes[0].contains(&format!("s{n}.json")), "{notes:?}");
+                }
+                Err(other) => assert!(!kind_refused && !too_large && !object, "{n}: {other}"),
+            }
+        }
+    }
+
     #[test]
     fn a_project_in_the_home_directory_reads_the_user_settings_once() {
         let dir = tempfile::tempdir().unwrap();

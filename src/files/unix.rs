@@ -258,6 +258,98 @@ mod tests {
         assert_eq!(open_regular(&f, "transcript").unwrap().1, 3);
     }
 
+    /// Every kind of thing that can stand at a path, generated in random order and sizes around
+    /// the limits: each reader returns the exact bytes of a regular file within its limit, and
+    /// refuses everything else, at once (a FIFO nobody writes, /dev/zero, a terminal, a link
+    /// loop); the no-follow readers refuse every link, the others follow one to a regular file.
+    #[test]
+    fn generated_paths_are_read_only_when_regular_and_bounded() {
+        let t = tempfile::tempdir().unwrap();
+        let limit = 1024;
+        let mut seed = 0x0bad_cafe_1234_5678_u64;
+        let started = std::time::Instant::now();
+        for n in 0..400 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let path = t.path().join(format!("f{n}"));
+            let size = [0, 1, limit - 1, limit, limit + 1, 3 * limit][(seed % 6) as usize];
+            let bytes: Vec<u8> = (0..size).map(|i| (i as u8) ^ (seed as u8)).collect();
+            // What stands there (kind), at the path itself or behind a link to it.
+            let kind = (seed >> 8) % 7;
+            let through_link = (seed >> 16) % 2 == 1;
+            let target = if through_link {
+                t.path().join(format!("target{n}"))
+            } else {
+                path.clone()
+            };
+            let regular = match kind {
+                0..=2 => {
+                    fs::write(&target, &bytes).unwrap();
+                    true
+                }
+                3 => {
+                    let c = std::ffi::CString::new(target.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                    false
+                }
+                4 => {
+                    fs::create_dir(&target).unwrap();
+                    false
+                }
+                5 => {
+                    // A device, always through a link (as a repository would commit one).
+                    let dev = ["/dev/zero", "/dev/null", "/dev/tty", "/dev/urandom"]
+                        [((seed >> 24) % 4) as usize];
+                    symlink(dev, &path).unwrap();
+                    false
+                }
+                // Nothing there (behind a link: a dangling one).
+                _ => false,
+            };
+            if through_link && kind != 5 {
+                symlink(&target, &path).unwrap();
+            }
+            let linked = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            let exists = fs::metadata(&path).is_ok();
+            let within = regular && (size as u64) <= limit as u64;
+            let what = format!("{n}: kind {kind}, link {linked}, size {size}");
+
+            match read_regular(&path, "file", limit as u64) {
+                Ok(Some(read)) => {
+                    assert!(within, "{what}");
+                    assert_eq!(read, bytes, "{what}");
+                }
+                Ok(None) => assert!(!exists, "{what}"),
+                Err(e) => {
+                    assert!(!within, "{what}: {e:#}");
+                    if exists && !regular {
+                        let text = format!("{e:#}");
+                        assert!(
+                            text.contains("not a regular file") || text.contains("No such device"),
+                            "{what}: {text}"
+                        );
+                    }
+                }
+            }
+            match read_nofollow(&path, "file", limit as u64) {
+                Ok(Some(read)) => {
+                    assert!(within && !linked, "{what}");
+                    assert_eq!(read, bytes, "{what}");
+                }
+                Ok(None) => assert!(fs::symlink_metadata(&path).is_err(), "{what}"),
+                Err(e) => assert!(!within || linked, "{what}: {e:#}"),
+            }
+            match open_regular(&path, "file") {
+                Ok((_, len)) => assert!(regular && len == size as u64, "{what}"),
+                Err(e) => assert!(!regular || !exists, "{what}: {e:#}"),
+            }
+        }
+        // Nothing waited: a blocked open would have stopped the loop for good.
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+
     #[test]
     fn new_files_have_their_mode_from_the_start_and_never_follow() {
         let t = tempfile::tempdir().unwrap();
