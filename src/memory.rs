@@ -973,6 +973,72 @@ mod tests {
         assert!(found.is_empty(), "{found:?}");
     }
 
+    /// Generated memory files, of every kind a repository or an agent can leave (regular files
+    /// around the read limit, links to files and devices, FIFOs, folders, hard links): read
+    /// never blocks or panics, shows a file only when it is regular, unlinked and inside its
+    /// place, at most [`READ_LIMIT`] of it (and a saved memory only with no other hard link),
+    /// and says why it refused one.
+    #[test]
+    #[cfg(unix)]
+    fn generated_memory_files_are_shown_only_when_safe() {
+        let mut seed = 0x3e30_0f11_e5ab_cdef_u64;
+        for n in 0..60 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let f = fixture();
+            let dir = f.home.join(".claude/projects/-h-proj/memory");
+            fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("m.md");
+            let other = f.home.join("other.txt");
+            let size = [0, 10, READ_LIMIT as usize, READ_LIMIT as usize + 10][(seed % 4) as usize];
+            fs::write(&other, "o".repeat(size.max(1))).unwrap();
+            let kind = (seed >> 8) % 6;
+            match kind {
+                0 => fs::write(&path, "m".repeat(size)).unwrap(),
+                1 => symlink(&other, &path).unwrap(),
+                2 => symlink(
+                    ["/dev/zero", "/proc/self/environ", "/dev/tty"][(seed >> 20) as usize % 3],
+                    &path,
+                )
+                .unwrap(),
+                3 => {
+                    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }
+                4 => fs::create_dir(&path).unwrap(),
+                _ => fs::hard_link(&other, &path).unwrap(),
+            }
+            let what = format!("{n}: kind {kind}, size {size}");
+            // As a memory file the config names.
+            let (found, notes) = read_all(&[path.display().to_string()], &f.places());
+            let shown = match kind {
+                0 => size > 0,
+                5 => true,
+                _ => false,
+            };
+            assert_eq!(found.len(), usize::from(shown), "{what}: {notes:?}");
+            assert!(found.iter().all(|m| m.content.len() <= READ_LIMIT as usize));
+            assert_eq!(
+                notes.len(),
+                usize::from(matches!(kind, 1..=4)),
+                "{what}: {notes:?}"
+            );
+            // As a saved memory the agent wrote: the same, but never a hard link; recorded
+            // exactly when shown.
+            let recorded = saved_since(&dir, &[path.display().to_string()], None, &f.places());
+            let (saved, _) =
+                read_saved(&[path.display().to_string()], Some(&dir), &[], &f.places());
+            let shown = kind == 0 && size > 0;
+            assert_eq!(saved.len(), usize::from(shown), "{what}");
+            assert_eq!(recorded.len(), saved.len(), "{what}");
+            assert!(saved
+                .iter()
+                .all(|m| m.content.chars().count() <= SAVED_CHARS));
+        }
+    }
+
     #[test]
     fn resolve_paths() {
         let home = Path::new("/home/u");
