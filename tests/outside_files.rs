@@ -19,24 +19,31 @@ const LIMIT: Duration = Duration::from_secs(15);
 const MAX_HEAP: u64 = 256 << 20;
 
 /// A project whose `.claude/settings.json` is `what`: a FIFO nobody writes, a link to a device,
-/// a link to a file over the size limit.
-#[cfg(unix)]
+/// a 64 MB file (through a link on Unix), a folder.
 fn hostile_project(env: &TestEnv, what: &str) -> PathBuf {
     let project = env.dir.path().join("proj");
     fs::create_dir_all(project.join(".claude")).unwrap();
     let settings = project.join(".claude/settings.json");
     match what {
+        "large" => {
+            let big = env.dir.path().join("big.json");
+            fs::File::create(&big).unwrap().set_len(64 << 20).unwrap();
+            #[cfg(unix)]
+            symlink(&big, &settings).unwrap();
+            #[cfg(not(unix))]
+            fs::rename(&big, &settings).unwrap();
+        }
+        "folder" => fs::create_dir(&settings).unwrap(),
+        #[cfg(unix)]
         "fifo" => {
             let c = std::ffi::CString::new(settings.to_str().unwrap()).unwrap();
             // SAFETY: a valid C string and mode.
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         }
-        "large" => {
-            let big = env.dir.path().join("big.json");
-            fs::File::create(&big).unwrap().set_len(64 << 20).unwrap();
-            symlink(&big, &settings).unwrap();
-        }
+        #[cfg(unix)]
         device => symlink(device, &settings).unwrap(),
+        #[cfg(not(unix))]
+        other => panic!("no {other} on this platform"),
     }
     project
 }
@@ -64,7 +71,7 @@ fn payload(hook: &str, project: &Path, transcript: &Path) -> Value {
 /// within the heap whatever the project's settings file is, and say why it was not read; the
 /// hooks exit 0 with at most their one stderr line. (Before: every one of these blocked on
 /// the FIFO or the terminal until killed, or read /dev/zero until it ran out of memory.)
-#[cfg(unix)]
+/// Windows has no FIFO or device to link to there: the large file and the folder.
 #[test]
 fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
     let hooks = [
@@ -77,10 +84,13 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         "postcompact",
         "sessionstart",
     ];
-    let mut targets = vec!["fifo", "/dev/zero", "large"];
-    // A terminal only where the test has one to link to (opening it must not block either).
-    if Path::new("/dev/tty").exists() {
-        targets.push("/dev/tty");
+    let mut targets = vec!["large", "folder"];
+    if cfg!(unix) {
+        targets.extend(["fifo", "/dev/zero"]);
+        // A terminal only where the test has one to link to (opening it must not block).
+        if Path::new("/dev/tty").exists() {
+            targets.push("/dev/tty");
+        }
     }
     for target in targets {
         // Each hook on a state of its own: none relies on limits another one resolved.
@@ -96,13 +106,12 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
             let run = env.run_within(&[hook], &input, LIMIT, MAX_HEAP);
             assert_eq!(run.code, 0, "{target} {hook}: {run:?}");
             assert!(run.stderr.lines().count() <= 1, "{target} {hook}: {run:?}");
-            // Without a controlling terminal /dev/tty does not even open: unreadable, as for
-            // the client, and not worth a note; otherwise the hook says what it refused.
-            if target != "/dev/tty"
+            // The hook says what it refused (see `says_why` for what it cannot).
+            if says_why(target)
                 && matches!(hook, "pretooluse" | "statusline" | "precompact" | "stop")
             {
                 assert!(
-                    run.stderr.contains(".claude/settings.json")
+                    run.stderr.contains("settings.json")
                         && (run.stderr.contains("not a regular file")
                             || run.stderr.contains("over the limit")),
                     "{target} {hook}: says which file and why: {run:?}"
@@ -126,11 +135,8 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         let mut doctor = env.command(&["doctor"]);
         doctor.current_dir(&project);
         let run = run_command_within(doctor, LIMIT, MAX_HEAP);
-        assert!(
-            run.stdout.contains(".claude/settings.json "),
-            "{target}: {run:?}"
-        );
-        if target != "/dev/tty" {
+        assert!(run.stdout.contains("settings.json "), "{target}: {run:?}");
+        if says_why(target) {
             assert!(
                 run.stdout.contains("ctxguard does not read it"),
                 "{target}: {run:?}"
@@ -152,7 +158,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         let run = run_command_within(env.command(&["replay", "--all"]), LIMIT, MAX_HEAP);
         assert_eq!(run.code, 0, "{target}: {run:?}");
         assert!(run.stdout.contains("1 sessions"), "{target}: {run:?}");
-        if target != "/dev/tty" {
+        if says_why(target) {
             assert!(
                 run.stderr.contains("ctxguard: note: settings"),
                 "{target}: {run:?}"
@@ -164,7 +170,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         let run = run_command_within(install, LIMIT, MAX_HEAP);
         assert_eq!(run.code, 1, "{target}: {run:?}");
         assert!(
-            target == "/dev/tty" || run.stderr.contains("refusing to read it"),
+            !says_why(target) || run.stderr.contains("refusing to read it"),
             "{target}: {run:?}"
         );
         assert_eq!(
@@ -213,24 +219,35 @@ fn a_users_settings_linked_to_a_regular_file_keeps_working() {
     assert_eq!(edited["env"]["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"], "50");
 }
 
-/// Runs a prepared command under [`LIMIT`] and the heap limit (a manual command).
-#[cfg(unix)]
+/// Whether a settings file that is `target` is refused for what it is, and said so. Without a
+/// controlling terminal /dev/tty does not even open, and Windows does not open a folder as a
+/// file: both are unreadable, for the client too, and not worth a note.
+fn says_why(target: &str) -> bool {
+    target != "/dev/tty" && !(cfg!(windows) && target == "folder")
+}
+
+/// Runs a prepared command (a manual command) with a deadline and, on Unix, a heap limit.
 fn run_command_within(mut cmd: std::process::Command, limit: Duration, max_heap: u64) -> Run {
-    use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    // SAFETY: setrlimit is async-signal-safe and only touches the child.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: max_heap,
-                rlim_max: max_heap,
-            };
-            if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and only touches the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: max_heap,
+                    rlim_max: max_heap,
+                };
+                if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
+    #[cfg(not(unix))]
+    let _ = max_heap;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = feed(cmd, "");
     let start = std::time::Instant::now();

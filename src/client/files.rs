@@ -249,25 +249,26 @@ mod tests {
                 }
                 _ => {}
             }
-            let mut kind_refused = false;
             #[cfg(unix)]
-            match (seed >> 32) % 6 {
+            let kind_refused = match (seed >> 32) % 6 {
                 0 => {
                     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
                     // SAFETY: a valid NUL-terminated path.
                     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-                    kind_refused = true;
+                    true
                 }
                 1 => {
                     std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
-                    kind_refused = true;
+                    true
                 }
                 2 => {
                     fs::create_dir(&path).unwrap();
-                    kind_refused = true;
+                    true
                 }
-                _ => {}
-            }
+                _ => false,
+            };
+            #[cfg(not(unix))]
+            let kind_refused = false;
             if !kind_refused {
                 fs::write(&path, &bytes).unwrap();
             }
