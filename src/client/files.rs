@@ -23,8 +23,9 @@ pub const MANAGED_SETTINGS: &str = r"C:\Program Files\ClaudeCode\managed-setting
 #[cfg(not(any(target_os = "macos", windows)))]
 pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
 
-/// A settings file larger than this is refused (the largest seen in use are a few KiB).
-pub const MAX_SETTINGS: u64 = crate::files::MAX_STATE_FILE;
+/// A settings file larger than this is refused unread. Those in use are a few KiB; a user's
+/// with a large `env` or permission list stays far below (`install` is tested on 8 MB).
+pub const MAX_SETTINGS: u64 = 16 * 1024 * 1024;
 
 /// Which settings file, in the client's precedence order (a later one wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -240,15 +241,11 @@ mod tests {
                 }
                 2 => bytes = b"[1, 2]".to_vec(),
                 3 => bytes = vec![0xff, 0xfe, b'{', b'}'],
-                4 => {
-                    bytes = b" ".repeat(MAX_SETTINGS as usize - 2);
-                    bytes.splice(0..0, *b"{}");
-                    if seed & 0x100 != 0 {
-                        bytes.push(b' ');
-                    }
-                }
+                // Over the limit (sparse: nothing written but the length).
+                4 => bytes.clear(),
                 _ => {}
             }
+            let oversized = seed % 8 == 4;
             #[cfg(unix)]
             let kind_refused = match (seed >> 32) % 6 {
                 0 => {
@@ -269,11 +266,15 @@ mod tests {
             };
             #[cfg(not(unix))]
             let kind_refused = false;
-            if !kind_refused {
+            if oversized && !kind_refused {
+                let file = fs::File::create(&path).unwrap();
+                file.set_len(MAX_SETTINGS + 1 + (seed >> 40) % 1000)
+                    .unwrap();
+            } else if !kind_refused {
                 fs::write(&path, &bytes).unwrap();
             }
             let file = SettingsFile::read(Scope::Project, path.clone()).unwrap();
-            let too_large = bytes.len() as u64 > MAX_SETTINGS;
+            let too_large = oversized;
             let object = matches!(
                 serde_json::from_slice::<Value>(&bytes),
                 Ok(Value::Object(_))
@@ -289,6 +290,22 @@ mod tests {
                 Err(other) => assert!(!kind_refused && !too_large && !object, "{n}: {other}"),
             }
         }
+        // At the limit exactly: read and parsed; one byte more: refused.
+        let at = dir.path().join("at.json");
+        let mut bytes = b" ".repeat(MAX_SETTINGS as usize - 2);
+        bytes.splice(0..0, *b"{}");
+        fs::write(&at, &bytes).unwrap();
+        assert!(SettingsFile::read(Scope::User, at.clone())
+            .unwrap()
+            .contents
+            .is_ok());
+        bytes.push(b' ');
+        fs::write(&at, &bytes).unwrap();
+        assert!(matches!(
+            SettingsFile::read(Scope::User, at).unwrap().contents,
+            Err(Problem::Refused(_))
+        ));
+        let _ = crate::diag::take_refused();
     }
 
     #[test]
