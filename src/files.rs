@@ -2,7 +2,10 @@
 //! everywhere: state directories and files are private from the moment they exist; a symlink
 //! planted where a state file, lock or state directory should be is refused, not followed; a
 //! state root someone else owns (or, on Windows, may write in) is refused; writes are atomic;
-//! and a transcript path that is a FIFO or a device can never make a hook block.
+//! and no file read from outside (a transcript, a settings file, a task) can make a hook block
+//! or read without a bound: every read opens without blocking, checks the type on the opened
+//! file, and stops at a limit ([`read_regular`], [`read_nofollow`], [`open_regular`]), a
+//! refusal being a [`Refusal`] that names the file and why.
 //!
 //! One rule for every directory under the state root, on reads as on writes: it is used only
 //! once seen to be a real directory, never a link. Writes go through [`ensure_state_dir`]; reads
@@ -83,7 +86,7 @@ fn refusal(what: &str, path: &Path, why: String) -> anyhow::Error {
     })
 }
 
-/// The type refusal of a file that opened: `None` for a regular file.
+/// Refuses an opened file that is not a regular one, naming what it is.
 fn not_regular(file: &File, meta: &fs::Metadata, what: &str, path: &Path) -> Result<()> {
     match sys::not_regular(file, meta) {
         None => Ok(()),
@@ -91,7 +94,7 @@ fn not_regular(file: &File, meta: &fs::Metadata, what: &str, path: &Path) -> Res
     }
 }
 
-/// The size refusal of a file of `len` bytes where at most `limit` may be read.
+/// Refuses a file of `len` bytes where at most `limit` may be read.
 fn too_large(len: u64, limit: u64, what: &str, path: &Path) -> Result<()> {
     if len > limit {
         return Err(refusal(
@@ -163,8 +166,8 @@ pub fn is_not_found(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Reads a file from outside ctxguard's own state (the client's settings, its task store) or
-/// one the user may keep as a symlink (the config): whatever the path resolves to (a link is
+/// Reads a file from outside ctxguard's own state (the client's settings) or one the user may
+/// keep as a symlink (the config): whatever the path resolves to (a link is
 /// followed), it is read only when it is a regular file, and only when it holds at most `limit`
 /// bytes (a larger one is refused, never cut: half a JSON file is no JSON file). Opening never
 /// blocks (a FIFO opens at once; on Windows a device name is refused unopened), the type is

@@ -194,6 +194,9 @@ pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<Pat
 /// Saved memories a checkpoint records at most, newest first.
 pub const MAX_SAVED: usize = 8;
 
+/// At most this many candidates are read to find the [`MAX_SAVED`] a block will show.
+const SAVED_EXAMINED: usize = 4 * MAX_SAVED;
+
 /// A saved memory is shown up to this many characters (its frontmatter and the fact).
 const SAVED_CHARS: usize = 700;
 
@@ -283,6 +286,8 @@ pub fn saved_since(
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
+        // Each is read to know: a bounded number, newest first.
+        .take(SAVED_EXAMINED)
         .filter(|(_, p)| {
             matches!(
                 saved_memory(p, dir, real_dir.as_deref(), places),
