@@ -100,8 +100,11 @@ fn client_memory_dir(
     if settings.auto_memory_off().is_some() {
         return None;
     }
-    // The client takes the value of the first file that sets one (a `null` is no value), and
-    // stays on its default folder when it refuses that value.
+    // The client takes the value of the first file that sets one, managed settings first then
+    // local, project and user (a `null` is no value), and stays on its default folder when it
+    // refuses that value. The project's files count for it in a trusted workspace (its
+    // `qk()`: the trust dialog accepted, as it is in a session whose hooks run), unless a
+    // second condition holds that the carved code does not resolve (`BX()`).
     let setting = settings
         .files
         .iter()
