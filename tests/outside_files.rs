@@ -311,8 +311,9 @@ fn compact(env: &TestEnv, transcript: &Path) -> (String, String) {
     (facts, decode_block(&run.stdout))
 }
 
-/// The fenced lines of the facts block's "Memory files saved" section (none without one).
-fn saved_listed(facts: &str) -> Vec<&str> {
+/// The fenced lines of the facts block's "Memory files saved" section (none without one), with
+/// `/` between the parts of each path on every platform.
+fn saved_listed(facts: &str) -> Vec<String> {
     let Some(at) = facts.find("Memory files saved since the last compaction") else {
         return Vec::new();
     };
@@ -320,6 +321,7 @@ fn saved_listed(facts: &str) -> Vec<&str> {
         .lines()
         .skip(2)
         .take_while(|l| !l.starts_with("```"))
+        .map(|l| l.replace('\\', "/"))
         .collect()
 }
 
