@@ -98,10 +98,16 @@ fn cycle_nudges(marker: &Marker) -> Vec<String> {
         .collect()
 }
 
-/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the memories the agent saved in Claude Code's memory folder `dir` meanwhile:
-/// never carried forward, so a block shows a saved memory once, and again only when it is
-/// edited again.
-pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Option<&Checkpoint>) {
+/// Records in `cp`, read from the part of the transcript since the `previous` checkpoint, the
+/// memories the agent saved in Claude Code's memory folder `dir` meanwhile that a recovery block
+/// will show (read from `places` as it reads them): never carried forward, so a block shows a
+/// saved memory once, and again only when it is edited again.
+pub fn note_saved_memories(
+    cp: &mut Checkpoint,
+    dir: Option<&Path>,
+    previous: Option<&Checkpoint>,
+    places: &memory::Places,
+) {
     let since = previous.and_then(|p| p.meta.created_at);
     cp.memories_saved = dir
         .map(|dir| {
@@ -109,6 +115,7 @@ pub fn note_saved_memories(cp: &mut Checkpoint, dir: Option<&Path>, previous: Op
                 dir,
                 &cp.files_modified,
                 since.map(std::time::SystemTime::from),
+                places,
             )
         })
         .unwrap_or_default();

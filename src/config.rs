@@ -485,7 +485,9 @@ impl Config {
         let file = paths.config_file();
         let mut config = Config::default();
         let mut warnings = Vec::new();
-        if let Some(bytes) = crate::files::read_user_file(&file, "config")? {
+        if let Some(bytes) =
+            crate::files::read_regular(&file, "config", crate::files::MAX_STATE_FILE)?
+        {
             config.apply_file(&file, &bytes, &mut warnings)?;
         }
         for (key, value) in env.overrides() {

@@ -2,7 +2,10 @@
 //! everywhere: state directories and files are private from the moment they exist; a symlink
 //! planted where a state file, lock or state directory should be is refused, not followed; a
 //! state root someone else owns (or, on Windows, may write in) is refused; writes are atomic;
-//! and a transcript path that is a FIFO or a device can never make a hook block.
+//! and no file read from outside (a transcript, a settings file, a task) can make a hook block
+//! or read without a bound: every read opens without blocking, checks the type on the opened
+//! file, and stops at a limit ([`read_regular`], [`read_nofollow`], [`open_regular`]), a
+//! refusal being a [`Refusal`] that names the file and why.
 //!
 //! One rule for every directory under the state root, on reads as on writes: it is used only
 //! once seen to be a real directory, never a link. Writes go through [`ensure_state_dir`]; reads
@@ -51,7 +54,74 @@ fn nofollow_error(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
 
 /// No state or config file ctxguard writes comes near this; anything larger is refused rather
 /// than read (a config linked to /dev/zero, a planted giant file).
-const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
+pub const MAX_STATE_FILE: u64 = 4 * 1024 * 1024;
+
+/// A file that exists but is not read: what it is, or its size. `why` completes "it is …".
+#[derive(Debug)]
+pub struct Refusal {
+    pub what: String,
+    pub path: PathBuf,
+    pub why: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} is {}; refusing to read it",
+            self.what,
+            self.path.display(),
+            self.why
+        )
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+fn refusal(what: &str, path: &Path, why: String) -> anyhow::Error {
+    anyhow::Error::new(Refusal {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        why,
+    })
+}
+
+/// Refuses an opened file that is not a regular one, naming what it is.
+fn not_regular(file: &File, meta: &fs::Metadata, what: &str, path: &Path) -> Result<()> {
+    match sys::not_regular(file, meta) {
+        None => Ok(()),
+        Some(kind) => Err(refusal(what, path, format!("not a regular file ({kind})"))),
+    }
+}
+
+/// Refuses a file of `len` bytes where at most `limit` may be read.
+fn too_large(len: u64, limit: u64, what: &str, path: &Path) -> Result<()> {
+    if len > limit {
+        return Err(refusal(
+            what,
+            path,
+            format!("{len} bytes, over the limit of {limit}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads at most `limit` bytes of `file` (of `len` bytes when opened), refusing it if it grew
+/// past `limit` meanwhile.
+fn read_within(file: File, len: u64, limit: u64, what: &str, path: &Path) -> Result<Vec<u8>> {
+    // Sized for the whole file (and one byte more, to see it end) so it is read in one call.
+    let mut bytes = Vec::with_capacity(usize::try_from(len.min(limit)).unwrap_or(0) + 1);
+    io::Read::read_to_end(&mut io::Read::take(file, limit + 1), &mut bytes)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(refusal(
+            what,
+            path,
+            format!("larger than {limit} bytes once read (it grew)"),
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Opens a file for reading without following a link at its last component and without ever
 /// blocking (a FIFO opens at once; on Windows a device name is refused before it is opened).
@@ -69,6 +139,12 @@ pub fn is_link_refusal(e: &io::Error) -> bool {
 /// Only a regular file is read, and at most [`MAX_STATE_FILE`] bytes: opening never blocks
 /// ([`open_nofollow`]), and the type check then refuses FIFOs, devices and directories.
 pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
+    read_nofollow(path, what, MAX_STATE_FILE)
+}
+
+/// [`read_state_file`] with a smaller bound, for a file that is not ctxguard's but must not be
+/// read through a link either (a task file of the client's store): at most `limit` bytes.
+pub fn read_nofollow(path: &Path, what: &str, limit: u64) -> Result<Option<Vec<u8>>> {
     let file = match open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -77,31 +153,9 @@ pub fn read_state_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
     let meta = file
         .metadata()
         .with_context(|| format!("reading {what} {}", path.display()))?;
-    if !meta.is_file() {
-        bail!(
-            "{what} {} is not a regular file; refusing to read it",
-            path.display()
-        );
-    }
-    if meta.len() > MAX_STATE_FILE {
-        bail!(
-            "{what} {} is {} bytes, more than the {MAX_STATE_FILE} a {what} can be; refusing to \
-             read it",
-            path.display(),
-            meta.len()
-        );
-    }
-    // Sized for the whole file (and one byte more, to see it end) so it is read in one call.
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-    io::Read::read_to_end(&mut io::Read::take(file, MAX_STATE_FILE + 1), &mut bytes)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
-    if bytes.len() as u64 > MAX_STATE_FILE {
-        bail!(
-            "{what} {} grew past {MAX_STATE_FILE} bytes while read",
-            path.display()
-        );
-    }
-    Ok(Some(bytes))
+    not_regular(&file, &meta, what, path)?;
+    too_large(meta.len(), limit, what, path)?;
+    read_within(file, meta.len(), limit, what, path).map(Some)
 }
 
 /// Is this error, somewhere in its chain, a file that does not exist?
@@ -112,29 +166,21 @@ pub fn is_not_found(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Reads a file the user may keep as a symlink (the config): a regular file or nothing, never
-/// blocking on a FIFO, at most [`MAX_STATE_FILE`] bytes. `Ok(None)` if it does not exist.
-pub fn read_user_file(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
+/// Reads a file from outside ctxguard's own state (the client's settings) or one the user may
+/// keep as a symlink (the config): whatever the path resolves to (a link is
+/// followed), it is read only when it is a regular file, and only when it holds at most `limit`
+/// bytes (a larger one is refused, never cut: half a JSON file is no JSON file). Opening never
+/// blocks (a FIFO opens at once; on Windows a device name is refused unopened), the type is
+/// checked on the opened file (no swap between a check and the open), and what grows past
+/// `limit` while read is refused too. `Ok(None)` if it does not exist.
+pub fn read_regular(path: &Path, what: &str, limit: u64) -> Result<Option<Vec<u8>>> {
     let (file, len) = match open_regular(path, what) {
         Ok(opened) => opened,
-        Err(e)
-            if e.downcast_ref::<io::Error>().map(io::Error::kind)
-                == Some(io::ErrorKind::NotFound) =>
-        {
-            return Ok(None)
-        }
+        Err(e) if is_not_found(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
-    if len > MAX_STATE_FILE {
-        bail!(
-            "{what} {} is {len} bytes, more than the {MAX_STATE_FILE} a {what} can be",
-            path.display()
-        );
-    }
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut io::Read::take(file, MAX_STATE_FILE), &mut bytes)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
-    Ok(Some(bytes))
+    too_large(len, limit, what, path)?;
+    read_within(file, len, limit, what, path).map(Some)
 }
 
 /// Refuses `dir` (at or under `root`) when any directory between `root` and it is a symbolic
@@ -200,19 +246,19 @@ pub fn open_append(path: &Path) -> Result<File> {
     sys::open_private(&mut options, path).map_err(|e| nofollow_error(e, path, "opening"))
 }
 
-/// Opens a file ctxguard only reads (a transcript, a memory file): a regular file or nothing.
-/// Opening never blocks (a FIFO opens at once; a Windows device name is refused unopened); the
-/// type check then refuses FIFOs, devices such as /dev/zero, and directories. Returns the
-/// length.
+/// Opens a file ctxguard only reads (a transcript, a program, a settings file), following a
+/// link: a regular file or nothing. Opening never blocks (a FIFO opens at once, a terminal
+/// never becomes the controlling one; a Windows device name is refused unopened); the type
+/// check on the opened file then refuses FIFOs, devices such as /dev/zero or /dev/tty, sockets
+/// and directories. Returns the length. One open and one fstat: the transcript's fast path
+/// pays nothing more.
 pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
     let file =
         sys::open_regular(path).with_context(|| format!("opening {what} {}", path.display()))?;
     let meta = file
         .metadata()
         .with_context(|| format!("reading {what} {}", path.display()))?;
-    if !meta.is_file() {
-        bail!("{what} {} is not a regular file", path.display());
-    }
+    not_regular(&file, &meta, what, path)?;
     Ok((file, meta.len()))
 }
 
@@ -541,12 +587,12 @@ mod tests {
         let file = File::create(&big).unwrap();
         file.set_len(MAX_STATE_FILE + 1).unwrap();
         let err = read_state_file(&big, "config").unwrap_err();
-        assert!(format!("{err:#}").contains("more than the"), "{err:#}");
+        assert!(format!("{err:#}").contains("over the limit"), "{err:#}");
         assert_eq!(
-            read_user_file(&t.path().join("none"), "config").unwrap(),
+            read_regular(&t.path().join("none"), "config", MAX_STATE_FILE).unwrap(),
             None
         );
-        assert!(read_user_file(&big, "config").is_err());
+        assert!(read_regular(&big, "config", MAX_STATE_FILE).is_err());
     }
 
     #[test]

@@ -191,6 +191,11 @@ fn run() -> Exit {
             json,
         ),
     };
+    // Files from outside refused on the way (a settings file that is a FIFO): said after the
+    // output, once each.
+    for refusal in diag::take_refused() {
+        eprintln!("ctxguard: note: {refusal}");
+    }
     match result {
         Ok(()) => Exit::Ok,
         Err(e) => {

@@ -66,13 +66,17 @@ pub fn resolve(entry: &str, places: &Places) -> PathBuf {
     }
 }
 
+/// The project of a session in `cwd`: `CLAUDE_PROJECT_DIR` when set, else `cwd`.
+pub fn project_of(env: &Env, cwd: &str) -> PathBuf {
+    env.project_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(cwd))
+}
+
 /// The memory files of a session in `cwd`: the configured list (or [`DEFAULT_FILES`]), with
 /// the project at `CLAUDE_PROJECT_DIR` when set, else `cwd`.
 pub fn for_session(config: &Config, env: &Env, cwd: &str) -> (Vec<Memory>, Vec<String>) {
-    let project = env
-        .project_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cwd));
+    let project = project_of(env, cwd);
     let entries: Vec<String> = config
         .memory_files
         .clone()
@@ -96,8 +100,18 @@ fn client_memory_dir(
     if settings.auto_memory_off().is_some() {
         return None;
     }
-    if let Some((_, serde_json::Value::String(dir))) = settings.get("autoMemoryDirectory") {
-        if let Some(dir) = memory_directory_setting(dir, env.home.as_deref()) {
+    // The client takes the value of the first file that sets one, managed settings first then
+    // local, project and user (a `null` is no value), and stays on its default folder when it
+    // refuses that value. The project's files count for it in a trusted workspace (its
+    // `qk()`: the trust dialog accepted, as it is in a session whose hooks run), unless a
+    // second condition holds that the carved code does not resolve (`BX()`).
+    let setting = settings
+        .files
+        .iter()
+        .rev()
+        .find_map(|f| f.get("autoMemoryDirectory").filter(|v| !v.is_null()));
+    if let Some(serde_json::Value::String(dir)) = setting {
+        if let Some(dir) = crate::client::memory_directory(dir, env.home.as_deref()) {
             return Some(dir);
         }
     }
@@ -117,25 +131,6 @@ fn client_memory_dir(
             |f| f.to_string_lossy().into_owned(),
         );
     Some(projects.join(folder).join("memory"))
-}
-
-/// `autoMemoryDirectory` as the client takes it (read from its 2.1.330 code): an absolute path, or
-/// `~/` and more below the home directory; anything shorter than 3 characters, `~/` alone, `~`, or
-/// a relative path is refused, and the client then uses its default folder (so does ctxguard).
-fn memory_directory_setting(dir: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let dir = dir.trim();
-    if dir.chars().count() < 3 {
-        return None;
-    }
-    if let Some(rest) = dir.strip_prefix("~/") {
-        let rest = rest.trim_start_matches('/');
-        return (!rest.is_empty())
-            .then(|| home.map(|h| h.join(rest)))
-            .flatten();
-    }
-    let path = Path::new(dir);
-    // Never the root or a drive alone, whatever the length of its spelling.
-    (path.is_absolute() && path.parent().is_some()).then(|| path.to_path_buf())
 }
 
 /// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
@@ -202,6 +197,9 @@ pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<Pat
 /// Saved memories a checkpoint records at most, newest first.
 pub const MAX_SAVED: usize = 8;
 
+/// At most this many candidates are read to find the [`MAX_SAVED`] a block will show.
+const SAVED_EXAMINED: usize = 4 * MAX_SAVED;
+
 /// A saved memory is shown up to this many characters (its frontmatter and the fact).
 const SAVED_CHARS: usize = 700;
 
@@ -239,13 +237,16 @@ fn in_memory_folder(path: &Path, dir: &Path, real_dir: Option<&Path>) -> bool {
 /// checkpoint: the files among `written` (what this part of the transcript wrote with Write,
 /// Edit and the like, evidence that holds whatever the clock says) inside the folder, and the
 /// files at its top modified after `since` (the previous checkpoint's time: a memory written
-/// through Bash or an editor). Never the client's `MEMORY.md`, never a link or anything but a
-/// regular file; newest first, at most [`MAX_SAVED`]. Without a `since` (the session's first
-/// checkpoint), only the transcript's evidence counts: an older file may be another session's.
+/// through Bash or an editor). Only what a recovery block will show ([`saved_memory`]: never the
+/// client's `MEMORY.md`, a link, anything but a regular file, a file with other hard links, one
+/// outside `places`, nor an empty one), so the facts block lists nothing the recovery refuses;
+/// newest first, at most [`MAX_SAVED`]. Without a `since` (the session's first checkpoint),
+/// only the transcript's evidence counts: an older file may be another session's.
 pub fn saved_since(
     dir: &Path,
     written: &[String],
     since: Option<std::time::SystemTime>,
+    places: &Places,
 ) -> Vec<String> {
     let modified = |p: &Path| {
         fs::symlink_metadata(p)
@@ -288,9 +289,34 @@ pub fn saved_since(
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
+        // Each is read to know: a bounded number, newest first.
+        .take(SAVED_EXAMINED)
+        .filter(|(_, p)| {
+            matches!(
+                saved_memory(p, dir, real_dir.as_deref(), places),
+                Ok(Some(_))
+            )
+        })
         .take(MAX_SAVED)
         .map(|(_, p)| p.display().to_string())
         .collect()
+}
+
+/// The saved memory at `path` as a recovery block shows it: a file really inside the memory
+/// folder `dir` (`real_dir`, resolved), read under the rules of [`read`], and with no other hard
+/// link (one would make another file of the same user look like a memory the agent wrote).
+/// `Ok(None)` when it is none (outside the folder, missing, empty); an error says why a file
+/// there is refused. Recording ([`saved_since`]) and showing ([`read_saved`]) both ask this.
+fn saved_memory(
+    path: &Path,
+    dir: &Path,
+    real_dir: Option<&Path>,
+    places: &Places,
+) -> Result<Option<Memory>> {
+    if !in_memory_folder(path, dir, real_dir) {
+        return Ok(None);
+    }
+    read_file(path, places, Links::One)
 }
 
 /// The saved memories a block shows, from the paths a checkpoint recorded: each still inside
@@ -313,24 +339,10 @@ fn read_saved(
     let mut found = Vec::new();
     let mut notes = Vec::new();
     for path in recorded.iter().take(MAX_SAVED).map(PathBuf::from) {
-        if !in_memory_folder(&path, dir, real_dir.as_deref())
-            || shown.iter().any(|s| same(s, &path))
-        {
+        if shown.iter().any(|s| same(s, &path)) {
             continue;
         }
-        // A hard link makes another file of the same user look like a memory the agent wrote.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            if fs::symlink_metadata(&path).is_ok_and(|m| m.nlink() > 1) {
-                notes.push(format!(
-                    "saved memory not shown: {} has other hard links",
-                    path.display()
-                ));
-                continue;
-            }
-        }
-        match read(&path, places) {
+        match saved_memory(&path, dir, real_dir.as_deref(), places) {
             Ok(Some(mut memory)) => {
                 memory.content = cut(&memory.content, SAVED_CHARS);
                 found.push(memory);
@@ -355,10 +367,7 @@ pub fn saved_for(
     if recorded.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let project = env
-        .project_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cwd));
+    let project = project_of(env, cwd);
     let places = Places {
         home: env.home.as_deref(),
         project: &project,
@@ -391,8 +400,24 @@ fn read_all(entries: &[String], places: &Places) -> (Vec<Memory>, Vec<String>) {
     (found, notes)
 }
 
+/// How many names a memory file may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Links {
+    /// Any number: a memory file the config names is the user's choice.
+    Any,
+    /// One: a saved memory (a hard link into the memory folder is refused, on Unix, where the
+    /// count is known).
+    One,
+}
+
 /// One memory file: `Ok(None)` when it does not exist or is empty.
 pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
+    read_file(path, places, Links::Any)
+}
+
+/// [`read`], refusing a file with other hard links when `links` is [`Links::One`] (checked on
+/// the opened file).
+fn read_file(path: &Path, places: &Places, links: Links) -> Result<Option<Memory>> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("{} is not a file path", shown(path));
     };
@@ -421,6 +446,15 @@ pub fn read(path: &Path, places: &Places) -> Result<Option<Memory>> {
     if !meta.is_file() {
         bail!("{} is not a regular file", shown(path));
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if links == Links::One && meta.nlink() > 1 {
+            bail!("{} has other hard links", shown(path));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = links;
     let mut bytes = Vec::new();
     (&mut file)
         .take(READ_LIMIT)
@@ -741,7 +775,18 @@ mod tests {
             "",
             "/h/proj",
         );
-        for refused in ["/", "~/", "~", ".claude/mem", "ab", "  ~/  "] {
+        for refused in [
+            "/",
+            "~/",
+            "~",
+            "~/.",
+            "~/./",
+            "~/a/..",
+            "~/../x",
+            ".claude/mem",
+            "ab",
+            "  ~/  ",
+        ] {
             let odd = crate::client::Settings::literal(
                 &[(
                     crate::client::Scope::User,
@@ -755,6 +800,24 @@ mod tests {
                 "{refused}"
             );
         }
+        // A `null` is no value: the next file's counts.
+        let null_over = crate::client::Settings::literal(
+            &[
+                (
+                    crate::client::Scope::User,
+                    r#"{"autoMemoryDirectory": "~/notes/mem"}"#,
+                ),
+                (
+                    crate::client::Scope::Local,
+                    r#"{"autoMemoryDirectory": null}"#,
+                ),
+            ],
+            &[],
+        );
+        assert_eq!(
+            client_memory_dir(&env, &null_over, "", "/h/proj").unwrap(),
+            Path::new("/h/notes/mem")
+        );
     }
 
     #[test]
@@ -812,28 +875,42 @@ mod tests {
         ];
         // The first checkpoint: only the transcript's evidence (never the index, `..`, a
         // missing file or one outside the folder).
+        let places = f.places();
         assert_eq!(
-            saved_since(&dir, &written, None),
+            saved_since(&dir, &written, None, &places),
             [p("tabs.md"), p("sub/deep.md")]
         );
         // Later: files at the top changed since the previous checkpoint too, newest first;
         // markdown only, never the index.
-        let got = saved_since(&dir, &written, Some(since));
+        let got = saved_since(&dir, &written, Some(since), &places);
         assert_eq!(got[0], p("bash.md"), "{got:?}");
         let mut rest = got[1..].to_vec();
         rest.sort();
         assert_eq!(rest, [p("sub/deep.md"), p("tabs.md")]);
         // Nothing written, nothing changed since: nothing.
-        assert!(
-            saved_since(&dir, &[], Some(later + std::time::Duration::from_secs(60))).is_empty()
-        );
+        assert!(saved_since(
+            &dir,
+            &[],
+            Some(later + std::time::Duration::from_secs(60)),
+            &places
+        )
+        .is_empty());
         // One file under several spellings is one memory.
         let spellings = vec![
             p("tabs.md"),
             format!("{}//tabs.md", dir.display()),
             format!("{}/./tabs.md", dir.display()),
         ];
-        assert_eq!(saved_since(&dir, &spellings, None), [p("tabs.md")]);
+        assert_eq!(saved_since(&dir, &spellings, None, &places), [p("tabs.md")]);
+        // Only what a block will show: not an empty file, nor one outside the home directory
+        // and the project (a memory folder elsewhere is never shown).
+        fs::write(dir.join("empty.md"), " \n").unwrap();
+        assert!(saved_since(&dir, &[p("empty.md")], None, &places).is_empty());
+        let elsewhere = Places {
+            home: Some(Path::new("/nowhere")),
+            project: Path::new("/nowhere/proj"),
+        };
+        assert!(saved_since(&dir, &[p("tabs.md")], None, &elsewhere).is_empty());
     }
 
     #[test]
@@ -846,17 +923,15 @@ mod tests {
         fs::create_dir_all(&secret).unwrap();
         fs::write(secret.join("id_rsa"), "SECRET-KEY").unwrap();
         std::os::unix::fs::symlink(&secret, dir.join("sub")).unwrap();
+        let places = f.places();
         let through = dir.join("sub/id_rsa").display().to_string();
-        assert!(saved_since(&dir, &[through], None).is_empty());
-        // A hard link: recorded (a regular file in the folder), never shown.
+        assert!(saved_since(&dir, &[through], None, &places).is_empty());
+        // A hard link: never shown, so never recorded either (the facts block lists what the
+        // recovery shows); a checkpoint that recorded one (an older version) shows it not.
         fs::hard_link(secret.join("id_rsa"), dir.join("hard.md")).unwrap();
         let hard = dir.join("hard.md").display().to_string();
-        let recorded = saved_since(&dir, std::slice::from_ref(&hard), None);
-        let places = Places {
-            home: Some(&f.home),
-            project: &f.project,
-        };
-        let (shown, notes) = read_saved(&recorded, Some(&dir), &[], &places);
+        assert!(saved_since(&dir, std::slice::from_ref(&hard), None, &places).is_empty());
+        let (shown, notes) = read_saved(std::slice::from_ref(&hard), Some(&dir), &[], &places);
         assert!(shown.is_empty(), "{shown:?}");
         assert!(notes[0].contains("other hard links"), "{notes:?}");
     }
@@ -904,6 +979,72 @@ mod tests {
         symlink(&f.home, dir.join("out")).unwrap();
         let (found, _) = read_saved(&[p(&dir.join("out/secret"))], Some(&dir), &[], &f.places());
         assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// Generated memory files, of every kind a repository or an agent can leave (regular files
+    /// around the read limit, links to files and devices, FIFOs, folders, hard links): read
+    /// never blocks or panics, shows a file only when it is regular, unlinked and inside its
+    /// place, at most [`READ_LIMIT`] of it (and a saved memory only with no other hard link),
+    /// and says why it refused one.
+    #[test]
+    #[cfg(unix)]
+    fn generated_memory_files_are_shown_only_when_safe() {
+        let mut seed = 0x3e30_0f11_e5ab_cdef_u64;
+        for n in 0..60 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let f = fixture();
+            let dir = f.home.join(".claude/projects/-h-proj/memory");
+            fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("m.md");
+            let other = f.home.join("other.txt");
+            let size = [0, 10, READ_LIMIT as usize, READ_LIMIT as usize + 10][(seed % 4) as usize];
+            fs::write(&other, "o".repeat(size.max(1))).unwrap();
+            let kind = (seed >> 8) % 6;
+            match kind {
+                0 => fs::write(&path, "m".repeat(size)).unwrap(),
+                1 => symlink(&other, &path).unwrap(),
+                2 => symlink(
+                    ["/dev/zero", "/proc/self/environ", "/dev/tty"][(seed >> 20) as usize % 3],
+                    &path,
+                )
+                .unwrap(),
+                3 => {
+                    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }
+                4 => fs::create_dir(&path).unwrap(),
+                _ => fs::hard_link(&other, &path).unwrap(),
+            }
+            let what = format!("{n}: kind {kind}, size {size}");
+            // As a memory file the config names.
+            let (found, notes) = read_all(&[path.display().to_string()], &f.places());
+            let shown = match kind {
+                0 => size > 0,
+                5 => true,
+                _ => false,
+            };
+            assert_eq!(found.len(), usize::from(shown), "{what}: {notes:?}");
+            assert!(found.iter().all(|m| m.content.len() <= READ_LIMIT as usize));
+            assert_eq!(
+                notes.len(),
+                usize::from(matches!(kind, 1..=4)),
+                "{what}: {notes:?}"
+            );
+            // As a saved memory the agent wrote: the same, but never a hard link; recorded
+            // exactly when shown.
+            let recorded = saved_since(&dir, &[path.display().to_string()], None, &f.places());
+            let (saved, _) =
+                read_saved(&[path.display().to_string()], Some(&dir), &[], &f.places());
+            let shown = kind == 0 && size > 0;
+            assert_eq!(saved.len(), usize::from(shown), "{what}");
+            assert_eq!(recorded.len(), saved.len(), "{what}");
+            assert!(saved
+                .iter()
+                .all(|m| m.content.chars().count() <= SAVED_CHARS));
+        }
     }
 
     #[test]

@@ -76,6 +76,24 @@ pub fn safe_session_id(id: &str) -> String {
     format!("~{prefix}~{:032x}", fnv1a_128(id.as_bytes()))
 }
 
+/// Is `name` one [`safe_session_id`] can give (a session's or a directory's state folder)?
+pub fn is_safe_session_id(name: &str) -> bool {
+    if safe_session_id(name) == name {
+        return true;
+    }
+    let Some((prefix, hash)) = name.strip_prefix('~').and_then(|rest| rest.split_once('~')) else {
+        return false;
+    };
+    prefix.len() <= HASHED_PREFIX_LEN
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && hash.len() == 32
+        && hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Names some platforms treat as devices (Windows) or that tools trip over.
 fn is_reserved_name(id: &str) -> bool {
     let stem = id.split('.').next().unwrap_or(id);
@@ -102,6 +120,35 @@ mod tests {
     fn is_single_normal_component(name: &str) -> bool {
         let mut comps = Path::new(name).components();
         matches!(comps.next(), Some(Component::Normal(_))) && comps.next().is_none()
+    }
+
+    #[test]
+    fn every_safe_id_is_recognised_and_nothing_else() {
+        for id in [
+            "225d8c26-5cbd-4b52-b720-e8fe94443567",
+            "UPPER",
+            "a/b",
+            "",
+            "con",
+            "/home/user/proj",
+            &"x".repeat(300),
+            "日本",
+        ] {
+            assert!(is_safe_session_id(&safe_session_id(id)), "{id:?}");
+        }
+        for name in [
+            "",
+            "Photos",
+            "my notes",
+            "a.b",
+            "con",
+            "~x~",
+            "~x~0123",
+            "~UP~0123456789abcdef0123456789abcdef",
+            "~x~0123456789abcdef0123456789abcdeg",
+        ] {
+            assert!(!is_safe_session_id(name), "{name:?}");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::checkpoint::same_ask;
 use crate::checkpoint::Checkpoint;
 use crate::client;
 use crate::recovery::{file_list, is_default_branch};
-use crate::text::{char_len, cut, fence, sanitize};
+use crate::text::{char_len, cut, defuse_tags, fence, sanitize, SUMMARY_TAGS};
 
 /// The whole block is at most this many characters (2.1.330 cuts a hook's output at 10,000;
 /// 2.1.14 has no limit).
@@ -73,12 +73,16 @@ const ITEM_CHARS: usize = 540;
 
 impl Section {
     /// `items` in the order shown, each with its worth. Items are sanitised here to one line
-    /// whatever wrote the checkpoint (an older version, a hand edit).
+    /// whatever wrote the checkpoint (an older version, a hand edit), and the tags the client
+    /// reads the summary by ([`SUMMARY_TAGS`]) defused as its wrapper tags are.
     fn new(title: &'static str, items: Vec<(String, u8)>) -> Section {
         let items = items
             .into_iter()
             .map(|(text, keep)| Item {
-                text: cut(&sanitize(&text, true), ITEM_CHARS),
+                text: cut(
+                    &defuse_tags(&sanitize(&text, true), SUMMARY_TAGS),
+                    ITEM_CHARS,
+                ),
                 keep,
             })
             .filter(|i| !i.text.is_empty())

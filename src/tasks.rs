@@ -40,7 +40,9 @@ pub fn dir(config_dir: &Path, session_id: &str) -> Option<PathBuf> {
 }
 
 /// The tasks in `dir`, by id, or `None` when there is no such directory (the client keeps no
-/// store for this session). Unreadable, oversized or malformed entries are skipped.
+/// store for this session). At most `2 * MAX_TASKS` entries are looked at; a link, anything but
+/// a regular file, or a file over [`MAX_TASK_FILE`] is skipped unread and noted
+/// ([`crate::diag::refused`]); a malformed one is skipped.
 pub fn read(dir: &Path) -> Option<Vec<Todo>> {
     let meta = fs::symlink_metadata(dir).ok()?;
     if !meta.is_dir() {
@@ -53,12 +55,14 @@ pub fn read(dir: &Path) -> Option<Vec<Todo>> {
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
         }
-        let Ok(Some(bytes)) = files::read_state_file(&entry.path(), "task") else {
-            continue;
+        let bytes = match files::read_nofollow(&entry.path(), "task file", MAX_TASK_FILE) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => continue,
+            Err(e) => {
+                crate::diag::refused(&format!("{e:#}"));
+                continue;
+            }
         };
-        if bytes.len() as u64 > MAX_TASK_FILE {
-            continue;
-        }
         let Ok(task) = serde_json::from_slice::<TaskFile>(&bytes) else {
             continue;
         };
@@ -129,6 +133,69 @@ mod tests {
                 ("ship it".into(), "pending".into()),
             ]
         );
+    }
+
+    /// Generated task stores: files of every size around the limit, malformed ones, and on Unix
+    /// links, FIFOs and folders among them. Reading never panics or blocks, takes a task only
+    /// from a regular file within [`MAX_TASK_FILE`] that parses, at most [`MAX_TASKS`], and
+    /// notes each refused file.
+    #[test]
+    fn generated_stores_give_only_the_tasks_of_regular_bounded_files() {
+        let root = tempfile::tempdir().unwrap();
+        let mut seed = 0x7a5c_0001_dead_0042_u64;
+        for round in 0..20 {
+            let dir = root.path().join(format!("s{round}"));
+            fs::create_dir_all(&dir).unwrap();
+            let mut expected = 0;
+            let mut refused = 0;
+            for n in 0..(seed % 30) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let path = dir.join(format!("{n}.json"));
+                let task = serde_json::json!({"id": n.to_string(), "subject": format!("task {n}"),
+                                              "status": "pending"})
+                .to_string();
+                match seed % 7 {
+                    0 => {
+                        // Padded past the limit.
+                        let pad = " ".repeat(MAX_TASK_FILE as usize);
+                        fs::write(&path, format!("{task}{pad}")).unwrap();
+                        refused += 1;
+                    }
+                    1 => fs::write(&path, &task[..task.len() / 2]).unwrap(),
+                    #[cfg(unix)]
+                    2 => {
+                        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+                        refused += 1;
+                    }
+                    #[cfg(unix)]
+                    3 => {
+                        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                        // SAFETY: a valid NUL-terminated path.
+                        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                        refused += 1;
+                    }
+                    4 => {
+                        fs::create_dir(&path).unwrap();
+                        refused += 1;
+                    }
+                    _ => {
+                        fs::write(&path, &task).unwrap();
+                        expected += 1;
+                    }
+                }
+            }
+            let _ = crate::diag::take_refused();
+            let tasks = read(&dir).unwrap();
+            assert_eq!(tasks.len(), expected.min(MAX_TASKS), "round {round}");
+            assert!(tasks.iter().all(|t| t.content.starts_with("task ")));
+            assert_eq!(
+                crate::diag::take_refused().len(),
+                refused.min(8),
+                "round {round}"
+            );
+        }
     }
 
     #[test]

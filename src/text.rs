@@ -98,12 +98,24 @@ fn is_invisible(c: char) -> bool {
 /// the client speaking to the model.
 const WRAPPER_TAGS: &[&str] = &["system-reminder"];
 
+/// The tags the client finds its summary by in the compaction's reply (`<summary>` and the
+/// `<analysis>` it drops): text the summarizer is asked to copy word for word must never hold
+/// one raw, or a copied fact could close or open the summary itself.
+pub const SUMMARY_TAGS: &[&str] = &["summary", "analysis"];
+
 /// `s` with every `<` that would open or close a [wrapper tag](WRAPPER_TAGS) (any case, with
 /// whitespace allowed around the `/`) replaced by `‹`: still readable, no longer a tag.
 fn neutralize_markup(s: &str) -> String {
+    defuse_tags(s, WRAPPER_TAGS)
+}
+
+/// `s` with every `<` that would open or close one of `tags` (any case, with whitespace allowed
+/// after the `<` and around the `/`) replaced by `‹`. Run on text already
+/// [sanitised](sanitize), so no removed character can join a `<` to a tag name.
+pub fn defuse_tags(s: &str, tags: &[&str]) -> String {
     let mut out = String::with_capacity(s.len());
     for (i, c) in s.char_indices() {
-        if c == '<' && names_wrapper(&s[i + 1..]) {
+        if c == '<' && names_tag(&s[i + 1..], tags) {
             out.push('‹');
         } else {
             out.push(c);
@@ -112,15 +124,15 @@ fn neutralize_markup(s: &str) -> String {
     out
 }
 
-/// Whether the text after a `<` is a wrapper tag's name (or `/` and the name).
-fn names_wrapper(after: &str) -> bool {
+/// Whether the text after a `<` is one of `tags` by name (or `/` and the name).
+fn names_tag(after: &str, tags: &[&str]) -> bool {
     let after = after.trim_start();
     let name = after
         .strip_prefix('/')
         .unwrap_or(after)
         .trim_start()
         .as_bytes();
-    WRAPPER_TAGS.iter().any(|tag| {
+    tags.iter().any(|tag| {
         name.get(..tag.len())
             .is_some_and(|n| n.eq_ignore_ascii_case(tag.as_bytes()))
     })

@@ -14,6 +14,7 @@ mod hostile;
 mod install;
 mod lifecycle;
 mod manual;
+mod outside_files;
 mod plugin;
 mod pretooluse;
 mod recovery;

@@ -5,15 +5,18 @@
 //! from [`ClientEnv`], so a hook and `doctor` read a value the same way.
 //!
 //! `env` holds the variables and the values they and the settings carry, `files` finds and parses
-//! each settings file, `settings` merges them the way the client does.
+//! each settings file, `settings` merges them the way the client does, `paths` spells paths as
+//! its Node code does (and takes `autoMemoryDirectory` as it does).
 
 mod accepts;
 mod env;
 mod files;
+mod paths;
 mod settings;
 
 // Every item keeps its `crate::client::` path, whichever file it lives in.
 pub use accepts::*;
 pub use env::*;
 pub use files::*;
+pub use paths::memory_directory;
 pub use settings::*;

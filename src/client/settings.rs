@@ -337,6 +337,13 @@ mod tests {
         assert_eq!(s.get("model").unwrap().1, "opus");
         assert!(matches!(s.files[1].contents, Err(Problem::NotJson(_))));
         assert_eq!(s.files[2].contents, Err(Problem::NotObject));
+        // A directory is no settings file: refused (Windows does not even open one).
+        #[cfg(unix)]
+        assert_eq!(
+            s.files[3].contents,
+            Err(Problem::Refused("not a regular file (a directory)".into()))
+        );
+        #[cfg(windows)]
         assert!(matches!(s.files[3].contents, Err(Problem::Unreadable(_))));
         assert!(Problem::NotJson("x".into())
             .to_string()

@@ -60,15 +60,19 @@ fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
     Ok(home.join(".claude").join("settings.json"))
 }
 
-/// The settings as text and parsed; a missing file is an empty object.
+/// The settings as text and parsed; a missing file is an empty object. Read as the hooks read
+/// it: only a regular file (through a link), at most [`client::MAX_SETTINGS`] bytes, never
+/// blocking; anything else is refused before anything is written.
 fn read_settings(path: &Path) -> Result<(Option<String>, Value)> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Ok((None, Value::Object(serde_json::Map::default())))
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading settings {}", path.display())),
+    let Some(bytes) = files::read_regular(path, "settings", client::MAX_SETTINGS)? else {
+        return Ok((None, Value::Object(serde_json::Map::default())));
     };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow!(
+            "settings {} is not UTF-8 text; fix it first (ctxguard left it untouched)",
+            path.display()
+        )
+    })?;
     if text.trim().is_empty() {
         return Ok((Some(text), Value::Object(serde_json::Map::default())));
     }

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::config::{Config, Env};
+use crate::marker::Marker;
 use crate::memory;
-use crate::paths::Paths;
+use crate::paths::{is_safe_session_id, Paths};
 
 /// What ctxguard creates at the top of its state root, and what each holds.
 const OWN: &[(&str, &str)] = &[
@@ -34,36 +35,71 @@ const OWN: &[(&str, &str)] = &[
     ("retention.lock", "the retention pass's lock"),
 ];
 
-/// Is this file one of ctxguard's own (`rel`: its path under the state root, `path` the file)?
-/// Only a name ctxguard gives, where it gives it: a session's `marker.json`, `lock` and
-/// `reading.json`; a checkpoint `cp_NNN.json`, its `cp_NNN.summary.md`, `_latest.json`; a daily
-/// log `YYYY-MM-DD.md`; the index's `index.json`, `lock`, `.complete`; an activity entry under a
-/// dated `recent/` folder; a temp file of an atomic write. `config.json`, `models.json` and
+/// Is this file one of ctxguard's own (`rel`: its path under the state root, `path` the file,
+/// `meta` its own metadata, never followed)? Only the exact shapes ctxguard writes, each a
+/// regular file: under a session's folder (`sessions/<id>/`, the id as [`is_safe_session_id`]
+/// knows it) its `marker.json` when it reads as a marker, its empty `lock`, its `reading.json`;
+/// under `checkpoints/<id>/` a `cp_NNN.json` or `_latest.json` that is a JSON object, a
+/// `cp_NNN.summary.md`; a daily log `logs/YYYY-MM-DD.md`; under `cwd/<id>/` its `index.json`,
+/// empty `lock` and `.complete`; an activity entry, empty, exactly where [`activity`] puts one
+/// (`recent/<day>/<HH>/<MM>/<SS.ffffff>@<id>`, or `recent/<day>/<HH>/<id>` as older versions
+/// did); the empty `.complete` flags and `retention.lock`; a temp file of an atomic write
+/// (`.tmp-` and six letters or digits) where ctxguard writes. `config.json`, `models.json` and
 /// `retention.json` only when they read as ctxguard's. Anything else (a user's `notes.txt` in a
-/// `sessions` folder of a directory `CTXGUARD_HOME` was pointed at) is kept.
-fn is_own_file(rel: &Path, path: &Path) -> bool {
-    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
-    let Some(name) = parts.last() else {
+/// `sessions` folder of a directory `CTXGUARD_HOME` was pointed at, a photo under
+/// `recent/2026-01-01/`, a `marker.json` of theirs) is kept; so is every link, whatever its name:
+/// ctxguard makes none.
+///
+/// [`activity`]: crate::marker
+fn is_own_file(rel: &Path, path: &Path, meta: &fs::Metadata) -> bool {
+    if !meta.is_file() || meta.file_type().is_symlink() {
         return false;
-    };
-    if name.starts_with(".tmp-") && parts.len() <= 3 {
-        return true;
     }
+    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+    if parts.len() != rel.iter().count() {
+        return false;
+    }
+    let empty = meta.len() == 0;
     let numbered = |n: &str, suffix: &str| {
         n.strip_prefix("cp_")
             .and_then(|s| s.strip_suffix(suffix))
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     };
-    let dated = |n: &str| chrono::NaiveDate::parse_from_str(n, "%Y-%m-%d").is_ok();
+    let object = || reads_as(path, serde_json::Value::is_object);
     match parts.as_slice() {
-        ["sessions", _, n] => matches!(*n, "marker.json" | "lock" | "reading.json"),
-        ["checkpoints", _, n] => {
-            *n == "_latest.json" || numbered(n, ".json") || numbered(n, ".summary.md")
+        [.., name] if is_temp_name(name) => {
+            matches!(parts.as_slice(), [_] | ["logs", _])
+                || matches!(parts.as_slice(), ["sessions" | "checkpoints" | "cwd", id, _] if is_safe_session_id(id))
         }
-        ["logs", n] => n.strip_suffix(".md").is_some_and(dated),
-        ["cwd", _, n] => matches!(*n, "index.json" | "lock" | ".complete"),
-        ["cwd" | "recent", ".complete"] | ["retention.lock"] => true,
-        ["recent", day, ..] => dated(day),
+        ["sessions", id, n] if is_safe_session_id(id) => match *n {
+            "marker.json" => reads_as(path, is_marker),
+            "lock" => empty,
+            "reading.json" => object(),
+            _ => false,
+        },
+        ["checkpoints", id, n] if is_safe_session_id(id) => {
+            ((*n == "_latest.json" || numbered(n, ".json")) && object())
+                || numbered(n, ".summary.md")
+        }
+        ["logs", n] => n.strip_suffix(".md").is_some_and(is_day),
+        ["cwd", id, n] if is_safe_session_id(id) => match *n {
+            "index.json" => object(),
+            "lock" | ".complete" => empty,
+            _ => false,
+        },
+        ["cwd" | "recent", ".complete"] | ["retention.lock"] => empty,
+        ["recent", day, hour, minute, entry] => {
+            empty
+                && is_day(day)
+                && two_digits(hour, 24)
+                && two_digits(minute, 60)
+                && entry
+                    .split_once('@')
+                    .is_some_and(|(second, id)| is_second(second) && is_safe_session_id(id))
+        }
+        ["recent", day, hour, id] => {
+            empty && is_day(day) && two_digits(hour, 24) && is_safe_session_id(id)
+        }
         ["config.json"] => reads_as(path, |v| {
             v.as_object()
                 .is_some_and(|o| o.keys().all(|k| crate::config::is_key(k)))
@@ -72,19 +108,74 @@ fn is_own_file(rel: &Path, path: &Path) -> bool {
             v.as_object()
                 .is_some_and(|o| o.values().all(serde_json::Value::is_u64))
         }),
-        ["retention.json"] => reads_as(path, serde_json::Value::is_object),
+        ["retention.json"] => object(),
         _ => false,
     }
 }
 
-/// Does the small JSON file at `path` pass `check`? (Anything unreadable, large or not JSON:
-/// no.)
+/// Is this directory (`rel`, under the state root) one ctxguard makes? Its top entries, a
+/// session's, checkpoints' or index's folder, and the activity buckets' day, hour and minute.
+fn is_own_dir(rel: &Path) -> bool {
+    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+    if parts.len() != rel.iter().count() {
+        return false;
+    }
+    match parts.as_slice() {
+        [top] => OWN.iter().any(|(name, _)| name == top),
+        ["sessions" | "checkpoints" | "cwd", id] => is_safe_session_id(id),
+        ["recent", day] => is_day(day),
+        ["recent", day, hour] => is_day(day) && two_digits(hour, 24),
+        ["recent", day, hour, minute] => {
+            is_day(day) && two_digits(hour, 24) && two_digits(minute, 60)
+        }
+        _ => false,
+    }
+}
+
+/// `YYYY-MM-DD`, a real date.
+fn is_day(name: &str) -> bool {
+    name.len() == 10 && chrono::NaiveDate::parse_from_str(name, "%Y-%m-%d").is_ok()
+}
+
+/// Two digits, below `below`.
+fn two_digits(name: &str, below: u32) -> bool {
+    name.len() == 2
+        && name.bytes().all(|b| b.is_ascii_digit())
+        && name.parse::<u32>().is_ok_and(|n| n < below)
+}
+
+/// `SS.ffffff`: the second (60 for a leap second) and its microseconds.
+fn is_second(name: &str) -> bool {
+    name.split_once('.').is_some_and(|(s, micros)| {
+        two_digits(s, 61) && micros.len() == 6 && micros.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The name of an atomic write's temp file: `.tmp-` and six letters or digits.
+fn is_temp_name(name: &str) -> bool {
+    name.strip_prefix(".tmp-")
+        .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// A marker as ctxguard writes it: an object with the session, its state and its cycle, that
+/// reads as a [`Marker`].
+fn is_marker(v: &serde_json::Value) -> bool {
+    ["session_id", "state", "cycle"]
+        .iter()
+        .all(|k| v.get(k).is_some())
+        && serde_json::from_value::<Marker>(v.clone()).is_ok()
+}
+
+/// Does the small JSON file at `path` pass `check`? Read as a state file (never through a
+/// link, never blocking, a regular file of at most 1 MiB); anything unreadable, larger or not
+/// JSON: no.
 fn reads_as(path: &Path, check: impl Fn(&serde_json::Value) -> bool) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20)
-        && fs::read(path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| check(&v))
+    crate::files::read_state_file(path, "file")
+        .ok()
+        .flatten()
+        .filter(|b| b.len() <= 1 << 20)
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| check(&v))
 }
 
 /// What a purge found, removed and left.
@@ -116,19 +207,33 @@ fn remove(
         return Ok(false);
     }
     let rel = path.strip_prefix(root).unwrap_or(path);
-    if meta.is_dir() && !meta.file_type().is_symlink() {
+    if meta.file_type().is_symlink() {
+        t.kept.push((
+            path.to_path_buf(),
+            "a link, not ctxguard's (ctxguard makes none)".into(),
+        ));
+        return Ok(false);
+    }
+    if meta.is_dir() {
         let mut empty = true;
         let entries = fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?;
         for entry in entries {
             let entry = entry.with_context(|| format!("listing {}", path.display()))?;
             empty &= remove(root, &entry.path(), protected, dry_run, t)?;
         }
+        if empty && !is_own_dir(rel) {
+            t.kept.push((
+                path.to_path_buf(),
+                "not ctxguard's (no folder ctxguard makes there has this name)".into(),
+            ));
+            return Ok(false);
+        }
         if empty && !dry_run {
             fs::remove_dir(path).with_context(|| format!("removing {}", path.display()))?;
         }
         return Ok(empty);
     }
-    if !meta.file_type().is_symlink() && !is_own_file(rel, path) {
+    if !is_own_file(rel, path, &meta) {
         t.kept.push((
             path.to_path_buf(),
             "not ctxguard's (no file ctxguard writes there has this name or contents)".into(),
@@ -138,17 +243,7 @@ fn remove(
     t.files += 1;
     t.bytes += meta.len();
     if !dry_run {
-        // A link goes itself, never what it points at (on Windows a directory link is removed
-        // as a directory).
-        fs::remove_file(path)
-            .or_else(|e| {
-                if meta.file_type().is_symlink() {
-                    fs::remove_dir(path)
-                } else {
-                    Err(e)
-                }
-            })
-            .with_context(|| format!("removing {}", path.display()))?;
+        fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
     }
     Ok(true)
 }
@@ -360,51 +455,155 @@ pub fn run(env: &Env, dry_run: bool) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Writes `content` at `rel` under a fresh state root in `dir` and asks whether it is
+    /// ctxguard's.
+    fn own(dir: &Path, rel: &str, content: &str) -> bool {
+        let root = tempfile::tempdir_in(dir).unwrap().keep();
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, content).unwrap();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        is_own_file(Path::new(rel), &path, &meta)
+    }
+
+    const MARKER: &str = r#"{"session_id": "abc", "state": "idle", "cycle": 0}"#;
+
     #[test]
     fn only_the_names_ctxguard_gives_where_it_gives_them_are_its_own() {
         let t = tempfile::tempdir().unwrap();
-        let own = |rel: &str| is_own_file(Path::new(rel), &t.path().join(rel));
-        for rel in [
-            "logs/2026-11-21.md",
-            "checkpoints/abc/cp_001.summary.md",
-            "checkpoints/abc/cp_001.json",
-            "checkpoints/abc/_latest.json",
-            "sessions/abc/marker.json",
-            "sessions/abc/reading.json",
-            "sessions/abc/lock",
-            "sessions/abc/.tmp-x1",
-            "cwd/-p/index.json",
-            "recent/2026-11-21/09/12/03.123456@abc",
-            "retention.lock",
+        let hashed = crate::paths::safe_session_id("/home/user/proj");
+        for (rel, content) in [
+            ("logs/2026-11-21.md", "log"),
+            ("checkpoints/abc/cp_001.summary.md", "summary"),
+            ("checkpoints/abc/cp_001.json", "{}"),
+            ("checkpoints/abc/_latest.json", "{}"),
+            ("sessions/abc/marker.json", MARKER),
+            ("sessions/abc/reading.json", "{}"),
+            ("sessions/abc/lock", ""),
+            ("sessions/abc/.tmp-x1Y2z3", "x"),
+            (&format!("cwd/{hashed}/index.json"), "{}"),
+            (&format!("cwd/{hashed}/lock"), ""),
+            ("recent/2026-11-21/09/12/03.123456@abc", ""),
+            (&format!("recent/2026-11-21/09/12/59.000001@{hashed}"), ""),
+            ("recent/2026-11-21/09/abc", ""),
+            ("recent/.complete", ""),
+            ("retention.lock", ""),
+            (".tmp-abcdef", "x"),
         ] {
-            assert!(own(rel), "{rel}");
+            assert!(own(t.path(), rel, content), "{rel}");
         }
-        for rel in [
-            "MEMORY.md",
-            "logs/notes.md",
-            "logs/app.log",
-            "logs/sub/2026-11-21.md",
-            "checkpoints/abc/cp_.summary.md",
-            "checkpoints/abc/notes.md",
-            "sessions/abc/MEMORY.md",
-            "sessions/todo.txt",
-            "cwd/data/train.csv",
-            "recent/photos/a.jpg",
-            "config.json",
+        for (rel, content) in [
+            ("MEMORY.md", "mine"),
+            ("logs/notes.md", "mine"),
+            ("logs/app.log", "mine"),
+            ("logs/sub/2026-11-21.md", "mine"),
+            ("logs/2026-13-45.md", "mine"),
+            ("checkpoints/abc/cp_.summary.md", "mine"),
+            ("checkpoints/abc/notes.md", "mine"),
+            ("checkpoints/abc/cp_002.json", "[1, 2]"),
+            ("checkpoints/My Stuff/cp_001.json", "{}"),
+            ("sessions/abc/MEMORY.md", "mine"),
+            ("sessions/todo.txt", "mine"),
+            ("sessions/My Notes/lock", ""),
+            ("sessions/abc/lock", "not empty"),
+            ("sessions/.tmp-notes-of-mine", "mine"),
+            ("sessions/abc/sub/.tmp-abcdef", "mine"),
+            ("cwd/data/train.csv", "mine"),
+            ("recent/photos/a.jpg", "mine"),
+            // At any depth under a dated folder, nothing but an activity entry's shape.
+            ("recent/2026-11-21/photos/a.jpg", "mine"),
+            ("recent/2026-11-21/a.jpg", ""),
+            ("recent/2026-11-21/09/12/a.jpg", ""),
+            ("recent/2026-11-21/09/12/03.123456@abc/deeper", ""),
+            ("recent/2026-11-21/09/12/03.123456@abc", "not empty"),
+            ("recent/2026-11-21/24/12/03.123456@abc", ""),
+            ("recent/2026-11-21/09/60/03.123456@abc", ""),
+            ("recent/2026-11-21/09/12/3.123456@abc", ""),
+            ("recent/2026-11-21/09/Notes", ""),
+            ("config.json", "mine"),
         ] {
-            assert!(!own(rel), "{rel}");
+            assert!(!own(t.path(), rel, content), "{rel}");
+        }
+        // A marker only when it reads as one.
+        for mine in [
+            "{}",
+            r#"{"note": "mine"}"#,
+            r#"{"session_id": "abc", "state": "mine", "cycle": 0}"#,
+            r#"{"session_id": "abc", "state": "idle"}"#,
+            "[1]",
+            "not json",
+        ] {
+            assert!(!own(t.path(), "sessions/abc/marker.json", mine), "{mine}");
         }
         // A config.json only when it reads as ctxguard's.
-        fs::write(t.path().join("config.json"), r#"{"headroom_tokens": 5}"#).unwrap();
-        assert!(own("config.json"));
-        fs::write(t.path().join("config.json"), r#"{"secret": "x"}"#).unwrap();
-        assert!(!own("config.json"));
-        fs::write(
-            t.path().join("models.json"),
-            r#"{"claude-opus-5-5": 1000000}"#,
-        )
-        .unwrap();
-        assert!(own("models.json"));
+        assert!(own(t.path(), "config.json", r#"{"headroom_tokens": 5}"#));
+        assert!(!own(t.path(), "config.json", r#"{"secret": "x"}"#));
+        assert!(own(
+            t.path(),
+            "models.json",
+            r#"{"claude-opus-5-5": 1000000}"#
+        ));
+    }
+
+    /// Generated paths under the state root, of the pieces ctxguard's names are made of and
+    /// others: no link and no directory is ever a file of ctxguard's, whatever its name, and a
+    /// path it takes for its own always has one of the shapes it writes.
+    #[test]
+    #[cfg(unix)]
+    fn generated_paths_are_ctxguards_only_in_its_own_shapes() {
+        let t = tempfile::tempdir().unwrap();
+        let pieces = [
+            "sessions",
+            "checkpoints",
+            "cwd",
+            "recent",
+            "logs",
+            "abc",
+            "2026-11-21",
+            "09",
+            "12",
+            "03.123456@abc",
+            "marker.json",
+            "lock",
+            "cp_001.json",
+            "_latest.json",
+            ".complete",
+            "a.jpg",
+            ".tmp-abcdef",
+            "2026-11-21.md",
+            "index.json",
+        ];
+        let mut seed = 0x1234_5678_9abc_def1_u64;
+        for n in 0..500 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let depth = 1 + seed % 5;
+            let rel: PathBuf = (0..depth)
+                .map(|i| pieces[(seed >> (6 * i + 5)) as usize % pieces.len()])
+                .collect();
+            let path = t.path().join(format!("{n}")).join(&rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let root = t.path().join(format!("{n}"));
+            match seed % 3 {
+                0 => std::os::unix::fs::symlink("/etc/passwd", &path).unwrap(),
+                1 => fs::create_dir(&path).unwrap(),
+                _ => fs::write(&path, if seed % 2 == 0 { "" } else { MARKER }).unwrap(),
+            }
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let mine = is_own_file(path.strip_prefix(&root).unwrap(), &path, &meta);
+            if seed % 3 != 2 {
+                assert!(!mine, "{}", rel.display());
+            }
+            if mine {
+                let first = rel.iter().next().unwrap().to_str().unwrap();
+                assert!(
+                    OWN.iter().any(|(name, _)| *name == first) || is_temp_name(first),
+                    "{}",
+                    rel.display()
+                );
+            }
+        }
     }
 
     #[test]
@@ -413,7 +612,7 @@ mod tests {
         let root = t.path().join("memory");
         fs::create_dir_all(root.join("sessions/abc")).unwrap();
         fs::create_dir_all(root.join("logs")).unwrap();
-        fs::write(root.join("sessions/abc/marker.json"), "{}").unwrap();
+        fs::write(root.join("sessions/abc/marker.json"), MARKER).unwrap();
         fs::write(root.join("logs/2026-11-21.md"), "log").unwrap();
         fs::write(root.join("logs/notes.md"), "mine").unwrap();
         fs::write(root.join("MEMORY.md"), "mine").unwrap();

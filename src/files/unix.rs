@@ -1,11 +1,13 @@
 //! The file-safety rules on Unix (Linux, macOS): directories are created 0700 and files 0600
 //! (at creation, not chmod-ed after); `O_NOFOLLOW` refuses a symlink at the last component
-//! (ELOOP); `O_NONBLOCK` makes opening a FIFO return at once; `O_CLOEXEC` keeps descriptors out of
-//! the status line's `--then` command; a state directory must belong to the effective user.
+//! (ELOOP); `O_NONBLOCK` makes opening a FIFO return at once; `O_NOCTTY` keeps a terminal opened
+//! by mistake (a settings file linked to /dev/tty) from becoming the controlling one; `O_CLOEXEC`
+//! keeps descriptors out of the status line's `--then` command; a state directory must belong to
+//! the effective user.
 
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -24,15 +26,35 @@ fn euid() -> u32 {
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
 }
 
 pub fn open_regular(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
+}
+
+/// `None` for a regular file, else what the open file is, from its fstat (`meta`).
+pub fn not_regular(_file: &File, meta: &Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("of another kind")
+    }
 }
 
 /// Opens with `options`, creating the file 0600, never through a symlink.
@@ -234,6 +256,98 @@ mod tests {
         let f = t.path().join("t.jsonl");
         fs::write(&f, b"{}\n").unwrap();
         assert_eq!(open_regular(&f, "transcript").unwrap().1, 3);
+    }
+
+    /// Every kind of thing that can stand at a path, generated in random order and sizes around
+    /// the limits: each reader returns the exact bytes of a regular file within its limit, and
+    /// refuses everything else, at once (a FIFO nobody writes, /dev/zero, a terminal, a link
+    /// loop); the no-follow readers refuse every link, the others follow one to a regular file.
+    #[test]
+    fn generated_paths_are_read_only_when_regular_and_bounded() {
+        let t = tempfile::tempdir().unwrap();
+        let limit = 1024;
+        let mut seed = 0x0bad_cafe_1234_5678_u64;
+        let started = std::time::Instant::now();
+        for n in 0..400 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let path = t.path().join(format!("f{n}"));
+            let size = [0, 1, limit - 1, limit, limit + 1, 3 * limit][(seed % 6) as usize];
+            let bytes: Vec<u8> = (0..size).map(|i| (i as u8) ^ (seed as u8)).collect();
+            // What stands there (kind), at the path itself or behind a link to it.
+            let kind = (seed >> 8) % 7;
+            let through_link = (seed >> 16) % 2 == 1;
+            let target = if through_link {
+                t.path().join(format!("target{n}"))
+            } else {
+                path.clone()
+            };
+            let regular = match kind {
+                0..=2 => {
+                    fs::write(&target, &bytes).unwrap();
+                    true
+                }
+                3 => {
+                    let c = std::ffi::CString::new(target.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                    false
+                }
+                4 => {
+                    fs::create_dir(&target).unwrap();
+                    false
+                }
+                5 => {
+                    // A device, always through a link (as a repository would commit one).
+                    let dev = ["/dev/zero", "/dev/null", "/dev/tty", "/dev/urandom"]
+                        [((seed >> 24) % 4) as usize];
+                    symlink(dev, &path).unwrap();
+                    false
+                }
+                // Nothing there (behind a link: a dangling one).
+                _ => false,
+            };
+            if through_link && kind != 5 {
+                symlink(&target, &path).unwrap();
+            }
+            let linked = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            let exists = fs::metadata(&path).is_ok();
+            let within = regular && (size as u64) <= limit as u64;
+            let what = format!("{n}: kind {kind}, link {linked}, size {size}");
+
+            match read_regular(&path, "file", limit as u64) {
+                Ok(Some(read)) => {
+                    assert!(within, "{what}");
+                    assert_eq!(read, bytes, "{what}");
+                }
+                Ok(None) => assert!(!exists, "{what}"),
+                Err(e) => {
+                    assert!(!within, "{what}: {e:#}");
+                    if exists && !regular {
+                        let text = format!("{e:#}");
+                        assert!(
+                            text.contains("not a regular file") || text.contains("No such device"),
+                            "{what}: {text}"
+                        );
+                    }
+                }
+            }
+            match read_nofollow(&path, "file", limit as u64) {
+                Ok(Some(read)) => {
+                    assert!(within && !linked, "{what}");
+                    assert_eq!(read, bytes, "{what}");
+                }
+                Ok(None) => assert!(fs::symlink_metadata(&path).is_err(), "{what}"),
+                Err(e) => assert!(!within || linked, "{what}: {e:#}"),
+            }
+            match open_regular(&path, "file") {
+                Ok((_, len)) => assert!(regular && len == size as u64, "{what}"),
+                Err(e) => assert!(!regular || !exists, "{what}: {e:#}"),
+            }
+        }
+        // Nothing waited: a blocked open would have stopped the loop for good.
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
     }
 
     #[test]

@@ -46,8 +46,9 @@ use windows_sys::Win32::Security::{
     PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY, TOKEN_USER,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    GetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_REPARSE_POINT,
-    FILE_FLAG_OPEN_REPARSE_POINT,
+    GetFileInformationByHandle, GetFileType, BY_HANDLE_FILE_INFORMATION,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT, FILE_TYPE_CHAR, FILE_TYPE_DISK,
+    FILE_TYPE_PIPE,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
@@ -127,6 +128,19 @@ pub fn open_nofollow(path: &Path) -> io::Result<File> {
 pub fn open_regular(path: &Path) -> io::Result<File> {
     refuse_device(path)?;
     OpenOptions::new().read(true).open(path)
+}
+
+/// `None` for a regular file on disk, else what the open handle is: a link (followed by the
+/// open) that led to a pipe or a console is told by the handle's type, not by its name.
+pub fn not_regular(file: &File, meta: &Metadata) -> Option<&'static str> {
+    // SAFETY: a valid open handle.
+    match unsafe { GetFileType(file.as_raw_handle() as HANDLE) } {
+        FILE_TYPE_DISK if meta.is_file() => None,
+        FILE_TYPE_DISK if meta.is_dir() => Some("a directory"),
+        FILE_TYPE_PIPE => Some("a pipe"),
+        FILE_TYPE_CHAR => Some("a character device"),
+        _ => Some("of another kind"),
+    }
 }
 
 /// Opens with `options` as the reparse point itself if there is one, which is then refused.

@@ -96,6 +96,8 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
         )));
     }));
     let mut diag = Diag::default();
+    // Only this run's refusals (a test runs many hooks on one thread).
+    let _ = crate::diag::take_refused();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut diag)));
     let mut exit = Exit::Ok;
     match outcome {
@@ -111,6 +113,9 @@ pub fn guard(hook: &'static str, body: impl FnOnce(&mut Diag) -> Result<Outcome>
             exit = Exit::Block;
         }
         Ok(Err(e)) => diag.note(format!("{e:#}")),
+    }
+    for refusal in crate::diag::take_refused() {
+        diag.note(refusal);
     }
     if let Some(line) = diag.line(hook) {
         to_stderr(&line);

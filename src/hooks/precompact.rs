@@ -150,6 +150,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         .and_then(|d| tasks::dir(&d, &input.session_id))
         .and_then(|d| tasks::read(&d));
     let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
+    let project = crate::memory::project_of(env, &input.cwd);
+    let places = crate::memory::Places {
+        home: env.home.as_deref(),
+        project: &project,
+    };
     let stale = Duration::from_secs(config.stale_after_secs);
     let written = store.update(&input.session_id, diag, |current, diag| {
         // A repeat with a reply since the first run replaces its checkpoint with a fresher
@@ -181,7 +186,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         } else {
             latest.clone()
         };
-        checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), carried_from.as_ref());
+        checkpointing::note_saved_memories(
+            &mut cp,
+            memory_dir.as_deref(),
+            carried_from.as_ref(),
+            &places,
+        );
         checkpointing::carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
         if repeat {
             cp.meta.compaction = current.compactions.max(1);

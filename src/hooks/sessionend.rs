@@ -54,6 +54,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
     let store = Store::new(&paths, &input.session_id);
     let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
+    let project = crate::memory::project_of(env, &input.cwd);
+    let places = crate::memory::Places {
+        home: env.home.as_deref(),
+        project: &project,
+    };
     let stale = Duration::from_secs(config.stale_after_secs);
     store.update(&input.session_id, diag, |current, diag| {
         let latest = checkpoints.latest().unwrap_or_else(|e| {
@@ -69,7 +74,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             &config,
             now,
         );
-        checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
+        checkpointing::note_saved_memories(
+            &mut cp,
+            memory_dir.as_deref(),
+            latest.as_ref(),
+            &places,
+        );
         checkpointing::carry_forward(&mut cp, latest.as_ref(), task_store);
         // Not a compaction: it keeps the session's compaction count.
         cp.meta.compaction = current.compactions;

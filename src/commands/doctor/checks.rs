@@ -22,6 +22,19 @@ pub fn settings_files(ctx: &Context) -> Vec<Finding> {
         .iter()
         .filter_map(|f| {
             let problem = f.contents.as_ref().err()?;
+            if let Problem::Refused(_) = problem {
+                // The client may read what ctxguard refuses (it follows a FIFO, or a device):
+                // ctxguard then works without it, which is worth knowing, not a failure.
+                return Some(finding(
+                    "settings",
+                    Status::Warn,
+                    format!("{} {problem}", f.path.display()),
+                    Some(&format!(
+                        "make it a regular file (or a link to one) of at most {} bytes",
+                        client::MAX_SETTINGS
+                    )),
+                ));
+            }
             let fix = match (f.scope, problem) {
                 (Scope::Managed, _) => "ask whoever manages Claude Code on this machine to fix it",
                 (_, Problem::Unreadable(_)) => "make it readable (check its owner and permissions)",

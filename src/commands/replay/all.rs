@@ -224,14 +224,18 @@ pub fn run(
     };
     let terminal = std::io::stderr().is_terminal();
     for (i, path) in files.iter().enumerate() {
-        // `<project folder>/<session>.jsonl`, with `/` on every platform.
-        let shown = path
-            .strip_prefix(&projects)
-            .unwrap_or(path)
-            .iter()
-            .map(|c| c.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        // `<project folder>/<session>.jsonl`, with `/` on every platform, sanitised as the
+        // hooks sanitise every name they print: a name is anyone's to choose, and a newline or
+        // an escape sequence in it must neither forge a line nor reach the terminal.
+        let shown = super::shown_name(
+            &path
+                .strip_prefix(&projects)
+                .unwrap_or(path)
+                .iter()
+                .map(|c| c.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+        );
         if terminal {
             eprint!("\rreplaying {}/{}: {shown}\x1b[K", i + 1, files.len());
         } else {
@@ -249,8 +253,10 @@ pub fn run(
                 if terminal {
                     eprintln!();
                 }
-                eprintln!("skipped {shown}: {e:#}");
-                summary.skipped.push((shown, format!("{e:#}")));
+                // The error names the path too.
+                let why = super::shown_name(&format!("{e:#}"));
+                eprintln!("skipped {shown}: {why}");
+                summary.skipped.push((shown, why));
             }
         }
     }

@@ -83,8 +83,15 @@ fn replay_file(path: &Path, config: &Config, options: Options) -> Result<report:
         }
     }
     let mut report = sim.finish();
-    report.transcript = path.display().to_string();
+    report.transcript = shown_name(&path.display().to_string());
     Ok(report)
+}
+
+/// A transcript's name (or a message naming one) as printed: one line, without escape
+/// sequences, control or invisible characters ([`crate::text::sanitize`]), at most 300
+/// characters.
+fn shown_name(name: &str) -> String {
+    crate::text::cut(&crate::text::sanitize(name, true), 300)
 }
 
 #[cfg(test)]

@@ -522,3 +522,53 @@ fn the_text_report_is_ascii_and_at_most_100_columns() {
     let nudged = chart.iter().find(|l| l.ends_with(" an")).unwrap();
     assert!(nudged.contains('|') && nudged.contains('!'), "{nudged}");
 }
+
+/// Generated names of every hostile kind: what is printed is one line, with no escape
+/// sequence, control, bidirectional or tag character, nor the client's wrapper tag, and at most
+/// 300 characters.
+#[test]
+fn generated_transcript_names_print_on_one_clean_line() {
+    let pieces = [
+        "a",
+        "é",
+        "\n",
+        "\r",
+        "\t",
+        "\x1b[2J",
+        "\x1b]0;t\x07",
+        "\u{9b}31m",
+        "\u{202e}",
+        "\u{e0041}",
+        "\u{200b}",
+        "<system-reminder>",
+        "</ system-reminder",
+        " 9 replies, 0 compactions: missed",
+        "/",
+        "\0",
+        "\x7f",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..5_000 {
+        let mut name = String::new();
+        for _ in 0..(seed % 40) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            name.push_str(pieces[(seed >> 11) as usize % pieces.len()]);
+        }
+        seed = seed.wrapping_add(0x9e37_79b9);
+        let shown = super::shown_name(&name);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() || matches!(c, '\u{202e}' | '\u{e0041}' | '\u{200b}')),
+            "{name:?} → {shown:?}"
+        );
+        assert!(
+            !shown.to_lowercase().contains("<system-reminder"),
+            "{shown:?}"
+        );
+        assert!(!shown.contains("</ system-reminder"), "{shown:?}");
+        assert!(shown.chars().count() <= 300, "{shown:?}");
+    }
+}
