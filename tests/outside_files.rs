@@ -108,9 +108,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
             assert_eq!(run.code, 0, "{target} {hook}: {run:?}");
             assert!(run.stderr.lines().count() <= 1, "{target} {hook}: {run:?}");
             // The hook says what it refused (see `says_why` for what it cannot).
-            if says_why(target)
-                && matches!(hook, "pretooluse" | "statusline" | "precompact" | "stop")
-            {
+            if says_why(target) && matches!(hook, "pretooluse" | "statusline" | "precompact") {
                 assert!(
                     run.stderr.contains("settings.json")
                         && (run.stderr.contains("not a regular file")
