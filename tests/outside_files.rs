@@ -108,9 +108,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
             assert_eq!(run.code, 0, "{target} {hook}: {run:?}");
             assert!(run.stderr.lines().count() <= 1, "{target} {hook}: {run:?}");
             // The hook says what it refused (see `says_why` for what it cannot).
-            if says_why(target)
-                && matches!(hook, "pretooluse" | "statusline" | "precompact" | "stop")
-            {
+            if says_why(target) && matches!(hook, "pretooluse" | "statusline" | "precompact") {
                 assert!(
                     run.stderr.contains("settings.json")
                         && (run.stderr.contains("not a regular file")
@@ -193,22 +191,20 @@ fn a_users_settings_linked_to_a_regular_file_keeps_working() {
     fs::create_dir_all(&dotfiles).unwrap();
     fs::create_dir_all(env.home().join(".claude")).unwrap();
     let real = dotfiles.join("settings.json");
-    fs::write(
-        &real,
-        r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
-    )
-    .unwrap();
+    fs::write(&real, r#"{"autoMemoryDirectory": "~/linked-mem"}"#).unwrap();
     let link = env.home().join(".claude/settings.json");
     symlink(&real, &link).unwrap();
-    // Compaction at 50% of 200k: 100k is already past the nudge (it would not be at the
-    // default).
+    // Near the end of a 200k window: a nudge, which names the memory folder the linked
+    // settings set.
     let transcript = env.write(
         "t.jsonl",
-        &(assistant_line(100_000, &time_from_now(-5)) + "\n"),
+        &(assistant_line(190_000, &time_from_now(-5)) + "\n"),
     );
     let run = env.pretooluse(&pretooluse_payload(SESSION, &transcript));
     assert_eq!(run.stderr, "", "{run:?}");
-    decode_nudge(&run.stdout);
+    let nudge = decode_nudge(&run.stdout);
+    let folder = env.home().join("linked-mem");
+    assert!(nudge.contains(folder.to_str().unwrap()), "{nudge}");
     let run = env.run(&["install"], "");
     assert_eq!(run.code, 0, "{run:?}");
     assert!(fs::symlink_metadata(&link)
@@ -217,7 +213,7 @@ fn a_users_settings_linked_to_a_regular_file_keeps_working() {
         .is_symlink());
     let edited: Value = serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
     assert!(edited["hooks"]["PreToolUse"].is_array(), "{edited}");
-    assert_eq!(edited["env"]["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"], "50");
+    assert_eq!(edited["autoMemoryDirectory"], "~/linked-mem");
 }
 
 /// Whether a settings file that is `target` is refused for what it is, and said so. Without a
