@@ -39,8 +39,10 @@ fn sh(word: &str) -> String {
 }
 
 /// A hook entry in exec form, as install writes it.
+/// A hook entry as `install` writes it for a current client: exec form, and `onFailure:
+/// "continue"` (a hook the client cannot start never blocks).
 fn exec(bin: &str, sub: &str) -> Value {
-    json!({"type": "command", "command": bin, "args": [sub]})
+    json!({"type": "command", "command": bin, "args": [sub], "onFailure": "continue"})
 }
 
 /// Sets a file's permissions (Unix; Windows has none to set).
@@ -1200,14 +1202,13 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         ("SessionStart", 0, 1, "sessionstart"),
     ] {
         expected["hooks"][event][group]["hooks"][hook] =
-            json!({"type": "command", "command": bin, "args": [sub], "timeout": 30});
+            json!({"type": "command", "command": bin, "args": [sub], "timeout": 30,
+                   "onFailure": "continue"});
     }
-    expected["hooks"]["PostCompact"] = json!([{"matcher": "auto|manual", "hooks": [
-        {"type": "command", "command": bin, "args": ["postcompact"]}]}]);
-    expected["hooks"]["SessionEnd"] =
-        json!([{"hooks": [{"type": "command", "command": bin, "args": ["sessionend"]}]}]);
-    expected["hooks"]["Stop"] =
-        json!([{"hooks": [{"type": "command", "command": bin, "args": ["stop"]}]}]);
+    expected["hooks"]["PostCompact"] =
+        json!([{"matcher": "auto|manual", "hooks": [exec(&bin, "postcompact")]}]);
+    expected["hooks"]["SessionEnd"] = json!([{"hooks": [exec(&bin, "sessionend")]}]);
+    expected["hooks"]["Stop"] = json!([{"hooks": [exec(&bin, "stop")]}]);
     let upgraded = fs::read_to_string(settings(&env)).unwrap();
     assert_eq!(
         upgraded,
