@@ -48,6 +48,7 @@ mod nudge;
 mod paths;
 mod process;
 mod reading;
+mod receipt;
 mod recovery;
 mod registry;
 mod retention;

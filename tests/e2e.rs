@@ -283,7 +283,7 @@ fn compaction_checkpoint(rig: &Rig, session: &str) -> Value {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("cp_") && n.ends_with(".json"))
+        .filter(|n| n.starts_with("cp_") && n.ends_with(".json") && !n.ends_with(".receipt.json"))
         .collect();
     names.sort();
     names
@@ -832,6 +832,10 @@ impl Rig {
 /// A child module, to use the rig as it is.
 #[path = "e2e_older.rs"]
 mod older;
+
+/// The newest client, on a representative set (a child module too).
+#[path = "e2e_newest.rs"]
+mod newest;
 
 /// The status line in the real client's TUI, driven through tmux (a child module too: it uses
 /// the stand-in API and the installed clients).

@@ -1201,8 +1201,7 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         ("PreCompact", 0, 0, "precompact"),
         ("SessionStart", 0, 1, "sessionstart"),
     ] {
-        expected["hooks"][event][group]["hooks"][hook] =
-            json!({"type": "command", "command": bin, "args": [sub], "timeout": 30,
+        expected["hooks"][event][group]["hooks"][hook] = json!({"type": "command", "command": bin, "args": [sub], "timeout": 30,
                    "onFailure": "continue"});
     }
     expected["hooks"]["PostCompact"] =

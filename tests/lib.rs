@@ -16,6 +16,7 @@ mod lifecycle;
 mod manual;
 mod plugin;
 mod pretooluse;
+mod receipt;
 mod recovery;
 mod recovery_build;
 mod replay;

@@ -200,7 +200,10 @@ mod tests {
         assert_eq!(event_use(None, e), EventUse::Known);
         assert_eq!(event_use(Some("2.1.330"), e), EventUse::EntryIgnored);
         assert_eq!(event_use(Some("2.1.14"), e), EventUse::FileIgnored);
-        assert_eq!(event_use(Some("2.1.14"), "PostCompact"), EventUse::FileIgnored);
+        assert_eq!(
+            event_use(Some("2.1.14"), "PostCompact"),
+            EventUse::FileIgnored
+        );
         assert_eq!(event_use(Some("2.1.14"), "PreCompact"), EventUse::Known);
         assert_eq!(event_use(Some("2.1.330"), "PostCompact"), EventUse::Known);
     }

@@ -23,8 +23,14 @@ use crate::nudge;
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_TOOL_USE)?;
+    // After a compaction whose recovery never arrived: given here, once (`receipt`).
+    let again = crate::receipt::give_again(&input, env, event::PRE_TOOL_USE, diag);
     let nudge = nudge::give(&input, env, diag, event::PRE_TOOL_USE)?;
-    Ok(nudge
+    let text = match (again, nudge) {
+        (Some(block), Some(nudge)) => Some(format!("{block}\n\n{nudge}")),
+        (block, nudge) => block.or(nudge),
+    };
+    Ok(text
         .map(|text| additional_context(event::PRE_TOOL_USE, text))
         .into())
 }

@@ -128,6 +128,7 @@ fn own(
     input: &HookInput,
     stale: Duration,
     now: DateTime<Utc>,
+    client_pid: Option<u32>,
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let store = Store::new(paths, &input.session_id);
@@ -137,19 +138,41 @@ fn own(
         let compacted = peeked.is_some_and(|m| m.compactions > 0);
         if input.source == "resume" && compacted && recovery_lost(&input.transcript_path) {
             // Handed over, but it never reached the conversation: again, for this start.
-            return Ok(CheckpointStore::new(paths, &input.session_id)
+            let found = CheckpointStore::new(paths, &input.session_id)
                 .latest_compaction()
                 .unwrap_or_else(|e| {
                     diag.note(format!("{e:#}"));
                     None
-                }));
+                });
+            if let Some((cp, path)) = &found {
+                let pending = crate::receipt::Pending {
+                    compaction: cp.meta.compaction,
+                    checkpoint: path.display().to_string(),
+                    handed_at: now,
+                    client_pid,
+                };
+                store.update(&input.session_id, diag, |m, _| {
+                    let mut next = m.clone();
+                    next.receipt_pending = Some(pending);
+                    Ok((next, ()))
+                })?;
+            }
+            return Ok(found);
         }
         return Ok(None);
     }
     let path = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-        Ok((marker::transition(m, &Event::Recovered, now, stale), path))
+        let mut next = marker::transition(m, &Event::Recovered, now, stale);
+        // The next hook checks that it arrived (the receipt).
+        next.receipt_pending = path.clone().map(|checkpoint| crate::receipt::Pending {
+            compaction: m.compactions,
+            checkpoint,
+            handed_at: now,
+            client_pid,
+        });
+        Ok((next, path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
@@ -287,20 +310,41 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
     let (found, kind) = match plan(&input.source, &config, env.unattended)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
-        Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
+        Plan::Own(kind) => (own(&paths, &input, stale, now, env.client_pid, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
     };
-    let Some((mut cp, path)) = found else {
+    let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    if let Some(summary) = checkpoint::summary::load(paths.root(), &path) {
+    let block = render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
+    Ok(Outcome::Print(additional_context(
+        event::SESSION_START,
+        block,
+    )))
+}
+
+/// The recovery block for `cp` (at `path`) as `SessionStart` gives it: the summary's named parts
+/// left out, the memories saved since, the memory files. Also what a later hook gives again when
+/// the first one never arrived (`receipt`).
+#[allow(clippy::too_many_arguments)]
+pub fn render_block(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    cwd: &str,
+    mut cp: Checkpoint,
+    path: &Path,
+    kind: Kind,
+    diag: &mut Diag,
+) -> String {
+    if let Some(summary) = checkpoint::summary::load(paths.root(), path) {
         recovery::leave_out_named(&mut cp, &summary);
     }
-    let (memory, notes) = memory::for_session(&config, env, &input.cwd);
+    let (memory, notes) = memory::for_session(config, env, cwd);
     // The memories saved since the previous checkpoint, in the folder of the session that
     // saved them; the files `memory` holds are not shown twice.
     let (saved, saved_notes) = memory::saved_for(
-        &config,
+        config,
         env,
         &cp.memories_saved,
         &cp.meta.cwd,
@@ -310,19 +354,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     for n in notes.into_iter().chain(saved_notes) {
         diag.note(n);
     }
-    let block = recovery::render(
+    recovery::render(
         &cp,
-        &path,
+        path,
         kind,
         &memory,
         config.recovery_budget_chars,
         config.total_budget_chars,
-        now,
-    );
-    Ok(Outcome::Print(additional_context(
-        event::SESSION_START,
-        block,
-    )))
+        env.now(),
+    )
 }
 
 #[cfg(test)]

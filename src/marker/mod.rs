@@ -162,6 +162,10 @@ pub struct Marker {
     pub cwd: Option<String>,
     /// The newest nudge of any cycle (`nudged_at` is this cycle's only): what `status` shows.
     pub last_nudge: Option<LastNudge>,
+    /// A compaction whose recovery `SessionStart` handed over, waiting for the next hook to
+    /// check that it arrived (see [`crate::receipt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt_pending: Option<crate::receipt::Pending>,
 }
 
 /// A nudge as `status` reports it: when, at what usage, which level.

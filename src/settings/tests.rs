@@ -178,7 +178,9 @@ fn shell_lines_of_an_earlier_version_become_the_exec_form_in_place() {
     // In place, every other key kept in its order, `args` after `command`.
     assert_eq!(
         text(&hooks["PreToolUse"][0]["hooks"][0]),
-        text(&json!({"type": "command", "command": BIN, "args": ["pretooluse"], "timeout": 5, "onFailure": "continue"}))
+        text(
+            &json!({"type": "command", "command": BIN, "args": ["pretooluse"], "timeout": 5, "onFailure": "continue"})
+        )
     );
     assert_eq!(
         hooks["PreCompact"][0]["hooks"][0],
@@ -456,7 +458,9 @@ fn every_hook_gets_on_failure_continue_where_the_client_has_the_field() {
         assert_eq!(ours[0]["onFailure"], "continue", "{event}");
     }
     // The user's own hooks are not touched.
-    assert!(s["hooks"]["PreToolUse"][0]["hooks"][0].get("onFailure").is_none());
+    assert!(s["hooks"]["PreToolUse"][0]["hooks"][0]
+        .get("onFailure")
+        .is_none());
     // An entry an earlier install wrote without it, or with "block", gets "continue".
     let mut s = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
         {"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "block", "timeout": 5}]}],
@@ -468,20 +472,33 @@ fn every_hook_gets_on_failure_continue_where_the_client_has_the_field() {
     );
     assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["onFailure"], "continue");
     assert!(
-        edit.changes.iter().any(|c| c.starts_with("PreToolUse: onFailure \"block\" became")),
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("PreToolUse: onFailure \"block\" became")),
         "{:?}",
         edit.changes
     );
     assert!(
-        edit.changes.iter().any(|c| c.starts_with("Stop: added onFailure")),
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("Stop: added onFailure")),
         "{:?}",
         edit.changes
     );
     // Idempotent.
-    assert!(install(&mut s, BIN, StatusLineMode::Skip).changes.is_empty());
+    assert!(install(&mut s, BIN, StatusLineMode::Skip)
+        .changes
+        .is_empty());
     // An older client (2.1.14 has no such field) gets none.
     let mut s = json!({});
-    super::install(&mut s, BIN, &none, StatusLineMode::Skip, Accepts::version("2.1.14")).unwrap();
+    super::install(
+        &mut s,
+        BIN,
+        &none,
+        StatusLineMode::Skip,
+        Accepts::version("2.1.14"),
+    )
+    .unwrap();
     assert!(!s.to_string().contains("onFailure"), "{s:#}");
 }
 
@@ -492,18 +509,35 @@ fn a_skill_shell_command_event_is_left_alone_by_install_and_uninstall() {
     let mut s = original.clone();
     let edit = install(&mut s, BIN, StatusLineMode::Skip);
     assert!(edit.notices.is_empty(), "{:?}", edit.notices);
-    assert_eq!(s["hooks"]["PreSkillShellCommand"], original["hooks"]["PreSkillShellCommand"]);
-    assert_eq!(s["hooks"].as_object().unwrap().keys().next().unwrap(), "PreSkillShellCommand");
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        original["hooks"]["PreSkillShellCommand"]
+    );
+    assert_eq!(
+        s["hooks"].as_object().unwrap().keys().next().unwrap(),
+        "PreSkillShellCommand"
+    );
     // Even a ctxguard-looking entry there is not one of ctxguard's hooks to remove.
     uninstall(&mut s, None);
     assert_eq!(s, original);
     // An older client ignores the whole file for it: said, and left.
     let mut s = original.clone();
-    let edit = super::install(&mut s, BIN, &none, StatusLineMode::Skip, Accepts::version("2.1.14"))
-        .unwrap();
-    assert_eq!(s["hooks"]["PreSkillShellCommand"], original["hooks"]["PreSkillShellCommand"]);
+    let edit = super::install(
+        &mut s,
+        BIN,
+        &none,
+        StatusLineMode::Skip,
+        Accepts::version("2.1.14"),
+    )
+    .unwrap();
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        original["hooks"]["PreSkillShellCommand"]
+    );
     assert!(
-        edit.notices.iter().any(|n| n.starts_with("PreSkillShellCommand holds hooks of yours")),
+        edit.notices
+            .iter()
+            .any(|n| n.starts_with("PreSkillShellCommand holds hooks of yours")),
         "{:?}",
         edit.notices
     );

@@ -87,7 +87,8 @@ fn unaccepted(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
             .filter(|e| named.contains(e))
             .collect();
         for e in &named {
-            if !unknown.contains(e) && client::event_use(version, e) == client::EventUse::FileIgnored
+            if !unknown.contains(e)
+                && client::event_use(version, e) == client::EventUse::FileIgnored
             {
                 unknown.push(e);
             }

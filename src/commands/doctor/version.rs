@@ -364,11 +364,17 @@ mod tests {
         assert_eq!(ok.len(), 3, "{ok:?}");
         assert!(lines(&ok)[2].contains("on Claude Code "), "{ok:?}");
         let newest = findings(&Client::Version(p.clone(), "2.1.332".into()));
-        assert!(lines(&newest)[2].contains("onFailure \"continue\""), "{newest:?}");
+        assert!(
+            lines(&newest)[2].contains("onFailure \"continue\""),
+            "{newest:?}"
+        );
         assert!(lines(&newest)[2].contains("saved summary"), "{newest:?}");
         let old = findings(&Client::Version(p.clone(), "2.1.14".into()));
         assert!(lines(&old)[2].contains("shell lines"), "{old:?}");
-        assert!(!lines(&old)[2].contains("onFailure \"continue\""), "{old:?}");
+        assert!(
+            !lines(&old)[2].contains("onFailure \"continue\""),
+            "{old:?}"
+        );
         let missing = findings(&Client::NotFound);
         assert!(lines(&missing)[1].starts_with("info: no `claude` on PATH"));
         let odd = findings(&Client::Unknown(p, "printed \"x\"".into()));

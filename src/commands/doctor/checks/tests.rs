@@ -421,5 +421,7 @@ fn a_skill_shell_command_event_is_named_only_where_the_client_does_not_run_it() 
     assert!(on_330[0].starts_with("info: ") && on_330[0].contains("ignores that entry"));
     let on_14 = at("2.1.14");
     assert_eq!(on_14.len(), 1, "{on_14:?}");
-    assert!(on_14[0].starts_with("fail: ") && on_14[0].contains("ignores this whole settings file"));
+    assert!(
+        on_14[0].starts_with("fail: ") && on_14[0].contains("ignores this whole settings file")
+    );
 }
