@@ -35,6 +35,7 @@ mod commands;
 mod config;
 mod daily_log;
 mod diag;
+mod dropped;
 mod event;
 mod exit;
 mod facts;

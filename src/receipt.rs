@@ -302,19 +302,14 @@ pub fn check(
 pub fn give_again(
     input: &HookInput,
     env: &Env,
+    marker: Option<&Marker>,
     hook_event: &str,
     diag: &mut Diag,
 ) -> Option<String> {
+    // The fast path: the marker the hook peeked, and nothing more unless it flags a wait.
+    let marker = marker.filter(|m| waiting(m))?;
     let paths = env.paths().ok()?;
-    // The fast path: one small read of the marker, and nothing more unless it flags a wait.
-    let marker = Store::new(&paths, &input.session_id)
-        .peek()
-        .ok()
-        .flatten()?;
-    if !waiting(&marker) {
-        return None;
-    }
-    match check(input, env, &marker, hook_event, diag) {
+    match check(input, env, marker, hook_event, diag) {
         Ok(Check::Deliver(cp, path)) => {
             let config = crate::config::Config::for_hook(&paths, env, diag);
             Some(crate::hooks::sessionstart::render_block(
@@ -387,7 +382,8 @@ pub fn build(
     }
 }
 
-fn save(root: &Path, checkpoint: &Path, receipt: &Receipt) -> Result<()> {
+/// Keeps `receipt` beside the checkpoint at `checkpoint`.
+pub fn save(root: &Path, checkpoint: &Path, receipt: &Receipt) -> Result<()> {
     let target = path(checkpoint);
     let bytes = serde_json::to_vec_pretty(receipt)?;
     if let Some(dir) = target.parent() {
@@ -520,4 +516,14 @@ mod tests {
             &serde_json::json!({"trigger": "auto", "preTokens": 1, "precomputed": true})
         )));
     }
+}
+
+/// The session's marker, read without the lock (what `PreToolUse` and `UserPromptSubmit` peek
+/// once for the receipt and the drop checks); `None` when there is none or it cannot be read.
+pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
+    if input.session_id.is_empty() || !input.agent_id.is_empty() {
+        return None;
+    }
+    let paths = env.paths().ok()?;
+    Store::new(&paths, &input.session_id).peek().ok().flatten()
 }

@@ -166,6 +166,10 @@ pub struct Marker {
     /// check that it arrived (see [`crate::receipt`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receipt_pending: Option<crate::receipt::Pending>,
+    /// The reply that showed the newest drop of context without a compaction, once handled
+    /// (see [`crate::dropped`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_at: Option<DateTime<Utc>>,
 }
 
 /// A nudge as `status` reports it: when, at what usage, which level.
