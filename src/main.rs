@@ -47,6 +47,7 @@ mod marker;
 mod memory;
 mod nudge;
 mod paths;
+mod precomputed;
 mod process;
 mod reading;
 mod receipt;

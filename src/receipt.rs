@@ -70,15 +70,15 @@ pub enum Arrival {
 }
 
 /// One compaction's receipt, as `status` and `log` show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Receipt {
     pub compaction: u64,
     pub trigger: String,
     pub checkpoint: String,
-    /// Characters of the facts block PreCompact handed the summarizer (0: none).
+    /// Characters of the facts block `PreCompact` handed the summarizer (0: none).
     pub facts_chars: usize,
-    /// Characters of the client's summary, when PostCompact kept it.
+    /// Characters of the client's summary, when `PostCompact` kept it.
     pub summary_chars: Option<usize>,
     /// `compactMetadata.preTokens` and `postTokens` of the boundary.
     pub pre_tokens: Option<u64>,
@@ -89,24 +89,6 @@ pub struct Receipt {
     /// The hook that gave it again (`PreToolUse`, `UserPromptSubmit`), for [`Arrival::GivenAgain`].
     pub by: Option<String>,
     pub at: Option<DateTime<Utc>>,
-}
-
-impl Default for Receipt {
-    fn default() -> Receipt {
-        Receipt {
-            compaction: 0,
-            trigger: String::new(),
-            checkpoint: String::new(),
-            facts_chars: 0,
-            summary_chars: None,
-            pre_tokens: None,
-            post_tokens: None,
-            precomputed: false,
-            arrived: None,
-            by: None,
-            at: None,
-        }
-    }
 }
 
 impl Receipt {
@@ -431,6 +413,16 @@ fn log(paths: &Paths, session_id: &str, receipt: &Receipt, now: DateTime<Utc>) -
     Ok(())
 }
 
+/// The session's marker, read without the lock (what `PreToolUse` and `UserPromptSubmit` peek
+/// once for the receipt and the drop checks); `None` when there is none or it cannot be read.
+pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
+    if input.session_id.is_empty() || !input.agent_id.is_empty() {
+        return None;
+    }
+    let paths = env.paths().ok()?;
+    Store::new(&paths, &input.session_id).peek().ok().flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,14 +508,4 @@ mod tests {
             &serde_json::json!({"trigger": "auto", "preTokens": 1, "precomputed": true})
         )));
     }
-}
-
-/// The session's marker, read without the lock (what `PreToolUse` and `UserPromptSubmit` peek
-/// once for the receipt and the drop checks); `None` when there is none or it cannot be read.
-pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
-    if input.session_id.is_empty() || !input.agent_id.is_empty() {
-        return None;
-    }
-    let paths = env.paths().ok()?;
-    Store::new(&paths, &input.session_id).peek().ok().flatten()
 }

@@ -16,6 +16,7 @@ mod install;
 mod lifecycle;
 mod manual;
 mod plugin;
+mod precomputed;
 mod pretooluse;
 mod receipt;
 mod recovery;

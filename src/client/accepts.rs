@@ -9,7 +9,7 @@
 //! (`onFailure: … 'continue' (default): the failure is reported and the action goes ahead.
 //! 'block': the failure counts as exit code 2`); 2.1.14's command hook has no such key (its
 //! schema strips what it does not know). 2.1.332 refuses to start a hook command or argument
-//! "too long to pass on Windows", and a PreToolUse hook it could not run counts as a block there
+//! "too long to pass on Windows", and a `PreToolUse` hook it could not run counts as a block there
 //! unless it says `onFailure: "continue"`: `install` writes it on every ctxguard hook for a client
 //! that has the field, so that no client-side refusal blocks a tool call.
 

@@ -316,6 +316,13 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
+    // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
+    // the turns between the checkpoint and the boundary too.
+    let (cp, path) = if matches!(kind, Kind::Compact | Kind::Resume) {
+        crate::precomputed::refresh(env, &config, &input, cp, path, diag)
+    } else {
+        (cp, path)
+    };
     let block = render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(
         event::SESSION_START,

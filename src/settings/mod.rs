@@ -305,6 +305,26 @@ fn statusline_command_of(root: &Map<String, Value>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Other events of the user's that make an older client ignore the whole file (2.1.332's
+/// `PreSkillShellCommand` on 2.1.14, say): left as they are, and named.
+fn unknown_to_older_client(root: &Map<String, Value>, accepts: Accepts) -> Vec<String> {
+    let ours: Vec<&str> = hook_events().map(|(e, _, _)| e).collect();
+    root.get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|hooks| hooks.keys())
+        .filter(|event| !ours.contains(&event.as_str()) && accepts.ignores_file_for(event))
+        .map(|event| {
+            format!(
+                "{event} holds hooks of yours that this Claude Code does not know: it ignores \
+                 this whole settings file (ctxguard's hooks, your permissions and other hooks \
+                 included) while it is there; move them to a file a newer client reads, or \
+                 upgrade the client"
+            )
+        })
+        .collect()
+}
+
 /// Adds (or updates) ctxguard's hooks and status line, for the binary at `bin` (`same_binary`
 /// tells whether another path is this binary too). Hooks are added in exec form; an entry that
 /// already runs ctxguard is pointed at `bin` and turned into the exec form, its arguments kept
@@ -380,21 +400,7 @@ pub fn install(
         continue_on_failure(hooks, event, sub, ours, accepts.on_failure, &mut edit);
     }
 
-    // Other events of the user's that make an older client ignore this whole file (2.1.332's
-    // PreSkillShellCommand on 2.1.14, say): left as they are, and named.
-    if let Some(hooks) = root.get("hooks").and_then(Value::as_object) {
-        let ours: Vec<&str> = hook_events().map(|(e, _, _)| e).collect();
-        for event in hooks.keys() {
-            if !ours.contains(&event.as_str()) && accepts.ignores_file_for(event) {
-                edit.notices.push(format!(
-                    "{event} holds hooks of yours that this Claude Code does not know: it ignores \
-                     this whole settings file (ctxguard's hooks, your permissions and other hooks \
-                     included) while it is there; move them to a file a newer client reads, or \
-                     upgrade the client"
-                ));
-            }
-        }
-    }
+    edit.notices.extend(unknown_to_older_client(root, accepts));
 
     let current = statusline_command_of(root);
     let present = root.get("statusLine").is_some_and(|v| !v.is_null());

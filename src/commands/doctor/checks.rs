@@ -177,6 +177,44 @@ fn plugins(ctx: &Context) -> Vec<String> {
         .collect()
 }
 
+/// Where the client has `onFailure`, ctxguard's hooks without `"continue"`, one finding per
+/// settings file: such a hook blocks the action when the client refuses to start it (2.1.332
+/// refuses a command or argument too long to pass on Windows, and counts that as a block on
+/// `PreToolUse` and `UserPromptSubmit`: its `OXo`, status 2 unless `e.onFailure==="continue"`).
+fn blocking(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
+    let accepts = ctx.accepts();
+    ctx.client
+        .files
+        .iter()
+        .filter(|f| accepts.on_failure && f.scope != Scope::Managed)
+        .filter_map(|file| {
+            let events: Vec<&str> = commands
+                .iter()
+                .filter(|c| std::ptr::eq(c.file, file))
+                .filter(|c| c.on_failure.as_deref() != Some("continue"))
+                .filter_map(|c| {
+                    let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+                    settings::runs_ctxguard(&c.line, sub).then_some(event)
+                })
+                .collect();
+            (!events.is_empty()).then(|| {
+                finding(
+                    "hooks",
+                    Status::Info,
+                    format!(
+                        "ctxguard's hooks in {} have no onFailure \"continue\" ({}): a client \
+                         that refuses to start one (2.1.332 does for a command too long for \
+                         Windows) counts a refused PreToolUse or UserPromptSubmit as a block",
+                        file.path.display(),
+                        events.join(", ")
+                    ),
+                    Some(&install_fix(file)),
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn hooks(ctx: &Context) -> Vec<Finding> {
     let commands = ctx.client.hook_commands();
     let accepts = ctx.accepts();
@@ -210,41 +248,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
             })
         })
         .collect();
-    // Where the client has `onFailure`, a ctxguard hook without "continue" blocks the action
-    // when the client refuses to start it: 2.1.332 refuses a command or argument too long to
-    // pass on Windows, and counts that as a block on PreToolUse and UserPromptSubmit (its
-    // `OXo`: status 2 unless `e.onFailure==="continue"`). One finding per settings file.
-    let blocking: Vec<Finding> = ctx
-        .client
-        .files
-        .iter()
-        .filter(|f| accepts.on_failure && f.scope != Scope::Managed)
-        .filter_map(|file| {
-            let events: Vec<&str> = commands
-                .iter()
-                .filter(|c| std::ptr::eq(c.file, file))
-                .filter(|c| c.on_failure.as_deref() != Some("continue"))
-                .filter_map(|c| {
-                    let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
-                    settings::runs_ctxguard(&c.line, sub).then_some(event)
-                })
-                .collect();
-            (!events.is_empty()).then(|| {
-                finding(
-                    "hooks",
-                    Status::Info,
-                    format!(
-                        "ctxguard's hooks in {} have no onFailure \"continue\" ({}): a client \
-                         that refuses to start one (2.1.332 does for a command too long for \
-                         Windows) counts a refused PreToolUse or UserPromptSubmit as a block",
-                        file.path.display(),
-                        events.join(", ")
-                    ),
-                    Some(&install_fix(file)),
-                )
-            })
-        })
-        .collect();
+    let blocking = blocking(ctx, &commands);
     // An older client loads none of the plugin's hooks (see `unaccepted`).
     let plugin: Vec<String> = if accepts.late_events {
         plugins(ctx)
