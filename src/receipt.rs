@@ -423,6 +423,41 @@ pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
     Store::new(&paths, &input.session_id).peek().ok().flatten()
 }
 
+/// Of the compactions in a transcript read line by line, how many were followed by a reply but
+/// by no line holding a recovery block before the next boundary: their recovery never arrived
+/// (`replay --all` counts them). A boundary with no reply after it yet is still open.
+pub fn never_arrived<R: std::io::BufRead>(reader: R) -> std::io::Result<usize> {
+    let mut missing = 0;
+    // Since the newest boundary: (a reply came, a block came).
+    let mut open: Option<(bool, bool)> = None;
+    let mut lines = transcript::LineReader::new(reader, transcript::MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        let transcript::Line::Text(line) = line else {
+            continue;
+        };
+        match transcript::classify(line) {
+            transcript::Verdict::Boundary { .. } => {
+                if open == Some((true, false)) {
+                    missing += 1;
+                }
+                open = Some((false, false));
+            }
+            transcript::Verdict::Usage { .. } => {
+                if let Some(o) = open.as_mut() {
+                    o.0 = true;
+                }
+            }
+            transcript::Verdict::Irrelevant => {}
+        }
+        if let Some(o) = open.as_mut() {
+            if !o.1 && memchr::memmem::find(line, BLOCK_MARK).is_some() {
+                o.1 = true;
+            }
+        }
+    }
+    Ok(missing + usize::from(open == Some((true, false))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,6 +531,21 @@ mod tests {
         assert!(waiting(&never));
         assert_eq!(decide(&never, &s(false), Some(7)), Arrival::GivenAgain);
         assert!(!waiting(&Marker::default()));
+    }
+
+    #[test]
+    fn replay_counts_the_compactions_whose_recovery_never_arrived() {
+        let text = |lines: &[&str]| (lines.join("\n") + "\n").into_bytes();
+        let count = |bytes: Vec<u8>| never_arrived(std::io::Cursor::new(bytes)).unwrap();
+        // Arrived, then lost (a reply and no block), then still open (no reply yet).
+        assert_eq!(
+            count(text(&[
+                REPLY, BOUNDARY, SUMMARY, KEPT, REPLY, BOUNDARY, SUMMARY, REPLY, BOUNDARY, SUMMARY
+            ])),
+            1
+        );
+        assert_eq!(count(text(&[REPLY, BOUNDARY, SUMMARY, REPLY])), 1);
+        assert_eq!(count(text(&[REPLY, REPLY])), 0);
     }
 
     #[test]
