@@ -17,7 +17,7 @@ use chrono::{DateTime, Local, Utc};
 
 use crate::config::Env;
 use crate::daily_log;
-use crate::hooks::Diag;
+use crate::diag::Diag;
 use crate::input::HookInput;
 use crate::marker::{self, Marker, Store};
 use crate::receipt;
@@ -114,18 +114,8 @@ fn handle(
     if !claimed {
         return Ok(None);
     }
-    // The checkpoint, as PreCompact writes one (its log entry, a new cycle, a recovery pending),
-    // with the trigger `dropped`. What it prints for a summarizer has no one to read it.
-    let payload = serde_json::json!({
-        "session_id": input.session_id,
-        "transcript_path": input.transcript_path,
-        "cwd": input.cwd,
-        "hook_event_name": crate::event::PRE_COMPACT,
-        "trigger": TRIGGER,
-        "custom_instructions": null,
-    });
-    crate::hooks::precompact::handle(payload.to_string().as_bytes(), env, diag)?;
     let now = env.now();
+    checkpoint_now(&paths, env, input, diag)?;
     let stale = std::time::Duration::from_secs(1800);
     let taken = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
@@ -174,7 +164,7 @@ fn handle(
     );
     daily_log::append(&paths, local.date_naive(), &line)?;
     let config = crate::config::Config::for_hook(&paths, env, diag);
-    Ok(Some(crate::hooks::sessionstart::render_block(
+    Ok(Some(crate::handover::render_block(
         &paths,
         env,
         &config,
@@ -184,6 +174,71 @@ fn handle(
         crate::recovery::Kind::Compact,
         diag,
     )))
+}
+
+/// Writes the checkpoint of a drop as `PreCompact` writes one (the checkpoint, its daily-log
+/// entry, a new cycle with its recovery pending), with the trigger [`TRIGGER`]: the transcript
+/// still holds what was there before the drop.
+fn checkpoint_now(
+    paths: &crate::paths::Paths,
+    env: &Env,
+    input: &HookInput,
+    diag: &mut Diag,
+) -> Result<()> {
+    use crate::checkpoint::CheckpointStore;
+    use crate::checkpointing;
+    let config = crate::config::Config::for_hook(paths, env, diag);
+    let now = env.now();
+    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let reading = crate::checkpoint::read_transcript(Path::new(&input.transcript_path))
+        .map_err(|e| format!("{e:#}"));
+    let drop_input = HookInput {
+        session_id: input.session_id.clone(),
+        transcript_path: input.transcript_path.clone(),
+        cwd: input.cwd.clone(),
+        trigger: TRIGGER.to_string(),
+        ..HookInput::default()
+    };
+    let checkpoints = CheckpointStore::new(paths, &input.session_id);
+    let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
+    let task_store = env
+        .client_dir()
+        .and_then(|d| crate::tasks::dir(&d, &input.session_id))
+        .and_then(|d| crate::tasks::read(&d));
+    let store = Store::new(paths, &input.session_id);
+    let (cp, cp_path) = store.update(&input.session_id, diag, |current, _| {
+        let latest = checkpoints.latest().ok().flatten();
+        let mut cp = checkpointing::decide(
+            &drop_input,
+            reading,
+            current,
+            checkpoints.next_id()?,
+            latest.as_ref().map(|c| c.id.clone()),
+            &config,
+            now,
+        );
+        checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), latest.as_ref());
+        checkpointing::carry_forward(&mut cp, latest.as_ref(), task_store);
+        let cp_path = checkpoints.save(&cp)?;
+        let event = marker::Event::Compacted {
+            checkpoint: cp_path.display().to_string(),
+            tokens: cp.meta.tokens_before,
+            auto: false,
+            repeat: false,
+        };
+        Ok((
+            marker::transition(current, &event, now, stale),
+            (cp, cp_path),
+        ))
+    })?;
+    checkpointing::record_in_index(paths, &cp, diag);
+    let local = now.with_timezone(&Local);
+    daily_log::append(
+        paths,
+        local.date_naive(),
+        &daily_log::entry(&cp, &cp_path, local, None),
+    )?;
+    Ok(())
 }
 
 /// The checkpoint trigger of a drop.

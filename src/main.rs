@@ -40,6 +40,7 @@ mod event;
 mod exit;
 mod facts;
 mod files;
+mod handover;
 mod hooks;
 mod index;
 mod input;

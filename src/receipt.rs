@@ -30,8 +30,8 @@ use serde_json::Value;
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::Env;
 use crate::daily_log;
+use crate::diag::Diag;
 use crate::files;
-use crate::hooks::Diag;
 use crate::input::HookInput;
 use crate::marker::{self, Marker, Store};
 use crate::paths::Paths;
@@ -294,7 +294,7 @@ pub fn give_again(
     match check(input, env, marker, hook_event, diag) {
         Ok(Check::Deliver(cp, path)) => {
             let config = crate::config::Config::for_hook(&paths, env, diag);
-            Some(crate::hooks::sessionstart::render_block(
+            Some(crate::handover::render_block(
                 &paths,
                 env,
                 &config,

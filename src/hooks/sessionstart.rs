@@ -20,9 +20,8 @@ use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store};
-use crate::memory;
 use crate::paths::Paths;
-use crate::recovery::{self, Kind};
+use crate::recovery::Kind;
 use crate::text::sanitize;
 use crate::transcript;
 
@@ -323,53 +322,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     } else {
         (cp, path)
     };
-    let block = render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
+    let block =
+        crate::handover::render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(
         event::SESSION_START,
         block,
     )))
-}
-
-/// The recovery block for `cp` (at `path`) as `SessionStart` gives it: the summary's named parts
-/// left out, the memories saved since, the memory files. Also what a later hook gives again when
-/// the first one never arrived (`receipt`).
-#[allow(clippy::too_many_arguments)]
-pub fn render_block(
-    paths: &Paths,
-    env: &Env,
-    config: &Config,
-    cwd: &str,
-    mut cp: Checkpoint,
-    path: &Path,
-    kind: Kind,
-    diag: &mut Diag,
-) -> String {
-    if let Some(summary) = checkpoint::summary::load(paths.root(), path) {
-        recovery::leave_out_named(&mut cp, &summary);
-    }
-    let (memory, notes) = memory::for_session(config, env, cwd);
-    // The memories saved since the previous checkpoint, in the folder of the session that
-    // saved them; the files `memory` holds are not shown twice.
-    let (saved, saved_notes) = memory::saved_for(
-        config,
-        env,
-        &cp.memories_saved,
-        &cp.meta.cwd,
-        &cp.meta.transcript_path,
-    );
-    cp.saved_contents = saved;
-    for n in notes.into_iter().chain(saved_notes) {
-        diag.note(n);
-    }
-    recovery::render(
-        &cp,
-        path,
-        kind,
-        &memory,
-        config.recovery_budget_chars,
-        config.total_budget_chars,
-        env.now(),
-    )
 }
 
 #[cfg(test)]
