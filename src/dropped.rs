@@ -92,6 +92,10 @@ fn handle(
     let Some(after) = store.peek()? else {
         return Ok(None);
     };
+    // The transcript is read only for a drop the marker already shows.
+    if !silent_drop(before, &after, None) {
+        return Ok(None);
+    }
     let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
         .ok()
         .flatten();

@@ -157,18 +157,19 @@ pub fn after_boundary(transcript: &str) -> Option<AfterBoundary> {
 
 /// [`after_boundary`] on a reader of `len` bytes.
 pub fn scan<R: Read + Seek>(reader: &mut R, len: u64) -> Option<AfterBoundary> {
-    let start = transcript::since_newest_boundary(reader, len).ok()?;
-    if start == 0 {
-        return None;
-    }
-    // The boundary line ends right before `start`: read back to find it.
-    let back = start.min(1024 * 1024);
-    reader.seek(SeekFrom::Start(start - back)).ok()?;
-    let mut before = vec![0; usize::try_from(back).ok()?];
-    reader.read_exact(&mut before).ok()?;
-    let trimmed = before.strip_suffix(b"\n").unwrap_or(&before);
-    let line = trimmed.rsplit(|b| *b == b'\n').next().unwrap_or(trimmed);
-    let boundary: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+    // Bounded: right after a compaction the boundary is near the end; one farther away has not
+    // landed yet as far as this check goes (a later hook looks again, for at most [`WAIT`]).
+    let boundary = transcript::newest_boundary_start_within(reader, len, TAIL).ok()??;
+    reader.seek(SeekFrom::Start(boundary)).ok()?;
+    let mut line = Vec::new();
+    reader
+        .take(transcript::MAX_LINE as u64)
+        .read_to_end(&mut line)
+        .ok()?;
+    let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
+    line.truncate(end);
+    let start = boundary + end as u64 + 1;
+    let boundary: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
     let mut found = AfterBoundary {
         at: boundary
             .get("timestamp")
@@ -216,7 +217,7 @@ pub fn check(
     hook_event: &str,
     diag: &mut Diag,
 ) -> Result<Check> {
-    if !input.agent_id.is_empty() || !waiting(marker) {
+    if !input.agent_id.is_empty() || !waiting_at(marker, env.now()) {
         return Ok(Check::Nothing);
     }
     let Some(seen) = after_boundary(&input.transcript_path) else {
@@ -289,7 +290,7 @@ pub fn give_again(
     diag: &mut Diag,
 ) -> Option<String> {
     // The fast path: the marker the hook peeked, and nothing more unless it flags a wait.
-    let marker = marker.filter(|m| waiting(m))?;
+    let marker = marker.filter(|m| waiting_at(m, env.now()))?;
     let paths = env.paths().ok()?;
     match check(input, env, marker, hook_event, diag) {
         Ok(Check::Deliver(cp, path)) => {
@@ -313,7 +314,20 @@ pub fn give_again(
     }
 }
 
-/// Does a compaction wait for its receipt (handed and unchecked, or never taken)?
+/// A compaction waits for its receipt at most this long: past it, its boundary never landed
+/// where the check can see it, and the hooks stop looking.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Does a compaction wait for its receipt (handed and unchecked, or never taken), as of `now`?
+pub fn waiting_at(m: &Marker, now: DateTime<Utc>) -> bool {
+    let recent = |t: DateTime<Utc>| marker::within(t, now, WAIT);
+    m.receipt_pending
+        .as_ref()
+        .is_some_and(|p| recent(p.handed_at))
+        || (m.recovery_pending && m.compacted_at.is_some_and(recent))
+}
+
+/// [`waiting_at`] with no clock: any flag at all (the settling transaction re-checks it).
 pub fn waiting(m: &Marker) -> bool {
     m.receipt_pending.is_some() || (m.recovery_pending && m.compacted_at.is_some())
 }

@@ -888,7 +888,8 @@ fn install_writes_exec_form_hooks_that_the_real_client_runs() {
     for (event, sub) in HOOKS {
         assert_eq!(
             written["hooks"][event][0]["hooks"][0],
-            json!({"type": "command", "command": installed_bin(), "args": [sub]}),
+            json!({"type": "command", "command": installed_bin(), "args": [sub],
+                   "onFailure": "continue"}),
             "{event}"
         );
     }
@@ -934,15 +935,19 @@ fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_rem
     let path = settings.to_str().unwrap();
 
     let upgraded = rig.ctxguard(&["install", "--settings", path, "--statusline", "skip"]);
-    // The four old lines upgraded in place (the hooks added since are added in exec form).
+    // The four old lines upgraded in place (the hooks added since are added in exec form), and
+    // each given onFailure "continue".
+    let changes = |l: &&str| l.starts_with("  - ") && !l.contains("onFailure");
     assert_eq!(
         upgraded
             .lines()
-            .filter(|l| l.starts_with("  - ") && l.contains("exec form"))
+            .filter(changes)
+            .filter(|l| l.contains("exec form"))
             .count(),
-        upgraded.lines().filter(|l| l.starts_with("  - ")).count(),
+        upgraded.lines().filter(changes).count(),
         "{upgraded}"
     );
+    assert_eq!(upgraded.matches("added onFailure").count(), 4, "{upgraded}");
     assert_eq!(upgraded.matches("became").count(), 4, "{upgraded}");
     let written = rig.read(&settings);
     for (event, sub) in HOOKS {
@@ -950,7 +955,7 @@ fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_rem
         assert_eq!(group[0], json!({"type": "command", "command": "true"}));
         assert_eq!(
             group[1],
-            json!({"type": "command", "command": bin, "args": [sub]}),
+            json!({"type": "command", "command": bin, "args": [sub], "onFailure": "continue"}),
             "{event}: upgraded in place"
         );
     }

@@ -368,7 +368,10 @@ mod tests {
             lines(&newest)[2].contains("onFailure \"continue\""),
             "{newest:?}"
         );
-        assert!(lines(&newest)[2].contains("saved for a resume"), "{newest:?}");
+        assert!(
+            lines(&newest)[2].contains("saved for a resume"),
+            "{newest:?}"
+        );
         let old = findings(&Client::Version(p.clone(), "2.1.14".into()));
         assert!(lines(&old)[2].contains("shell lines"), "{old:?}");
         assert!(
