@@ -93,6 +93,15 @@ fn newest_auto_compaction_recovery_covers_the_turn_before_the_boundary() {
     rig.claude("second task", Some(&session), &["--autocompact", "100000"]);
     let cp = compaction_checkpoint(&rig, &session);
     assert_eq!(cp["meta"]["trigger"], "auto");
+    // The tool calls after the compaction, in the same client process, found the block in the
+    // transcript: the receipt says so, and nothing was given twice.
+    let receipt = receipt_of(&rig, &session);
+    assert_eq!(receipt["arrived"], "transcript", "{receipt:#}");
+    assert_eq!(receipt["trigger"], "auto", "{receipt:#}");
+    assert!(
+        receipt["pre_tokens"].as_u64().unwrap() >= 100_000,
+        "{receipt:#}"
+    );
     let asks = cp["asks"].to_string();
     assert!(asks.contains("second task"), "{asks}");
     rig.api.clear();
