@@ -150,6 +150,8 @@ fn handle(
     );
     r.pre_tokens = Some(p);
     r.post_tokens = Some(n);
+    // No summarizer ran: no facts were handed to one.
+    r.facts_chars = 0;
     if let Err(e) = receipt::save(paths.root(), &cp_path, &r) {
         diag.note(format!("{e:#}"));
     }
