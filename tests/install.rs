@@ -1542,3 +1542,54 @@ fn uninstall_purge_keeps_a_users_files_that_only_share_ctxguards_folder_names() 
     }
     assert!(run.stdout.contains("removed 0 files"), "{run:?}");
 }
+
+/// Issue 25: a settings file naming 2.1.332's `PreSkillShellCommand` event (a hook of the user's)
+/// confuses neither `install`, `doctor` nor `uninstall`: the entry stays where it is, every
+/// ctxguard hook gets `onFailure: "continue"`, doctor passes and says what it does on 2.1.332, and
+/// uninstall gives the file back as it was. For 2.1.330 doctor only says the entry is ignored.
+#[test]
+fn a_skill_shell_command_event_confuses_neither_install_doctor_nor_uninstall() {
+    let env = TestEnv::new();
+    let path = settings(&env);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = json!({"hooks": {"PreSkillShellCommand": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "~/check-skill.sh"}]}]}});
+    fs::write(&path, serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
+    let run = env.run(&["install", "--client-version", "2.1.332"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Claude Code 2.1.332"), "{run:?}");
+    let s = read(&path);
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        theirs["hooks"]["PreSkillShellCommand"]
+    );
+    for event in [
+        "PreToolUse",
+        "UserPromptSubmit",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
+    ] {
+        assert_eq!(
+            s["hooks"][event][0]["hooks"][0]["onFailure"], "continue",
+            "{event}"
+        );
+    }
+    let doctor = env.run(&["doctor", "--json", "--client-version", "2.1.332"], "");
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let text = report.to_string();
+    assert!(!text.contains("PreSkillShellCommand"), "{report:#}");
+    assert!(
+        text.contains("on Claude Code 2.1.332, ctxguard registers exec-form hooks with onFailure"),
+        "{report:#}"
+    );
+    assert!(!text.contains("have no onFailure"), "{report:#}");
+    let older = env.run(&["doctor", "--json", "--client-version", "2.1.330"], "");
+    assert!(
+        older.stdout.contains("names PreSkillShellCommand, which Claude Code 2.1.330 does not know: it ignores that entry"),
+        "{older:?}"
+    );
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(read(&path), theirs);
+}
