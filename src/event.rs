@@ -10,3 +10,7 @@ pub const SESSION_START: &str = "SessionStart";
 pub const SESSION_END: &str = "SessionEnd";
 pub const STOP: &str = "Stop";
 pub const POST_TOOL_BATCH: &str = "PostToolBatch";
+
+/// An event ctxguard does not register, named here because settings files may hold it: 2.1.332
+/// added it (a skill's shell command), and 2.1.330 drops its entry as unknown.
+pub const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";

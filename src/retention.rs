@@ -271,7 +271,10 @@ fn count_checkpoints(root: &Path, dir: &Path) -> usize {
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            name.starts_with("cp_") && name.ends_with(".json") && !name.contains(".summary")
+            name.starts_with("cp_")
+                && name.ends_with(".json")
+                && !name.contains(".summary")
+                && !name.contains(".receipt")
         })
         .count()
 }

@@ -9,9 +9,10 @@ pub const LONG: &str = concat!(
     ")"
 );
 
-/// Claude Code versions the end-to-end tests (`tests/e2e.rs`) install and drive. A client
+/// Claude Code versions the end-to-end tests (`tests/e2e.rs`, `tests/e2e_newest.rs`,
+/// `tests/e2e_older.rs`) install and drive. A client
 /// outside this list probably works, but its hook payloads were not checked.
-pub const TESTED_CLIENTS: &[&str] = &["2.1.330", "2.1.14"];
+pub const TESTED_CLIENTS: &[&str] = &["2.1.332", "2.1.330", "2.1.14"];
 
 /// Bytes every ctxguard binary holds (this very constant, which [`is_ctxguard_binary`] searches
 /// for): how `install` and `uninstall` recognise another copy of ctxguard under any name.

@@ -283,7 +283,7 @@ fn compaction_checkpoint(rig: &Rig, session: &str) -> Value {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("cp_") && n.ends_with(".json"))
+        .filter(|n| n.starts_with("cp_") && n.ends_with(".json") && !n.ends_with(".receipt.json"))
         .collect();
     names.sort();
     names
@@ -835,6 +835,10 @@ impl Rig {
 #[path = "e2e_older.rs"]
 mod older;
 
+/// The newest client, on a representative set (a child module too).
+#[path = "e2e_newest.rs"]
+mod newest;
+
 /// The status line in the real client's TUI, driven through tmux (a child module too: it uses
 /// the stand-in API and the installed clients).
 #[path = "e2e_tui.rs"]
@@ -886,7 +890,8 @@ fn install_writes_exec_form_hooks_that_the_real_client_runs() {
     for (event, sub) in HOOKS {
         assert_eq!(
             written["hooks"][event][0]["hooks"][0],
-            json!({"type": "command", "command": installed_bin(), "args": [sub]}),
+            json!({"type": "command", "command": installed_bin(), "args": [sub],
+                   "onFailure": "continue"}),
             "{event}"
         );
     }
@@ -937,15 +942,19 @@ fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_rem
     let path = settings.to_str().unwrap();
 
     let upgraded = rig.ctxguard(&["install", "--settings", path, "--statusline", "skip"]);
-    // The four old lines upgraded in place (the hooks added since are added in exec form).
+    // The four old lines upgraded in place (the hooks added since are added in exec form), and
+    // each given onFailure "continue".
+    let changes = |l: &&str| l.starts_with("  - ") && !l.contains("onFailure");
     assert_eq!(
         upgraded
             .lines()
-            .filter(|l| l.starts_with("  - ") && l.contains("exec form"))
+            .filter(changes)
+            .filter(|l| l.contains("exec form"))
             .count(),
-        upgraded.lines().filter(|l| l.starts_with("  - ")).count(),
+        upgraded.lines().filter(changes).count(),
         "{upgraded}"
     );
+    assert_eq!(upgraded.matches("added onFailure").count(), 4, "{upgraded}");
     assert_eq!(upgraded.matches("became").count(), 4, "{upgraded}");
     let written = rig.read(&settings);
     for (event, sub) in HOOKS {
@@ -953,7 +962,7 @@ fn a_shell_form_registration_from_an_earlier_version_is_upgraded_runs_and_is_rem
         assert_eq!(group[0], json!({"type": "command", "command": "true"}));
         assert_eq!(
             group[1],
-            json!({"type": "command", "command": bin, "args": [sub]}),
+            json!({"type": "command", "command": bin, "args": [sub], "onFailure": "continue"}),
             "{event}: upgraded in place"
         );
     }

@@ -39,8 +39,10 @@ fn sh(word: &str) -> String {
 }
 
 /// A hook entry in exec form, as install writes it.
+/// A hook entry as `install` writes it for a current client: exec form, and `onFailure:
+/// "continue"` (a hook the client cannot start never blocks).
 fn exec(bin: &str, sub: &str) -> Value {
-    json!({"type": "command", "command": bin, "args": [sub]})
+    json!({"type": "command", "command": bin, "args": [sub], "onFailure": "continue"})
 }
 
 /// Sets a file's permissions (Unix; Windows has none to set).
@@ -1199,17 +1201,14 @@ fn a_shell_form_registration_is_upgraded_in_place_and_uninstalled_in_either_form
         ("PreCompact", 0, 0, "precompact"),
         ("SessionStart", 0, 1, "sessionstart"),
     ] {
-        expected["hooks"][event][group]["hooks"][hook] =
-            json!({"type": "command", "command": bin, "args": [sub], "timeout": 30});
+        expected["hooks"][event][group]["hooks"][hook] = json!({"type": "command", "command": bin, "args": [sub], "timeout": 30,
+                   "onFailure": "continue"});
     }
-    expected["hooks"]["PostCompact"] = json!([{"matcher": "auto|manual", "hooks": [
-        {"type": "command", "command": bin, "args": ["postcompact"]}]}]);
-    expected["hooks"]["SessionEnd"] =
-        json!([{"hooks": [{"type": "command", "command": bin, "args": ["sessionend"]}]}]);
-    expected["hooks"]["PostToolBatch"] =
-        json!([{"hooks": [{"type": "command", "command": bin, "args": ["posttoolbatch"]}]}]);
-    expected["hooks"]["Stop"] =
-        json!([{"hooks": [{"type": "command", "command": bin, "args": ["stop"]}]}]);
+    expected["hooks"]["PostCompact"] =
+        json!([{"matcher": "auto|manual", "hooks": [exec(&bin, "postcompact")]}]);
+    expected["hooks"]["SessionEnd"] = json!([{"hooks": [exec(&bin, "sessionend")]}]);
+    expected["hooks"]["PostToolBatch"] = json!([{"hooks": [exec(&bin, "posttoolbatch")]}]);
+    expected["hooks"]["Stop"] = json!([{"hooks": [exec(&bin, "stop")]}]);
     let upgraded = fs::read_to_string(settings(&env)).unwrap();
     assert_eq!(
         upgraded,
@@ -1544,4 +1543,55 @@ fn uninstall_purge_keeps_a_users_files_that_only_share_ctxguards_folder_names() 
         );
     }
     assert!(run.stdout.contains("removed 0 files"), "{run:?}");
+}
+
+/// Issue 25: a settings file naming 2.1.332's `PreSkillShellCommand` event (a hook of the user's)
+/// confuses neither `install`, `doctor` nor `uninstall`: the entry stays where it is, every
+/// ctxguard hook gets `onFailure: "continue"`, doctor passes and says what it does on 2.1.332, and
+/// uninstall gives the file back as it was. For 2.1.330 doctor only says the entry is ignored.
+#[test]
+fn a_skill_shell_command_event_confuses_neither_install_doctor_nor_uninstall() {
+    let env = TestEnv::new();
+    let path = settings(&env);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = json!({"hooks": {"PreSkillShellCommand": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "~/check-skill.sh"}]}]}});
+    fs::write(&path, serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
+    let run = env.run(&["install", "--client-version", "2.1.332"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Claude Code 2.1.332"), "{run:?}");
+    let s = read(&path);
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        theirs["hooks"]["PreSkillShellCommand"]
+    );
+    for event in [
+        "PreToolUse",
+        "UserPromptSubmit",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
+    ] {
+        assert_eq!(
+            s["hooks"][event][0]["hooks"][0]["onFailure"], "continue",
+            "{event}"
+        );
+    }
+    let doctor = env.run(&["doctor", "--json", "--client-version", "2.1.332"], "");
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let text = report.to_string();
+    assert!(!text.contains("PreSkillShellCommand"), "{report:#}");
+    assert!(
+        text.contains("on Claude Code 2.1.332, ctxguard registers exec-form hooks with onFailure"),
+        "{report:#}"
+    );
+    assert!(!text.contains("have no onFailure"), "{report:#}");
+    let older = env.run(&["doctor", "--json", "--client-version", "2.1.330"], "");
+    assert!(
+        older.stdout.contains("names PreSkillShellCommand, which Claude Code 2.1.330 does not know: it ignores that entry"),
+        "{older:?}"
+    );
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(read(&path), theirs);
 }

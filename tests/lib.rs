@@ -5,6 +5,7 @@ mod util;
 
 // The real client the end-to-end tests drive is its Linux build, and `statusline --then` is
 // watched through `sh` and /proc: neither is built for Windows (see below).
+mod dropped;
 #[cfg(unix)]
 mod e2e;
 mod faults;
@@ -16,7 +17,9 @@ mod lifecycle;
 mod manual;
 mod outside_files;
 mod plugin;
+mod precomputed;
 mod pretooluse;
+mod receipt;
 mod recovery;
 mod recovery_build;
 mod replay;

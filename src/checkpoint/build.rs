@@ -546,7 +546,14 @@ fn goal_in_head<R: io::Read>(file: R, limit: u64) -> io::Result<Option<String>> 
 /// Reads the part of the transcript after its newest `compact_boundary`, forward, in bounded
 /// memory; and when that part is not the whole transcript, its head for the session's goal.
 pub fn read_transcript(path: &Path) -> Result<Reading> {
+    read_transcript_until(path, u64::MAX)
+}
+
+/// [`read_transcript`] as if the file ended at byte `end`: at a boundary that landed after its
+/// checkpoint (a summary prepared ahead), the part between the previous boundary and this one.
+pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
     let (mut file, len) = files::open_regular(path, "transcript")?;
+    let len = len.min(end);
     let start = transcript::since_newest_boundary(&mut file, len)
         .with_context(|| format!("reading transcript {}", path.display()))?;
     io::Seek::seek(&mut file, io::SeekFrom::Start(start))

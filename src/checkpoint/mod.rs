@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files;
 
-pub use build::{clean_prompt, read_transcript, same_ask, Reading};
+pub use build::{clean_prompt, read_transcript, read_transcript_until, same_ask, Reading};
 pub use store::{checkpoints_dir, CheckpointStore};
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few

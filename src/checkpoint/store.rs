@@ -96,10 +96,12 @@ impl CheckpointStore {
                 continue;
             }
             fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-            let summary = super::summary::path(&old);
-            if let Err(e) = fs::remove_file(&summary) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(e).with_context(|| format!("removing {}", summary.display()));
+            // The summary and the receipt kept beside it go with it.
+            for beside in [super::summary::path(&old), crate::receipt::path(&old)] {
+                if let Err(e) = fs::remove_file(&beside) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        return Err(e).with_context(|| format!("removing {}", beside.display()));
+                    }
                 }
             }
         }

@@ -4,6 +4,14 @@
 //! `command`, dropping its `args`. `install` registers what the client accepts, and `doctor`
 //! checks it. Both forms were verified on the real clients: 2.1.330 takes them, 2.1.14 neither;
 //! versions between were not tested, so they get what works everywhere.
+//!
+//! `onFailure` on a command hook: 2.1.330 and 2.1.332 have it in their settings schema
+//! (`onFailure: … 'continue' (default): the failure is reported and the action goes ahead.
+//! 'block': the failure counts as exit code 2`); 2.1.14's command hook has no such key (its
+//! schema strips what it does not know). 2.1.332 refuses to start a hook command or argument
+//! "too long to pass on Windows", and a `PreToolUse` hook it could not run counts as a block there
+//! unless it says `onFailure: "continue"`: `install` writes it on every ctxguard hook for a client
+//! that has the field, so that no client-side refusal blocks a tool call.
 
 use crate::event;
 
@@ -17,6 +25,8 @@ pub struct Accepts {
     pub exec_form: bool,
     /// Hook events added late (`PostCompact`).
     pub late_events: bool,
+    /// `onFailure` on a command hook (`"continue"` or `"block"`).
+    pub on_failure: bool,
 }
 
 impl Accepts {
@@ -24,6 +34,7 @@ impl Accepts {
     pub const ALL: Accepts = Accepts {
         exec_form: true,
         late_events: true,
+        on_failure: true,
     };
 
     /// What `version` (`2.1.14`, `2.1.330 (Claude Code)`) accepts; an unreadable version is taken
@@ -33,14 +44,73 @@ impl Accepts {
             Some(v) if v < FULL_SINCE => Accepts {
                 exec_form: false,
                 late_events: false,
+                on_failure: false,
             },
             _ => Accepts::ALL,
         }
     }
 
-    /// Does the client know this hook event?
+    /// Does the client know this hook event (of ctxguard's own)?
     pub fn event(self, name: &str) -> bool {
         self.late_events || (name != event::POST_COMPACT && name != event::POST_TOOL_BATCH)
+    }
+
+    /// Does naming `name` in a settings file make this client ignore the whole file? (Only the
+    /// clients before 2.1.330 do that; 2.1.330 drops an unknown event's entry alone.)
+    pub fn ignores_file_for(self, name: &str) -> bool {
+        !self.late_events && !EVENTS_2_1_14.contains(&name)
+    }
+}
+
+/// The hook events 2.1.14 knows (its settings schema's list, read from its `cli.js`): a settings
+/// file naming any other makes it ignore the whole file.
+const EVENTS_2_1_14: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "UserPromptSubmit",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PermissionRequest",
+    "Setup",
+];
+
+/// Hook events 2.1.330 does not have and 2.1.332 does (its 34th: a skill's shell command).
+const EVENTS_SINCE_2_1_332: &[&str] = &[event::PRE_SKILL_SHELL_COMMAND];
+
+/// What a client of `version` does with a settings file whose `hooks` names `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventUse {
+    /// It runs the event's hooks.
+    Known,
+    /// It drops that event's entry and reads the rest of the file (2.1.330: "hooks.<name>:
+    /// unknown hook event; entry ignored").
+    EntryIgnored,
+    /// It ignores the whole file (2.1.14 and the versions before 2.1.330).
+    FileIgnored,
+}
+
+/// [`EventUse`] of `name` on `version` (an unreadable version is taken to be current, which
+/// knows every event ctxguard has heard of; an event nobody named is an entry the client drops).
+pub fn event_use(version: Option<&str>, name: &str) -> EventUse {
+    let v = version.and_then(parse);
+    match v {
+        Some(v) if v < FULL_SINCE => {
+            if EVENTS_2_1_14.contains(&name) {
+                EventUse::Known
+            } else {
+                EventUse::FileIgnored
+            }
+        }
+        Some(v) if v < (2, 1, 332) && EVENTS_SINCE_2_1_332.contains(&name) => {
+            EventUse::EntryIgnored
+        }
+        _ => EventUse::Known,
     }
 }
 
@@ -105,9 +175,12 @@ mod tests {
             ),
             (false, false, true)
         );
+        assert!(!old.on_failure);
         for v in ["2.0.76", "1.0.88", "2.1.329"] {
             assert_eq!(Accepts::version(v), old, "{v}");
         }
+        assert!(Accepts::version("2.1.330").on_failure);
+        assert!(Accepts::version("2.1.332").on_failure);
         for v in [
             "2.1.330",
             "2.1.330 (Claude Code)",
@@ -118,6 +191,21 @@ mod tests {
         ] {
             assert_eq!(Accepts::version(v), Accepts::ALL, "{v}");
         }
+    }
+
+    #[test]
+    fn the_skill_shell_event_is_known_from_2_1_332_dropped_alone_by_2_1_330() {
+        let e = event::PRE_SKILL_SHELL_COMMAND;
+        assert_eq!(event_use(Some("2.1.332"), e), EventUse::Known);
+        assert_eq!(event_use(None, e), EventUse::Known);
+        assert_eq!(event_use(Some("2.1.330"), e), EventUse::EntryIgnored);
+        assert_eq!(event_use(Some("2.1.14"), e), EventUse::FileIgnored);
+        assert_eq!(
+            event_use(Some("2.1.14"), "PostCompact"),
+            EventUse::FileIgnored
+        );
+        assert_eq!(event_use(Some("2.1.14"), "PreCompact"), EventUse::Known);
+        assert_eq!(event_use(Some("2.1.330"), "PostCompact"), EventUse::Known);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct Command<'a> {
     pub line: String,
     /// Written in exec form (the client runs it with no shell).
     pub exec: bool,
+    /// The entry's `onFailure` (`"continue"` lets the action go ahead when the hook cannot
+    /// run), when it has one.
+    pub on_failure: Option<String>,
 }
 
 /// The command line of a hook entry or status line: `command`, plus `args` when present.
@@ -141,6 +144,10 @@ impl Settings {
                             event,
                             line,
                             exec: entry.get("args").is_some(),
+                            on_failure: entry
+                                .get("onFailure")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
                         });
                     }
                 }
@@ -160,6 +167,7 @@ impl Settings {
                     // The client drops `args` here and runs `command` with `sh -c`.
                     line: f.get("statusLine")?.get("command")?.as_str()?.to_string(),
                     exec: false,
+                    on_failure: None,
                 })
             })
             .collect()

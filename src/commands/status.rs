@@ -51,6 +51,10 @@ struct SessionStatus {
     /// is the last one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_nudge: Option<LastNudge>,
+    /// With `--session`: a receipt per compaction whose checkpoint is still kept (whether and
+    /// how its recovery arrived); absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipts: Option<Vec<crate::receipt::Receipt>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,6 +98,7 @@ impl SessionStatus {
                 .last_checkpoint
                 .as_ref()
                 .and(m.compacted_at.max(m.ended_at)),
+            receipts: None,
         }
     }
 }
@@ -223,7 +228,9 @@ pub fn run(query: Query) -> Result<()> {
     if let Some(id) = &query.session {
         let store = super::known_session(&paths, id)?;
         let m = store.peek()?.unwrap_or_else(|| Marker::new(id));
-        let s = SessionStatus::from_marker(paths.root(), &m, now, stale);
+        let mut s = SessionStatus::from_marker(paths.root(), &m, now, stale);
+        let receipts = crate::receipt::list(&paths, id);
+        s.receipts = (!receipts.is_empty()).then_some(receipts);
         if query.json {
             let report = StatusReport {
                 sessions: vec![s],
@@ -348,6 +355,20 @@ fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration
         lines.push(format!(
             "written     {}",
             opt_time(s.last_checkpoint_at, now)
+        ));
+    }
+    for r in s.receipts.iter().flatten() {
+        lines.push(format!(
+            "receipt     compaction #{} ({}): {}; tokens {} → {}; facts {} characters; summary {}{}",
+            r.compaction,
+            if r.trigger.is_empty() { "unknown" } else { &r.trigger },
+            r.arrival_text(),
+            opt_tokens(r.pre_tokens),
+            opt_tokens(r.post_tokens),
+            r.facts_chars,
+            r.summary_chars
+                .map_or("not kept".to_string(), |c| format!("{c} characters")),
+            if r.precomputed { "; summary prepared ahead" } else { "" },
         ));
     }
     lines.iter().map(|l| format!("{l}\n")).collect()

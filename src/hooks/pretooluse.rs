@@ -23,8 +23,17 @@ use crate::nudge;
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_TOOL_USE)?;
+    let before = crate::receipt::peek(&input, env);
+    // After a compaction whose recovery never arrived: given here, once (`receipt`).
+    let again = crate::receipt::give_again(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
     let nudge = nudge::give(&input, env, diag, event::PRE_TOOL_USE)?;
-    Ok(nudge
+    // Context lost without a compaction: checkpointed, and its recovery given here, once.
+    let dropped = crate::dropped::check(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
+    let text = [again, dropped, nudge]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}\n\n{b}"));
+    Ok(text
         .map(|text| additional_context(event::PRE_TOOL_USE, text))
         .into())
 }

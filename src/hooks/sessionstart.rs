@@ -21,7 +21,6 @@ use crate::index;
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store};
 use crate::paths::Paths;
-use crate::recovering;
 use crate::recovery::Kind;
 use crate::text::sanitize;
 use crate::transcript;
@@ -128,6 +127,7 @@ fn own(
     input: &HookInput,
     stale: Duration,
     now: DateTime<Utc>,
+    client_pid: Option<u32>,
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let store = Store::new(paths, &input.session_id);
@@ -137,19 +137,41 @@ fn own(
         let compacted = peeked.is_some_and(|m| m.compactions > 0);
         if input.source == "resume" && compacted && recovery_lost(&input.transcript_path) {
             // Handed over, but it never reached the conversation: again, for this start.
-            return Ok(CheckpointStore::new(paths, &input.session_id)
+            let found = CheckpointStore::new(paths, &input.session_id)
                 .latest_compaction()
                 .unwrap_or_else(|e| {
                     diag.note(format!("{e:#}"));
                     None
-                }));
+                });
+            if let Some((cp, path)) = &found {
+                let pending = crate::receipt::Pending {
+                    compaction: cp.meta.compaction,
+                    checkpoint: path.display().to_string(),
+                    handed_at: now,
+                    client_pid,
+                };
+                store.update(&input.session_id, diag, |m, _| {
+                    let mut next = m.clone();
+                    next.receipt_pending = Some(pending);
+                    Ok((next, ()))
+                })?;
+            }
+            return Ok(found);
         }
         return Ok(None);
     }
     let path = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-        Ok((marker::transition(m, &Event::Recovered, now, stale), path))
+        let mut next = marker::transition(m, &Event::Recovered, now, stale);
+        // The next hook checks that it arrived (the receipt).
+        next.receipt_pending = path.clone().map(|checkpoint| crate::receipt::Pending {
+            compaction: m.compactions,
+            checkpoint,
+            handed_at: now,
+            client_pid,
+        });
+        Ok((next, path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
@@ -287,16 +309,21 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
     let (found, kind) = match plan(&input.source, &config, env.unattended)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
-        Plan::Own(kind) => (own(&paths, &input, stale, now, diag)?, kind),
+        Plan::Own(kind) => (own(&paths, &input, stale, now, env.client_pid, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
     };
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    let (block, notes) = recovering::block(cp, &path, paths.root(), kind, &input.cwd, &config, env);
-    for n in notes {
-        diag.note(n);
-    }
+    // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
+    // the turns between the checkpoint and the boundary too.
+    let (cp, path) = if matches!(kind, Kind::Compact | Kind::Resume) {
+        crate::precomputed::refresh(env, &config, &input, cp, path, diag)
+    } else {
+        (cp, path)
+    };
+    let block =
+        crate::handover::render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(
         event::SESSION_START,
         block,

@@ -14,8 +14,29 @@ use crate::nudge;
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::USER_PROMPT_SUBMIT)?;
+    let before = crate::receipt::peek(&input, env);
+    // After a compaction whose recovery never arrived: given here, once (`receipt`).
+    let again = crate::receipt::give_again(
+        &input,
+        env,
+        before.as_ref(),
+        event::USER_PROMPT_SUBMIT,
+        diag,
+    );
     let nudge = nudge::give(&input, env, diag, event::USER_PROMPT_SUBMIT)?;
-    Ok(nudge
+    // Context lost without a compaction: checkpointed, and its recovery given here, once.
+    let dropped = crate::dropped::check(
+        &input,
+        env,
+        before.as_ref(),
+        event::USER_PROMPT_SUBMIT,
+        diag,
+    );
+    let text = [again, dropped, nudge]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}\n\n{b}"));
+    Ok(text
         .map(|text| additional_context(event::USER_PROMPT_SUBMIT, text))
         .into())
 }

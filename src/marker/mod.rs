@@ -166,6 +166,14 @@ pub struct Marker {
     /// at most once per cycle, which never takes the place of the trigger's and the critical
     /// nudge. This cycle's when it is newer than `compacted_at`.
     pub idle_nudge: Option<LastNudge>,
+    /// A compaction whose recovery `SessionStart` handed over, waiting for the next hook to
+    /// check that it arrived (see [`crate::receipt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt_pending: Option<crate::receipt::Pending>,
+    /// The reply that showed the newest drop of context without a compaction, once handled
+    /// (see [`crate::dropped`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_at: Option<DateTime<Utc>>,
 }
 
 /// A nudge as `status` reports it: when, at what usage, which level.

@@ -106,15 +106,16 @@ fn upgraded(
 }
 
 /// A matcher group running `ctxguard sub` for `event`, in exec form or (for a client without
-/// it) as a shell line, and the change it makes.
+/// it) as a shell line, with `onFailure: "continue"` where the client has the field, and the
+/// change it makes.
 fn new_group(
     event: &str,
     matcher: Option<&str>,
     sub: &str,
     bin: &str,
-    exec_form: bool,
+    accepts: Accepts,
 ) -> (Value, String) {
-    let (wanted, form) = if exec_form {
+    let (wanted, form) = if accepts.exec_form {
         (HookCommand::exec(bin, &[sub]), "exec form")
     } else {
         (
@@ -126,11 +127,73 @@ fn new_group(
     if let Some(m) = matcher {
         group.insert("matcher".into(), json!(m));
     }
-    group.insert("hooks".into(), json!([wanted.entry()]));
+    let mut entry = wanted.entry();
+    if accepts.on_failure {
+        entry[ON_FAILURE] = json!(CONTINUE);
+    }
+    group.insert("hooks".into(), json!([entry]));
     (
         Value::Object(group),
         format!("{event}: added `{wanted}` ({form})"),
     )
+}
+
+/// The key of a hook entry that says what a failure of the hook does, and the value ctxguard's
+/// own hooks always have where the client takes it: a hook that cannot run lets the action go
+/// ahead (see `client::accepts`).
+const ON_FAILURE: &str = "onFailure";
+const CONTINUE: &str = "continue";
+
+/// Sets `onFailure: "continue"` on each of ctxguard's `sub` entries of `event` that lacks it (a
+/// `"block"` included: ctxguard never blocks), and says so; for a client without the field
+/// (`has_field` false), takes out the `"continue"` an install for a newer client wrote.
+fn continue_on_failure(
+    hooks: &mut Map<String, Value>,
+    event: &str,
+    sub: &str,
+    ours: Ours,
+    has_field: bool,
+    edit: &mut Edit,
+) {
+    let Some(groups) = hooks.get_mut(event).and_then(Value::as_array_mut) else {
+        return;
+    };
+    for group in groups.iter_mut() {
+        let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for hook in list.iter_mut() {
+            let ours = HookCommand::of(hook).and_then(|c| hook_subcommand(&c, ours)) == Some(sub);
+            let Some(entry) = hook.as_object_mut().filter(|_| ours) else {
+                continue;
+            };
+            let is_continue = entry.get(ON_FAILURE).and_then(Value::as_str) == Some(CONTINUE);
+            if !has_field {
+                if is_continue {
+                    entry.shift_remove(ON_FAILURE);
+                    edit.changes.push(format!(
+                        "{event}: removed onFailure \"continue\" (this Claude Code has no such \
+                         field)"
+                    ));
+                }
+                continue;
+            }
+            if is_continue {
+                continue;
+            }
+            let was = entry.insert(ON_FAILURE.into(), json!(CONTINUE));
+            edit.changes.push(match was {
+                Some(old) => format!(
+                    "{event}: onFailure {old} became \"continue\" (a ctxguard hook that cannot \
+                     run never blocks)"
+                ),
+                None => format!(
+                    "{event}: added onFailure \"continue\" (a ctxguard hook the client cannot \
+                     run never blocks a tool call)"
+                ),
+            });
+        }
+    }
 }
 
 /// For a client that does not know `event` (it would reject the whole file for naming it):
@@ -242,6 +305,26 @@ fn statusline_command_of(root: &Map<String, Value>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Other events of the user's that make an older client ignore the whole file (2.1.332's
+/// `PreSkillShellCommand` on 2.1.14, say): left as they are, and named.
+fn unknown_to_older_client(root: &Map<String, Value>, accepts: Accepts) -> Vec<String> {
+    let ours: Vec<&str> = hook_events().map(|(e, _, _)| e).collect();
+    root.get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|hooks| hooks.keys())
+        .filter(|event| !ours.contains(&event.as_str()) && accepts.ignores_file_for(event))
+        .map(|event| {
+            format!(
+                "{event} holds hooks of yours that this Claude Code does not know: it ignores \
+                 this whole settings file (ctxguard's hooks, your permissions and other hooks \
+                 included) while it is there; move them to a file a newer client reads, or \
+                 upgrade the client"
+            )
+        })
+        .collect()
+}
+
 /// Adds (or updates) ctxguard's hooks and status line, for the binary at `bin` (`same_binary`
 /// tells whether another path is this binary too). Hooks are added in exec form; an entry that
 /// already runs ctxguard is pointed at `bin` and turned into the exec form, its arguments kept
@@ -277,7 +360,7 @@ pub fn install(
             .filter(|(_, _, cmd)| hook_subcommand(cmd, ours) == Some(sub))
             .collect();
         let Some(((g, h, cmd), copies)) = found.split_first() else {
-            let (group, change) = new_group(event, matcher, sub, bin, accepts.exec_form);
+            let (group, change) = new_group(event, matcher, sub, bin, accepts);
             groups.push(group);
             edit.changes.push(change);
             continue;
@@ -314,7 +397,10 @@ pub fn install(
                 groups.remove(cg);
             }
         }
+        continue_on_failure(hooks, event, sub, ours, accepts.on_failure, &mut edit);
     }
+
+    edit.notices.extend(unknown_to_older_client(root, accepts));
 
     let current = statusline_command_of(root);
     let present = root.get("statusLine").is_some_and(|v| !v.is_null());

@@ -61,7 +61,7 @@ fn install_keeps_everything_else_in_order_and_is_idempotent() {
     assert_eq!(s["hooks"]["PreToolUse"][1]["matcher"], "*");
     assert_eq!(
         s["hooks"]["PreToolUse"][1]["hooks"][0],
-        json!({"type": "command", "command": BIN, "args": ["pretooluse"]})
+        json!({"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "continue"})
     );
     assert_eq!(s["hooks"]["PreCompact"][0]["matcher"], "auto|manual");
     assert!(s["hooks"]["SessionStart"][0].get("matcher").is_none());
@@ -120,7 +120,7 @@ fn entries_are_recognised_whatever_the_binary_is_called() {
     .unwrap();
     assert_eq!(
         s["hooks"]["PreCompact"],
-        json!([{"hooks": [{"type": "command", "command": "/opt/cg", "args": ["precompact"]}]}])
+        json!([{"hooks": [{"type": "command", "command": "/opt/cg", "args": ["precompact"], "onFailure": "continue"}]}])
     );
 }
 
@@ -144,7 +144,7 @@ fn duplicates_and_nested_wraps_from_older_installs_are_cleaned_up() {
     install(&mut s, BIN, StatusLineMode::Wrap);
     assert_eq!(
         s["hooks"]["PreToolUse"],
-        json!([{"matcher": "*", "hooks": [{"type": "command", "command": BIN, "args": ["pretooluse"]}]},
+        json!([{"matcher": "*", "hooks": [{"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "continue"}]},
                    hook("mine.sh"),
                    {"hooks": [{"type": "command", "command": "a.sh"}]}])
     );
@@ -178,11 +178,13 @@ fn shell_lines_of_an_earlier_version_become_the_exec_form_in_place() {
     // In place, every other key kept in its order, `args` after `command`.
     assert_eq!(
         text(&hooks["PreToolUse"][0]["hooks"][0]),
-        text(&json!({"type": "command", "command": BIN, "args": ["pretooluse"], "timeout": 5}))
+        text(
+            &json!({"type": "command", "command": BIN, "args": ["pretooluse"], "timeout": 5, "onFailure": "continue"})
+        )
     );
     assert_eq!(
         hooks["PreCompact"][0]["hooks"][0],
-        json!({"type": "command", "command": BIN, "args": ["precompact"]})
+        json!({"type": "command", "command": BIN, "args": ["precompact"], "onFailure": "continue"})
     );
     // The arguments are kept, as the shell passed them.
     assert_eq!(
@@ -192,7 +194,8 @@ fn shell_lines_of_an_earlier_version_become_the_exec_form_in_place() {
     // A line that needs its shell stays one, pointed at this binary, and says why.
     assert_eq!(
         hooks["UserPromptSubmit"][0]["hooks"][0],
-        json!({"type": "command", "command": format!("{BIN} userpromptsubmit 2>>/tmp/log")})
+        json!({"type": "command", "command": format!("{BIN} userpromptsubmit 2>>/tmp/log"),
+               "onFailure": "continue"})
     );
     assert_eq!(edit.notices.len(), 1, "{edit:?}");
     assert!(
@@ -234,7 +237,7 @@ fn exec_form_entries_are_recognised_by_what_they_run() {
     assert_eq!(pre.len(), 3, "{pre:?}");
     assert_eq!(
         pre[0]["hooks"][0],
-        json!({"type": "command", "command": BIN, "args": ["pretooluse"]})
+        json!({"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "continue"})
     );
     assert_eq!(pre[1]["hooks"][0]["args"], json!(["status"]));
     assert_eq!(pre[2]["hooks"][0]["args"], json!("pretooluse"));
@@ -434,6 +437,107 @@ fn for_an_older_client_an_empty_late_event_goes_and_a_users_own_is_named() {
         edit.notices
             .iter()
             .any(|n| n.starts_with("PostCompact still holds hooks of yours")),
+        "{:?}",
+        edit.notices
+    );
+}
+
+#[test]
+fn every_hook_gets_on_failure_continue_where_the_client_has_the_field() {
+    let mut s = their_settings();
+    install(&mut s, BIN, StatusLineMode::Wrap);
+    for (event, _, _) in hook_events() {
+        let ours: Vec<&Value> = s["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .filter(|h| h["command"] == BIN)
+            .collect();
+        assert_eq!(ours.len(), 1, "{event}: {s:#}");
+        assert_eq!(ours[0]["onFailure"], "continue", "{event}");
+    }
+    // The user's own hooks are not touched.
+    assert!(s["hooks"]["PreToolUse"][0]["hooks"][0]
+        .get("onFailure")
+        .is_none());
+    // An entry an earlier install wrote without it, or with "block", gets "continue".
+    let mut s = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "block", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": BIN, "args": ["stop"]}]}]}});
+    let edit = install(&mut s, BIN, StatusLineMode::Skip);
+    assert_eq!(
+        s["hooks"]["PreToolUse"][0]["hooks"][0],
+        json!({"type": "command", "command": BIN, "args": ["pretooluse"], "onFailure": "continue", "timeout": 5})
+    );
+    assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["onFailure"], "continue");
+    assert!(
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("PreToolUse: onFailure \"block\" became")),
+        "{:?}",
+        edit.changes
+    );
+    assert!(
+        edit.changes
+            .iter()
+            .any(|c| c.starts_with("Stop: added onFailure")),
+        "{:?}",
+        edit.changes
+    );
+    // Idempotent.
+    assert!(install(&mut s, BIN, StatusLineMode::Skip)
+        .changes
+        .is_empty());
+    // An older client (2.1.14 has no such field) gets none.
+    let mut s = json!({});
+    super::install(
+        &mut s,
+        BIN,
+        &none,
+        StatusLineMode::Skip,
+        Accepts::version("2.1.14"),
+    )
+    .unwrap();
+    assert!(!s.to_string().contains("onFailure"), "{s:#}");
+}
+
+#[test]
+fn a_skill_shell_command_event_is_left_alone_by_install_and_uninstall() {
+    let theirs = json!({"type": "command", "command": "~/check-skill.sh"});
+    let original = json!({"hooks": {"PreSkillShellCommand": [{"hooks": [theirs.clone()]}]}});
+    let mut s = original.clone();
+    let edit = install(&mut s, BIN, StatusLineMode::Skip);
+    assert!(edit.notices.is_empty(), "{:?}", edit.notices);
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        original["hooks"]["PreSkillShellCommand"]
+    );
+    assert_eq!(
+        s["hooks"].as_object().unwrap().keys().next().unwrap(),
+        "PreSkillShellCommand"
+    );
+    // Even a ctxguard-looking entry there is not one of ctxguard's hooks to remove.
+    uninstall(&mut s, None);
+    assert_eq!(s, original);
+    // An older client ignores the whole file for it: said, and left.
+    let mut s = original.clone();
+    let edit = super::install(
+        &mut s,
+        BIN,
+        &none,
+        StatusLineMode::Skip,
+        Accepts::version("2.1.14"),
+    )
+    .unwrap();
+    assert_eq!(
+        s["hooks"]["PreSkillShellCommand"],
+        original["hooks"]["PreSkillShellCommand"]
+    );
+    assert!(
+        edit.notices
+            .iter()
+            .any(|n| n.starts_with("PreSkillShellCommand holds hooks of yours")),
         "{:?}",
         edit.notices
     );

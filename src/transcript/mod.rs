@@ -363,6 +363,37 @@ fn is_boundary(line: &[u8]) -> bool {
     matches!(classify(line), Verdict::Boundary { .. })
 }
 
+/// Where the newest `compact_boundary` line starts, if the transcript has one.
+pub fn newest_boundary_start<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<Option<u64>> {
+    newest_boundary_start_within(reader, len, u64::MAX)
+}
+
+/// [`newest_boundary_start`], reading backwards at most `max_read` bytes (`None` when no
+/// boundary lies that close to the end).
+pub fn newest_boundary_start_within<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    max_read: u64,
+) -> io::Result<Option<u64>> {
+    let mut start = None;
+    scan_backwards(
+        reader,
+        len,
+        FIRST_CHUNK,
+        max_read,
+        MAX_LINE,
+        |line, offset| {
+            if is_boundary(line) {
+                start = Some(offset);
+                true
+            } else {
+                false
+            }
+        },
+    )?;
+    Ok(start)
+}
+
 /// The offset where the part of the transcript after its newest `compact_boundary` starts (0
 /// when it has none). Reads backwards, so its cost is the size of that part.
 pub fn since_newest_boundary<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {

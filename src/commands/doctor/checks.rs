@@ -82,12 +82,48 @@ fn unaccepted(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
     let accepts = ctx.accepts();
     let client = client_name(ctx);
     let mut out = Vec::new();
+    let version = match &ctx.claude {
+        super::version::Client::Version(_, v) => Some(v.as_str()),
+        _ => None,
+    };
     for file in &ctx.client.files {
-        let unknown: Vec<&str> = hook_events()
+        let named: Vec<&str> = file
+            .get("hooks")
+            .and_then(serde_json::Value::as_object)
+            .map(|h| h.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        // ctxguard's own events this client lacks, then any other event (the user's own, such
+        // as 2.1.332's PreSkillShellCommand) that makes it ignore the whole file.
+        let mut unknown: Vec<&str> = hook_events()
             .map(|(event, _, _)| event)
             .filter(|e| !accepts.event(e))
-            .filter(|e| file.get("hooks").and_then(|h| h.get(*e)).is_some())
+            .filter(|e| named.contains(e))
             .collect();
+        for e in &named {
+            if !unknown.contains(e)
+                && client::event_use(version, e) == client::EventUse::FileIgnored
+            {
+                unknown.push(e);
+            }
+        }
+        let dropped: Vec<&str> = named
+            .iter()
+            .copied()
+            .filter(|e| client::event_use(version, e) == client::EventUse::EntryIgnored)
+            .collect();
+        if !dropped.is_empty() {
+            out.push(finding(
+                "hooks",
+                Status::Info,
+                format!(
+                    "{} names {}, which {client} does not know: it ignores that entry and reads \
+                     the rest of the file (a newer client runs it)",
+                    file.path.display(),
+                    dropped.join(", ")
+                ),
+                None,
+            ));
+        }
         if !unknown.is_empty() {
             out.push(finding(
                 "hooks",
@@ -154,6 +190,44 @@ fn plugins(ctx: &Context) -> Vec<String> {
         .collect()
 }
 
+/// Where the client has `onFailure`, ctxguard's hooks without `"continue"`, one finding per
+/// settings file: such a hook blocks the action when the client refuses to start it (2.1.332
+/// refuses a command or argument too long to pass on Windows, and counts that as a block on
+/// `PreToolUse` and `UserPromptSubmit`: its `OXo`, status 2 unless `e.onFailure==="continue"`).
+fn blocking(ctx: &Context, commands: &[client::Command<'_>]) -> Vec<Finding> {
+    let accepts = ctx.accepts();
+    ctx.client
+        .files
+        .iter()
+        .filter(|f| accepts.on_failure && f.scope != Scope::Managed)
+        .filter_map(|file| {
+            let events: Vec<&str> = commands
+                .iter()
+                .filter(|c| std::ptr::eq(c.file, file))
+                .filter(|c| c.on_failure.as_deref() != Some("continue"))
+                .filter_map(|c| {
+                    let (event, _, sub) = hook_events().find(|(e, _, _)| *e == c.event)?;
+                    settings::runs_ctxguard(&c.line, sub).then_some(event)
+                })
+                .collect();
+            (!events.is_empty()).then(|| {
+                finding(
+                    "hooks",
+                    Status::Info,
+                    format!(
+                        "ctxguard's hooks in {} have no onFailure \"continue\" ({}): a client \
+                         that refuses to start one (2.1.332 does for a command too long for \
+                         Windows) counts a refused PreToolUse or UserPromptSubmit as a block",
+                        file.path.display(),
+                        events.join(", ")
+                    ),
+                    Some(&install_fix(file)),
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn hooks(ctx: &Context) -> Vec<Finding> {
     let commands = ctx.client.hook_commands();
     let accepts = ctx.accepts();
@@ -187,6 +261,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
             })
         })
         .collect();
+    let blocking = blocking(ctx, &commands);
     // An older client loads none of the plugin's hooks (see `unaccepted`).
     let plugin: Vec<String> = if accepts.late_events {
         plugins(ctx)
@@ -230,6 +305,7 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
         })
         .chain(unaccepted)
         .chain(shell_form)
+        .chain(blocking)
         .collect()
 }
 

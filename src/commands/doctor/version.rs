@@ -166,7 +166,44 @@ pub fn findings(client: &Client) -> Vec<Finding> {
             None,
         ),
     };
-    vec![ours, theirs]
+    let mut out = vec![ours, theirs];
+    if let Client::Version(_, v) = client {
+        out.push(finding("client", Status::Info, on_client(v), None));
+    }
+    out
+}
+
+/// What ctxguard does on Claude Code `v`, in one line: how `install` registers it there, and
+/// what the client's own compaction paths mean for it (each read from that client's code).
+pub fn on_client(v: &str) -> String {
+    use crate::client::{parse, Accepts};
+    let accepts = Accepts::version(v);
+    let registered = if accepts.on_failure {
+        "exec-form hooks with onFailure \"continue\" (a hook it cannot start never blocks) and \
+         PostCompact"
+    } else {
+        "hooks as shell lines without PostCompact or onFailure (this client has neither the exec \
+         form nor those)"
+    };
+    let paths = match parse(v) {
+        Some(p) if p >= (2, 1, 332) => {
+            "a summary it prepared ahead (after a turn, while idle, or saved for a resume) is \
+             covered up to its boundary"
+        }
+        Some(p) if p >= (2, 1, 330) => {
+            "before an idle compaction (200k tokens or more) the Stop hook asks to save, and a \
+             summary it prepared while idle is covered up to its boundary"
+        }
+        Some(p) if p <= (2, 1, 14) => {
+            "it compacts at 155k of 200k, never while idle, and under -p keeps the recovery in \
+             memory only, so the next hook gives it again"
+        }
+        _ => "its compaction rules were not read: the first boundary calibrates them",
+    };
+    format!(
+        "on Claude Code {v}, ctxguard registers {registered}; {paths}; after each compaction the \
+         next hook checks that the recovery arrived"
+    )
 }
 
 /// The first executable `name` in the context's `PATH`. On Windows `claude.exe` or the
@@ -325,6 +362,23 @@ mod tests {
         assert!(lines(&ok)[1].starts_with("ok: Claude Code "), "{ok:?}");
         let newer = findings(&Client::Version(p.clone(), "9.0.0".into()));
         assert!(lines(&newer)[1].contains("not a version the end-to-end tests cover"));
+        assert_eq!(ok.len(), 3, "{ok:?}");
+        assert!(lines(&ok)[2].contains("on Claude Code "), "{ok:?}");
+        let newest = findings(&Client::Version(p.clone(), "2.1.332".into()));
+        assert!(
+            lines(&newest)[2].contains("onFailure \"continue\""),
+            "{newest:?}"
+        );
+        assert!(
+            lines(&newest)[2].contains("saved for a resume"),
+            "{newest:?}"
+        );
+        let old = findings(&Client::Version(p.clone(), "2.1.14".into()));
+        assert!(lines(&old)[2].contains("shell lines"), "{old:?}");
+        assert!(
+            !lines(&old)[2].contains("onFailure \"continue\""),
+            "{old:?}"
+        );
         let missing = findings(&Client::NotFound);
         assert!(lines(&missing)[1].starts_with("info: no `claude` on PATH"));
         let odd = findings(&Client::Unknown(p, "printed \"x\"".into()));

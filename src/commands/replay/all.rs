@@ -47,6 +47,8 @@ struct Session {
     compactions: usize,
     /// Its cycles' verdicts, in order.
     verdicts: Vec<Verdict>,
+    /// Compactions followed by a reply but by no recovery block (`receipt::never_arrived`).
+    recoveries_missing: usize,
 }
 
 /// The whole answer, as `--json` prints it.
@@ -57,6 +59,8 @@ struct Summary {
     skipped: Vec<(String, String)>,
     /// Cycles by verdict, across every session.
     totals: Vec<(Verdict, usize)>,
+    /// Compactions whose recovery never arrived, across every session.
+    recoveries_missing: usize,
 }
 
 /// The folder name the client gives a project at `path`.
@@ -162,9 +166,12 @@ fn render(summary: &Summary) -> String {
         ));
     }
     let cycles: usize = summary.totals.iter().map(|(_, n)| n).sum();
+    let compactions: usize = summary.sessions.iter().map(|s| s.compactions).sum();
     out.push_str(&format!(
-        "\n{} sessions, {cycles} cycles{}\n",
+        "\n{} sessions, {cycles} cycles, {compactions} compactions ({} whose recovery never \
+         arrived){}\n",
         summary.sessions.len(),
+        summary.recoveries_missing,
         if summary.skipped.is_empty() {
             String::new()
         } else {
@@ -221,6 +228,7 @@ pub fn run(
         sessions: Vec::new(),
         skipped: Vec::new(),
         totals: Vec::new(),
+        recoveries_missing: 0,
     };
     let terminal = std::io::stderr().is_terminal();
     for (i, path) in files.iter().enumerate() {
@@ -248,7 +256,14 @@ pub fn run(
             gathered: Gathered::for_command(&env, cwd.as_deref(), autocompact),
         };
         match super::replay_file(path, &config, options) {
-            Ok(report) => summary.sessions.push(session(shown, &report)),
+            Ok(report) => {
+                let mut s = session(shown, &report);
+                s.recoveries_missing = std::fs::File::open(path)
+                    .map(std::io::BufReader::new)
+                    .and_then(crate::receipt::never_arrived)
+                    .unwrap_or(0);
+                summary.sessions.push(s);
+            }
             Err(e) => {
                 if terminal {
                     eprintln!();
@@ -264,6 +279,7 @@ pub fn run(
         eprintln!();
     }
     summary.totals = verdict_counts(&summary.sessions);
+    summary.recoveries_missing = summary.sessions.iter().map(|s| s.recoveries_missing).sum();
     let mut stdout = std::io::stdout().lock();
     if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&summary)?)?;
@@ -280,6 +296,7 @@ fn session(shown: String, report: &Report) -> Session {
         replies: report.replies,
         compactions: report.compactions,
         verdicts: report.cycles.iter().map(|c| c.verdict).collect(),
+        recoveries_missing: 0,
     }
 }
 
@@ -336,6 +353,7 @@ mod tests {
                 replies: 10,
                 compactions: 2,
                 verdicts: vec![Verdict::InTime, Verdict::Missed, Verdict::Open],
+                recoveries_missing: 1,
             },
             Session {
                 transcript: "-p/b.jsonl".into(),
@@ -343,6 +361,7 @@ mod tests {
                 replies: 1,
                 compactions: 0,
                 verdicts: vec![Verdict::InTime],
+                recoveries_missing: 0,
             },
         ];
         let totals = verdict_counts(&sessions);
@@ -352,12 +371,16 @@ mod tests {
             sessions,
             skipped: vec![],
             totals,
+            recoveries_missing: 1,
         });
         assert!(
             text.contains("-p/a.jsonl  10 replies, 2 compactions: in time, missed, open"),
             "{text}"
         );
-        assert!(text.contains("2 sessions, 4 cycles\n"), "{text}");
+        assert!(
+            text.contains("2 sessions, 4 cycles, 2 compactions (1 whose recovery never arrived)\n"),
+            "{text}"
+        );
         let bar = |name: &str| {
             text.lines()
                 .find(|l| l.starts_with(name))

@@ -91,7 +91,14 @@ fn each_hook_must_run_once() {
         "PreToolUse runs `ctxguard pretooluse` (/home/u/.claude/settings.json)"
     );
     // Shell form, as earlier versions registered it: said, with the way to the exec form.
-    assert_eq!(once.len(), 2 * n, "{once:?}");
+    // And, without onFailure "continue", one line for the file.
+    assert_eq!(once.len(), 2 * n + 1, "{once:?}");
+    assert!(
+        lines(&once)[2 * n].starts_with(
+            "info: ctxguard's hooks in /home/u/.claude/settings.json have no onFailure \"continue\""
+        ),
+        "{once:?}"
+    );
     assert_eq!(
         lines(&once[n..=n]),
         ["info: PreToolUse runs `ctxguard pretooluse` in shell form \
@@ -107,7 +114,8 @@ fn each_hook_must_run_once() {
         events.insert(
             event.to_string(),
             serde_json::json!([{"hooks": [
-                    {"type": "command", "command": "/bin/ctxguard", "args": [sub]}]}]),
+                    {"type": "command", "command": "/bin/ctxguard", "args": [sub],
+                     "onFailure": "continue"}]}]),
         );
     }
     let exec_form = serde_json::json!({ "hooks": events }).to_string();
@@ -391,5 +399,29 @@ fn what_an_older_client_cannot_take_fails_once_per_file() {
     assert!(
         !lines(&found).iter().any(|l| l.contains("does not know")),
         "{found:?}"
+    );
+}
+
+#[test]
+fn a_skill_shell_command_event_is_named_only_where_the_client_does_not_run_it() {
+    use super::super::version::Client;
+    let file = r#"{"hooks": {"PreSkillShellCommand": [{"hooks": [
+            {"type": "command", "command": "~/check.sh"}]}]}}"#;
+    let at = |v: &str| {
+        let mut c = ctx(&[(Scope::User, file)]);
+        c.claude = Client::Version(std::path::PathBuf::from("/bin/claude"), v.into());
+        lines(&hooks(&c))
+            .into_iter()
+            .filter(|l| l.contains("PreSkillShellCommand"))
+            .collect::<Vec<_>>()
+    };
+    assert!(at("2.1.332").is_empty());
+    let on_330 = at("2.1.330");
+    assert_eq!(on_330.len(), 1, "{on_330:?}");
+    assert!(on_330[0].starts_with("info: ") && on_330[0].contains("ignores that entry"));
+    let on_14 = at("2.1.14");
+    assert_eq!(on_14.len(), 1, "{on_14:?}");
+    assert!(
+        on_14[0].starts_with("fail: ") && on_14[0].contains("ignores this whole settings file")
     );
 }

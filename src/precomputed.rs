@@ -1,0 +1,242 @@
+//! Summaries prepared ahead of time: a checkpoint older than the boundary that uses it.
+//!
+//! Claude Code may prepare a compaction's summary before it applies it, and runs the
+//! `PreCompact` hooks then (`trigger: "auto"`): 2.1.330 while the session is idle, 2.1.332 also
+//! right after a turn (`armTrigger: "after_turn"` / `"beside_turn"`) and from a summary it saved
+//! for a later resume ("Resumed from a saved summary to save usage."). The boundary lands later,
+//! after more turns. The client keeps those turns verbatim after the summary
+//! (`messagesToPreserve:[...r.ready.result.messagesToPreserve,...R]`, `R` being the messages since
+//! the precompute), and marks the boundary `compactMetadata.precomputed: true`. So the summary,
+//! and the facts block `PreCompact` handed it, cover the transcript up to the precompute: the
+//! facts block is right for the summary it steers. The recovery block, though, must cover the
+//! turns between the checkpoint and the boundary too.
+//!
+//! So at `SessionStart(compact)`: when the transcript holds a main-chain prompt or reply written
+//! after the checkpoint and before the newest boundary, a fresh checkpoint is built from the part
+//! between the previous boundary and this one (carrying forward from the same previous
+//! checkpoint), saved as the session's newest, and the recovery shows it.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use chrono::{DateTime, Local, Utc};
+use serde_json::Value;
+
+use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpointing;
+use crate::config::{Config, Env};
+use crate::daily_log;
+use crate::diag::Diag;
+use crate::files;
+use crate::input::HookInput;
+use crate::marker::Store;
+use crate::transcript;
+
+/// How far before the newest boundary the turns after a checkpoint are looked for.
+const LOOK_BACK: u64 = 8 * 1024 * 1024;
+
+/// A checkpoint this much older than a line still counts as taken after it (clocks, flushes).
+const SLACK_SECS: i64 = 1;
+
+/// Main-chain prompts and replies in `region` (lines of a transcript) written after `after`:
+/// how many.
+pub fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
+    region
+        .split(|b| *b == b'\n')
+        .filter(|line| {
+            // Cheap before parsing: only user and assistant lines.
+            memchr::memmem::find(line, b"\"type\":\"user\"").is_some()
+                || memchr::memmem::find(line, b"\"type\":\"assistant\"").is_some()
+        })
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|v| {
+            let kind = v.get("type").and_then(Value::as_str);
+            let main = v.get("isSidechain").and_then(Value::as_bool) != Some(true)
+                && v.get("isMeta").and_then(Value::as_bool) != Some(true)
+                && v.get("isCompactSummary").and_then(Value::as_bool) != Some(true);
+            let at = v
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<DateTime<Utc>>().ok());
+            matches!(kind, Some("user" | "assistant"))
+                && main
+                && at.is_some_and(|at| at > after + chrono::Duration::seconds(SLACK_SECS))
+        })
+        .count()
+}
+
+/// Where the newest boundary starts, and how many turns the transcript at `path` holds between
+/// `after` and it; `None` when it has no boundary or cannot be read.
+pub fn grown(path: &Path, after: DateTime<Utc>) -> Option<(u64, usize)> {
+    let (mut file, len) = files::open_regular(path, "transcript").ok()?;
+    let start = transcript::newest_boundary_start(&mut file, len).ok()??;
+    let from = start.saturating_sub(LOOK_BACK);
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut region = Vec::new();
+    (&mut file)
+        .take(start - from)
+        .read_to_end(&mut region)
+        .ok()?;
+    Some((start, turns_after(&region, after)))
+}
+
+/// At `SessionStart(compact)`: `cp` (at `path`), or a fresh checkpoint when the session went on
+/// after it and before the boundary. A problem keeps `cp`, with a note.
+pub fn refresh(
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    cp: Checkpoint,
+    path: PathBuf,
+    diag: &mut Diag,
+) -> (Checkpoint, PathBuf) {
+    let Some(created) = cp.meta.created_at else {
+        return (cp, path);
+    };
+    let transcript = if input.transcript_path.is_empty() {
+        cp.meta.transcript_path.clone()
+    } else {
+        input.transcript_path.clone()
+    };
+    let Some((boundary, turns)) = grown(Path::new(&transcript), created) else {
+        return (cp, path);
+    };
+    if turns == 0 {
+        return (cp, path);
+    }
+    match rebuild(env, config, input, &cp, &transcript, boundary, turns, diag) {
+        Ok(fresh) => fresh,
+        Err(e) => {
+            diag.note(format!("refreshing the checkpoint at the boundary: {e:#}"));
+            (cp, path)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rebuild(
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    old: &Checkpoint,
+    transcript: &str,
+    boundary: u64,
+    turns: usize,
+    diag: &mut Diag,
+) -> Result<(Checkpoint, PathBuf)> {
+    let paths = env.paths()?;
+    let now = env.now();
+    let reading = checkpoint::read_transcript_until(Path::new(transcript), boundary)
+        .map_err(|e| format!("{e:#}"));
+    let checkpoints = CheckpointStore::new(&paths, &input.session_id);
+    let previous = old
+        .meta
+        .previous
+        .as_deref()
+        .and_then(|id| checkpoints.load_id(id).ok().flatten());
+    let store = Store::new(&paths, &input.session_id);
+    let marker = store.peek()?.unwrap_or_default();
+    let hook_input = HookInput {
+        session_id: input.session_id.clone(),
+        trigger: old.meta.trigger.clone(),
+        custom_instructions: old.meta.custom_instructions.clone().unwrap_or_default(),
+        transcript_path: transcript.to_string(),
+        cwd: old.meta.cwd.clone(),
+        ..HookInput::default()
+    };
+    let mut cp = checkpointing::decide(
+        &hook_input,
+        reading,
+        &marker,
+        checkpoints.next_id()?,
+        old.meta.previous.clone(),
+        config,
+        now,
+    );
+    // The same compaction, read further: its number, cycle and usage stay.
+    cp.meta.compaction = old.meta.compaction;
+    cp.meta.cycle = old.meta.cycle;
+    cp.meta.tokens_before = old.meta.tokens_before.or(cp.meta.tokens_before);
+    cp.meta.window = old.meta.window.or(cp.meta.window);
+    let memory_dir = crate::memory::client_dir_for(env, &cp.meta.cwd, transcript);
+    let project = crate::memory::project_of(env, &cp.meta.cwd);
+    let places = crate::memory::Places {
+        home: env.home.as_deref(),
+        project: &project,
+    };
+    checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), previous.as_ref(), &places);
+    let task_store = env
+        .client_dir()
+        .and_then(|d| crate::tasks::dir(&d, &input.session_id))
+        .and_then(|d| crate::tasks::read(&d));
+    checkpointing::carry_forward(&mut cp, previous.as_ref(), task_store);
+    let old_path = store
+        .peek()?
+        .and_then(|m| m.last_checkpoint)
+        .unwrap_or_default();
+    let path = checkpoints.save(&cp)?;
+    let new_path = path.display().to_string();
+    // The session's newest checkpoint is this one now (the receipt and PostCompact's summary go
+    // beside it), unless another compaction came meanwhile.
+    store.update(&input.session_id, diag, |m, _| {
+        let mut next = m.clone();
+        if m.last_checkpoint.as_deref() == Some(old_path.as_str()) {
+            next.last_checkpoint = Some(new_path.clone());
+            if let Some(p) = next.receipt_pending.as_mut() {
+                p.checkpoint.clone_from(&new_path);
+            }
+        }
+        Ok((next, ()))
+    })?;
+    let local = now.with_timezone(&Local);
+    let line = format!(
+        "- {} · session {} · compaction #{}: the summary was prepared ahead ({}), {turns} \
+         prompts and replies came after it before the boundary; checkpoint {} rebuilt as {}\n\n",
+        local.format("%H:%M"),
+        crate::text::sanitize(&input.session_id, true)
+            .chars()
+            .take(8)
+            .collect::<String>(),
+        cp.meta.compaction,
+        old.meta
+            .created_at
+            .map(|t| t.with_timezone(&Local).format("%H:%M").to_string())
+            .unwrap_or_default(),
+        old.id,
+        cp.id,
+    );
+    if let Err(e) = daily_log::append(&paths, local.date_naive(), &line) {
+        diag.note(format!("{e:#}"));
+    }
+    Ok((cp, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_main_chain_turns_after_the_checkpoint_count() {
+        let at: DateTime<Utc> = "2026-11-25T10:00:00Z".parse().unwrap();
+        let line = |kind: &str, t: &str, extra: &str| {
+            format!(r#"{{"type":"{kind}","timestamp":"{t}"{extra},"message":{{"content":"x"}}}}"#)
+        };
+        let region = [
+            line("user", "2026-11-25T09:59:00Z", ""),
+            line("assistant", "2026-11-25T10:00:00Z", ""),
+            line("user", "2026-11-25T10:02:00Z", ""),
+            line("assistant", "2026-11-25T10:02:05Z", ""),
+            line(
+                "assistant",
+                "2026-11-25T10:02:06Z",
+                r#","isSidechain":true"#,
+            ),
+            line("user", "2026-11-25T10:02:07Z", r#","isMeta":true"#),
+            line("attachment", "2026-11-25T10:02:08Z", ""),
+        ]
+        .join("\n");
+        assert_eq!(turns_after(region.as_bytes(), at), 2);
+        assert_eq!(turns_after(b"", at), 0);
+    }
+}

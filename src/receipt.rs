@@ -1,0 +1,575 @@
+//! A receipt per compaction: did the recovery reach the conversation, and how?
+//!
+//! `SessionStart` hands the recovery to the client, but a client may keep that context in memory
+//! only (2.1.14 under `-p`), refuse to start the hook (2.1.332, a command too long for Windows),
+//! or apply a compaction without running it. So after each compaction the first hook that runs
+//! once the next request is under way (`PreToolUse`, `UserPromptSubmit`) looks at what the client
+//! recorded after the newest `compact_boundary`:
+//!
+//! - a line holding the block (2.1.330 and 2.1.332 write `SessionStart`'s context into the
+//!   transcript as an `attachment` of type `hook_additional_context`): it arrived;
+//! - none, but the `SessionStart` that handed it ran in this same client process (its
+//!   `CLAUDE_PID`), or the client names no process (2.1.14 has no `CLAUDE_PID`; it records only a
+//!   `hook_progress` line, and `SessionStart(resume)` gives it again in a new process): the client
+//!   holds it in memory;
+//! - otherwise (never handed, or handed to a client process that is gone): this hook delivers it
+//!   by its own route, once, under the session's lock.
+//!
+//! The marker flags a compaction waiting for its receipt ([`Pending`]), so the tool-call fast
+//! path reads nothing more while none is. The receipt itself is kept beside the checkpoint
+//! (`cp_NNN.receipt.json`) and logged; `status` shows them.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use chrono::{DateTime, Local, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::checkpoint::{self, Checkpoint};
+use crate::config::Env;
+use crate::daily_log;
+use crate::diag::Diag;
+use crate::files;
+use crate::input::HookInput;
+use crate::marker::{self, Marker, Store};
+use crate::paths::Paths;
+use crate::transcript;
+
+/// The text every recovery block starts with (see `recovery::render`).
+pub const BLOCK_MARK: &[u8] = b"ctxguard recovery: compaction #";
+
+/// At most this much of the transcript after the newest boundary is read: right after a
+/// compaction it is the summary and a few records.
+const TAIL: u64 = 4 * 1024 * 1024;
+
+/// A compaction whose recovery still waits for its receipt (kept in the marker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The compaction's number in this session.
+    pub compaction: u64,
+    /// Its checkpoint.
+    pub checkpoint: String,
+    /// When `SessionStart` handed the block to the client.
+    pub handed_at: DateTime<Utc>,
+    /// The client process it was handed to (`CLAUDE_PID`), when the client names one.
+    pub client_pid: Option<u32>,
+}
+
+/// How a recovery arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// The client wrote it into the transcript after the boundary.
+    Transcript,
+    /// The client holds it in memory (the process it was handed to is the one running).
+    Memory,
+    /// It was missing, and a later hook gave it again.
+    GivenAgain,
+}
+
+/// One compaction's receipt, as `status` and `log` show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Receipt {
+    pub compaction: u64,
+    pub trigger: String,
+    pub checkpoint: String,
+    /// Characters of the facts block `PreCompact` handed the summarizer (0: none).
+    pub facts_chars: usize,
+    /// Characters of the client's summary, when `PostCompact` kept it.
+    pub summary_chars: Option<usize>,
+    /// `compactMetadata.preTokens` and `postTokens` of the boundary.
+    pub pre_tokens: Option<u64>,
+    pub post_tokens: Option<u64>,
+    /// The client prepared the summary ahead of the boundary (`compactMetadata` says so).
+    pub precomputed: bool,
+    pub arrived: Option<Arrival>,
+    /// The hook that gave it again (`PreToolUse`, `UserPromptSubmit`), for [`Arrival::GivenAgain`].
+    pub by: Option<String>,
+    pub at: Option<DateTime<Utc>>,
+}
+
+impl Receipt {
+    /// How it arrived, in words.
+    pub fn arrival_text(&self) -> String {
+        match (self.arrived, self.by.as_deref()) {
+            (Some(Arrival::Transcript), _) => "arrived (in the transcript)".into(),
+            (Some(Arrival::Memory), _) => "arrived (held in the client's memory)".into(),
+            (Some(Arrival::GivenAgain), Some(by)) => format!("missing, given again by {by}"),
+            (Some(Arrival::GivenAgain), None) => "missing, given again".into(),
+            (None, _) => "not arrived yet".into(),
+        }
+    }
+}
+
+/// Where a checkpoint's receipt is kept.
+pub fn path(checkpoint: &Path) -> PathBuf {
+    checkpoint.with_extension("receipt.json")
+}
+
+/// The receipts of a session's checkpoints still kept, oldest first.
+pub fn list(paths: &Paths, session_id: &str) -> Vec<Receipt> {
+    let dir = paths
+        .root()
+        .join("checkpoints")
+        .join(crate::paths::safe_session_id(session_id));
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".receipt.json"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .filter_map(|p| {
+            files::read_state_file_in(paths.root(), p, "receipt")
+                .ok()
+                .flatten()
+        })
+        .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+        .collect()
+}
+
+/// What the transcript shows after its newest boundary.
+#[derive(Debug, Default, PartialEq)]
+pub struct AfterBoundary {
+    /// The boundary line's time and `compactMetadata`.
+    pub at: Option<DateTime<Utc>>,
+    pub metadata: Option<Value>,
+    /// A line after it holds a recovery block.
+    pub holds_block: bool,
+}
+
+/// Reads the part of the transcript after its newest `compact_boundary` (bounded); `None` when
+/// it has none, or it cannot be read.
+pub fn after_boundary(transcript: &str) -> Option<AfterBoundary> {
+    if transcript.is_empty() {
+        return None;
+    }
+    let (mut file, len) = files::open_regular(Path::new(transcript), "transcript").ok()?;
+    scan(&mut file, len)
+}
+
+/// [`after_boundary`] on a reader of `len` bytes.
+pub fn scan<R: Read + Seek>(reader: &mut R, len: u64) -> Option<AfterBoundary> {
+    // Bounded: right after a compaction the boundary is near the end; one farther away has not
+    // landed yet as far as this check goes (a later hook looks again, for at most [`WAIT`]).
+    let boundary = transcript::newest_boundary_start_within(reader, len, TAIL).ok()??;
+    reader.seek(SeekFrom::Start(boundary)).ok()?;
+    let mut line = Vec::new();
+    reader
+        .take(transcript::MAX_LINE as u64)
+        .read_to_end(&mut line)
+        .ok()?;
+    let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
+    line.truncate(end);
+    let start = boundary + end as u64 + 1;
+    let boundary: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
+    let mut found = AfterBoundary {
+        at: boundary
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse().ok()),
+        metadata: boundary.get("compactMetadata").cloned(),
+        holds_block: false,
+    };
+    let mut rest = Vec::new();
+    reader.seek(SeekFrom::Start(start)).ok()?;
+    reader.take(TAIL).read_to_end(&mut rest).ok()?;
+    found.holds_block = memchr::memmem::find(&rest, BLOCK_MARK).is_some();
+    Some(found)
+}
+
+/// Did the client prepare this compaction's summary ahead of its boundary? 2.1.332 marks such a
+/// boundary `compactMetadata.precomputed: true`: its rehydration check reads the newest
+/// boundary's metadata (`findLast(... subtype==="compact_boundary")?.compactMetadata`) and reports
+/// `latestCompactionPrecomputed:Q.precomputed===!0`.
+pub fn precomputed(metadata: Option<&Value>) -> bool {
+    metadata
+        .and_then(|m| m.get("precomputed"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// What the hook should do about the recovery.
+#[derive(Debug, PartialEq)]
+pub enum Check {
+    /// Nothing waits, or the boundary has not landed yet.
+    Nothing,
+    /// It arrived; the receipt was written.
+    Arrived,
+    /// It is missing: this hook gives it (the checkpoint to render, and where it is).
+    Deliver(Box<Checkpoint>, PathBuf),
+}
+
+/// The check a `PreToolUse` or `UserPromptSubmit` makes after a compaction, `marker` being the
+/// one it peeked. Cheap unless the marker flags a compaction waiting for its receipt (or a
+/// recovery `SessionStart` never took).
+pub fn check(
+    input: &HookInput,
+    env: &Env,
+    marker: &Marker,
+    hook_event: &str,
+    diag: &mut Diag,
+) -> Result<Check> {
+    if !input.agent_id.is_empty() || !waiting_at(marker, env.now()) {
+        return Ok(Check::Nothing);
+    }
+    let Some(seen) = after_boundary(&input.transcript_path) else {
+        return Ok(Check::Nothing);
+    };
+    // The boundary must be this compaction's: one older than the checkpoint is the previous
+    // compaction's (a summary prepared ahead has its boundary later, never earlier).
+    if let (Some(b), Some(c)) = (seen.at, marker.compacted_at) {
+        if b + chrono::Duration::seconds(5) < c {
+            return Ok(Check::Nothing);
+        }
+    }
+    let now = env.now();
+    let pid = env.client_pid;
+    let paths = env.paths()?;
+    let store = Store::new(&paths, &input.session_id);
+    let stale = std::time::Duration::from_secs(1800);
+    // Under the lock: exactly one hook settles it, whatever runs in parallel.
+    let settled = store.update(&input.session_id, diag, |m, _| {
+        if !waiting(m) {
+            return Ok((m.clone(), None));
+        }
+        let checkpoint = m
+            .receipt_pending
+            .as_ref()
+            .map(|p| p.checkpoint.clone())
+            .or_else(|| m.last_checkpoint.clone());
+        let mut next = if m.recovery_pending {
+            marker::transition(m, &marker::Event::Recovered, now, stale)
+        } else {
+            m.clone()
+        };
+        next.receipt_pending = None;
+        Ok((next, checkpoint.map(|c| (c, decide(m, &seen, pid)))))
+    })?;
+    let Some((checkpoint, arrival)) = settled else {
+        return Ok(Check::Nothing);
+    };
+    let cp_path = PathBuf::from(&checkpoint);
+    let cp = checkpoint::load(paths.root(), &cp_path).ok().flatten();
+    let receipt = build(
+        cp.as_ref(),
+        &checkpoint,
+        &seen,
+        arrival,
+        (arrival == Arrival::GivenAgain).then_some(hook_event),
+        checkpoint::summary::load(paths.root(), &cp_path).map(|s| s.chars().count()),
+        now,
+    );
+    if let Err(e) = save(paths.root(), &cp_path, &receipt) {
+        diag.note(format!("{e:#}"));
+    }
+    if let Err(e) = log(&paths, &input.session_id, &receipt, now) {
+        diag.note(format!("{e:#}"));
+    }
+    Ok(match (arrival, cp) {
+        (Arrival::GivenAgain, Some(cp)) => Check::Deliver(Box::new(cp), cp_path),
+        _ => Check::Arrived,
+    })
+}
+
+/// For `PreToolUse` and `UserPromptSubmit`: the recovery block to give again when the newest
+/// compaction's never arrived, else `None` (and the receipt written). Never fails the hook: a
+/// problem is one note.
+pub fn give_again(
+    input: &HookInput,
+    env: &Env,
+    marker: Option<&Marker>,
+    hook_event: &str,
+    diag: &mut Diag,
+) -> Option<String> {
+    // The fast path: the marker the hook peeked, and nothing more unless it flags a wait.
+    let marker = marker.filter(|m| waiting_at(m, env.now()))?;
+    let paths = env.paths().ok()?;
+    match check(input, env, marker, hook_event, diag) {
+        Ok(Check::Deliver(cp, path)) => {
+            let config = crate::config::Config::for_hook(&paths, env, diag);
+            Some(crate::handover::render_block(
+                &paths,
+                env,
+                &config,
+                &input.cwd,
+                *cp,
+                &path,
+                crate::recovery::Kind::Compact,
+                diag,
+            ))
+        }
+        Ok(_) => None,
+        Err(e) => {
+            diag.note(format!("receipt: {e:#}"));
+            None
+        }
+    }
+}
+
+/// A compaction waits for its receipt at most this long: past it, its boundary never landed
+/// where the check can see it, and the hooks stop looking.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Does a compaction wait for its receipt (handed and unchecked, or never taken), as of `now`?
+pub fn waiting_at(m: &Marker, now: DateTime<Utc>) -> bool {
+    let recent = |t: DateTime<Utc>| marker::within(t, now, WAIT);
+    m.receipt_pending
+        .as_ref()
+        .is_some_and(|p| recent(p.handed_at))
+        || (m.recovery_pending && m.compacted_at.is_some_and(recent))
+}
+
+/// [`waiting_at`] with no clock: any flag at all (the settling transaction re-checks it).
+pub fn waiting(m: &Marker) -> bool {
+    m.receipt_pending.is_some() || (m.recovery_pending && m.compacted_at.is_some())
+}
+
+/// How the recovery stands, from what the client recorded (pure).
+pub fn decide(m: &Marker, seen: &AfterBoundary, client_pid: Option<u32>) -> Arrival {
+    if seen.holds_block {
+        return Arrival::Transcript;
+    }
+    match &m.receipt_pending {
+        // Handed to this very process, or to a client that names none (it cannot be told apart,
+        // and such a client's `SessionStart(resume)` gives it again in a new process).
+        Some(p)
+            if !m.recovery_pending && (p.client_pid.is_none() || p.client_pid == client_pid) =>
+        {
+            Arrival::Memory
+        }
+        _ => Arrival::GivenAgain,
+    }
+}
+
+/// The receipt of a compaction (pure).
+pub fn build(
+    cp: Option<&Checkpoint>,
+    checkpoint: &str,
+    seen: &AfterBoundary,
+    arrival: Arrival,
+    by: Option<&str>,
+    summary_chars: Option<usize>,
+    now: DateTime<Utc>,
+) -> Receipt {
+    let meta = seen.metadata.as_ref();
+    let number = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_u64);
+    Receipt {
+        compaction: cp.map_or(0, |c| c.meta.compaction),
+        trigger: cp.map(|c| c.meta.trigger.clone()).unwrap_or_default(),
+        checkpoint: checkpoint.to_string(),
+        facts_chars: cp
+            .and_then(crate::summary_facts::render)
+            .map_or(0, |f| f.chars().count()),
+        summary_chars,
+        pre_tokens: number("preTokens"),
+        post_tokens: number("postTokens"),
+        precomputed: precomputed(meta),
+        arrived: Some(arrival),
+        by: by.map(str::to_string),
+        at: Some(now),
+    }
+}
+
+/// Keeps `receipt` beside the checkpoint at `checkpoint`.
+pub fn save(root: &Path, checkpoint: &Path, receipt: &Receipt) -> Result<()> {
+    let target = path(checkpoint);
+    let bytes = serde_json::to_vec_pretty(receipt)?;
+    if let Some(dir) = target.parent() {
+        files::ensure_state_dir(root, dir)?;
+    }
+    files::write_atomic(&target, &bytes, false)
+        .with_context(|| format!("writing receipt {}", target.display()))
+}
+
+/// The log line of a receipt.
+pub fn line(session_id: &str, receipt: &Receipt, at: DateTime<Local>) -> String {
+    let k = |t: Option<u64>| t.map_or("?".to_string(), |t| format!("{:.1}k", t as f64 / 1000.0));
+    format!(
+        "- {} · session {} · recovery of compaction #{} ({}): {} · tokens {} → {} · facts {} \
+         characters · summary {}{}\n\n",
+        at.format("%H:%M"),
+        crate::text::sanitize(session_id, true)
+            .chars()
+            .take(8)
+            .collect::<String>(),
+        receipt.compaction,
+        if receipt.trigger.is_empty() {
+            "unknown"
+        } else {
+            &receipt.trigger
+        },
+        receipt.arrival_text(),
+        k(receipt.pre_tokens),
+        k(receipt.post_tokens),
+        receipt.facts_chars,
+        receipt
+            .summary_chars
+            .map_or("not kept".to_string(), |c| format!("{c} characters")),
+        if receipt.precomputed {
+            " · summary prepared ahead"
+        } else {
+            ""
+        },
+    )
+}
+
+fn log(paths: &Paths, session_id: &str, receipt: &Receipt, now: DateTime<Utc>) -> Result<()> {
+    let local = now.with_timezone(&Local);
+    daily_log::append(paths, local.date_naive(), &line(session_id, receipt, local))?;
+    Ok(())
+}
+
+/// The session's marker, read without the lock (what `PreToolUse` and `UserPromptSubmit` peek
+/// once for the receipt and the drop checks); `None` when there is none or it cannot be read.
+pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
+    if input.session_id.is_empty() || !input.agent_id.is_empty() {
+        return None;
+    }
+    let paths = env.paths().ok()?;
+    Store::new(&paths, &input.session_id).peek().ok().flatten()
+}
+
+/// Of the compactions in a transcript read line by line, how many were followed by a reply but
+/// by no line holding a recovery block before the next boundary: their recovery never arrived
+/// (`replay --all` counts them). A boundary with no reply after it yet is still open.
+pub fn never_arrived<R: std::io::BufRead>(reader: R) -> std::io::Result<usize> {
+    let mut missing = 0;
+    // Since the newest boundary: (a reply came, a block came).
+    let mut open: Option<(bool, bool)> = None;
+    let mut lines = transcript::LineReader::new(reader, transcript::MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        let transcript::Line::Text(line) = line else {
+            continue;
+        };
+        match transcript::classify(line) {
+            transcript::Verdict::Boundary { .. } => {
+                if open == Some((true, false)) {
+                    missing += 1;
+                }
+                open = Some((false, false));
+            }
+            transcript::Verdict::Usage { .. } => {
+                if let Some(o) = open.as_mut() {
+                    o.0 = true;
+                }
+            }
+            transcript::Verdict::Irrelevant => {}
+        }
+        if let Some(o) = open.as_mut() {
+            if !o.1 && memchr::memmem::find(line, BLOCK_MARK).is_some() {
+                o.1 = true;
+            }
+        }
+    }
+    Ok(missing + usize::from(open == Some((true, false))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(lines: &[&str]) -> Option<AfterBoundary> {
+        let bytes = (lines.join("\n") + "\n").into_bytes();
+        let len = bytes.len() as u64;
+        scan(&mut std::io::Cursor::new(bytes), len)
+    }
+
+    const BOUNDARY: &str = r#"{"type":"system","subtype":"compact_boundary","timestamp":"2026-11-25T10:00:00Z","compactMetadata":{"trigger":"manual","preTokens":120530,"postTokens":2645}}"#;
+    const SUMMARY: &str = r#"{"type":"user","isCompactSummary":true,"message":{"content":"..."}}"#;
+    const KEPT: &str = r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["## ctxguard recovery: compaction #1 of this session"]}}"###;
+    const REPLY: &str = r#"{"type":"assistant","message":{"content":[],"usage":{"input_tokens":20000,"output_tokens":5}}}"#;
+
+    #[test]
+    fn the_part_after_the_newest_boundary_says_whether_the_block_is_there() {
+        let s = seen(&[REPLY, BOUNDARY, SUMMARY, KEPT]).unwrap();
+        assert!(s.holds_block);
+        assert_eq!(s.metadata.as_ref().unwrap()["preTokens"], 120530);
+        assert_eq!(s.at.unwrap().to_rfc3339(), "2026-11-25T10:00:00+00:00");
+        assert!(
+            !seen(&[REPLY, BOUNDARY, SUMMARY, REPLY])
+                .unwrap()
+                .holds_block
+        );
+        // An older boundary's block does not count.
+        assert!(
+            !seen(&[BOUNDARY, KEPT, REPLY, BOUNDARY, SUMMARY])
+                .unwrap()
+                .holds_block
+        );
+        assert_eq!(seen(&[REPLY, SUMMARY]), None);
+    }
+
+    #[test]
+    fn arrival_from_the_transcript_the_process_or_neither() {
+        let s = |holds_block| AfterBoundary {
+            holds_block,
+            ..AfterBoundary::default()
+        };
+        let handed = |pid| Marker {
+            receipt_pending: Some(Pending {
+                compaction: 1,
+                checkpoint: "cp".into(),
+                handed_at: Utc::now(),
+                client_pid: pid,
+            }),
+            ..Marker::default()
+        };
+        assert_eq!(
+            decide(&handed(Some(7)), &s(true), Some(8)),
+            Arrival::Transcript
+        );
+        assert_eq!(
+            decide(&handed(Some(7)), &s(false), Some(7)),
+            Arrival::Memory
+        );
+        assert_eq!(decide(&handed(None), &s(false), None), Arrival::Memory);
+        // Handed to a process that is gone.
+        assert_eq!(
+            decide(&handed(Some(7)), &s(false), Some(8)),
+            Arrival::GivenAgain
+        );
+        // Never handed: SessionStart did not run (or was refused).
+        let never = Marker {
+            recovery_pending: true,
+            compacted_at: Some(Utc::now()),
+            ..Marker::default()
+        };
+        assert!(waiting(&never));
+        assert_eq!(decide(&never, &s(false), Some(7)), Arrival::GivenAgain);
+        assert!(!waiting(&Marker::default()));
+    }
+
+    #[test]
+    fn replay_counts_the_compactions_whose_recovery_never_arrived() {
+        let text = |lines: &[&str]| (lines.join("\n") + "\n").into_bytes();
+        let count = |bytes: Vec<u8>| never_arrived(std::io::Cursor::new(bytes)).unwrap();
+        // Arrived, then lost (a reply and no block), then still open (no reply yet).
+        assert_eq!(
+            count(text(&[
+                REPLY, BOUNDARY, SUMMARY, KEPT, REPLY, BOUNDARY, SUMMARY, REPLY, BOUNDARY, SUMMARY
+            ])),
+            1
+        );
+        assert_eq!(count(text(&[REPLY, BOUNDARY, SUMMARY, REPLY])), 1);
+        assert_eq!(count(text(&[REPLY, REPLY])), 0);
+    }
+
+    #[test]
+    fn a_precomputed_summary_is_told_apart_by_its_metadata() {
+        assert!(!precomputed(None));
+        assert!(!precomputed(Some(
+            &serde_json::json!({"trigger": "auto", "preTokens": 1})
+        )));
+        assert!(precomputed(Some(
+            &serde_json::json!({"trigger": "auto", "preTokens": 1, "precomputed": true})
+        )));
+    }
+}

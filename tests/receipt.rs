@@ -1,0 +1,173 @@
+//! A receipt per compaction (`src/receipt.rs`): the first `PreToolUse` or `UserPromptSubmit` after
+//! a compaction checks that the recovery reached the conversation, gives it once more where it
+//! did not, and records how it arrived; `status --session` and `log` show it.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const SESSION: &str = "5b2c9d1e-0000-4000-8000-00000000r001";
+
+/// A session compacted by hand: PreCompact on the real transcript, then the boundary, the
+/// summary and (with `kept`) the block as 2.1.330 records it.
+fn compacted(env: &TestEnv, kept: bool) -> std::path::PathBuf {
+    let path = env.write("t.jsonl", &before_first_compaction());
+    let run = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "manual", Value::Null).to_string(),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let mut lines = vec![
+        json!({"type": "system", "subtype": "compact_boundary", "timestamp": time_from_now(1),
+               "compactMetadata": {"trigger": "manual", "preTokens": 120530, "postTokens": 2645}})
+        .to_string(),
+        json!({"type": "user", "isCompactSummary": true,
+               "message": {"role": "user", "content": "This session is being continued..."}})
+        .to_string(),
+    ];
+    if kept {
+        lines.push(
+            json!({"type": "attachment", "attachment": {"type": "hook_additional_context",
+                   "hookName": "SessionStart", "toolUseID": "SessionStart",
+                   "content": ["## ctxguard recovery: compaction #1 of this session"]}})
+            .to_string(),
+        );
+    }
+    append_lines(&path, &lines);
+    path
+}
+
+fn sessionstart(env: &TestEnv, path: &Path) -> Run {
+    let mut p = sessionstart_payload(SESSION, "compact", CWD);
+    p["transcript_path"] = json!(path.to_str().unwrap());
+    env.run(&["sessionstart"], p.to_string())
+}
+
+fn pretooluse(env: &TestEnv, path: &Path) -> Run {
+    env.run(
+        &["pretooluse"],
+        pretooluse_payload(SESSION, path).to_string(),
+    )
+}
+
+fn receipts(env: &TestEnv) -> Vec<Value> {
+    let run = env.run(&["status", "--session", SESSION, "--json"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    v["sessions"][0]["receipts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn log(env: &TestEnv) -> String {
+    let run = env.run(&["log"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+}
+
+#[test]
+fn a_recovery_recorded_in_the_transcript_is_not_given_again() {
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_PID", "4242");
+    let path = compacted(&env, true);
+    let start = sessionstart(&env, &path);
+    assert!(decode_block(&start.stdout).contains("compaction #1"));
+    assert!(env.marker(SESSION)["receipt_pending"].is_object());
+    let run = pretooluse(&env, &path);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    assert!(env.marker(SESSION).get("receipt_pending").is_none());
+    let r = receipts(&env);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["arrived"], "transcript");
+    assert_eq!(r[0]["trigger"], "manual");
+    assert_eq!(
+        (r[0]["pre_tokens"].as_u64(), r[0]["post_tokens"].as_u64()),
+        (Some(120530), Some(2645))
+    );
+    assert!(r[0]["facts_chars"].as_u64().unwrap() > 0, "{r:?}");
+    assert!(log(&env).contains("recovery of compaction #1 (manual): arrived (in the transcript)"));
+}
+
+#[test]
+fn a_recovery_handed_to_a_client_that_lost_it_is_given_once_by_the_next_hook() {
+    // Handed to one client process (it kept the block in memory, as 2.1.14 does under -p), and
+    // the next tool call comes from another: the block is not in the transcript.
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_PID", "4242");
+    let path = compacted(&env, false);
+    sessionstart(&env, &path);
+    env.set("CLAUDE_PID", "5151");
+    let first = pretooluse(&env, &path);
+    assert_eq!(first.code, 0, "{first:?}");
+    let text = decode_nudge(&first.stdout);
+    assert!(text.contains("ctxguard recovery: compaction #1"), "{text}");
+    // Never twice: the next tool call is quiet.
+    let second = pretooluse(&env, &path);
+    assert_eq!((second.code, second.stdout.as_str()), (0, ""), "{second:?}");
+    let r = receipts(&env);
+    assert_eq!(r[0]["arrived"], "given_again");
+    assert_eq!(r[0]["by"], "PreToolUse");
+    assert!(log(&env).contains("missing, given again by PreToolUse"));
+}
+
+#[test]
+fn the_same_client_process_holds_it_in_memory() {
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_PID", "4242");
+    let path = compacted(&env, false);
+    sessionstart(&env, &path);
+    let run = pretooluse(&env, &path);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    assert_eq!(receipts(&env)[0]["arrived"], "memory");
+}
+
+#[test]
+fn a_recovery_no_session_start_took_is_given_by_the_prompt_once_the_boundary_landed() {
+    // SessionStart never ran (refused, or the client applied the boundary without it).
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &before_first_compaction());
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    let mut prompt = fixture_json("UserPromptSubmit.json");
+    prompt["session_id"] = json!(SESSION);
+    prompt["transcript_path"] = json!(path.to_str().unwrap());
+    // Before the boundary lands (a summary prepared ahead): nothing yet.
+    let early = env.run(&["userpromptsubmit"], prompt.to_string());
+    assert_eq!((early.code, early.stdout.as_str()), (0, ""), "{early:?}");
+    assert_eq!(env.marker(SESSION)["recovery_pending"], true);
+    append_lines(&path, &[boundary_line(&time_from_now(2))]);
+    let run = env.run(&["userpromptsubmit"], prompt.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("ctxguard recovery: compaction #1"), "{text}");
+    assert_eq!(env.marker(SESSION)["recovery_pending"], false);
+    let again = env.run(&["userpromptsubmit"], prompt.to_string());
+    assert_eq!(again.stdout, "", "{again:?}");
+    let r = receipts(&env);
+    assert_eq!(
+        (r[0]["arrived"].as_str(), r[0]["by"].as_str()),
+        (Some("given_again"), Some("UserPromptSubmit"))
+    );
+    assert_eq!(r[0]["pre_tokens"], 160000);
+    // No receipt file is left torn or twice.
+    let dir = env.state().join("checkpoints").join(SESSION);
+    let files: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".receipt.json"))
+        .collect();
+    assert_eq!(files.len(), 1);
+}
