@@ -157,10 +157,24 @@ impl ToolLog {
                             .nth(SUBJECT_CHARS * 8)
                             .map_or(command.as_ref(), |(i, _)| &command[..i]);
                         call.verify = verify::is_verification(start);
-                        call.subject = Some(command_subject(&command)).filter(|c| !c.is_empty());
+                        // A verification is named from its runner on (past `cd /long/path &&`).
+                        let shown = if call.verify {
+                            verify::from_runner(&command)
+                        } else {
+                            &command
+                        };
+                        call.subject = Some(command_subject(shown)).filter(|c| !c.is_empty());
                     }
                 }
-                "TaskOutput" | "BashOutput" => call.subject = self.background_subject(input),
+                "TaskOutput" | "BashOutput" => {
+                    call.subject = self.background_subject(input);
+                    // A background verification's output, read later, holds its verdict.
+                    call.verify = call
+                        .subject
+                        .as_deref()
+                        .is_some_and(|c| self.background.iter().any(|(_, b)| b == c))
+                        && call.subject.as_deref().is_some_and(verify::is_verification);
+                }
                 "TodoWrite" => call.todo = self.todos.write(input),
                 "TaskCreate" => call.todo = self.todos.create(input),
                 "TaskUpdate" => call.todo = self.todos.update(input),
@@ -228,9 +242,12 @@ impl ToolLog {
         }
         let subject = call.subject.as_deref();
         let mut passed = !failed;
-        // A command sent to the background has not run yet.
-        if call.verify && !raw.contains(BACKGROUND_STARTED) {
-            let verdict = verify::verdict(&text(), failed);
+        // A command sent to the background has not run yet, nor has one still running.
+        if call.verify && !raw.contains(BACKGROUND_STARTED) && !still_running(raw) {
+            let text = text();
+            let output = background_output(&text);
+            let failed = failed || exit_code_nonzero(&text);
+            let verdict = verify::verdict(output, failed);
             passed = verdict.passed;
             self.verification = Some(Verification {
                 command: subject.unwrap_or("Bash").to_string(),
@@ -349,6 +366,24 @@ impl ToolLog {
             ..Checkpoint::default()
         }
     }
+}
+
+/// A `TaskOutput` result of a task not finished yet: it says nothing of how the run went.
+fn still_running(raw: &str) -> bool {
+    raw.contains("<status>running</status>")
+}
+
+/// The output a `TaskOutput` result wraps (`<output>…</output>`), or all of `text`.
+fn background_output(text: &str) -> &str {
+    text.split_once("<output>")
+        .map_or(text, |(_, rest)| rest.split("</output>").next().unwrap_or(rest))
+}
+
+/// A `TaskOutput` result naming a non-zero exit code (`<exit_code>1</exit_code>`).
+fn exit_code_nonzero(text: &str) -> bool {
+    text.split_once("<exit_code>")
+        .and_then(|(_, rest)| rest.split('<').next())
+        .is_some_and(|code| code.trim() != "0" && !code.trim().is_empty())
 }
 
 /// Pushes `item` unless it is already there.

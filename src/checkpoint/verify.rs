@@ -50,6 +50,11 @@ const VERIFIERS: &[&str] = &[
     "ctest",
     "xcodebuild",
     "shellcheck",
+    "webpack",
+    "clippy-driver",
+    "stylelint",
+    "flake8",
+    "pylint",
 ];
 
 /// Tools whose first argument says whether they verify (`cargo test`, `go vet`, `mix credo`).
@@ -69,7 +74,11 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("flutter", &["analyze", "test", "build"]),
     ("gradle", &["test", "build", "check"]),
     ("./gradlew", &["test", "build", "check"]),
-    ("mvn", &["test", "verify", "package", "compile"]),
+    ("mvn", &["test", "verify", "package", "compile", "install"]),
+    ("./mvnw", &["test", "verify", "package", "compile", "install"]),
+    ("vite", &["build"]),
+    ("next", &["build", "lint"]),
+    ("astro", &["build", "check"]),
     ("dotnet", &["test", "build"]),
     ("swift", &["test", "build"]),
     ("ruff", &["check"]),
@@ -90,10 +99,27 @@ const WRAPPERS: &[&str] = &[
 /// Does this command (the start of a Bash call's command) run a verification? Any part of a
 /// pipeline or a `&&` chain counts (`cd app && npm test 2>&1 | tail -5`).
 pub(super) fn is_verification(command: &str) -> bool {
+    runner_at(command).is_some()
+}
+
+/// Where the first part of `command`'s first line that verifies starts.
+fn runner_at(command: &str) -> Option<usize> {
     let first_line = command.lines().next().unwrap_or_default();
-    first_line
-        .split(['&', ';', '|'])
-        .any(|part| verifies(part.split_whitespace().collect()))
+    let mut at = 0;
+    for part in first_line.split(['&', ';', '|']) {
+        if verifies(part.split_whitespace().collect()) {
+            return Some(at + (part.len() - part.trim_start().len()));
+        }
+        at += part.len() + 1;
+    }
+    None
+}
+
+/// A verification's command from its runner on: `cd /long/path && npx jest -t parser 2>&1`
+/// is shown as `npx jest -t parser 2>&1`, so its cut keeps the arguments that tell one run
+/// from another.
+pub(super) fn from_runner(command: &str) -> &str {
+    runner_at(command).map_or(command, |at| &command[at..])
 }
 
 fn verifies(words: Vec<&str>) -> bool {
@@ -116,6 +142,9 @@ fn verifies(words: Vec<&str>) -> bool {
     };
     let tool = tool.rsplit('/').next().unwrap_or(tool);
     if VERIFIERS.contains(&tool) {
+        return true;
+    }
+    if tool == "make" && words.iter().skip(1).all(|w| w.starts_with('-') || w.contains('=')) {
         return true;
     }
     if RUNNERS.contains(&tool) {
@@ -168,6 +197,10 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     let mut passing: Option<&str> = None;
     let mut weak: Option<&str> = None;
     let mut first_failed_test: Option<&str> = None;
+    // A runner's own summary line ("Tests: 49 passed, 49 total") outweighs any other line that
+    // happens to hold a count: a test named "returns 3 errors" says nothing of the run.
+    let mut summary_fail: Option<&str> = None;
+    let mut summary_pass: Option<&str> = None;
     // Progress lines may be separated by carriage returns only (`flutter test`).
     for line in output.split(['\n', '\r']) {
         let l = line.trim();
@@ -178,12 +211,19 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         if first_failed_test.is_none() && is_failed_test(l) && !matches!(class, Some(Class::Fail)) {
             first_failed_test = Some(l);
         }
+        let summary = is_summary(l);
         match class {
+            Some(Class::Fail) if summary => summary_fail = Some(l),
+            Some(Class::Pass) if summary => summary_pass = Some(l),
             Some(Class::Fail) => failing = Some(l),
             Some(Class::Pass) => passing = Some(l),
             Some(Class::Weak) => weak = Some(l),
             None => {}
         }
+    }
+    if summary_fail.is_some() || summary_pass.is_some() {
+        failing = summary_fail;
+        passing = summary_pass.or(passing);
     }
     let clean = |l: &str| sanitize(l, true);
     if let Some(fail) = failing.or(first_failed_test) {
@@ -204,10 +244,14 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
             passed: false,
         };
     }
-    let line = passing.or(weak).map_or_else(
-        || "exit 0, no summary line in its output".to_string(),
-        clean,
-    );
+    let line = match (passing, weak) {
+        // bun: " 0 fail" then "Ran 1274 tests across 56 files.": both say something.
+        (Some(pass), Some(weak)) if pass.chars().count() < 24 => {
+            format!("{}; {}", clean(pass), clean(weak))
+        }
+        (Some(line), _) | (None, Some(line)) => clean(line),
+        (None, None) => "exit 0, no summary line in its output".to_string(),
+    };
     Verdict {
         line: cut(&line, VERDICT_CHARS),
         passed: true,
@@ -248,6 +292,12 @@ const PASS_PHRASES: &[&str] = &[
     "test result: ok",
     "build succeeded",
     "compiled successfully",
+    "built in ",
+    "build successful",
+    "build success",
+    "0 errors",
+    "no problems",
+    "success: no issues",
     "finished `",
     "0 problems",
 ];
@@ -285,6 +335,33 @@ fn class(line: &str) -> Option<Class> {
     }
     // `flutter test`'s "+54 -2:" progress lines end in one of the phrases above.
     (saw_count && (lower.contains("test") || lower.contains("spec"))).then_some(Class::Weak)
+}
+
+/// How the common runners begin the line that sums a run up: jest's `Tests:`, vitest's
+/// `Tests  241 passed`, cargo's `test result:`, bun's `Ran N tests`, pytest's `=== 3 passed in
+/// 0.16s ===`, go's `ok  \tpkg`, vite's `✓ built in`, gradle's `BUILD SUCCESSFUL`.
+fn is_summary(line: &str) -> bool {
+    const STARTS: &[&str] = &[
+        "Tests:",
+        "Tests ",
+        "Test Files ",
+        "Test Suites:",
+        "test result:",
+        "Ran ",
+        "===",
+        "✓ built in",
+        "BUILD ",
+        "Build ",
+        "FAIL\t",
+        "ok  ",
+        "Found ",
+        "Finished ",
+        "Success:",
+        "All checks passed",
+        "All tests passed",
+    ];
+    let l = line.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '=' && c != '✓');
+    STARTS.iter().any(|s| l.starts_with(s)) || line.contains(" tests, ")
 }
 
 /// Every "N word" in `lower`: `14 doctests, 297 tests, 11 failures` gives (14, doctests), (297,
@@ -340,6 +417,15 @@ mod tests {
             "just check 2>&1",
             "uv run pytest",
             "make test",
+            "make",
+            "npx vite build",
+            "npx playwright test e2e/login.spec.ts",
+            "dotnet test",
+            "./gradlew test",
+            "ruff check .",
+            "eslint src",
+            "go test ./...",
+            "npx webpack --mode production",
         ] {
             assert!(is_verification(command), "{command}");
         }
@@ -353,9 +439,21 @@ mod tests {
             "mkdir -p test/features",
             "npm install",
             "gh pr create --title test",
+            "npx vite",
+            "make clean install",
         ] {
             assert!(!is_verification(command), "{command}");
         }
+    }
+
+    #[test]
+    fn a_verification_is_named_from_its_runner_on() {
+        assert_eq!(
+            from_runner("cd /Users/me/work/very/long/path/app && npx jest --testPathPattern='src/shares' 2>&1 | tail -50"),
+            "npx jest --testPathPattern='src/shares' 2>&1 | tail -50"
+        );
+        assert_eq!(from_runner("cargo test -p core"), "cargo test -p core");
+        assert_eq!(from_runner("git status"), "git status");
     }
 
     fn v(output: &str, errored: bool) -> (String, bool) {
@@ -394,7 +492,10 @@ mod tests {
         // ctxeval-8209f1c2.jsonl: bun, biome.
         assert_eq!(
             v(" 1309 pass\n 0 fail\n 2849 expect() calls\nRan 1309 tests across 58 files. [766.00ms]", false),
-            ("0 fail".into(), true)
+            (
+                "0 fail; Ran 1309 tests across 58 files. [766.00ms]".into(),
+                true
+            )
         );
         assert_eq!(
             v("Exit code 1\n$ biome check --error-on-warnings\n  × Some errors were emitted while running checks.\nerror: script \"lint\" exited with code 1", true),
@@ -430,6 +531,19 @@ mod tests {
         assert_eq!(
             v("test a ... ok\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored", true),
             ("test result: FAILED. 1 passed; 1 failed; 0 ignored; first failure: test b ... FAILED".into(), false)
+        );
+        // omp-6c0a282a.jsonl and issue 27: vite, jest with a test that names errors, gradle.
+        assert_eq!(
+            v("vite v5.4.2 building for production...\n✓ 1284 modules transformed.\ndist/index.html  0.46 kB\n✓ built in 3.39s", false),
+            ("✓ built in 3.39s".into(), true)
+        );
+        assert_eq!(
+            v("PASS src/a.test.ts\n  ✓ reports 2 errors on a bad file (4 ms)\nTest Suites: 5 passed, 5 total\nTests:       49 passed, 49 total\nSnapshots:   0 total\nRan all test suites.", false),
+            ("Tests: 49 passed, 49 total".into(), true)
+        );
+        assert_eq!(
+            v("> Task :app:test\n\nBUILD SUCCESSFUL in 12s\n7 actionable tasks: 7 executed", false),
+            ("BUILD SUCCESSFUL in 12s".into(), true)
         );
         // Nothing to go on.
         assert_eq!(
