@@ -106,12 +106,9 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         }
         let mut prs = prev.prs.clone();
         for pr in &cp.prs {
-            if !prs.contains(pr) {
-                prs.push(pr.clone());
-            }
+            checkpoint::remember_pr(&mut prs, pr, checkpoint::MAX_PRS);
         }
-        let skip = prs.len().saturating_sub(checkpoint::MAX_PRS);
-        cp.prs = prs.into_iter().skip(skip).collect();
+        cp.prs = prs;
         let mut earlier: Vec<String> = prev.earlier_asks.clone();
         earlier.extend(prev.asks.iter().cloned());
         earlier.retain(|a| !cp.asks.contains(a));

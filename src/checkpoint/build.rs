@@ -26,8 +26,8 @@ use super::block::{push_line, result_text, tag_text, Block};
 use super::bounded;
 use super::tools::ToolLog;
 use super::{
-    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_PRS,
-    MAX_QUEUED, PR_CHARS, QUEUED_CHARS,
+    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_QUEUED,
+    QUEUED_CHARS,
 };
 use crate::files;
 use crate::text::{cut, sanitize};
@@ -210,7 +210,6 @@ struct Builder {
     goal: Option<String>,
     /// Whether an ask was seen yet: the goal is only the first one.
     asked: bool,
-    prs: VecDeque<String>,
     tools: ToolLog,
     last_assistant: Option<String>,
     tokens: Option<u64>,
@@ -370,14 +369,7 @@ impl Builder {
     }
 
     fn pr(&mut self, pr: &str) {
-        let pr = cut(&sanitize(pr, true), PR_CHARS);
-        if pr.is_empty() || self.prs.contains(&pr) {
-            return;
-        }
-        self.prs.push_back(pr);
-        if self.prs.len() > MAX_PRS {
-            self.prs.pop_front();
-        }
+        self.tools.pull_request(&sanitize(pr, true));
     }
 
     /// A `last-prompt` record: the client's own note of the newest ask (a slash command as
@@ -448,20 +440,12 @@ impl Builder {
             .map(|a| a.text.clone())
             .collect();
         let tools = self.tools.finish();
-        let mut prs: Vec<String> = self.prs.into();
-        for pr in &tools.prs {
-            if !prs.contains(pr) {
-                prs.push(pr.clone());
-            }
-        }
-        let skip = prs.len().saturating_sub(MAX_PRS);
         Reading {
             body: Checkpoint {
                 goal: self.goal,
                 asks: self.asks.into_iter().map(|a| a.text).collect(),
                 queued,
                 last_assistant: self.last_assistant,
-                prs: prs.into_iter().skip(skip).collect(),
                 ..tools
             },
             tokens: self.tokens,

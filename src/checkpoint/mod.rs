@@ -13,6 +13,7 @@ mod block;
 mod bounded;
 mod build;
 mod failures;
+mod prs;
 mod store;
 pub mod summary;
 mod todos;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::files;
 
 pub use build::{clean_prompt, read_transcript, same_ask, Reading};
+pub(crate) use prs::remember as remember_pr;
 pub use store::{checkpoints_dir, CheckpointStore};
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few

@@ -15,11 +15,11 @@ use serde_json::value::RawValue;
 use super::block::{result_text, Block};
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
 use super::failures::{self, Failures, SUBJECT_CHARS};
+use super::prs;
 use super::todos::Todos;
 use super::verify;
 use super::{
     Checkpoint, ToolCount, Verification, MAX_FILES, MAX_PRS, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
-    PR_CHARS,
 };
 use crate::text::{cut, sanitize};
 
@@ -72,8 +72,8 @@ pub(super) struct ToolLog {
     notified: VecDeque<String>,
     /// The last verification whose result came.
     verification: Option<Verification>,
-    /// Pull requests `gh pr` named, oldest first.
-    prs: VecDeque<String>,
+    /// Pull requests `gh pr` or `git log` named, oldest first.
+    prs: Vec<String>,
 }
 
 impl Default for ToolLog {
@@ -87,7 +87,7 @@ impl Default for ToolLog {
             background: VecDeque::new(),
             notified: VecDeque::new(),
             verification: None,
-            prs: VecDeque::new(),
+            prs: Vec::new(),
         }
     }
 }
@@ -128,6 +128,32 @@ fn remember<T>(list: &mut VecDeque<T>, item: T, cap: usize) {
 }
 
 impl ToolLog {
+    /// The pull requests a Bash call named (`gh pr …`, `git log`'s merges), as
+    /// [`prs::in_command`] reads them; only a call whose command or output can name one is
+    /// read.
+    fn pull_requests(
+        &mut self,
+        command: Option<&str>,
+        raw: &str,
+        text: &dyn Fn() -> String,
+        failed: bool,
+    ) {
+        let Some(command) = command else {
+            return;
+        };
+        if !command.contains("gh pr") && !raw.contains("Merge pull request #") {
+            return;
+        }
+        for pr in prs::in_command(command, &text(), failed) {
+            prs::remember(&mut self.prs, &pr, MAX_PRS);
+        }
+    }
+
+    /// A pull request the client's `pr-link` record names.
+    pub(super) fn pull_request(&mut self, pr: &str) {
+        prs::remember(&mut self.prs, pr, MAX_PRS);
+    }
+
     /// A `tool_use` block: counts the call, reads what its input says about files, commands
     /// or todos, and remembers it for its result. `cwd` is the session's directory then.
     pub(super) fn call(&mut self, block: &Block, cwd: Option<&str>) {
@@ -259,6 +285,9 @@ impl ToolLog {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
                 self.failures.push(&call.tool, subject, &line);
             }
+            if call.tool == "Bash" {
+                self.pull_requests(subject, raw, &text, true);
+            }
             return;
         }
         // The same command again, or an edit of the same file, worked: earlier failures of it
@@ -296,12 +325,10 @@ impl ToolLog {
                 }
             }
             "TaskGet" | "TaskList" => self.todos.learn_names(&text()),
-            "Bash" if raw.contains("/pull/") && subject.is_some_and(|s| s.contains("gh pr ")) => {
-                for pr in pull_requests(&text()) {
-                    remember_new(&mut self.prs, pr, MAX_PRS);
-                }
-            }
             _ => {}
+        }
+        if call.tool == "Bash" {
+            self.pull_requests(subject, raw, &text, false);
         }
     }
 
@@ -362,7 +389,7 @@ impl ToolLog {
             tools_used,
             failures: failures.finish(),
             verification,
-            prs: prs.into(),
+            prs,
             ..Checkpoint::default()
         }
     }
@@ -384,38 +411,6 @@ fn exit_code_nonzero(text: &str) -> bool {
     text.split_once("<exit_code>")
         .and_then(|(_, rest)| rest.split('<').next())
         .is_some_and(|code| code.trim() != "0" && !code.trim().is_empty())
-}
-
-/// Pushes `item` unless it is already there.
-fn remember_new(list: &mut VecDeque<String>, item: String, cap: usize) {
-    if !list.contains(&item) {
-        remember(list, item, cap);
-    }
-}
-
-/// The pull-request URLs in `gh pr` output (`https://github.com/o/r/pull/183`), at most a few.
-fn pull_requests(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (at, _) in text.match_indices("https://").take(64) {
-        let url: String = text[at..]
-            .chars()
-            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ')' | '>' | ']'))
-            .take(PR_CHARS)
-            .collect();
-        let Some((_, number)) = url.rsplit_once("/pull/") else {
-            continue;
-        };
-        if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
-            let url = sanitize(&url, true);
-            if !out.contains(&url) {
-                out.push(url);
-            }
-        }
-        if out.len() >= MAX_PRS {
-            break;
-        }
-    }
-    out
 }
 
 /// The file an Edit, Write or `NotebookEdit` input names, sanitised and cut.

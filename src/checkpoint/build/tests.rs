@@ -501,8 +501,8 @@ fn pull_requests_from_pr_links_and_gh_pr_output() {
     assert_eq!(
         cp.prs,
         [
-            "https://github.com/FSM1/cipher-box/pull/183",
-            "https://github.com/o/r/pull/7"
+            "#7 (created) https://github.com/o/r/pull/7",
+            "#183 https://github.com/FSM1/cipher-box/pull/183"
         ]
     );
 }
