@@ -128,6 +128,25 @@ pub(crate) fn file_list(cp: &Checkpoint) -> Vec<String> {
         .collect()
 }
 
+/// Front-matter keys the client writes for its own bookkeeping: they say nothing of the memory.
+const BOOKKEEPING: &[&str] = &["originSessionId:", "modified:", "created:", "updated:"];
+
+/// A memory's text without the bookkeeping lines of its front matter (`originSessionId`,
+/// `modified`); its name, description and type stay.
+fn without_bookkeeping(content: &str) -> String {
+    let Some(rest) = content.strip_prefix("---\n") else {
+        return content.to_string();
+    };
+    let Some((front, body)) = rest.split_once("\n---") else {
+        return content.to_string();
+    };
+    let kept: Vec<&str> = front
+        .lines()
+        .filter(|l| !BOOKKEEPING.iter().any(|k| l.trim_start().starts_with(k)))
+        .collect();
+    format!("---\n{}\n---{body}", kept.join("\n"))
+}
+
 /// ", after N compactions" for a session that compacted, else nothing.
 fn compactions(n: u64) -> String {
     match n {
@@ -206,7 +225,6 @@ fn render_checkpoint(
         .cloned()
         .collect();
     let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_ask(g, a));
-    let queued_any = cp.asks.iter().any(|a| cp.queued.contains(a));
     let asks: Vec<String> = cp
         .asks
         .iter()
@@ -220,6 +238,7 @@ fn render_checkpoint(
             }
         })
         .collect();
+    let queued_any = asks.iter().any(|a| a.starts_with("[queued] "));
     let earlier: Vec<String> = cp
         .earlier_asks
         .iter()
@@ -239,13 +258,26 @@ fn render_checkpoint(
     } else {
         "Open todos:".to_string()
     };
+    // The failing verification is shown once, as the last verification.
+    let failed_run = cp
+        .verification
+        .as_ref()
+        .filter(|v| !v.passed)
+        .map(|v| format!("{} → ", v.command));
     let failures: Vec<String> = cp
         .failures
         .iter()
         .rev()
+        .filter(|f| !failed_run.as_ref().is_some_and(|run| f.error.starts_with(run)))
         .map(|f| format!("{}: {}", f.tool, f.error))
         .collect();
-    let mut files = file_list(cp);
+    // A saved memory is shown with its contents, not again as a modified file.
+    let mut files: Vec<String> = file_list(cp)
+        .into_iter()
+        .zip(&cp.files_modified)
+        .filter(|(_, file)| !cp.memories_saved.contains(file))
+        .map(|(shown, _)| shown)
+        .collect();
     if kind == Kind::Previous {
         files.truncate(10);
     }
@@ -296,7 +328,7 @@ fn render_checkpoint(
                 format!(
                     "file: {}\n{}\n",
                     cut(&sanitize(&m.label, true), 200),
-                    m.content
+                    without_bookkeeping(&m.content)
                 )
             })
             .collect()

@@ -417,7 +417,30 @@ fn exit_code_nonzero(text: &str) -> bool {
 fn file_path(input: &str) -> Option<String> {
     let file = serde_json::from_str::<FileInput>(input).ok()?;
     let path = file.file_path.or(file.notebook_path)?;
-    Some(cut(&sanitize(&path, true), PATH_CHARS))
+    Some(cut(&sanitize(&normal_path(&path), true), PATH_CHARS))
+}
+
+/// `path` with its empty and `.` components gone (`a//b/./c` is `a/b/c`): one entry per file
+/// however a tool spelt it. `..` stays (a link may make it mean something else).
+fn normal_path(path: &str) -> Cow<'_, str> {
+    let messy = path.contains("//") || path.contains("/./") || path.ends_with("/.");
+    if !messy {
+        return Cow::Borrowed(path);
+    }
+    // A leading `//` may name a network share: kept.
+    let root = if path.starts_with("//") && !path.starts_with("///") {
+        "//"
+    } else if path.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let joined = parts.join("/");
+    Cow::Owned(format!("{root}{joined}"))
 }
 
 #[cfg(test)]

@@ -511,3 +511,41 @@ fn saved_memories_are_shown_between_the_branch_and_the_files_and_go_before_them_
         "{digest}"
     );
 }
+
+/// Issue 27: each fact once, in its best place.
+#[test]
+fn each_fact_is_shown_once() {
+    let mut cp = sample();
+    cp.verification = Some(crate::checkpoint::Verification {
+        command: "npm test".into(),
+        verdict: "Tests: 1 failed, 13 passed, 14 total".into(),
+        passed: false,
+    });
+    cp.failures = vec![
+        Failure {
+            tool: "Bash".into(),
+            error: "npm test → Tests: 1 failed, 13 passed, 14 total".into(),
+        },
+        Failure {
+            tool: "Read".into(),
+            error: "c.rs → File does not exist.".into(),
+        },
+    ];
+    cp.memories_saved = vec!["/p/mem/tabs.md".into()];
+    cp.files_modified.push("/p/mem/tabs.md".into());
+    cp.saved_contents = vec![Memory {
+        label: "~/.claude/projects/-p/memory/tabs.md".into(),
+        content: "---\nname: tabs\noriginSessionId: 1e0a84da-d36b\nmodified: 2026-06-18\ntype: user\n---\nThe user wants tabs.".into(),
+        trust: Trust::User,
+    }];
+    // An ask that is also the goal: not shown as queued, so no legend.
+    cp.goal = Some("first ask".into());
+    cp.queued = vec!["first ask".into()];
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert_eq!(text.matches("1 failed, 13 passed").count(), 1, "{text}");
+    assert!(text.contains("Read: c.rs → File does not exist."), "{text}");
+    assert!(!text.contains("mem/tabs.md\n"), "{text}");
+    assert!(text.contains("name: tabs\ntype: user\n---\nThe user wants tabs."), "{text}");
+    assert!(!text.contains("originSessionId") && !text.contains("modified: 2026"), "{text}");
+    assert!(!text.contains("[queued]"), "{text}");
+}
