@@ -137,6 +137,10 @@ impl Meta {
 pub struct Todo {
     pub content: String,
     pub status: String,
+    /// The client's id of a task (`TaskCreate`/`TaskUpdate`), so a later checkpoint can tell
+    /// which carried task a change closes; none for a `TodoWrite` list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl Todo {
@@ -222,7 +226,8 @@ mod tests {
             todos: vec![
                 Todo {
                     content: text(TODO_CHARS),
-                    status: text(STATUS_CHARS)
+                    status: text(STATUS_CHARS),
+                    id: Some(text(40)),
                 };
                 MAX_TODOS
             ],

@@ -26,14 +26,17 @@ fn sample() -> Checkpoint {
             Todo {
                 content: "doing".into(),
                 status: "in_progress".into(),
+                id: None,
             },
             Todo {
                 content: "later".into(),
                 status: "pending".into(),
+                id: None,
             },
             Todo {
                 content: "done".into(),
                 status: "completed".into(),
+                id: None,
             },
         ],
         files_modified: vec!["/p/a.rs".into(), "/p/b.rs".into()],
@@ -350,6 +353,7 @@ fn huge_lists_render_in_bounded_steps() {
         .map(|i| Todo {
             content: format!("task {i}"),
             status: "pending".into(),
+            id: None,
         })
         .collect();
     cp.files_modified = (0..80_000).map(|i| format!("/p/f{i}.rs")).collect();
