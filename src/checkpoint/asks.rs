@@ -145,6 +145,60 @@ pub(super) fn plan(text: &str, max: usize) -> Option<String> {
 /// A message from the team lead to this teammate (agent teams): `<teammate-message
 /// teammate_id="team-lead">…</teammate-message>` as "team-lead: …", and a task assignment in it
 /// as "team-lead assigned task #24: TST-1: Unit tests…".
+/// How the client hands over a message from another agent of the team (2.1.2xx): never the
+/// user's ask.
+const PEER_MESSAGE: &str = "Another Claude session sent a message:";
+
+/// The lead of an agent team, whose messages are a teammate's asks.
+const TEAM_LEAD: &str = "team-lead";
+
+/// Is `text` another agent's message rather than the user's (or, for a teammate, its lead's):
+/// a peer's message as the client hands it over, a teammate's status ping
+/// (`idle_notification`), any teammate's message but the lead's?
+pub(super) fn from_peer(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.starts_with(PEER_MESSAGE) {
+        return true;
+    }
+    let Some(rest) = t.strip_prefix("<teammate-message") else {
+        return false;
+    };
+    let Some((attrs, body)) = rest.split_once('>') else {
+        return false;
+    };
+    let from = attrs
+        .split("teammate_id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next());
+    let status = body.trim_start().starts_with("{\"type\":\"")
+        && !body.trim_start().starts_with("{\"type\":\"task_assignment\"");
+    status || from.is_some_and(|f| f != TEAM_LEAD)
+}
+
+/// Words with which an agent asks the user to decide: a short reply after one answers it.
+const ASKING: &[&str] = &[
+    "?", "approv", "confirm", "proceed", "go ahead", "shall i", "should i", "want me to",
+    "let me know", "ok to", "승인", "확인", "진행",
+];
+
+/// The question an agent's message ends its turn on (its last line that asks something), cut
+/// to `max` characters keeping its end; `None` when it asks nothing.
+pub(super) fn question(text: &str, max: usize) -> Option<String> {
+    let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());
+    let line = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(4)
+        .find(|l| {
+            let lower = l.to_lowercase();
+            ASKING.iter().any(|w| lower.contains(w))
+        })?;
+    let clean = sanitize(line, true);
+    (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
+}
+
 pub(super) fn teammate_message(text: &str) -> Option<String> {
     let t = text.trim_start();
     let rest = t.strip_prefix("<teammate-message")?;

@@ -98,7 +98,11 @@ fn prompt_body(text: &str) -> Option<Cow<'_, str>> {
     if t.starts_with("<command-") {
         return command_ask(t).map(Cow::Owned);
     }
-    if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) || asks::is_ack(t) {
+    if t.is_empty()
+        || WRAPPERS.iter().any(|w| t.starts_with(w))
+        || asks::is_ack(t)
+        || asks::from_peer(t)
+    {
         return None;
     }
     Some(Cow::Owned(t.to_string()))
@@ -151,6 +155,17 @@ fn ask_text(text: &str, max: usize) -> Option<String> {
 pub fn same_ask(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
+}
+
+/// The question a short reply answers, at most.
+const QUESTION_CHARS: usize = 120;
+
+/// A short reply as typed ("approved", "yes"): an acknowledgement that is not a wrapper.
+fn short_reply(text: &str) -> Option<String> {
+    let stripped = strip_tag(text, "system-reminder");
+    let t = stripped.trim();
+    let typed = !t.is_empty() && !t.starts_with('<') && !t.starts_with('[') && asks::is_ack(t);
+    typed.then(|| cut(&sanitize(t, true), 40))
 }
 
 /// How a background task's notification starts.
@@ -212,6 +227,8 @@ struct Builder {
     asked: bool,
     tools: ToolLog,
     last_assistant: Option<String>,
+    /// The question the agent's last message ended on, while the user has not replied.
+    question: Option<String>,
     tokens: Option<u64>,
     cwd: Option<String>,
     git_branch: Option<String>,
@@ -297,7 +314,13 @@ impl Builder {
             }
             if let Some(body) = prompt_body(text) {
                 self.ask(&body, false);
+            } else if let Some(question) = self.question.take() {
+                // "approved", answering the agent's question: an ask, with its question.
+                if let Some(reply) = short_reply(text) {
+                    self.ask(&format!("{reply} (answering: {question})"), false);
+                }
             }
+            self.question = None;
         }
     }
 
@@ -424,9 +447,13 @@ impl Builder {
                     if let Some(gist) = gist(text) {
                         self.last_assistant = Some(gist);
                     }
+                    self.question = asks::question(text, QUESTION_CHARS);
                 }
             }
-            Some("tool_use") => self.tools.call(&block, self.cwd.as_deref()),
+            Some("tool_use") => {
+                self.question = None;
+                self.tools.call(&block, self.cwd.as_deref());
+            }
             _ => {}
         });
     }
