@@ -104,6 +104,10 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         if cp.verification.is_none() {
             cp.verification.clone_from(&prev.verification);
         }
+        if cp.plan.is_none() && cp.plan_file.is_none() {
+            cp.plan.clone_from(&prev.plan);
+            cp.plan_file.clone_from(&prev.plan_file);
+        }
         let mut prs = prev.prs.clone();
         for pr in &cp.prs {
             checkpoint::remember_pr(&mut prs, pr, checkpoint::MAX_PRS);

@@ -268,14 +268,21 @@ fn render_checkpoint(
         .failures
         .iter()
         .rev()
-        .filter(|f| !failed_run.as_ref().is_some_and(|run| f.error.starts_with(run)))
+        .filter(|f| {
+            !failed_run
+                .as_ref()
+                .is_some_and(|run| f.error.starts_with(run))
+        })
         .map(|f| format!("{}: {}", f.tool, f.error))
         .collect();
-    // A saved memory is shown with its contents, not again as a modified file.
+    // A saved memory is shown with its contents, the plan's file with the plan: not again as
+    // modified files.
     let mut files: Vec<String> = file_list(cp)
         .into_iter()
         .zip(&cp.files_modified)
-        .filter(|(_, file)| !cp.memories_saved.contains(file))
+        .filter(|(_, file)| {
+            !cp.memories_saved.contains(file) && cp.plan_file.as_ref() != Some(file)
+        })
         .map(|(shown, _)| shown)
         .collect();
     if kind == Kind::Previous {
@@ -293,6 +300,19 @@ fn render_checkpoint(
             format!("[{mark}] {} → {}", v.command, v.verdict)
         })
         .collect();
+    // The plan, unless a request already shows it (a plan handed over as a prompt), and where
+    // the client keeps it.
+    let plan_start = |p: &str| p.chars().take(50).collect::<String>();
+    let mut plan: Vec<String> = cp
+        .plan
+        .iter()
+        .filter(|p| {
+            let start = plan_start(p);
+            !cp.goal.iter().chain(&cp.asks).any(|a| a.contains(&start))
+        })
+        .cloned()
+        .collect();
+    plan.extend(cp.plan_file.iter().map(|f| format!("file: {f}")));
     let mut place = Vec::new();
     if let Some(branch) = m.git_branch.as_deref().filter(|b| !is_default_branch(b)) {
         place.push(format!("branch {branch}"));
@@ -349,6 +369,7 @@ fn render_checkpoint(
     let mut sections = vec![
         Section::new("The session's goal (its first request):", "goal", 9, goal),
         Section::new(requests_title, "requests", 10, asks),
+        Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 6, place),
         Section::new(&todo_title, "open todos", 8, open),

@@ -84,6 +84,19 @@ pub(super) fn ends(clean: &str, max: usize, tail_chars: usize) -> String {
     format!("{}…{}", head.trim_end(), tail.trim_start())
 }
 
+/// A plan as the agent wrote it in plan mode (`ExitPlanMode`'s input, a file under
+/// `~/.claude/plans/`): its title and as many step headings as fit in `max` characters, a step
+/// marked done (`✅`, `[x]`) kept so. `None` when it has no text.
+pub(super) fn written_plan(text: &str, max: usize) -> Option<String> {
+    let text = super::failures::within(text, 0, CLEAN_BYTES);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let summary = plan(&format!("{PLAN_START}\n{text}"), max + PLAN_START.len() + 1)?;
+    let summary = summary.strip_prefix(PLAN_START).unwrap_or(&summary).trim();
+    (!summary.is_empty()).then(|| head_tail(summary, max))
+}
+
 /// A plan handed over from plan mode, as its title and as many step headings as fit in `max`
 /// characters: "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type
 /// changes; 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
@@ -171,14 +184,27 @@ pub(super) fn from_peer(text: &str) -> bool {
         .nth(1)
         .and_then(|s| s.split('"').next());
     let status = body.trim_start().starts_with("{\"type\":\"")
-        && !body.trim_start().starts_with("{\"type\":\"task_assignment\"");
+        && !body
+            .trim_start()
+            .starts_with("{\"type\":\"task_assignment\"");
     status || from.is_some_and(|f| f != TEAM_LEAD)
 }
 
 /// Words with which an agent asks the user to decide: a short reply after one answers it.
 const ASKING: &[&str] = &[
-    "?", "approv", "confirm", "proceed", "go ahead", "shall i", "should i", "want me to",
-    "let me know", "ok to", "승인", "확인", "진행",
+    "?",
+    "approv",
+    "confirm",
+    "proceed",
+    "go ahead",
+    "shall i",
+    "should i",
+    "want me to",
+    "let me know",
+    "ok to",
+    "승인",
+    "확인",
+    "진행",
 ];
 
 /// The question an agent's message ends its turn on (its last line that asks something), cut

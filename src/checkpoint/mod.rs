@@ -40,6 +40,8 @@ const ASK_CHARS: usize = 200;
 /// Prompts typed while the agent was working (queued), the newest, each kept short.
 const MAX_QUEUED: usize = 5;
 const QUEUED_CHARS: usize = 160;
+/// A plan written in plan mode: its title and step headings.
+const PLAN_CHARS: usize = 600;
 /// The session's first request: room for a plan's step headings.
 const GOAL_CHARS: usize = 540;
 pub(crate) const MAX_PRS: usize = 3;
@@ -89,7 +91,11 @@ pub struct Checkpoint {
     pub last_assistant: Option<String>,
     /// The last test, build, lint or type check and how it went.
     pub verification: Option<Verification>,
-    /// Pull requests the session created or looked at (URLs, or `#N`), oldest first.
+    /// The plan the agent wrote in plan mode (its title and steps), when it wrote one.
+    pub plan: Option<String>,
+    /// Where the client keeps that plan (`~/.claude/plans/…`), when it says.
+    pub plan_file: Option<String>,
+    /// Pull requests the session created or looked at (`#N (state) URL`), oldest first.
     pub prs: Vec<String>,
     /// Memory files the agent saved since the previous checkpoint in Claude Code's memory
     /// folder (its `MEMORY.md` index aside), absolute, newest first: the block after the
@@ -253,6 +259,8 @@ mod tests {
                 passed: false,
             }),
             prs: vec![text(PR_CHARS); MAX_PRS],
+            plan: Some(text(PLAN_CHARS)),
+            plan_file: Some(text(PATH_CHARS)),
             memories_saved: vec![text(PATH_CHARS); crate::memory::MAX_SAVED],
             named_in_summary: 0,
             saved_contents: Vec::new(),

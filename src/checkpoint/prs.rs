@@ -176,7 +176,11 @@ fn entry(number: &str, state: Option<&str>, url: Option<&str>) -> String {
 /// `"state":"MERGED"` (or `OPEN`, `CLOSED`) in `gh pr view --json state` output, and the
 /// refusal "is already closed".
 fn printed_state(output: &str) -> Option<&'static str> {
-    let compact: String = output.chars().take(64 * 1024).filter(|c| *c != ' ').collect();
+    let compact: String = output
+        .chars()
+        .take(64 * 1024)
+        .filter(|c| *c != ' ')
+        .collect();
     if compact.contains("\"state\":\"MERGED\"") || output.trim() == "MERGED" {
         Some("merged")
     } else if compact.contains("\"state\":\"CLOSED\"")
@@ -232,7 +236,10 @@ mod tests {
             ),
             ["#233 (created) https://github.com/teslamint/entirecontext/pull/233"]
         );
-        assert_eq!(all("gh pr merge 221 --squash --auto", "")[0], "#221 (merged)");
+        assert_eq!(
+            all("gh pr merge 221 --squash --auto", "")[0],
+            "#221 (merged)"
+        );
         assert_eq!(
             all(
                 "gh pr view 233 --json state,mergeCommit --jq '{state}'",
@@ -261,12 +268,19 @@ mod tests {
     #[test]
     fn one_entry_per_pull_request_newest_last() {
         let mut list = Vec::new();
-        remember(&mut list, "#233 (created) https://github.com/o/r/pull/233", 3);
+        remember(
+            &mut list,
+            "#233 (created) https://github.com/o/r/pull/233",
+            3,
+        );
         remember(&mut list, "#221 (merged)", 3);
         remember(&mut list, "#233 (merged)", 3);
         assert_eq!(
             list,
-            ["#221 (merged)", "#233 (merged) https://github.com/o/r/pull/233"]
+            [
+                "#221 (merged)",
+                "#233 (merged) https://github.com/o/r/pull/233"
+            ]
         );
         remember(&mut list, "https://github.com/o/r/pull/221", 3);
         assert_eq!(list[1], "#221 (merged) https://github.com/o/r/pull/221");

@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::asks;
 use super::block::{result_text, Block};
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
 use super::failures::{self, Failures, SUBJECT_CHARS};
@@ -20,6 +21,7 @@ use super::todos::Todos;
 use super::verify;
 use super::{
     Checkpoint, ToolCount, Verification, MAX_FILES, MAX_PRS, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
+    PLAN_CHARS,
 };
 use crate::text::{cut, sanitize};
 
@@ -33,6 +35,21 @@ struct FileInput<'a> {
     #[serde(borrow, default)]
     notebook_path: Option<Cow<'a, str>>,
 }
+
+/// `ExitPlanMode`'s plan, or the content a `Write` gives a plan file.
+#[derive(Deserialize)]
+struct PlanInput<'a> {
+    #[serde(borrow, default)]
+    plan: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+/// Where the client keeps plans written in plan mode.
+const PLANS_DIR: &str = "/.claude/plans/";
+
+/// How `ExitPlanMode`'s result names the plan's file.
+const PLAN_SAVED: &str = "Your plan has been saved to: ";
 
 #[derive(Deserialize)]
 struct BashInput<'a> {
@@ -74,6 +91,9 @@ pub(super) struct ToolLog {
     verification: Option<Verification>,
     /// Pull requests `gh pr` or `git log` named, oldest first.
     prs: Vec<String>,
+    /// The newest plan written in plan mode, and its file.
+    plan: Option<String>,
+    plan_file: Option<String>,
 }
 
 impl Default for ToolLog {
@@ -88,6 +108,8 @@ impl Default for ToolLog {
             notified: VecDeque::new(),
             verification: None,
             prs: Vec::new(),
+            plan: None,
+            plan_file: None,
         }
     }
 }
@@ -168,6 +190,9 @@ impl ToolLog {
             match call.tool.as_str() {
                 "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
                     if let Some(path) = file_path(input) {
+                        if path.contains(PLANS_DIR) && path.ends_with(".md") {
+                            self.plan_written(&call.tool, input, &path);
+                        }
                         call.subject = Some(shown_path(&path, cwd));
                         call.file = Some(path);
                     }
@@ -201,6 +226,7 @@ impl ToolLog {
                         .is_some_and(|c| self.background.iter().any(|(_, b)| b == c))
                         && call.subject.as_deref().is_some_and(verify::is_verification);
                 }
+                "ExitPlanMode" => self.plan_written(&call.tool, input, ""),
                 "TodoWrite" => call.todo = self.todos.write(input),
                 "TaskCreate" => call.todo = self.todos.create(input),
                 "TaskUpdate" => call.todo = self.todos.update(input),
@@ -221,6 +247,25 @@ impl ToolLog {
     fn unanswered(&mut self, call: Call) {
         if let Some(file) = call.file {
             self.modified.push(file);
+        }
+    }
+
+    /// A plan written in plan mode: `ExitPlanMode`'s input, or a plan file written (its path;
+    /// its steps when written whole).
+    fn plan_written(&mut self, tool: &str, input: &str, path: &str) {
+        if !path.is_empty() {
+            self.plan_file = Some(path.to_string());
+        }
+        if tool == "Edit" || tool == "MultiEdit" {
+            return;
+        }
+        let Ok(plan) = serde_json::from_str::<PlanInput>(input) else {
+            return;
+        };
+        if let Some(text) = plan.plan.or(plan.content) {
+            if let Some(summary) = asks::written_plan(&text, PLAN_CHARS) {
+                self.plan = Some(summary);
+            }
         }
     }
 
@@ -325,6 +370,17 @@ impl ToolLog {
                 }
             }
             "TaskGet" | "TaskList" => self.todos.learn_names(&text()),
+            "ExitPlanMode" if raw.contains(PLAN_SAVED) => {
+                let text = text();
+                let file = text
+                    .split_once(PLAN_SAVED)
+                    .and_then(|(_, rest)| rest.lines().next())
+                    .map(|f| cut(&sanitize(f.trim(), true), PATH_CHARS))
+                    .filter(|f| f.contains(PLANS_DIR));
+                if file.is_some() {
+                    self.plan_file = file;
+                }
+            }
             _ => {}
         }
         if call.tool == "Bash" {
@@ -370,6 +426,8 @@ impl ToolLog {
             failures,
             verification,
             prs,
+            plan,
+            plan_file,
             ..
         } = self;
         // Edits whose results never came: in flight when the compaction started.
@@ -390,6 +448,8 @@ impl ToolLog {
             failures: failures.finish(),
             verification,
             prs,
+            plan,
+            plan_file,
             ..Checkpoint::default()
         }
     }
@@ -402,8 +462,9 @@ fn still_running(raw: &str) -> bool {
 
 /// The output a `TaskOutput` result wraps (`<output>…</output>`), or all of `text`.
 fn background_output(text: &str) -> &str {
-    text.split_once("<output>")
-        .map_or(text, |(_, rest)| rest.split("</output>").next().unwrap_or(rest))
+    text.split_once("<output>").map_or(text, |(_, rest)| {
+        rest.split("</output>").next().unwrap_or(rest)
+    })
 }
 
 /// A `TaskOutput` result naming a non-zero exit code (`<exit_code>1</exit_code>`).

@@ -75,7 +75,10 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("gradle", &["test", "build", "check"]),
     ("./gradlew", &["test", "build", "check"]),
     ("mvn", &["test", "verify", "package", "compile", "install"]),
-    ("./mvnw", &["test", "verify", "package", "compile", "install"]),
+    (
+        "./mvnw",
+        &["test", "verify", "package", "compile", "install"],
+    ),
     ("vite", &["build"]),
     ("next", &["build", "lint"]),
     ("astro", &["build", "check"]),
@@ -144,7 +147,12 @@ fn verifies(words: Vec<&str>) -> bool {
     if VERIFIERS.contains(&tool) {
         return true;
     }
-    if tool == "make" && words.iter().skip(1).all(|w| w.starts_with('-') || w.contains('=')) {
+    if tool == "make"
+        && words
+            .iter()
+            .skip(1)
+            .all(|w| w.starts_with('-') || w.contains('='))
+    {
         return true;
     }
     if RUNNERS.contains(&tool) {
@@ -542,7 +550,10 @@ mod tests {
             ("Tests: 49 passed, 49 total".into(), true)
         );
         assert_eq!(
-            v("> Task :app:test\n\nBUILD SUCCESSFUL in 12s\n7 actionable tasks: 7 executed", false),
+            v(
+                "> Task :app:test\n\nBUILD SUCCESSFUL in 12s\n7 actionable tasks: 7 executed",
+                false
+            ),
             ("BUILD SUCCESSFUL in 12s".into(), true)
         );
         // Nothing to go on.

@@ -549,7 +549,13 @@ fn each_fact_is_shown_once() {
     assert_eq!(text.matches("1 failed, 13 passed").count(), 1, "{text}");
     assert!(text.contains("Read: c.rs → File does not exist."), "{text}");
     assert!(!text.contains("mem/tabs.md\n"), "{text}");
-    assert!(text.contains("name: tabs\ntype: user\n---\nThe user wants tabs."), "{text}");
-    assert!(!text.contains("originSessionId") && !text.contains("modified: 2026"), "{text}");
+    assert!(
+        text.contains("name: tabs\ntype: user\n---\nThe user wants tabs."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("originSessionId") && !text.contains("modified: 2026"),
+        "{text}"
+    );
     assert!(!text.contains("[queued]"), "{text}");
 }
