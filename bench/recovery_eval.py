@@ -409,10 +409,19 @@ def score_queued(block, entries):
     return "%d/%d" % (sum(found(q, flat) for q in newest), len(newest))
 
 
+def unquoted(line):
+    """`line` with its quoted strings blanked: `grep -E '(error|mypy)'` runs no mypy."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", lambda m: " " * len(m.group(0)), line)
+
+
+def verifies(command):
+    return bool(VERIFY.search(unquoted(command.split("\n")[0])))
+
+
 def from_runner(command):
     """A verification's command from its runner on (past `cd /long/path && `)."""
     first = command.split("\n")[0]
-    m = VERIFY.search(first)
+    m = VERIFY.search(unquoted(first))
     if not m:
         return first
     return first[m.start(2):]
@@ -439,7 +448,7 @@ def last_verification(entries):
     reads = background_reads(entries)
     for c in calls(entries):
         cmd = (c.get("input") or {}).get("command") or ""
-        if c.get("name") == "Bash" and c.get("id") in done and VERIFY.search(cmd.split("\n")[0]):
+        if c.get("name") == "Bash" and c.get("id") in done and verifies(cmd):
             text = done[c["id"]][1]
             m = re.search(r"running in background with ID: (\w+)", text)
             if not m:

@@ -44,7 +44,7 @@ const QUEUED_CHARS: usize = 160;
 const PLAN_CHARS: usize = 600;
 /// The session's first request: room for a plan's step headings.
 const GOAL_CHARS: usize = 540;
-pub(crate) const MAX_PRS: usize = 3;
+pub(crate) const MAX_PRS: usize = 5;
 const PR_CHARS: usize = 200;
 const MAX_TODOS: usize = 100;
 const TODO_CHARS: usize = 200;

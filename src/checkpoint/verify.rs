@@ -318,6 +318,13 @@ fn class(line: &str) -> Option<Class> {
     if nonzero_exit || FAIL_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some(Class::Fail);
     }
+    // go test: a package's "ok  \tpkg\t0.5s" or "FAIL\tpkg\t0.5s".
+    if line.starts_with("FAIL\t") || line == "FAIL" {
+        return Some(Class::Fail);
+    }
+    if line.starts_with("ok  \t") || line.starts_with("ok \t") {
+        return Some(Class::Pass);
+    }
     let mut saw_count = false;
     let mut saw_pass = false;
     for (n, word) in counts(&lower) {
@@ -556,6 +563,12 @@ mod tests {
             ),
             ("BUILD SUCCESSFUL in 12s".into(), true)
         );
+        // omp-6c0a282a.jsonl: go test filtered to its package lines.
+        assert_eq!(
+            v("ok  \tgithub.com/x/omp/src/cli\t5.510s\nok  \tgithub.com/x/omp/src/cli/auth\t(cached)", false),
+            ("ok github.com/x/omp/src/cli/auth (cached)".into(), true)
+        );
+        assert!(!v("--- FAIL: TestRender (0.00s)\nFAIL\tgithub.com/x/omp/src/cli\t0.2s\nFAIL", false).1);
         // Nothing to go on.
         assert_eq!(
             v("", false),
