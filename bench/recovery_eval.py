@@ -468,6 +468,8 @@ def score_verification(block, entries):
     if not m or normal(from_runner(cmd))[:30] not in normal(m.group(1)):
         return "no"
     shown = normal(m.group(1))
+    # Colours are not part of a line (the block shows it without them).
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
     verdicts = [normal(l) for l in text.splitlines() if VERDICT.search(l)]
     if not verdicts:
         return "yes (no verdict in output)"
