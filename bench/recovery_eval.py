@@ -550,17 +550,25 @@ def score_plan(block, entries):
     if "before exiting plan mode" in block:
         return "footer"
     flat = normal(block)
+    file_named = False
     if pasted is not None:
         title, steps = pasted
     else:
         title, steps = plan_parts("Implement the following plan:\n" + written[0])
-        if written[1] and written[1] in block:
-            return "yes (file)"
+        file_named = bool(written[1]) and written[1] in block
+        # A plan that tracks its steps as a checklist: those, a done one shown as done.
+        checklist = re.findall(r"^\s*(?:\d+\.|[-*])\s+(✅|☑|✔|\[[xX ]\]|⏳|⬜|☐)\s*(.+)$",
+                               written[0], re.M)
+        if len(checklist) >= 2:
+            steps = [("[done] " if mark in ("✅", "☑", "✔", "[x]", "[X]") else "") + item
+                     for mark, item in checklist]
     steps = steps[:8]
     kept = sum(found(st, flat, 25) for st in steps)
     if title and title[:40] not in flat:
         return "no"
-    return "yes" if kept == len(steps) else "%d/%d" % (kept, len(steps))
+    if kept == len(steps):
+        return "yes"
+    return "yes (file)" if file_named else "%d/%d" % (kept, len(steps))
 
 
 def team_turns(entries):
@@ -927,8 +935,12 @@ def self_test():
     check("plan written yes", score_plan("Phase 0. Steps: 1. ✅ Session storage; 2. Resumption testing", written), "yes")
     check("plan written file", score_plan("Phase 0\nfile: /h/.claude/plans/x.md", written), "yes (file)")
     check("plan written no", score_plan("Phase 0. Steps: 1. ✅ Session storage", written), "1/2")
+    checklist = [dict(written[0], message={"content": [dict(written[0]["message"]["content"][0], input={
+        "plan": "# Phase 0\n## Status\n1. ✅ Session storage\n2. ⏳ Resumption testing\n### 1. Storage\n### 2. Schema"})]})]
+    check("plan checklist yes", score_plan("Phase 0. Steps: 1. [done] Session storage; 2. Resumption testing",
+                                           checklist), "yes")
     check("plan step done lost", score_plan("Phase 0. Steps: 1. Session storage; 2. Resumption testing",
-                                            written), "1/2")
+                                            checklist), "1/2")
     check("plan pasted footer", score_plan("Fast path before exiting plan mode", plan), "footer")
     # 4. Team turns: a peer's ping is not a request; "approved" answers the agent's question.
     team = [user("migrate the server"),

@@ -94,7 +94,63 @@ pub(super) fn written_plan(text: &str, max: usize) -> Option<String> {
     }
     let summary = plan(&format!("{PLAN_START}\n{text}"), max + PLAN_START.len() + 1)?;
     let summary = summary.strip_prefix(PLAN_START).unwrap_or(&summary).trim();
+    // A plan that tracks its steps as a checklist: those steps, each marked as it is.
+    let checklist = checklist(text);
+    if checklist.len() >= 2 {
+        let title = summary.split(". Steps: ").next().unwrap_or(summary);
+        let mut out = format!("{title}. Steps: ");
+        for (i, step) in checklist.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "; " };
+            if out.chars().count() + step.chars().count() + 2 > max.saturating_sub(20) {
+                out.push_str(&format!("{sep}(+{} more steps)", checklist.len() - i));
+                break;
+            }
+            out.push_str(sep);
+            out.push_str(step);
+        }
+        return Some(head_tail(&sanitize(&out, true), max));
+    }
     (!summary.is_empty()).then(|| head_tail(summary, max))
+}
+
+/// Marks of a checklist's items: done, or not yet.
+const DONE_MARKS: &[&str] = &["✅", "☑", "✔", "[x]", "[X]"];
+const OPEN_MARKS: &[&str] = &["⏳", "⬜", "☐", "[ ]", "🔄"];
+
+/// A plan's checklist items (`1. ✅ Session storage`, `- [ ] Resumption testing`), each as
+/// `1. [done] Session storage` or `2. Resumption testing`, at most a screenful.
+fn checklist(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines().take(2_000) {
+        let l = line.trim_start();
+        let (number, rest) = match l.split_once(". ") {
+            Some((n, rest))
+                if !n.is_empty() && n.len() <= 3 && n.chars().all(|c| c.is_ascii_digit()) =>
+            {
+                (format!("{n}. "), rest)
+            }
+            _ => match l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")) {
+                Some(rest) => (String::new(), rest),
+                None => continue,
+            },
+        };
+        let rest = rest.trim_start();
+        let done = DONE_MARKS.iter().find(|m| rest.starts_with(*m));
+        let open = OPEN_MARKS.iter().find(|m| rest.starts_with(*m));
+        let (mark, item) = match (done, open) {
+            (Some(m), _) => ("[done] ", &rest[m.len()..]),
+            (None, Some(m)) => ("", &rest[m.len()..]),
+            (None, None) => continue,
+        };
+        // The step's name, not its note (`Session storage - mapped the whole tree`).
+        let item = item.split(" - ").next().unwrap_or(item);
+        let item = head_tail(&sanitize(item.trim(), true), HEADING_CHARS);
+        out.push(format!("{number}{mark}{item}"));
+        if out.len() >= 20 {
+            break;
+        }
+    }
+    out
 }
 
 /// A plan handed over from plan mode, as its title and as many step headings as fit in `max`

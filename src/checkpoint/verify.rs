@@ -215,6 +215,10 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         if l.is_empty() || l.starts_with("Exit code ") {
             continue;
         }
+        // A compiler's source excerpt (`11 |     #[error("Invalid hex")]`) is code, not a count.
+        if is_source_excerpt(l) {
+            continue;
+        }
         let class = class(l);
         if first_failed_test.is_none() && is_failed_test(l) && !matches!(class, Some(Class::Fail)) {
             first_failed_test = Some(l);
@@ -254,7 +258,7 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     }
     let line = match (passing, weak) {
         // bun: " 0 fail" then "Ran 1274 tests across 56 files.": both say something.
-        (Some(pass), Some(weak)) if pass.chars().count() < 24 => {
+        (Some(pass), Some(weak)) if pass.chars().count() < 24 && weak.starts_with("Ran ") => {
             format!("{}; {}", clean(pass), clean(weak))
         }
         (Some(line), _) | (None, Some(line)) => clean(line),
@@ -356,6 +360,28 @@ fn class(line: &str) -> Option<Class> {
 /// `Tests  241 passed`, cargo's `test result:`, bun's `Ran N tests`, pytest's `=== 3 passed in
 /// 0.16s ===`, go's `ok  \tpkg`, vite's `✓ built in`, gradle's `BUILD SUCCESSFUL`.
 fn is_summary(line: &str) -> bool {
+    // A workspace runner's prefix (turbo's `apps/desktop build: ✓ built in 2.57s`).
+    if let Some((prefix, rest)) = line.split_once(": ") {
+        if prefix.split_whitespace().count() <= 2 && is_summary_start(rest) {
+            return true;
+        }
+    }
+    is_summary_start(line)
+}
+
+/// A line of a compiler's source excerpt: a line number, then `|` (after any workspace
+/// prefix).
+fn is_source_excerpt(line: &str) -> bool {
+    let body = line
+        .split_once(": ")
+        .filter(|(prefix, _)| prefix.split_whitespace().count() <= 2)
+        .map_or(line, |(_, rest)| rest)
+        .trim_start();
+    let digits = body.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && body[digits..].trim_start().starts_with('|')
+}
+
+fn is_summary_start(line: &str) -> bool {
     const STARTS: &[&str] = &[
         "Tests:",
         "Tests ",
@@ -568,7 +594,18 @@ mod tests {
             v("ok  \tgithub.com/x/omp/src/cli\t5.510s\nok  \tgithub.com/x/omp/src/cli/auth\t(cached)", false),
             ("ok github.com/x/omp/src/cli/auth (cached)".into(), true)
         );
-        assert!(!v("--- FAIL: TestRender (0.00s)\nFAIL\tgithub.com/x/omp/src/cli\t0.2s\nFAIL", false).1);
+        assert!(
+            !v(
+                "--- FAIL: TestRender (0.00s)\nFAIL\tgithub.com/x/omp/src/cli\t0.2s\nFAIL",
+                false
+            )
+            .1
+        );
+        // cipherbox-f7594e2b.jsonl: turbo's prefixed lines, rustc's source excerpts naming errors.
+        assert_eq!(
+            v("apps/desktop build: 11 |     #[error(\"Invalid hex string\")]\napps/desktop build: ✓ built in 2.57s\napps/desktop build: Done", false),
+            ("apps/desktop build: ✓ built in 2.57s".into(), true)
+        );
         // Nothing to go on.
         assert_eq!(
             v("", false),

@@ -493,7 +493,7 @@ fn a_background_verification_is_judged_where_its_output_is_read() {
 #[test]
 fn a_plan_from_plan_mode_is_kept_with_its_file() {
     let mut log = ToolLog::default();
-    let plan = "# Phase 0 Investigation\n\n## Context\nWhy.\n\n### 1. ✅ Session storage\n### 2. Resumption testing\n";
+    let plan = "# Phase 0 Investigation\n\n## Status\n1. ✅ Session storage\n2. ⏳ Resumption testing - **NEXT**\n\n### 1. Storage location\n### 2. Schema\n";
     call(
         &mut log,
         "w1",
@@ -506,7 +506,7 @@ fn a_plan_from_plan_mode_is_kept_with_its_file() {
     let cp = log.finish();
     assert_eq!(
         cp.plan.as_deref(),
-        Some("Phase 0 Investigation. Steps: 1. ✅ Session storage; 2. Resumption testing")
+        Some("Phase 0 Investigation. Steps: 1. [done] Session storage; 2. Resumption testing")
     );
     assert_eq!(
         cp.plan_file.as_deref(),
