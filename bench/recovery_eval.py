@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How much of a real session the recovery block brings back.
 
-For every transcript in ../shared/transcripts/ (or the directory given with --transcripts), runs
-the real binary's PreCompact then SessionStart(compact) in a temporary CTXGUARD_HOME and HOME, at
-three kinds of moment:
+For every transcript in ../shared/transcripts/ and, when present, ../notes/transcripts/ (or the
+directories given with --transcripts), runs the real binary's PreCompact then
+SessionStart(compact) in a temporary CTXGUARD_HOME and HOME, at four kinds of moment:
 
   boundary  the transcript cut just before each of its compact_boundary lines (what PreCompact
             saw when the client compacted there); for a transcript without one, before its
@@ -11,15 +11,17 @@ three kinds of moment:
   end       the whole transcript, as if it compacted now;
   second    two compactions in the same state directory: cut before the first boundary, then
             the whole transcript. A transcript without a boundary gets one inserted before its
-            middle prompt (marked *), so the second run reads only what came after it.
+            middle prompt (marked *), so the second run reads only what came after it;
+  sampled   cut before up to six prompts spread over the session (more moments for the
+            rarer items).
 
 For each it checks the block against what the transcript says at that moment:
 
   last ask    the newest real user request (a typed prompt, or a slash command with arguments
-              as "/name args"; not a client command, a shell command or a notification) is in
-              the block (its start, and for a long one its end too);
-  open tasks  tasks open then, per the TodoWrite / TaskCreate / TaskUpdate history (changes
-              whose result failed left out), found in the block;
+              as "/name args"; not a client command, a shell command, a notification or another
+              agent's message) is in the block (its start, and for a long one its end too);
+  open tasks  (item 5) tasks open then, per the TodoWrite / TaskCreate / TaskUpdate history
+              (changes whose result failed left out), found in the block;
   files       files modified by the session so far (edits whose result did not fail) named in
               the block;
   failure     the block's newest failure line says more than "Exit code N";
@@ -27,21 +29,35 @@ For each it checks the block against what the transcript says at that moment:
               text, since the last boundary), the newest five: how many the block names;
   goal        the session's first substantive request (not a one-word acknowledgement) is in
               the block (for a plan from plan mode: its title);
-  plan steps  for a plan, how many of its numbered step headings the block names, and never
+  plan        (item 3) a plan pasted from plan mode as the goal, or written in plan mode
+              (ExitPlanMode's input, a Write under ~/.claude/plans/): its title and step
+              headings (or its checklist, a done step shown as done) named, or its file; never
               the client's plan-mode footer;
-  verified    the last test/build/lint/typecheck command with a result is named with a line of
-              its output that gives the verdict (a count of passed/failed tests, "All tests
-              passed!", "No issues found", ...);
+  verified    (item 1) the last test/build/lint/typecheck command with a result (a background
+              run counts where a TaskOutput/BashOutput read its output) is named from its
+              runner on with a line of its output that gives the verdict (a count of
+              passed/failed tests, "✓ built in", "BUILD SUCCESSFUL", "No issues found", ...);
   stale       failures shown although a later identical command, or a later successful edit of
               the same file, cleared them (shown/stale; lower is better);
   subjects    open tasks whose subject the transcript gives anywhere (TaskCreate, TaskGet,
               TaskList, a task_assignment), named with it;
   branch      a non-default gitBranch (and every pull request of a pr-link record) named;
+  PRs         (item 2) of the three newest pull requests the session named (gh pr commands and
+              their output, PR URLs, git log's "Merge pull request #N", asks), how many the
+              block names;
+  team        (item 4) no other agent's message (a peer's, a teammate's status ping) among the
+              user's requests, and a short reply answering the agent's question ("approved")
+              named with that question;
   chars       the size of the checkpoint part of the block.
+
+Then a summary: each of items 1-5 over every moment with something to recall, the largest
+checkpoint part, and the headline: the share of compactions (boundary, second and sampled
+moments) whose block names the newest ask, the goal, the open tasks, the last verdict and the
+branch all together.
 
 --self-test runs every scorer on literal cases it must pass and on ones it must fail.
 
-Usage: bench/recovery_eval.py [BINARY] [--transcripts DIR]
+Usage: bench/recovery_eval.py [BINARY] [--transcripts DIR]... [--self-test]
 BINARY defaults to $CTXGUARD_BIN, then target/release/ctxguard, then target/debug/ctxguard.
 Prints markdown tables. Python 3 standard library only.
 """
@@ -761,7 +777,7 @@ def evaluate(binary, path, workdir):
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
     entries = parse(lines)
     session, cwd = session_of(entries)
-    rows = {"boundary": [], "end": [], "second": []}
+    rows = {"boundary": [], "end": [], "second": [], "sampled": []}
     for b in boundaries(entries):
         trigger, instructions = compaction_of(entries, b)
         block = Run(binary, workdir, session, cwd).compact(lines[:b], trigger, instructions)
@@ -787,7 +803,23 @@ def evaluate(binary, path, workdir):
                                 + measure(block, entries[:first], cwd))
     block = run.compact(later, "manual", "")
     rows["second"].append([name] + measure(block, entries, cwd))
+    # More moments for the rarer items: cut before prompts spread over the session.
+    prompts = [i for i, e in enumerate(entries) if isinstance(e, dict) and ask_of(e)]
+    cuts = sorted({prompts[k * len(prompts) // (SAMPLES + 1)] for k in range(1, SAMPLES + 1)}
+                  - {prompts[0], first}) if prompts else []
+    for cut in cuts:
+        # The compactions before the cut happened in the same state directory.
+        run = Run(binary, workdir, session, cwd)
+        for b in (b for b in found if b < cut):
+            run.compact(lines[:b], *compaction_of(entries, b))
+        block = run.compact(lines[:cut], "auto", "")
+        rows["sampled"].append(["%s @ line %d" % (path.name, cut + 1)]
+                               + measure(block, entries[:cut], cwd))
     return rows
+
+
+# Cuts per session, before prompts spread over it, besides the moments above.
+SAMPLES = 6
 
 
 HEADER = ["transcript", "last ask named", "queued prompts named", "goal kept", "3 plan",
@@ -812,7 +844,7 @@ def summary(all_rows):
     """Each of items 1-5 over every moment that had something to recall; the largest block;
     and the headline: the share of compactions whose block names the newest ask, the goal, the
     open tasks, the last verdict and the branch all together."""
-    rows = [r for moment in ("boundary", "end", "second") for r in all_rows[moment]]
+    rows = [r for moment in ("boundary", "end", "second", "sampled") for r in all_rows[moment]]
     out = ["| item | moments passed | share |", "|---|---|---|"]
     for name, col in ITEMS.items():
         cells = [r[col] for r in rows if r[col] != "–"]
@@ -822,7 +854,8 @@ def summary(all_rows):
     biggest = max((int(r[-1]) for r in rows), default=0)
     out.append("| largest checkpoint part | %d chars | %s |"
                % (biggest, "within 3200" if biggest <= 3200 else "OVER 3200"))
-    compactions = all_rows["boundary"] + all_rows["second"]
+    # Every moment a compaction happened or is simulated (a cut, then PreCompact).
+    compactions = all_rows["boundary"] + all_rows["second"] + all_rows["sampled"]
     whole = sum(all(good(r[c]) for c in HEADLINE.values()) for r in compactions)
     out.append("")
     out.append("**Headline: at %d of %d compactions (%d%%) the block names the newest ask, the "
@@ -833,6 +866,7 @@ TITLES = {
     "boundary": "Cut just before each compact_boundary",
     "end": "At the end of the transcript",
     "second": "Second compaction in the same state directory (at the end)",
+    "sampled": "Cut before prompts spread over each session (up to %d a session)" % 6,
 }
 
 
@@ -992,12 +1026,12 @@ def main():
         print("no .jsonl transcripts in %s: nothing to evaluate" % ", ".join(map(str, dirs)))
         return 0
     binary = find_binary(args.binary)
-    all_rows = {"boundary": [], "end": [], "second": []}
+    all_rows = {"boundary": [], "end": [], "second": [], "sampled": []}
     with tempfile.TemporaryDirectory() as workdir:
         for path in paths:
             for moment, rows in evaluate(binary, path, workdir).items():
                 all_rows[moment] += rows
-    for moment in ("boundary", "end", "second"):
+    for moment in ("boundary", "end", "second", "sampled"):
         print("### %s\n" % TITLES[moment])
         print(table(all_rows[moment]) if all_rows[moment] else "(none)")
         print()

@@ -559,3 +559,21 @@ fn each_fact_is_shown_once() {
     );
     assert!(!text.contains("[queued]"), "{text}");
 }
+
+/// A plan that is both the goal and the newest ask keeps the goal's room for its steps.
+#[test]
+fn a_plan_that_is_the_newest_ask_keeps_its_steps() {
+    let mut cp = sample();
+    let plan = format!(
+        "Implement the following plan: Pipeline. Steps: {}",
+        (1..=8)
+            .map(|i| format!("{i}. Step number {i}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    cp.asks = vec![format!("{}…", &plan[..120])];
+    cp.goal = Some(plan.clone());
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(text.contains(&plan), "{text}");
+    assert!(!text.contains("The session's goal"), "{text}");
+}
