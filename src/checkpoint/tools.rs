@@ -163,7 +163,8 @@ impl ToolLog {
         let Some(command) = command else {
             return;
         };
-        if !command.contains("gh pr") && !raw.contains("Merge pull request #") {
+        let git_log = command.contains("git ") && raw.contains("Merge pull request #");
+        if !command.contains("gh pr") && !git_log {
             return;
         }
         for pr in prs::in_command(command, &text(), failed) {
@@ -314,10 +315,19 @@ impl ToolLog {
         let subject = call.subject.as_deref();
         let mut passed = !failed;
         // A command sent to the background has not run yet, nor has one still running.
-        if call.verify && !raw.contains(BACKGROUND_STARTED) && !still_running(raw) {
+        // A background run's output, as `TaskOutput` wraps it.
+        let read_later = call.tool != "Bash";
+        if call.verify
+            && !raw.contains(BACKGROUND_STARTED)
+            && !(read_later && still_running(raw))
+        {
             let text = text();
-            let output = background_output(&text);
-            let failed = failed || exit_code_nonzero(&text);
+            let output = if read_later {
+                background_output(&text)
+            } else {
+                &text
+            };
+            let failed = failed || (read_later && exit_code_nonzero(&text));
             let verdict = verify::verdict(output, failed);
             passed = verdict.passed;
             self.verification = Some(Verification {

@@ -11,6 +11,9 @@ pub(super) const VERDICT_CHARS: usize = 200;
 /// How much of a result is searched for its verdict (the client cuts long output before that).
 const SCAN_BYTES: usize = 256 * 1024;
 
+/// A line longer than this is never a verdict line.
+const LINE_BYTES: usize = 1024;
+
 /// Package runners whose script names say what they run (`npm run test`, `pnpm --filter api
 /// test`, `bun run lint`).
 const RUNNERS: &[&str] = &[
@@ -212,18 +215,19 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     // Progress lines may be separated by carriage returns only (`flutter test`).
     for line in output.split(['\n', '\r']) {
         let l = line.trim();
-        if l.is_empty() || l.starts_with("Exit code ") {
-            continue;
-        }
-        // A compiler's source excerpt (`11 |     #[error("Invalid hex")]`) is code, not a count.
-        if is_source_excerpt(l) {
+        // A verdict is a short line: a longer one is output (a minified bundle, a dump).
+        if l.is_empty() || l.starts_with("Exit code ") || l.len() > LINE_BYTES {
             continue;
         }
         let class = class(l);
+        // A compiler's source excerpt (`11 |     #[error("Invalid hex")]`) is code, not a count.
+        if class.is_some() && is_source_excerpt(l) {
+            continue;
+        }
         if first_failed_test.is_none() && is_failed_test(l) && !matches!(class, Some(Class::Fail)) {
             first_failed_test = Some(l);
         }
-        let summary = is_summary(l);
+        let summary = class.is_some() && is_summary(l);
         match class {
             Some(Class::Fail) if summary => summary_fail = Some(l),
             Some(Class::Pass) if summary => summary_pass = Some(l),
