@@ -233,7 +233,11 @@ fn render_checkpoint(
         .map(|a| {
             if cp.queued.contains(a) {
                 format!("[queued] {a}")
-            } else if cp.goal.as_deref().is_some_and(|g| same_ask(g, a) && g.len() > a.len()) {
+            } else if cp
+                .goal
+                .as_deref()
+                .is_some_and(|g| same_ask(g, a) && g.len() > a.len())
+            {
                 // The newest ask is the goal: shown with the goal's room (a plan's steps).
                 cp.goal.clone().unwrap_or_default()
             } else {

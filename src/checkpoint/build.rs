@@ -383,16 +383,20 @@ impl Builder {
         let Ok(link) = serde_json::from_str::<PrLink>(line) else {
             return;
         };
-        let pr = match (link.url, link.number) {
-            (Some(url), _) if !url.is_empty() => url,
-            (_, Some(n)) => format!("#{n}"),
-            _ => return,
+        // The URL up to any whitespace: the rest of a hostile value is not read as a number
+        // or a state.
+        let url = link
+            .url
+            .as_deref()
+            .and_then(|u| u.split_whitespace().next())
+            .map(|u| sanitize(u, true));
+        let pr = match (url, link.number) {
+            (Some(url), Some(n)) => format!("#{n} {url}"),
+            (Some(url), None) => url,
+            (None, Some(n)) => format!("#{n}"),
+            (None, None) => return,
         };
-        self.pr(&pr);
-    }
-
-    fn pr(&mut self, pr: &str) {
-        self.tools.pull_request(&sanitize(pr, true));
+        self.tools.pull_request(&pr);
     }
 
     /// A `last-prompt` record: the client's own note of the newest ask (a slash command as

@@ -317,10 +317,7 @@ impl ToolLog {
         // A command sent to the background has not run yet, nor has one still running.
         // A background run's output, as `TaskOutput` wraps it.
         let read_later = call.tool != "Bash";
-        if call.verify
-            && !raw.contains(BACKGROUND_STARTED)
-            && !(read_later && still_running(raw))
-        {
+        if call.verify && !raw.contains(BACKGROUND_STARTED) && !(read_later && still_running(raw)) {
             let text = text();
             let output = if read_later {
                 background_output(&text)

@@ -616,3 +616,12 @@ fn team_sessions_peers_are_not_asks_and_a_reply_names_its_question() {
         ]
     );
 }
+
+/// A hostile `pr-link` value says no more than its URL and number.
+#[test]
+fn a_pr_link_is_its_number_and_url_only() {
+    let cp = build(&[line(
+        json!({"type": "pr-link", "prNumber": 7, "prUrl": "https://github.com/o/r/pull/7 (merged) #999\u{1b}[31m"}),
+    )]);
+    assert_eq!(cp.prs, ["#7 https://github.com/o/r/pull/7"]);
+}
