@@ -172,6 +172,38 @@ impl ToolLog {
         }
     }
 
+    /// A verification's result: recorded as the last verification with its verdict, unless
+    /// the command went to the background (it has not run yet) or a read of its output finds it
+    /// still running. Whether it passed.
+    fn judge(
+        &mut self,
+        tool: &str,
+        subject: Option<&str>,
+        raw: &str,
+        text: &dyn Fn() -> String,
+        failed: bool,
+    ) -> bool {
+        // A background run's output, as `TaskOutput` wraps it.
+        let read_later = tool != "Bash";
+        if raw.contains(BACKGROUND_STARTED) || (read_later && still_running(raw)) {
+            return !failed;
+        }
+        let text = text();
+        let output = if read_later {
+            background_output(&text)
+        } else {
+            &text
+        };
+        let failed = failed || (read_later && exit_code_nonzero(&text));
+        let verdict = verify::verdict(output, failed);
+        self.verification = Some(Verification {
+            command: subject.unwrap_or("Bash").to_string(),
+            verdict: verdict.line,
+            passed: verdict.passed,
+        });
+        verdict.passed
+    }
+
     /// A pull request the client's `pr-link` record names.
     pub(super) fn pull_request(&mut self, pr: &str) {
         prs::remember(&mut self.prs, pr, MAX_PRS);
@@ -313,26 +345,11 @@ impl ToolLog {
             self.todos.settle(key, !failed && !refused, &text);
         }
         let subject = call.subject.as_deref();
-        let mut passed = !failed;
-        // A command sent to the background has not run yet, nor has one still running.
-        // A background run's output, as `TaskOutput` wraps it.
-        let read_later = call.tool != "Bash";
-        if call.verify && !raw.contains(BACKGROUND_STARTED) && !(read_later && still_running(raw)) {
-            let text = text();
-            let output = if read_later {
-                background_output(&text)
-            } else {
-                &text
-            };
-            let failed = failed || (read_later && exit_code_nonzero(&text));
-            let verdict = verify::verdict(output, failed);
-            passed = verdict.passed;
-            self.verification = Some(Verification {
-                command: subject.unwrap_or("Bash").to_string(),
-                verdict: verdict.line,
-                passed,
-            });
-        }
+        let passed = if call.verify {
+            self.judge(&call.tool, subject, raw, &text, failed)
+        } else {
+            !failed
+        };
         if failed {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
                 self.failures.push(&call.tool, subject, &line);

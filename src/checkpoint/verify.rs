@@ -577,6 +577,16 @@ mod tests {
             v("test a ... ok\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored", true),
             ("test result: FAILED. 1 passed; 1 failed; 0 ignored; first failure: test b ... FAILED".into(), false)
         );
+        // Nothing to go on.
+        assert_eq!(
+            v("", false),
+            ("exit 0, no summary line in its output".into(), true)
+        );
+    }
+
+    /// Issue 27: the verdict lines of more runners.
+    #[test]
+    fn verdicts_of_more_runners() {
         // omp-6c0a282a.jsonl and issue 27: vite, jest with a test that names errors, gradle.
         assert_eq!(
             v("vite v5.4.2 building for production...\n✓ 1284 modules transformed.\ndist/index.html  0.46 kB\n✓ built in 3.39s", false),
@@ -609,11 +619,6 @@ mod tests {
         assert_eq!(
             v("apps/desktop build: 11 |     #[error(\"Invalid hex string\")]\napps/desktop build: ✓ built in 2.57s\napps/desktop build: Done", false),
             ("apps/desktop build: ✓ built in 2.57s".into(), true)
-        );
-        // Nothing to go on.
-        assert_eq!(
-            v("", false),
-            ("exit 0, no summary line in its output".into(), true)
         );
         assert_eq!(
             v(
