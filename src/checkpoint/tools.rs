@@ -163,8 +163,8 @@ impl ToolLog {
         let Some(command) = command else {
             return;
         };
-        let git_log = command.contains("git ") && raw.contains("Merge pull request #");
-        if !command.contains("gh pr") && !git_log {
+        // `git log`'s merges, whatever the command (its shown start may not name git).
+        if !command.contains("gh pr") && !raw.contains("Merge pull request #") {
             return;
         }
         for pr in prs::in_command(command, &text(), failed) {

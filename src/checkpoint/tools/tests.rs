@@ -513,3 +513,17 @@ fn a_plan_from_plan_mode_is_kept_with_its_file() {
         Some("/home/jim/.claude/plans/hazy-piglet.md")
     );
 }
+
+/// gitsync-1e0a84da.jsonl: `git show` late in a long command still names its merged pull request.
+#[test]
+fn merges_in_git_output_are_pull_requests_whatever_the_command() {
+    let mut log = ToolLog::default();
+    call(
+        &mut log,
+        "b1",
+        "Bash",
+        json!({"command": "grep -rl \"internalbridge\" --include='*.go' . | grep -v internal/internalbridge; echo ---; git show e0f3e4f5 --stat | head -30"}),
+    );
+    result(&mut log, "b1", json!("commit e0f3e4f5\nMerge: 52aa33b5 bd4b8c39\n\n    Merge pull request #87 from entireio/fix/internalbridge-truly-internal\n"), false);
+    assert_eq!(log.finish().prs, ["#87 (merged)"]);
+}
