@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How much of a real session the recovery block brings back.
 
-For every transcript in ../shared/transcripts/ (or the directory given with --transcripts), runs
-the real binary's PreCompact then SessionStart(compact) in a temporary CTXGUARD_HOME and HOME, at
-three kinds of moment:
+For every transcript in ../shared/transcripts/ and, when present, ../notes/transcripts/ (or the
+directories given with --transcripts), runs the real binary's PreCompact then
+SessionStart(compact) in a temporary CTXGUARD_HOME and HOME, at four kinds of moment:
 
   boundary  the transcript cut just before each of its compact_boundary lines (what PreCompact
             saw when the client compacted there); for a transcript without one, before its
@@ -11,15 +11,17 @@ three kinds of moment:
   end       the whole transcript, as if it compacted now;
   second    two compactions in the same state directory: cut before the first boundary, then
             the whole transcript. A transcript without a boundary gets one inserted before its
-            middle prompt (marked *), so the second run reads only what came after it.
+            middle prompt (marked *), so the second run reads only what came after it;
+  sampled   cut before up to six prompts spread over the session (more moments for the
+            rarer items).
 
 For each it checks the block against what the transcript says at that moment:
 
   last ask    the newest real user request (a typed prompt, or a slash command with arguments
-              as "/name args"; not a client command, a shell command or a notification) is in
-              the block (its start, and for a long one its end too);
-  open tasks  tasks open then, per the TodoWrite / TaskCreate / TaskUpdate history (changes
-              whose result failed left out), found in the block;
+              as "/name args"; not a client command, a shell command, a notification or another
+              agent's message) is in the block (its start, and for a long one its end too);
+  open tasks  (item 5) tasks open then, per the TodoWrite / TaskCreate / TaskUpdate history
+              (changes whose result failed left out), found in the block;
   files       files modified by the session so far (edits whose result did not fail) named in
               the block;
   failure     the block's newest failure line says more than "Exit code N";
@@ -27,21 +29,35 @@ For each it checks the block against what the transcript says at that moment:
               text, since the last boundary), the newest five: how many the block names;
   goal        the session's first substantive request (not a one-word acknowledgement) is in
               the block (for a plan from plan mode: its title);
-  plan steps  for a plan, how many of its numbered step headings the block names, and never
+  plan        (item 3) a plan pasted from plan mode as the goal, or written in plan mode
+              (ExitPlanMode's input, a Write under ~/.claude/plans/): its title and step
+              headings (or its checklist, a done step shown as done) named, or its file; never
               the client's plan-mode footer;
-  verified    the last test/build/lint/typecheck command with a result is named with a line of
-              its output that gives the verdict (a count of passed/failed tests, "All tests
-              passed!", "No issues found", ...);
+  verified    (item 1) the last test/build/lint/typecheck command with a result (a background
+              run counts where a TaskOutput/BashOutput read its output) is named from its
+              runner on with a line of its output that gives the verdict (a count of
+              passed/failed tests, "✓ built in", "BUILD SUCCESSFUL", "No issues found", ...);
   stale       failures shown although a later identical command, or a later successful edit of
               the same file, cleared them (shown/stale; lower is better);
   subjects    open tasks whose subject the transcript gives anywhere (TaskCreate, TaskGet,
               TaskList, a task_assignment), named with it;
   branch      a non-default gitBranch (and every pull request of a pr-link record) named;
+  PRs         (item 2) of the three newest pull requests the session named (gh pr commands and
+              their output, PR URLs, git log's "Merge pull request #N", asks), how many the
+              block names;
+  team        (item 4) no other agent's message (a peer's, a teammate's status ping) among the
+              user's requests, and a short reply answering the agent's question ("approved")
+              named with that question;
   chars       the size of the checkpoint part of the block.
+
+Then a summary: each of items 1-5 over every moment with something to recall, the largest
+checkpoint part, and the headline: the share of compactions (boundary, second and sampled
+moments) whose block names the newest ask, the goal, the open tasks, the last verdict and the
+branch all together.
 
 --self-test runs every scorer on literal cases it must pass and on ones it must fail.
 
-Usage: bench/recovery_eval.py [BINARY] [--transcripts DIR]
+Usage: bench/recovery_eval.py [BINARY] [--transcripts DIR]... [--self-test]
 BINARY defaults to $CTXGUARD_BIN, then target/release/ctxguard, then target/debug/ctxguard.
 Prints markdown tables. Python 3 standard library only.
 """
@@ -57,7 +73,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
+# The shared real sessions, and those gathered for issue 27 (kept outside the repository for
+# their size), when present.
+DEFAULT_TRANSCRIPTS = [ROOT.parent / "shared" / "transcripts", ROOT.parent / "notes" / "transcripts"]
 
 # Slash commands the client runs itself; their arguments set something up (the client's own
 # last-prompt record skips them too). /compact's are the compaction's instructions.
@@ -74,16 +92,24 @@ ACK_WORDS = {"ok", "okay", "k", "yes", "y", "yep", "yeah", "sure", "no", "n", "c
 # What runs tests, builds, linters and type checks (written here, not taken from ctxguard).
 VERIFY = re.compile(
     r"(^|[;&|(]\s*|\s)("
-    r"cargo (test|nextest|build|check|clippy)|go (test|build|vet)|"
+    r"cargo (test|nextest|build|check|clippy)|go (test|build|vet)|golangci-lint|"
     r"(npm|pnpm|yarn|bun)( run)?( --?[\w=@/.-]+)*( [@\w/.-]+)? (test|build|lint|typecheck|type-check|check)\b(?!:fix)|"
-    r"bun test|npx (jest|vitest|tsc|eslint)|jest|vitest|tsc|pytest|python3? -m (pytest|mypy)|mypy|ruff check|"
+    r"bun test|npx (jest|vitest|tsc|eslint|playwright test|vite build|webpack)|jest|vitest|tsc|eslint|pytest|"
+    r"python3? -m (pytest|mypy)|mypy|ruff check|vite build|webpack|next build|playwright test|"
     r"mix (test|compile|credo|dialyzer)|dart (analyze|test)|flutter (test|analyze)|"
-    r"make (test|check)|just (test|check|lint)|gradle\w* (test|build)|mvn (test|verify)|rspec"
+    r"make( (test|check|build|all))?$|make (test|check|build|all)|just (test|check|lint)|"
+    r"(\./)?gradlew? (test|build|check)|(\./)?mvnw? (test|verify|package)|dotnet (test|build)|rspec"
     r")\b")
+# A verdict line of the common runners: counts of passed/failed tests, a build's or a linter's
+# last word.
 VERDICT = re.compile(
-    r"\b\d+ (passed|failed|failures?|errors?|tests?|pass|fail)\b|all tests passed|some tests failed"
-    r"|no issues found|found no issues|passed successfully|no fixes applied|test result:|"
-    r"no errors|\bFAILED\b", re.I)
+    r"\b\d+ (passed|failed|failures?|errors?|tests?|pass|fail|problems?|warnings?)\b|all tests passed"
+    r"|some tests failed|no issues found|found no issues|passed successfully|no fixes applied"
+    r"|test result:|no errors|\bFAILED\b|built in \d|BUILD (SUCCESS|FAILED)|Build (succeeded|FAILED)"
+    r"|compiled (successfully|with)|All checks passed|Success: no issues|^ok\s+\S+\s+[\d.]+s"
+    r"|^(FAIL|PASS)\s+\S|Ran \d+ tests?|Finished `", re.I | re.M)
+# How the client hands over another agent's message (agent teams, 2.1.2xx).
+PEER = "Another Claude session sent a message:"
 
 
 def find_binary(arg):
@@ -142,6 +168,9 @@ def ask_of(entry):
         if not name or not args or name in CLIENT_COMMANDS:
             return None
         return "/%s %s" % (name, args)
+    if text.startswith(PEER) or is_peer_teammate(text):
+        # Another agent's message, a status ping: not the user's.
+        return None
     if text.startswith("<teammate-message"):
         # The lead's message to a teammate (agent teams): its body, or the task it assigns.
         body = re.sub(r"</?teammate-message[^>]*>", "", text).strip()
@@ -153,6 +182,16 @@ def ask_of(entry):
     if text.startswith("<") or text.startswith("[Request interrupted"):
         return None
     return text
+
+
+def is_peer_teammate(text):
+    """A teammate's message that is not its lead's, or a status ping (not a task assignment)."""
+    m = re.match(r'<teammate-message teammate_id="([^"]*)"[^>]*>\s*(.*)', text, re.S)
+    if not m:
+        return False
+    body = m.group(2)
+    status = body.startswith('{"type":"') and not body.startswith('{"type":"task_assignment"')
+    return status or m.group(1) != "team-lead"
 
 
 def normal(text):
@@ -386,26 +425,208 @@ def score_queued(block, entries):
     return "%d/%d" % (sum(found(q, flat) for q in newest), len(newest))
 
 
-def score_verification(block, entries):
-    done = results(entries)
-    last = None
+def unquoted(line):
+    """`line` with its quoted strings blanked: `grep -E '(error|mypy)'` runs no mypy."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", lambda m: " " * len(m.group(0)), line)
+
+
+def verifies(command):
+    return bool(VERIFY.search(unquoted(command.split("\n")[0])))
+
+
+def from_runner(command):
+    """A verification's command from its runner on (past `cd /long/path && `)."""
+    first = command.split("\n")[0]
+    m = VERIFY.search(unquoted(first))
+    if not m:
+        return first
+    return first[m.start(2):]
+
+
+def background_reads(entries):
+    """task id -> the output a later TaskOutput/BashOutput read of a finished task gave."""
+    done, out = results(entries), {}
+    for c in calls(entries):
+        inp = c.get("input") or {}
+        tid = inp.get("task_id") or inp.get("bash_id") or inp.get("shell_id")
+        if c.get("name") in ("TaskOutput", "BashOutput") and tid and c.get("id") in done:
+            text = done[c["id"]][1]
+            if "<status>running</status>" not in text:
+                m = re.search(r"<output>(.*?)(</output>|$)", text, re.S)
+                out[tid] = m.group(1) if m else text
+    return out
+
+
+def last_verification(entries):
+    """The last test/build/lint run with a result: (command, output), or None. A run sent to
+    the background counts where its output was read later."""
+    done, last = results(entries), None
+    reads = background_reads(entries)
     for c in calls(entries):
         cmd = (c.get("input") or {}).get("command") or ""
-        if c.get("name") == "Bash" and c.get("id") in done and VERIFY.search(cmd.split("\n")[0]):
+        if c.get("name") == "Bash" and c.get("id") in done and verifies(cmd):
             text = done[c["id"]][1]
-            if "running in background with ID" not in text:
+            m = re.search(r"running in background with ID: (\w+)", text)
+            if not m:
                 last = (cmd, text)
+            elif m.group(1) in reads:
+                last = (cmd, reads[m.group(1)])
+    return last
+
+
+def score_verification(block, entries):
+    """The last run named from its runner on, with a verdict line of its output."""
+    last = last_verification(entries)
     if last is None:
         return "–"
     cmd, text = last
     m = re.search(r"Last verification:\n`{3,}text\n(.*?)\n`{3,}", block, re.S)
-    if not m or normal(cmd.split("\n")[0])[:30] not in normal(m.group(1)):
+    if not m or normal(from_runner(cmd))[:30] not in normal(m.group(1)):
         return "no"
     shown = normal(m.group(1))
+    # Colours are not part of a line (the block shows it without them).
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
     verdicts = [normal(l) for l in text.splitlines() if VERDICT.search(l)]
     if not verdicts:
         return "yes (no verdict in output)"
     return "yes" if any(v[:40] in shown for v in verdicts) else "no verdict"
+
+
+def pr_numbers(entries):
+    """Pull requests the session named, newest first: `gh pr <verb> N`, PR URLs in tool output
+    and pr-link records, `git log`'s "Merge pull request #N", and asks naming "PR #N"."""
+    done, seen = results(entries), []
+
+    def note(numbers):
+        for n in numbers:
+            if n in seen:
+                seen.remove(n)
+            seen.append(n)
+    calls_by_id = {c.get("id"): c for c in calls(entries)}
+    for e in entries:
+        if not isinstance(e, dict) or not main_chain(e):
+            continue
+        if e.get("type") == "pr-link" and e.get("prUrl"):
+            note(re.findall(r"/pull/(\d+)", e["prUrl"]))
+            continue
+        ask = ask_of(e) if e.get("type") == "user" else None
+        if ask:
+            note([a or b for a, b in re.findall(r"(?:PR|pull request)\s*#?(\d+)|/pull/(\d+)", ask, re.I)])
+        if e.get("type") != "user":
+            continue
+        for blk in contents(e)[1]:
+            if blk.get("type") != "tool_result":
+                continue
+            call = calls_by_id.get(blk.get("tool_use_id"))
+            if not call or call.get("name") != "Bash":
+                continue
+            cmd = (call.get("input") or {}).get("command") or ""
+            text = done.get(call.get("id"), (False, ""))[1]
+            merged = re.findall(r"Merge pull request #(\d+)", text)
+            note(list(reversed(merged[:8])))
+            if "gh pr" in cmd:
+                note(re.findall(r"/pull/(\d+)", text))
+                note(re.findall(r"gh pr \w+ #?(\d+)", cmd.split("\n")[0]))
+    return list(reversed(seen))
+
+
+def score_prs(block, entries):
+    """Of the three newest pull requests the session named, how many the block names."""
+    newest = pr_numbers(entries)[:3]
+    if not newest:
+        return "–"
+    named = [n for n in newest if re.search(r"(#|/pull/)%s\b" % n, block)]
+    return "%d/%d" % (len(named), len(newest))
+
+
+def written_plan(entries):
+    """The newest plan written in plan mode (ExitPlanMode's input, a Write under
+    ~/.claude/plans/): (text, file or None), or None."""
+    plan, path = None, None
+    done = results(entries)
+    for c in calls(entries):
+        inp = c.get("input") or {}
+        if c.get("name") == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
+            plan = inp["plan"]
+            m = re.search(r"plan has been saved to: (\S+)", done.get(c.get("id"), (False, ""))[1])
+            path = m.group(1) if m else path
+        elif c.get("name") == "Write" and "/.claude/plans/" in (inp.get("file_path") or ""):
+            plan, path = inp.get("content") or plan, inp["file_path"]
+    return (plan, path) if plan else None
+
+
+def score_plan(block, entries):
+    """A plan (pasted from plan mode as the goal, or written in plan mode): its title and its
+    numbered step headings (the first eight) named, or its file; never the client's footer."""
+    reqs = requests(entries)
+    pasted = plan_parts(reqs[0]) if reqs else None
+    written = written_plan(entries)
+    if pasted is None and written is None:
+        return "–"
+    if "before exiting plan mode" in block:
+        return "footer"
+    flat = normal(block)
+    file_named = False
+    if pasted is not None:
+        title, steps = pasted
+    else:
+        title, steps = plan_parts("Implement the following plan:\n" + written[0])
+        file_named = bool(written[1]) and written[1] in block
+        # A plan that tracks its steps as a checklist: those, a done one shown as done.
+        checklist = re.findall(r"^\s*(?:\d+\.|[-*])\s+(✅|☑|✔|\[[xX ]\]|⏳|⬜|☐)\s*(.+)$",
+                               written[0], re.M)
+        if len(checklist) >= 2:
+            steps = [("[done] " if mark in ("✅", "☑", "✔", "[x]", "[X]") else "") + item
+                     for mark, item in checklist]
+    steps = steps[:8]
+    kept = sum(found(st, flat, 25) for st in steps)
+    if title and title[:40] not in flat:
+        return "no"
+    if kept == len(steps):
+        return "yes"
+    return "yes (file)" if file_named else "%d/%d" % (kept, len(steps))
+
+
+def team_turns(entries):
+    """Another agent's messages since the boundary (the start of each), and the newest short
+    reply that answers the agent's question: (peers, (reply, question) or None)."""
+    peers, answer, question = [], None, None
+    for e in since_boundary(entries):
+        if not main_chain(e):
+            continue
+        text, blocks = contents(e)
+        if e.get("type") == "assistant":
+            if any(b.get("type") == "tool_use" for b in blocks):
+                question = None
+            elif text.strip():
+                last = [l.strip() for l in text.splitlines() if l.strip()][-1:]
+                question = last[0] if last and re.search(r"\?|approv|confirm|proceed|승인", text, re.I) else None
+        elif e.get("type") == "user" and not e.get("isMeta"):
+            t = text.strip()
+            if t.startswith(PEER) or is_peer_teammate(t):
+                body = re.sub(r"<[^>]+>", " ", t.replace(PEER, ""))
+                peers.append(normal(body)[:40])
+            elif t and not t.startswith("<") and len(t.split()) <= 2 and question:
+                answer = (t, question)
+                question = None
+    return peers, answer
+
+
+def score_team(block, entries):
+    """No other agent's message under the user's requests; a short reply answering the agent's
+    question named with (the start of) that question."""
+    peers, answer = team_turns(entries)
+    if not peers and not answer:
+        return "–"
+    m = re.search(r"Recent user requests[^\n]*\n`{3,}text\n(.*?)\n`{3,}", block, re.S)
+    asked = normal(m.group(1)) if m else ""
+    if any(p and p in asked for p in peers):
+        return "no (peer shown)"
+    if answer:
+        reply, question = answer
+        if reply not in asked or normal(question)[:20] not in asked:
+            return "no (answer)"
+    return "yes"
 
 
 def stale_failures(entries):
@@ -539,10 +760,11 @@ def measure(block, entries, cwd):
         line = re.sub(r" \(\d+ times\)$", "", failure.split(": ", 1)[-1])
         line = line.split(" → ", 1)[-1]
         failure_cell = "no" if EXIT_ONLY.match(line.strip()) else "yes"
-    goal_cell, plan_cell = score_goal(block, upto)
-    return [ask_cell, score_queued(block, upto), goal_cell, plan_cell, task_cell,
+    goal_cell, _ = score_goal(block, upto)
+    return [ask_cell, score_queued(block, upto), goal_cell, score_plan(block, upto), task_cell,
             score_subjects(block, upto), score_verification(block, upto),
-            score_stale(block, upto, cwd), score_branch(block, upto), file_cell, failure_cell,
+            score_stale(block, upto, cwd), score_branch(block, upto), score_prs(block, upto),
+            score_team(block, upto), file_cell, failure_cell,
             str(len(block)) if block else "0"]
 
 
@@ -555,7 +777,7 @@ def evaluate(binary, path, workdir):
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
     entries = parse(lines)
     session, cwd = session_of(entries)
-    rows = {"boundary": [], "end": [], "second": []}
+    rows = {"boundary": [], "end": [], "second": [], "sampled": []}
     for b in boundaries(entries):
         trigger, instructions = compaction_of(entries, b)
         block = Run(binary, workdir, session, cwd).compact(lines[:b], trigger, instructions)
@@ -581,17 +803,70 @@ def evaluate(binary, path, workdir):
                                 + measure(block, entries[:first], cwd))
     block = run.compact(later, "manual", "")
     rows["second"].append([name] + measure(block, entries, cwd))
+    # More moments for the rarer items: cut before prompts spread over the session.
+    prompts = [i for i, e in enumerate(entries) if isinstance(e, dict) and ask_of(e)]
+    cuts = sorted({prompts[k * len(prompts) // (SAMPLES + 1)] for k in range(1, SAMPLES + 1)}
+                  - {prompts[0], first}) if prompts else []
+    for cut in cuts:
+        # The compactions before the cut happened in the same state directory.
+        run = Run(binary, workdir, session, cwd)
+        for b in (b for b in found if b < cut):
+            run.compact(lines[:b], *compaction_of(entries, b))
+        block = run.compact(lines[:cut], "auto", "")
+        rows["sampled"].append(["%s @ line %d" % (path.name, cut + 1)]
+                               + measure(block, entries[:cut], cwd))
     return rows
 
 
-HEADER = ["transcript", "last ask named", "queued prompts named", "goal kept", "plan steps",
-          "open tasks recalled", "task subjects", "last verification with verdict",
-          "stale failures shown", "branch / PR", "modified files recalled",
-          "last failure informative", "checkpoint chars"]
+# Cuts per session, before prompts spread over it, besides the moments above.
+SAMPLES = 6
+
+
+HEADER = ["transcript", "last ask named", "queued prompts named", "goal kept", "3 plan",
+          "5 open tasks recalled", "task subjects", "1 last verification with verdict",
+          "stale failures shown", "branch / PR", "2 pull requests", "4 team turns",
+          "modified files recalled", "last failure informative", "checkpoint chars"]
+# The columns of issue 27's items 1-5, and those of the headline figure.
+ITEMS = {"1 verdict": 7, "2 pull requests": 10, "3 plan": 4, "4 team turns": 11,
+         "5 open tasks": 5}
+HEADLINE = {"newest ask": 1, "goal": 3, "open tasks": 5, "last verdict": 7, "branch": 9}
+
+
+def good(cell):
+    """Whether a cell is a pass: yes, nothing to recall, or every item recalled."""
+    if cell == "–" or cell.startswith("yes"):
+        return True
+    m = re.match(r"(\d+)/(\d+)$", cell)
+    return bool(m) and m.group(1) == m.group(2)
+
+
+def summary(all_rows):
+    """Each of items 1-5 over every moment that had something to recall; the largest block;
+    and the headline: the share of compactions whose block names the newest ask, the goal, the
+    open tasks, the last verdict and the branch all together."""
+    rows = [r for moment in ("boundary", "end", "second", "sampled") for r in all_rows[moment]]
+    out = ["| item | moments passed | share |", "|---|---|---|"]
+    for name, col in ITEMS.items():
+        cells = [r[col] for r in rows if r[col] != "–"]
+        ok = sum(map(good, cells))
+        share = "%d%%" % round(100 * ok / len(cells)) if cells else "–"
+        out.append("| %s | %d/%d | %s |" % (name, ok, len(cells), share))
+    biggest = max((int(r[-1]) for r in rows), default=0)
+    out.append("| largest checkpoint part | %d chars | %s |"
+               % (biggest, "within 3200" if biggest <= 3200 else "OVER 3200"))
+    # Every moment a compaction happened or is simulated (a cut, then PreCompact).
+    compactions = all_rows["boundary"] + all_rows["second"] + all_rows["sampled"]
+    whole = sum(all(good(r[c]) for c in HEADLINE.values()) for r in compactions)
+    out.append("")
+    out.append("**Headline: at %d of %d compactions (%d%%) the block names the newest ask, the "
+               "goal, the open tasks, the last verdict and the branch all together.**"
+               % (whole, len(compactions), round(100 * whole / max(len(compactions), 1))))
+    return "\n".join(out)
 TITLES = {
     "boundary": "Cut just before each compact_boundary",
     "end": "At the end of the transcript",
     "second": "Second compaction in the same state directory (at the end)",
+    "sampled": "Cut before prompts spread over each session (up to %d a session)" % 6,
 }
 
 
@@ -661,6 +936,74 @@ def self_test():
     check("branch yes", score_branch("branch feat/x\npull request https://github.com/o/r/pull/7", branch), "yes")
     check("branch no", score_branch("branch feat/x", branch), "no")
     check("branch default", score_branch("", [dict(user("x"), gitBranch="main")]), "–")
+    # 1. A verdict: vite's, read from a background run's output; the command from the runner on.
+    vite = (bash(4, "cd /long/path/to/app && npx vite build --mode staging 2>&1 | tail -3",
+                 "Command running in background with ID: b50b67f. Output is being written to: x")
+            + [{"type": "assistant", "message": {"content": [
+                  {"type": "tool_use", "id": "o1", "name": "TaskOutput", "input": {"task_id": "b50b67f"}}]}},
+               {"type": "user", "message": {"content": [
+                  {"type": "tool_result", "tool_use_id": "o1",
+                   "content": "<status>completed</status>\n<output>\n✓ 12 modules transformed.\n✓ built in 3.39s\n</output>"}]}}])
+    check("verdict yes (vite, background)", score_verification(fenced(
+        "Last verification:", "[passed] npx vite build --mode staging 2>&1 | tail -3 → ✓ built in 3.39s"), vite), "yes")
+    check("verdict no summary line", score_verification(fenced(
+        "Last verification:", "[passed] npx vite build --mode staging 2>&1 | tail -3 → exit 0, no summary line"),
+        vite), "no verdict")
+    check("verdict cut in the cd prefix", score_verification(fenced(
+        "Last verification:", "[passed] cd /long/path/to/app && npx vite b… → ✓ built in 3.39s"), vite), "no")
+    jest = bash(5, "npx jest", "PASS a.test.ts\nTests:       49 passed, 49 total")
+    check("verdict jest", score_verification(fenced("Last verification:", "[passed] npx jest → Tests: 49 passed, 49 total"), jest), "yes")
+    # 2. Pull requests: gh pr create's URL, gh pr merge N, git log's merges; the newest three.
+    prs = (bash(6, "git log --oneline", "a Merge pull request #89 from o/x\nb Merge pull request #88 from o/y")
+           + bash(7, "cd /x && gh pr create --title t", "https://github.com/o/r/pull/233")
+           + bash(8, "gh pr merge 221 --squash", ""))
+    check("prs order", pr_numbers(prs), ["221", "233", "89", "88"])
+    check("prs yes", score_prs("pull request #221 (merged)\npull request #233 (created)\n#89", prs), "3/3")
+    check("prs no", score_prs("pull request #88", prs), "0/3")
+    # 3. A plan written in plan mode: its steps, or its file; never the footer.
+    written = [{"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "p1", "name": "ExitPlanMode",
+         "input": {"plan": "# Phase 0\n## Context\n### 1. ✅ Session storage\n### 2. Resumption testing"}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "p1",
+         "content": "User has approved your plan.\nYour plan has been saved to: /h/.claude/plans/x.md\n"}]}}]
+    check("plan written yes", score_plan("Phase 0. Steps: 1. ✅ Session storage; 2. Resumption testing", written), "yes")
+    check("plan written file", score_plan("Phase 0\nfile: /h/.claude/plans/x.md", written), "yes (file)")
+    check("plan written no", score_plan("Phase 0. Steps: 1. ✅ Session storage", written), "1/2")
+    checklist = [dict(written[0], message={"content": [dict(written[0]["message"]["content"][0], input={
+        "plan": "# Phase 0\n## Status\n1. ✅ Session storage\n2. ⏳ Resumption testing\n### 1. Storage\n### 2. Schema"})]})]
+    check("plan checklist yes", score_plan("Phase 0. Steps: 1. [done] Session storage; 2. Resumption testing",
+                                           checklist), "yes")
+    check("plan step done lost", score_plan("Phase 0. Steps: 1. Session storage; 2. Resumption testing",
+                                            checklist), "1/2")
+    check("plan pasted footer", score_plan("Fast path before exiting plan mode", plan), "footer")
+    # 4. Team turns: a peer's ping is not a request; "approved" answers the agent's question.
+    team = [user("migrate the server"),
+            user('Another Claude session sent a message:\n<teammate-message teammate_id="design-review">\n'
+                 '{"type":"idle_notification","from":"design-review"}\n</teammate-message>'),
+            {"type": "assistant", "message": {"content": [{"type": "text", "text": "Design is ready. Approve it?"}]}},
+            user("approved")]
+    check("team yes", score_team(fenced("Recent user requests (newest first):",
+                                        "approved (answering: Design is ready. Approve it?)", "migrate the server"), team), "yes")
+    check("team peer shown", score_team(fenced("Recent user requests (newest first):",
+                                               'Another Claude session sent a message: {"type":"idle_notification","from":"design-review"}'),
+                                        team), "no (peer shown)")
+    check("team answer without its question", score_team(fenced("Recent user requests (newest first):", "approved"), team),
+          "no (answer)")
+    check("team: a peer is no ask", requests(team), ["migrate the server", "approved"])
+    # 5. Open tasks: one created and never updated is still open.
+    open_ = [{"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "c1", "name": "TaskCreate", "input": {"subject": "Deploy to Streamlit Cloud"}},
+        {"type": "tool_use", "id": "c2", "name": "TaskCreate", "input": {"subject": "Fix the parser"}},
+        {"type": "tool_use", "id": "u2", "name": "TaskUpdate", "input": {"taskId": "2", "status": "completed"}}]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "Task #1 created successfully"},
+            {"type": "tool_result", "tool_use_id": "c2", "content": "Task #2 created successfully"},
+            {"type": "tool_result", "tool_use_id": "u2", "content": "Updated task #2 status"}]}}]
+    check("open tasks yes", measure("[pending] Deploy to Streamlit Cloud", open_, "")[4], "1/1")
+    check("open tasks no", measure("[completed] Fix the parser", open_, "")[4], "0/1")
+    # The headline's notion of a pass.
+    check("good", [good(c) for c in ("yes", "–", "2/2", "yes (file)", "1/2", "no", "footer")],
+          [True, True, True, True, False, False, False])
     bad = [c for c in checks if not c[1]]
     for name, ok, got, want in checks:
         print("%-4s %s%s" % ("ok" if ok else "FAIL", name, "" if ok else ": got %r, want %r" % (got, want)))
@@ -670,31 +1013,34 @@ def self_test():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("binary", nargs="?")
-    parser.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS)
+    parser.add_argument("--transcripts", type=Path, action="append",
+                        help="a directory of .jsonl transcripts (repeatable); default: "
+                             "../shared/transcripts and, when present, ../notes/transcripts")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     if args.self_test:
         return self_test()
-    if not args.transcripts.is_dir():
-        print("no transcripts at %s: nothing to evaluate" % args.transcripts)
-        return 0
-    paths = sorted(args.transcripts.glob("*.jsonl"))
+    dirs = args.transcripts or [d for d in DEFAULT_TRANSCRIPTS if d.is_dir()]
+    paths = sorted(p for d in dirs if d.is_dir() for p in d.glob("*.jsonl"))
     if not paths:
-        print("no .jsonl transcripts in %s: nothing to evaluate" % args.transcripts)
+        print("no .jsonl transcripts in %s: nothing to evaluate" % ", ".join(map(str, dirs)))
         return 0
     binary = find_binary(args.binary)
-    all_rows = {"boundary": [], "end": [], "second": []}
+    all_rows = {"boundary": [], "end": [], "second": [], "sampled": []}
     with tempfile.TemporaryDirectory() as workdir:
         for path in paths:
             for moment, rows in evaluate(binary, path, workdir).items():
                 all_rows[moment] += rows
-    for moment in ("boundary", "end", "second"):
+    for moment in ("boundary", "end", "second", "sampled"):
         print("### %s\n" % TITLES[moment])
         print(table(all_rows[moment]) if all_rows[moment] else "(none)")
         print()
     print("`–`: nothing to recall at that moment (no ask, no open task, no modified file, "
           "no failure shown). `*`: no compaction in the transcript; cut (and for the second "
           "compaction, a compact_boundary inserted) before its middle prompt.")
+    print()
+    print("### Items 1-5 of issue 27, over every moment with something to recall\n")
+    print(summary(all_rows))
     return 0
 
 

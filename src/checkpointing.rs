@@ -139,14 +139,15 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         if cp.verification.is_none() {
             cp.verification.clone_from(&prev.verification);
         }
+        if cp.plan.is_none() && cp.plan_file.is_none() {
+            cp.plan.clone_from(&prev.plan);
+            cp.plan_file.clone_from(&prev.plan_file);
+        }
         let mut prs = prev.prs.clone();
         for pr in &cp.prs {
-            if !prs.contains(pr) {
-                prs.push(pr.clone());
-            }
+            checkpoint::remember_pr(&mut prs, pr, checkpoint::MAX_PRS);
         }
-        let skip = prs.len().saturating_sub(checkpoint::MAX_PRS);
-        cp.prs = prs.into_iter().skip(skip).collect();
+        cp.prs = prs;
         let mut earlier: Vec<String> = prev.earlier_asks.clone();
         earlier.extend(prev.asks.iter().cloned());
         earlier.retain(|a| !cp.asks.contains(a));
@@ -155,6 +156,8 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         cp.earlier_asks = earlier.into_iter().skip(skip).collect();
         if cp.todos.is_empty() {
             cp.todos = prev.todos.iter().filter(|t| t.is_open()).cloned().collect();
+        } else if cp.todos.iter().any(|t| t.id.is_some()) {
+            carry_tasks(&mut cp.todos, &prev.todos);
         }
         for file in &prev.files_modified {
             if cp.files_modified.len() >= CARRIED_FILES {
@@ -170,6 +173,37 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         cp.todos = open.into_iter().chain(done).collect();
     }
 }
+
+/// Tasks (`TaskCreate`/`TaskUpdate`) open before the previous compaction that the part read
+/// since did not touch are still open: carried into `todos`, with their subjects. One the part
+/// read changed keeps its new status, and its subject from before when it is known here only
+/// by its id. A `TodoWrite` list is not carried into tasks: the newer mechanism wins.
+fn carry_tasks(todos: &mut Vec<Todo>, previous: &[Todo]) {
+    for old in previous.iter().filter(|t| t.is_open()) {
+        let Some(id) = old.id.as_deref() else {
+            continue;
+        };
+        match todos.iter_mut().find(|t| t.id.as_deref() == Some(id)) {
+            Some(new) => {
+                let by_id = new.content == format!("task #{id}");
+                if by_id && old.content != new.content {
+                    new.content.clone_from(&old.content);
+                }
+            }
+            None => todos.push(old.clone()),
+        }
+    }
+    let rank = |t: &Todo| match t.status.as_str() {
+        "in_progress" => 0,
+        "completed" => 2,
+        _ => 1,
+    };
+    todos.sort_by_key(rank);
+    todos.truncate(CARRIED_TODOS);
+}
+
+/// Todos kept across compactions, at most (as many as a checkpoint holds).
+const CARRIED_TODOS: usize = 100;
 
 /// The same checkpoint but for when it was written, under which name, after which one, and
 /// what triggered it.
@@ -202,7 +236,52 @@ mod tests {
         Todo {
             content: content.into(),
             status: status.into(),
+            id: None,
         }
+    }
+
+    fn task(id: &str, content: &str, status: &str) -> Todo {
+        Todo {
+            id: Some(id.into()),
+            ..todo(content, status)
+        }
+    }
+
+    /// Issue 27: a task created before the first boundary and never updated is still open at
+    /// the next compaction, with its subject; one closed since is not.
+    #[test]
+    fn open_tasks_carry_forward_until_closed() {
+        let previous = Checkpoint {
+            todos: vec![
+                task("1", "Fix the parser", "in_progress"),
+                task("2", "Deploy to Streamlit Cloud + smoke test", "pending"),
+                task("3", "Write the docs", "pending"),
+            ],
+            ..Checkpoint::default()
+        };
+        let mut cp = Checkpoint {
+            todos: vec![
+                task("1", "task #1", "completed"),
+                task("3", "task #3", "in_progress"),
+                task("4", "Release", "pending"),
+            ],
+            ..Checkpoint::default()
+        };
+        carry_forward(&mut cp, Some(&previous), None);
+        let shown: Vec<(&str, &str)> = cp
+            .todos
+            .iter()
+            .map(|t| (t.content.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("Write the docs", "in_progress"),
+                ("Release", "pending"),
+                ("Deploy to Streamlit Cloud + smoke test", "pending"),
+                ("Fix the parser", "completed"),
+            ]
+        );
     }
 
     #[test]

@@ -128,6 +128,25 @@ pub(crate) fn file_list(cp: &Checkpoint) -> Vec<String> {
         .collect()
 }
 
+/// Front-matter keys the client writes for its own bookkeeping: they say nothing of the memory.
+const BOOKKEEPING: &[&str] = &["originSessionId:", "modified:", "created:", "updated:"];
+
+/// A memory's text without the bookkeeping lines of its front matter (`originSessionId`,
+/// `modified`); its name, description and type stay.
+fn without_bookkeeping(content: &str) -> String {
+    let Some(rest) = content.strip_prefix("---\n") else {
+        return content.to_string();
+    };
+    let Some((front, body)) = rest.split_once("\n---") else {
+        return content.to_string();
+    };
+    let kept: Vec<&str> = front
+        .lines()
+        .filter(|l| !BOOKKEEPING.iter().any(|k| l.trim_start().starts_with(k)))
+        .collect();
+    format!("---\n{}\n---{body}", kept.join("\n"))
+}
+
 /// ", after N compactions" for a session that compacted, else nothing.
 fn compactions(n: u64) -> String {
     match n {
@@ -206,7 +225,6 @@ fn render_checkpoint(
         .cloned()
         .collect();
     let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_ask(g, a));
-    let queued_any = cp.asks.iter().any(|a| cp.queued.contains(a));
     let asks: Vec<String> = cp
         .asks
         .iter()
@@ -215,11 +233,19 @@ fn render_checkpoint(
         .map(|a| {
             if cp.queued.contains(a) {
                 format!("[queued] {a}")
+            } else if cp
+                .goal
+                .as_deref()
+                .is_some_and(|g| same_ask(g, a) && g.len() > a.len())
+            {
+                // The newest ask is the goal: shown with the goal's room (a plan's steps).
+                cp.goal.clone().unwrap_or_default()
             } else {
                 a.clone()
             }
         })
         .collect();
+    let queued_any = asks.iter().any(|a| a.starts_with("[queued] "));
     // A `/compact <focus>`: the user said what matters now. What it may have set aside (the
     // requests of earlier cycles) is not brought back; the rest is marked as reference.
     let focus = m
@@ -255,13 +281,33 @@ fn render_checkpoint(
     } else {
         "Open todos:".to_string()
     };
+    // The failing verification is shown once, as the last verification.
+    let failed_run = cp
+        .verification
+        .as_ref()
+        .filter(|v| !v.passed)
+        .map(|v| format!("{} → ", v.command));
     let failures: Vec<String> = cp
         .failures
         .iter()
         .rev()
+        .filter(|f| {
+            !failed_run
+                .as_ref()
+                .is_some_and(|run| f.error.starts_with(run))
+        })
         .map(|f| format!("{}: {}", f.tool, f.error))
         .collect();
-    let mut files = file_list(cp);
+    // A saved memory is shown with its contents, the plan's file with the plan: not again as
+    // modified files.
+    let mut files: Vec<String> = file_list(cp)
+        .into_iter()
+        .zip(&cp.files_modified)
+        .filter(|(_, file)| {
+            !cp.memories_saved.contains(file) && cp.plan_file.as_ref() != Some(file)
+        })
+        .map(|(shown, _)| shown)
+        .collect();
     if kind == Kind::Previous {
         files.truncate(10);
     }
@@ -277,6 +323,19 @@ fn render_checkpoint(
             format!("[{mark}] {} → {}", v.command, v.verdict)
         })
         .collect();
+    // The plan, unless a request already shows it (a plan handed over as a prompt), and where
+    // the client keeps it.
+    let plan_start = |p: &str| p.chars().take(50).collect::<String>();
+    let mut plan: Vec<String> = cp
+        .plan
+        .iter()
+        .filter(|p| {
+            let start = plan_start(p);
+            !cp.goal.iter().chain(&cp.asks).any(|a| a.contains(&start))
+        })
+        .cloned()
+        .collect();
+    plan.extend(cp.plan_file.iter().map(|f| format!("file: {f}")));
     let mut place = Vec::new();
     if let Some(branch) = m.git_branch.as_deref().filter(|b| !is_default_branch(b)) {
         place.push(format!("branch {branch}"));
@@ -326,7 +385,7 @@ fn render_checkpoint(
                 format!(
                     "file: {}\n{}\n",
                     cut(&sanitize(&m.label, true), 200),
-                    m.content
+                    without_bookkeeping(&m.content)
                 )
             })
             .collect()
@@ -364,6 +423,7 @@ fn render_checkpoint(
     sections.extend([
         Section::new(goal_title, "goal", 9, goal),
         Section::new(requests_title, "requests", 10, asks),
+        Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 6, place),
         Section::new(&todo_title, "open todos", 8, open),

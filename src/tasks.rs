@@ -81,6 +81,7 @@ pub fn read(dir: &Path) -> Option<Vec<Todo>> {
             Todo {
                 content: subject,
                 status: cut(&sanitize(&task.status, true), 20),
+                id: None,
             },
         ));
         if tasks.len() >= MAX_TASKS {

@@ -52,6 +52,11 @@ const CASES: &[Case] = &[
     ("recovery-real-plan.md", |s| s.published(0, "ctxeval-8209f1c2-plan.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-teammate.md", |s| s.published(0, "cybervpn-cdd85d16-teammate.jsonl").start(1, SESSION, "compact", CWD)),
     ("recovery-real-red-tail.md", |s| s.published(0, "spotter-ae4a77f8-red-tail.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-vite.md", |s| s.published(0, "cipherbox-f7594e2b-vite.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-jest.md", |s| s.published(0, "cipherbox-f7594e2b-jest.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-gh-pr.md", |s| s.published(0, "entirecontext-d29c2adb-gh-pr.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-team.md", |s| s.published(0, "entirecontext-d29c2adb-team.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-plan-mode.md", |s| s.published(0, "cctrace-phase0-plan-mode.jsonl").start(1, SESSION, "compact", CWD)),
     // PreCompact: the facts block the client adds to the compaction's instructions, on the same excerpts.
     ("facts-real-edits.md", |s| s.facts(0, "spotter-ae4a77f8-edits.jsonl", Value::Null)),
     ("facts-real-todos.md", |s| s.facts(0, "reliability-python-to-rust-port-todos.jsonl", Value::Null)),

@@ -243,7 +243,7 @@ fn queued_prompts_the_goal_the_branch_and_the_pull_request() {
         section(&block, "Where the work lives"),
         [
             "branch feat/phase-14-user-to-user-sharing",
-            "pull request https://github.com/FSM1/cipher-box/pull/183"
+            "pull request #183 https://github.com/FSM1/cipher-box/pull/183"
         ]
     );
     assert_eq!(

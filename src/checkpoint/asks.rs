@@ -84,6 +84,75 @@ pub(super) fn ends(clean: &str, max: usize, tail_chars: usize) -> String {
     format!("{}…{}", head.trim_end(), tail.trim_start())
 }
 
+/// A plan as the agent wrote it in plan mode (`ExitPlanMode`'s input, a file under
+/// `~/.claude/plans/`): its title and as many step headings as fit in `max` characters, a step
+/// marked done (`✅`, `[x]`) kept so. `None` when it has no text.
+pub(super) fn written_plan(text: &str, max: usize) -> Option<String> {
+    let text = super::failures::within(text, 0, CLEAN_BYTES);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let summary = plan(&format!("{PLAN_START}\n{text}"), max + PLAN_START.len() + 1)?;
+    let summary = summary.strip_prefix(PLAN_START).unwrap_or(&summary).trim();
+    // A plan that tracks its steps as a checklist: those steps, each marked as it is.
+    let checklist = checklist(text);
+    if checklist.len() >= 2 {
+        let title = summary.split(". Steps: ").next().unwrap_or(summary);
+        let mut out = format!("{title}. Steps: ");
+        for (i, step) in checklist.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "; " };
+            if out.chars().count() + step.chars().count() + 2 > max.saturating_sub(20) {
+                out.push_str(&format!("{sep}(+{} more steps)", checklist.len() - i));
+                break;
+            }
+            out.push_str(sep);
+            out.push_str(step);
+        }
+        return Some(head_tail(&sanitize(&out, true), max));
+    }
+    (!summary.is_empty()).then(|| head_tail(summary, max))
+}
+
+/// Marks of a checklist's items: done, or not yet.
+const DONE_MARKS: &[&str] = &["✅", "☑", "✔", "[x]", "[X]"];
+const OPEN_MARKS: &[&str] = &["⏳", "⬜", "☐", "[ ]", "🔄"];
+
+/// A plan's checklist items (`1. ✅ Session storage`, `- [ ] Resumption testing`), each as
+/// `1. [done] Session storage` or `2. Resumption testing`, at most a screenful.
+fn checklist(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines().take(2_000) {
+        let l = line.trim_start();
+        let (number, rest) = match l.split_once(". ") {
+            Some((n, rest))
+                if !n.is_empty() && n.len() <= 3 && n.chars().all(|c| c.is_ascii_digit()) =>
+            {
+                (format!("{n}. "), rest)
+            }
+            _ => match l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")) {
+                Some(rest) => (String::new(), rest),
+                None => continue,
+            },
+        };
+        let rest = rest.trim_start();
+        let done = DONE_MARKS.iter().find(|m| rest.starts_with(*m));
+        let open = OPEN_MARKS.iter().find(|m| rest.starts_with(*m));
+        let (mark, item) = match (done, open) {
+            (Some(m), _) => ("[done] ", &rest[m.len()..]),
+            (None, Some(m)) => ("", &rest[m.len()..]),
+            (None, None) => continue,
+        };
+        // The step's name, not its note (`Session storage - mapped the whole tree`).
+        let item = item.split(" - ").next().unwrap_or(item);
+        let item = head_tail(&sanitize(item.trim(), true), HEADING_CHARS);
+        out.push(format!("{number}{mark}{item}"));
+        if out.len() >= 20 {
+            break;
+        }
+    }
+    out
+}
+
 /// A plan handed over from plan mode, as its title and as many step headings as fit in `max`
 /// characters: "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type
 /// changes; 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
@@ -145,6 +214,73 @@ pub(super) fn plan(text: &str, max: usize) -> Option<String> {
 /// A message from the team lead to this teammate (agent teams): `<teammate-message
 /// teammate_id="team-lead">…</teammate-message>` as "team-lead: …", and a task assignment in it
 /// as "team-lead assigned task #24: TST-1: Unit tests…".
+/// How the client hands over a message from another agent of the team (2.1.2xx): never the
+/// user's ask.
+const PEER_MESSAGE: &str = "Another Claude session sent a message:";
+
+/// The lead of an agent team, whose messages are a teammate's asks.
+const TEAM_LEAD: &str = "team-lead";
+
+/// Is `text` another agent's message rather than the user's (or, for a teammate, its lead's):
+/// a peer's message as the client hands it over, a teammate's status ping
+/// (`idle_notification`), any teammate's message but the lead's?
+pub(super) fn from_peer(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.starts_with(PEER_MESSAGE) {
+        return true;
+    }
+    let Some(rest) = t.strip_prefix("<teammate-message") else {
+        return false;
+    };
+    let Some((attrs, body)) = rest.split_once('>') else {
+        return false;
+    };
+    let from = attrs
+        .split("teammate_id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next());
+    let status = body.trim_start().starts_with("{\"type\":\"")
+        && !body
+            .trim_start()
+            .starts_with("{\"type\":\"task_assignment\"");
+    status || from.is_some_and(|f| f != TEAM_LEAD)
+}
+
+/// Words with which an agent asks the user to decide: a short reply after one answers it.
+const ASKING: &[&str] = &[
+    "?",
+    "approv",
+    "confirm",
+    "proceed",
+    "go ahead",
+    "shall i",
+    "should i",
+    "want me to",
+    "let me know",
+    "ok to",
+    "승인",
+    "확인",
+    "진행",
+];
+
+/// The question an agent's message ends its turn on (its last line that asks something), cut
+/// to `max` characters keeping its end; `None` when it asks nothing.
+pub(super) fn question(text: &str, max: usize) -> Option<String> {
+    let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());
+    let line = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(4)
+        .find(|l| {
+            let lower = l.to_lowercase();
+            ASKING.iter().any(|w| lower.contains(w))
+        })?;
+    let clean = sanitize(line, true);
+    (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
+}
+
 pub(super) fn teammate_message(text: &str) -> Option<String> {
     let t = text.trim_start();
     let rest = t.strip_prefix("<teammate-message")?;

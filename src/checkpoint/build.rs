@@ -26,8 +26,8 @@ use super::block::{push_line, result_text, tag_text, Block};
 use super::bounded;
 use super::tools::ToolLog;
 use super::{
-    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_PRS,
-    MAX_QUEUED, PR_CHARS, QUEUED_CHARS,
+    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_QUEUED,
+    QUEUED_CHARS,
 };
 use crate::files;
 use crate::text::{cut, sanitize};
@@ -98,7 +98,11 @@ fn prompt_body(text: &str) -> Option<Cow<'_, str>> {
     if t.starts_with("<command-") {
         return command_ask(t).map(Cow::Owned);
     }
-    if t.is_empty() || WRAPPERS.iter().any(|w| t.starts_with(w)) || asks::is_ack(t) {
+    if t.is_empty()
+        || WRAPPERS.iter().any(|w| t.starts_with(w))
+        || asks::is_ack(t)
+        || asks::from_peer(t)
+    {
         return None;
     }
     Some(Cow::Owned(t.to_string()))
@@ -151,6 +155,17 @@ fn ask_text(text: &str, max: usize) -> Option<String> {
 pub fn same_ask(a: &str, b: &str) -> bool {
     const START: usize = 100;
     a.chars().take(START).eq(b.chars().take(START))
+}
+
+/// The question a short reply answers, at most.
+const QUESTION_CHARS: usize = 120;
+
+/// A short reply as typed ("approved", "yes"): an acknowledgement that is not a wrapper.
+fn short_reply(text: &str) -> Option<String> {
+    let stripped = strip_tag(text, "system-reminder");
+    let t = stripped.trim();
+    let typed = !t.is_empty() && !t.starts_with('<') && !t.starts_with('[') && asks::is_ack(t);
+    typed.then(|| cut(&sanitize(t, true), 40))
 }
 
 /// How a background task's notification starts.
@@ -210,9 +225,10 @@ struct Builder {
     goal: Option<String>,
     /// Whether an ask was seen yet: the goal is only the first one.
     asked: bool,
-    prs: VecDeque<String>,
     tools: ToolLog,
     last_assistant: Option<String>,
+    /// The question the agent's last message ended on, while the user has not replied.
+    question: Option<String>,
     tokens: Option<u64>,
     cwd: Option<String>,
     git_branch: Option<String>,
@@ -320,7 +336,13 @@ impl Builder {
             }
             if let Some(body) = prompt_body(text) {
                 self.ask(&body, false);
+            } else if let Some(question) = self.question.take() {
+                // "approved", answering the agent's question: an ask, with its question.
+                if let Some(reply) = short_reply(text) {
+                    self.ask(&format!("{reply} (answering: {question})"), false);
+                }
             }
+            self.question = None;
         }
     }
 
@@ -383,23 +405,20 @@ impl Builder {
         let Ok(link) = serde_json::from_str::<PrLink>(line) else {
             return;
         };
-        let pr = match (link.url, link.number) {
-            (Some(url), _) if !url.is_empty() => url,
-            (_, Some(n)) => format!("#{n}"),
-            _ => return,
+        // The URL up to any whitespace: the rest of a hostile value is not read as a number
+        // or a state.
+        let url = link
+            .url
+            .as_deref()
+            .and_then(|u| u.split_whitespace().next())
+            .map(|u| sanitize(u, true));
+        let pr = match (url, link.number) {
+            (Some(url), Some(n)) => format!("#{n} {url}"),
+            (Some(url), None) => url,
+            (None, Some(n)) => format!("#{n}"),
+            (None, None) => return,
         };
-        self.pr(&pr);
-    }
-
-    fn pr(&mut self, pr: &str) {
-        let pr = cut(&sanitize(pr, true), PR_CHARS);
-        if pr.is_empty() || self.prs.contains(&pr) {
-            return;
-        }
-        self.prs.push_back(pr);
-        if self.prs.len() > MAX_PRS {
-            self.prs.pop_front();
-        }
+        self.tools.pull_request(&pr);
     }
 
     /// A `last-prompt` record: the client's own note of the newest ask (a slash command as
@@ -454,9 +473,13 @@ impl Builder {
                     if let Some(gist) = gist(text).filter(|_| !self.forced_turn) {
                         self.last_assistant = Some(gist);
                     }
+                    self.question = asks::question(text, QUESTION_CHARS);
                 }
             }
-            Some("tool_use") => self.tools.call(&block, self.cwd.as_deref()),
+            Some("tool_use") => {
+                self.question = None;
+                self.tools.call(&block, self.cwd.as_deref());
+            }
             _ => {}
         });
     }
@@ -470,20 +493,12 @@ impl Builder {
             .map(|a| a.text.clone())
             .collect();
         let tools = self.tools.finish();
-        let mut prs: Vec<String> = self.prs.into();
-        for pr in &tools.prs {
-            if !prs.contains(pr) {
-                prs.push(pr.clone());
-            }
-        }
-        let skip = prs.len().saturating_sub(MAX_PRS);
         Reading {
             body: Checkpoint {
                 goal: self.goal,
                 asks: self.asks.into_iter().map(|a| a.text).collect(),
                 queued,
                 last_assistant: self.last_assistant,
-                prs: prs.into_iter().skip(skip).collect(),
                 ..tools
             },
             tokens: self.tokens,

@@ -13,6 +13,7 @@ mod block;
 mod bounded;
 mod build;
 mod failures;
+mod prs;
 mod store;
 pub mod summary;
 mod todos;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::files;
 
 pub use build::{clean_prompt, read_transcript, read_transcript_until, same_ask, Reading};
+pub(crate) use prs::remember as remember_pr;
 pub use store::{checkpoints_dir, CheckpointStore};
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few
@@ -38,9 +40,11 @@ const ASK_CHARS: usize = 200;
 /// Prompts typed while the agent was working (queued), the newest, each kept short.
 const MAX_QUEUED: usize = 5;
 const QUEUED_CHARS: usize = 160;
+/// A plan written in plan mode: its title and step headings.
+const PLAN_CHARS: usize = 600;
 /// The session's first request: room for a plan's step headings.
 const GOAL_CHARS: usize = 540;
-pub(crate) const MAX_PRS: usize = 3;
+pub(crate) const MAX_PRS: usize = 5;
 const PR_CHARS: usize = 200;
 const MAX_TODOS: usize = 100;
 const TODO_CHARS: usize = 200;
@@ -87,7 +91,11 @@ pub struct Checkpoint {
     pub last_assistant: Option<String>,
     /// The last test, build, lint or type check and how it went.
     pub verification: Option<Verification>,
-    /// Pull requests the session created or looked at (URLs, or `#N`), oldest first.
+    /// The plan the agent wrote in plan mode (its title and steps), when it wrote one.
+    pub plan: Option<String>,
+    /// Where the client keeps that plan (`~/.claude/plans/…`), when it says.
+    pub plan_file: Option<String>,
+    /// Pull requests the session created or looked at (`#N (state) URL`), oldest first.
     pub prs: Vec<String>,
     /// Memory files the agent saved since the previous checkpoint in Claude Code's memory
     /// folder (its `MEMORY.md` index aside), absolute, newest first: the block after the
@@ -139,6 +147,10 @@ impl Meta {
 pub struct Todo {
     pub content: String,
     pub status: String,
+    /// The client's id of a task (`TaskCreate`/`TaskUpdate`), so a later checkpoint can tell
+    /// which carried task a change closes; none for a `TodoWrite` list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl Todo {
@@ -224,7 +236,8 @@ mod tests {
             todos: vec![
                 Todo {
                     content: text(TODO_CHARS),
-                    status: text(STATUS_CHARS)
+                    status: text(STATUS_CHARS),
+                    id: Some(text(40)),
                 };
                 MAX_TODOS
             ],
@@ -250,6 +263,8 @@ mod tests {
                 passed: false,
             }),
             prs: vec![text(PR_CHARS); MAX_PRS],
+            plan: Some(text(PLAN_CHARS)),
+            plan_file: Some(text(PATH_CHARS)),
             memories_saved: vec![text(PATH_CHARS); crate::memory::MAX_SAVED],
             named_in_summary: 0,
             saved_contents: Vec::new(),

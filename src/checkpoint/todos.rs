@@ -132,6 +132,7 @@ impl Todos {
             .map(|t| Todo {
                 content: subject(&t.content),
                 status: status(&t.status),
+                id: None,
             })
             .collect();
         Some(self.wait(Change::Write(list)))
@@ -143,6 +144,7 @@ impl Todos {
         let todo = Todo {
             content: subject(&task.subject.unwrap_or_default()),
             status: "pending".into(),
+            id: None,
         };
         Some(self.wait(Change::Create(todo)))
     }
@@ -214,7 +216,14 @@ impl Todos {
             // Created before the last compaction: known by id only.
             let content = subject.unwrap_or_else(|| format!("task #{id}"));
             let status = status.unwrap_or_else(|| "pending".into());
-            self.add(Some(id), Todo { content, status });
+            self.add(
+                Some(id),
+                Todo {
+                    content,
+                    status,
+                    id: None,
+                },
+            );
         }
     }
 
@@ -305,7 +314,10 @@ impl Todos {
             }
         }
         let mut todos: Vec<Todo> = if self.tasks_newer {
-            self.tasks.into_iter().map(|t| t.todo).collect()
+            self.tasks
+                .into_iter()
+                .map(|t| Todo { id: t.id, ..t.todo })
+                .collect()
         } else {
             self.list.unwrap_or_default()
         };

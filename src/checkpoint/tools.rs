@@ -12,14 +12,16 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::asks;
 use super::block::{result_text, Block};
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
 use super::failures::{self, Failures, SUBJECT_CHARS};
+use super::prs;
 use super::todos::Todos;
 use super::verify;
 use super::{
     Checkpoint, ToolCount, Verification, MAX_FILES, MAX_PRS, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
-    PR_CHARS,
+    PLAN_CHARS,
 };
 use crate::text::{cut, sanitize};
 
@@ -33,6 +35,21 @@ struct FileInput<'a> {
     #[serde(borrow, default)]
     notebook_path: Option<Cow<'a, str>>,
 }
+
+/// `ExitPlanMode`'s plan, or the content a `Write` gives a plan file.
+#[derive(Deserialize)]
+struct PlanInput<'a> {
+    #[serde(borrow, default)]
+    plan: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+/// Where the client keeps plans written in plan mode.
+const PLANS_DIR: &str = "/.claude/plans/";
+
+/// How `ExitPlanMode`'s result names the plan's file.
+const PLAN_SAVED: &str = "Your plan has been saved to: ";
 
 #[derive(Deserialize)]
 struct BashInput<'a> {
@@ -72,8 +89,11 @@ pub(super) struct ToolLog {
     notified: VecDeque<String>,
     /// The last verification whose result came.
     verification: Option<Verification>,
-    /// Pull requests `gh pr` named, oldest first.
-    prs: VecDeque<String>,
+    /// Pull requests `gh pr` or `git log` named, oldest first.
+    prs: Vec<String>,
+    /// The newest plan written in plan mode, and its file.
+    plan: Option<String>,
+    plan_file: Option<String>,
 }
 
 impl Default for ToolLog {
@@ -87,7 +107,9 @@ impl Default for ToolLog {
             background: VecDeque::new(),
             notified: VecDeque::new(),
             verification: None,
-            prs: VecDeque::new(),
+            prs: Vec::new(),
+            plan: None,
+            plan_file: None,
         }
     }
 }
@@ -128,6 +150,65 @@ fn remember<T>(list: &mut VecDeque<T>, item: T, cap: usize) {
 }
 
 impl ToolLog {
+    /// The pull requests a Bash call named (`gh pr …`, `git log`'s merges), as
+    /// [`prs::in_command`] reads them; only a call whose command or output can name one is
+    /// read.
+    fn pull_requests(
+        &mut self,
+        command: Option<&str>,
+        raw: &str,
+        text: &dyn Fn() -> String,
+        failed: bool,
+    ) {
+        let Some(command) = command else {
+            return;
+        };
+        // `git log`'s merges, whatever the command (its shown start may not name git).
+        if !command.contains("gh pr") && !raw.contains("Merge pull request #") {
+            return;
+        }
+        for pr in prs::in_command(command, &text(), failed) {
+            prs::remember(&mut self.prs, &pr, MAX_PRS);
+        }
+    }
+
+    /// A verification's result: recorded as the last verification with its verdict, unless
+    /// the command went to the background (it has not run yet) or a read of its output finds it
+    /// still running. Whether it passed.
+    fn judge(
+        &mut self,
+        tool: &str,
+        subject: Option<&str>,
+        raw: &str,
+        text: &dyn Fn() -> String,
+        failed: bool,
+    ) -> bool {
+        // A background run's output, as `TaskOutput` wraps it.
+        let read_later = tool != "Bash";
+        if raw.contains(BACKGROUND_STARTED) || (read_later && still_running(raw)) {
+            return !failed;
+        }
+        let text = text();
+        let output = if read_later {
+            background_output(&text)
+        } else {
+            &text
+        };
+        let failed = failed || (read_later && exit_code_nonzero(&text));
+        let verdict = verify::verdict(output, failed);
+        self.verification = Some(Verification {
+            command: subject.unwrap_or("Bash").to_string(),
+            verdict: verdict.line,
+            passed: verdict.passed,
+        });
+        verdict.passed
+    }
+
+    /// A pull request the client's `pr-link` record names.
+    pub(super) fn pull_request(&mut self, pr: &str) {
+        prs::remember(&mut self.prs, pr, MAX_PRS);
+    }
+
     /// A `tool_use` block: counts the call, reads what its input says about files, commands
     /// or todos, and remembers it for its result. `cwd` is the session's directory then.
     pub(super) fn call(&mut self, block: &Block, cwd: Option<&str>) {
@@ -142,6 +223,9 @@ impl ToolLog {
             match call.tool.as_str() {
                 "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
                     if let Some(path) = file_path(input) {
+                        if path.contains(PLANS_DIR) && path.ends_with(".md") {
+                            self.plan_written(&call.tool, input, &path);
+                        }
                         call.subject = Some(shown_path(&path, cwd));
                         call.file = Some(path);
                     }
@@ -157,10 +241,25 @@ impl ToolLog {
                             .nth(SUBJECT_CHARS * 8)
                             .map_or(command.as_ref(), |(i, _)| &command[..i]);
                         call.verify = verify::is_verification(start);
-                        call.subject = Some(command_subject(&command)).filter(|c| !c.is_empty());
+                        // A verification is named from its runner on (past `cd /long/path &&`).
+                        let shown = if call.verify {
+                            verify::from_runner(&command)
+                        } else {
+                            &command
+                        };
+                        call.subject = Some(command_subject(shown)).filter(|c| !c.is_empty());
                     }
                 }
-                "TaskOutput" | "BashOutput" => call.subject = self.background_subject(input),
+                "TaskOutput" | "BashOutput" => {
+                    call.subject = self.background_subject(input);
+                    // A background verification's output, read later, holds its verdict.
+                    call.verify = call
+                        .subject
+                        .as_deref()
+                        .is_some_and(|c| self.background.iter().any(|(_, b)| b == c))
+                        && call.subject.as_deref().is_some_and(verify::is_verification);
+                }
+                "ExitPlanMode" => self.plan_written(&call.tool, input, ""),
                 "TodoWrite" => call.todo = self.todos.write(input),
                 "TaskCreate" => call.todo = self.todos.create(input),
                 "TaskUpdate" => call.todo = self.todos.update(input),
@@ -181,6 +280,25 @@ impl ToolLog {
     fn unanswered(&mut self, call: Call) {
         if let Some(file) = call.file {
             self.modified.push(file);
+        }
+    }
+
+    /// A plan written in plan mode: `ExitPlanMode`'s input, or a plan file written (its path;
+    /// its steps when written whole).
+    fn plan_written(&mut self, tool: &str, input: &str, path: &str) {
+        if !path.is_empty() {
+            self.plan_file = Some(path.to_string());
+        }
+        if tool == "Edit" || tool == "MultiEdit" {
+            return;
+        }
+        let Ok(plan) = serde_json::from_str::<PlanInput>(input) else {
+            return;
+        };
+        if let Some(text) = plan.plan.or(plan.content) {
+            if let Some(summary) = asks::written_plan(&text, PLAN_CHARS) {
+                self.plan = Some(summary);
+            }
         }
     }
 
@@ -227,20 +345,17 @@ impl ToolLog {
             self.todos.settle(key, !failed && !refused, &text);
         }
         let subject = call.subject.as_deref();
-        let mut passed = !failed;
-        // A command sent to the background has not run yet.
-        if call.verify && !raw.contains(BACKGROUND_STARTED) {
-            let verdict = verify::verdict(&text(), failed);
-            passed = verdict.passed;
-            self.verification = Some(Verification {
-                command: subject.unwrap_or("Bash").to_string(),
-                verdict: verdict.line,
-                passed,
-            });
-        }
+        let passed = if call.verify {
+            self.judge(&call.tool, subject, raw, &text, failed)
+        } else {
+            !failed
+        };
         if failed {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
                 self.failures.push(&call.tool, subject, &line);
+            }
+            if call.tool == "Bash" {
+                self.pull_requests(subject, raw, &text, true);
             }
             return;
         }
@@ -279,12 +394,21 @@ impl ToolLog {
                 }
             }
             "TaskGet" | "TaskList" => self.todos.learn_names(&text()),
-            "Bash" if raw.contains("/pull/") && subject.is_some_and(|s| s.contains("gh pr ")) => {
-                for pr in pull_requests(&text()) {
-                    remember_new(&mut self.prs, pr, MAX_PRS);
+            "ExitPlanMode" if raw.contains(PLAN_SAVED) => {
+                let text = text();
+                let file = text
+                    .split_once(PLAN_SAVED)
+                    .and_then(|(_, rest)| rest.lines().next())
+                    .map(|f| cut(&sanitize(f.trim(), true), PATH_CHARS))
+                    .filter(|f| f.contains(PLANS_DIR));
+                if file.is_some() {
+                    self.plan_file = file;
                 }
             }
             _ => {}
+        }
+        if call.tool == "Bash" {
+            self.pull_requests(subject, raw, &text, false);
         }
     }
 
@@ -326,6 +450,8 @@ impl ToolLog {
             failures,
             verification,
             prs,
+            plan,
+            plan_file,
             ..
         } = self;
         // Edits whose results never came: in flight when the compaction started.
@@ -345,49 +471,61 @@ impl ToolLog {
             tools_used,
             failures: failures.finish(),
             verification,
-            prs: prs.into(),
+            prs,
+            plan,
+            plan_file,
             ..Checkpoint::default()
         }
     }
 }
 
-/// Pushes `item` unless it is already there.
-fn remember_new(list: &mut VecDeque<String>, item: String, cap: usize) {
-    if !list.contains(&item) {
-        remember(list, item, cap);
-    }
+/// A `TaskOutput` result of a task not finished yet: it says nothing of how the run went.
+fn still_running(raw: &str) -> bool {
+    raw.contains("<status>running</status>")
 }
 
-/// The pull-request URLs in `gh pr` output (`https://github.com/o/r/pull/183`), at most a few.
-fn pull_requests(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (at, _) in text.match_indices("https://").take(64) {
-        let url: String = text[at..]
-            .chars()
-            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ')' | '>' | ']'))
-            .take(PR_CHARS)
-            .collect();
-        let Some((_, number)) = url.rsplit_once("/pull/") else {
-            continue;
-        };
-        if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
-            let url = sanitize(&url, true);
-            if !out.contains(&url) {
-                out.push(url);
-            }
-        }
-        if out.len() >= MAX_PRS {
-            break;
-        }
-    }
-    out
+/// The output a `TaskOutput` result wraps (`<output>…</output>`), or all of `text`.
+fn background_output(text: &str) -> &str {
+    text.split_once("<output>").map_or(text, |(_, rest)| {
+        rest.split("</output>").next().unwrap_or(rest)
+    })
+}
+
+/// A `TaskOutput` result naming a non-zero exit code (`<exit_code>1</exit_code>`).
+fn exit_code_nonzero(text: &str) -> bool {
+    text.split_once("<exit_code>")
+        .and_then(|(_, rest)| rest.split('<').next())
+        .is_some_and(|code| code.trim() != "0" && !code.trim().is_empty())
 }
 
 /// The file an Edit, Write or `NotebookEdit` input names, sanitised and cut.
 fn file_path(input: &str) -> Option<String> {
     let file = serde_json::from_str::<FileInput>(input).ok()?;
     let path = file.file_path.or(file.notebook_path)?;
-    Some(cut(&sanitize(&path, true), PATH_CHARS))
+    Some(cut(&sanitize(&normal_path(&path), true), PATH_CHARS))
+}
+
+/// `path` with its empty and `.` components gone (`a//b/./c` is `a/b/c`): one entry per file
+/// however a tool spelt it. `..` stays (a link may make it mean something else).
+fn normal_path(path: &str) -> Cow<'_, str> {
+    let messy = path.contains("//") || path.contains("/./") || path.ends_with("/.");
+    if !messy {
+        return Cow::Borrowed(path);
+    }
+    // A leading `//` may name a network share: kept.
+    let root = if path.starts_with("//") && !path.starts_with("///") {
+        "//"
+    } else if path.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let joined = parts.join("/");
+    Cow::Owned(format!("{root}{joined}"))
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@ pub(super) const VERDICT_CHARS: usize = 200;
 /// How much of a result is searched for its verdict (the client cuts long output before that).
 const SCAN_BYTES: usize = 256 * 1024;
 
+/// A line longer than this is never a verdict line.
+const LINE_BYTES: usize = 1024;
+
 /// Package runners whose script names say what they run (`npm run test`, `pnpm --filter api
 /// test`, `bun run lint`).
 const RUNNERS: &[&str] = &[
@@ -50,6 +53,11 @@ const VERIFIERS: &[&str] = &[
     "ctest",
     "xcodebuild",
     "shellcheck",
+    "webpack",
+    "clippy-driver",
+    "stylelint",
+    "flake8",
+    "pylint",
 ];
 
 /// Tools whose first argument says whether they verify (`cargo test`, `go vet`, `mix credo`).
@@ -69,7 +77,14 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("flutter", &["analyze", "test", "build"]),
     ("gradle", &["test", "build", "check"]),
     ("./gradlew", &["test", "build", "check"]),
-    ("mvn", &["test", "verify", "package", "compile"]),
+    ("mvn", &["test", "verify", "package", "compile", "install"]),
+    (
+        "./mvnw",
+        &["test", "verify", "package", "compile", "install"],
+    ),
+    ("vite", &["build"]),
+    ("next", &["build", "lint"]),
+    ("astro", &["build", "check"]),
     ("dotnet", &["test", "build"]),
     ("swift", &["test", "build"]),
     ("ruff", &["check"]),
@@ -90,10 +105,27 @@ const WRAPPERS: &[&str] = &[
 /// Does this command (the start of a Bash call's command) run a verification? Any part of a
 /// pipeline or a `&&` chain counts (`cd app && npm test 2>&1 | tail -5`).
 pub(super) fn is_verification(command: &str) -> bool {
+    runner_at(command).is_some()
+}
+
+/// Where the first part of `command`'s first line that verifies starts.
+fn runner_at(command: &str) -> Option<usize> {
     let first_line = command.lines().next().unwrap_or_default();
-    first_line
-        .split(['&', ';', '|'])
-        .any(|part| verifies(part.split_whitespace().collect()))
+    let mut at = 0;
+    for part in first_line.split(['&', ';', '|']) {
+        if verifies(part.split_whitespace().collect()) {
+            return Some(at + (part.len() - part.trim_start().len()));
+        }
+        at += part.len() + 1;
+    }
+    None
+}
+
+/// A verification's command from its runner on: `cd /long/path && npx jest -t parser 2>&1`
+/// is shown as `npx jest -t parser 2>&1`, so its cut keeps the arguments that tell one run
+/// from another.
+pub(super) fn from_runner(command: &str) -> &str {
+    runner_at(command).map_or(command, |at| &command[at..])
 }
 
 fn verifies(words: Vec<&str>) -> bool {
@@ -116,6 +148,14 @@ fn verifies(words: Vec<&str>) -> bool {
     };
     let tool = tool.rsplit('/').next().unwrap_or(tool);
     if VERIFIERS.contains(&tool) {
+        return true;
+    }
+    if tool == "make"
+        && words
+            .iter()
+            .skip(1)
+            .all(|w| w.starts_with('-') || w.contains('='))
+    {
         return true;
     }
     if RUNNERS.contains(&tool) {
@@ -168,22 +208,38 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     let mut passing: Option<&str> = None;
     let mut weak: Option<&str> = None;
     let mut first_failed_test: Option<&str> = None;
+    // A runner's own summary line ("Tests: 49 passed, 49 total") outweighs any other line that
+    // happens to hold a count: a test named "returns 3 errors" says nothing of the run.
+    let mut summary_fail: Option<&str> = None;
+    let mut summary_pass: Option<&str> = None;
     // Progress lines may be separated by carriage returns only (`flutter test`).
     for line in output.split(['\n', '\r']) {
         let l = line.trim();
-        if l.is_empty() || l.starts_with("Exit code ") {
+        // A verdict is a short line: a longer one is output (a minified bundle, a dump).
+        if l.is_empty() || l.starts_with("Exit code ") || l.len() > LINE_BYTES {
             continue;
         }
         let class = class(l);
+        // A compiler's source excerpt (`11 |     #[error("Invalid hex")]`) is code, not a count.
+        if class.is_some() && is_source_excerpt(l) {
+            continue;
+        }
         if first_failed_test.is_none() && is_failed_test(l) && !matches!(class, Some(Class::Fail)) {
             first_failed_test = Some(l);
         }
+        let summary = class.is_some() && is_summary(l);
         match class {
+            Some(Class::Fail) if summary => summary_fail = Some(l),
+            Some(Class::Pass) if summary => summary_pass = Some(l),
             Some(Class::Fail) => failing = Some(l),
             Some(Class::Pass) => passing = Some(l),
             Some(Class::Weak) => weak = Some(l),
             None => {}
         }
+    }
+    if summary_fail.is_some() || summary_pass.is_some() {
+        failing = summary_fail;
+        passing = summary_pass.or(passing);
     }
     let clean = |l: &str| sanitize(l, true);
     if let Some(fail) = failing.or(first_failed_test) {
@@ -204,10 +260,14 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
             passed: false,
         };
     }
-    let line = passing.or(weak).map_or_else(
-        || "exit 0, no summary line in its output".to_string(),
-        clean,
-    );
+    let line = match (passing, weak) {
+        // bun: " 0 fail" then "Ran 1274 tests across 56 files.": both say something.
+        (Some(pass), Some(weak)) if pass.chars().count() < 24 && weak.starts_with("Ran ") => {
+            format!("{}; {}", clean(pass), clean(weak))
+        }
+        (Some(line), _) | (None, Some(line)) => clean(line),
+        (None, None) => "exit 0, no summary line in its output".to_string(),
+    };
     Verdict {
         line: cut(&line, VERDICT_CHARS),
         passed: true,
@@ -248,6 +308,12 @@ const PASS_PHRASES: &[&str] = &[
     "test result: ok",
     "build succeeded",
     "compiled successfully",
+    "built in ",
+    "build successful",
+    "build success",
+    "0 errors",
+    "no problems",
+    "success: no issues",
     "finished `",
     "0 problems",
 ];
@@ -259,6 +325,13 @@ fn class(line: &str) -> Option<Class> {
         .is_some_and(|(_, code)| code.starts_with(|c: char| c.is_ascii_digit() && c != '0'));
     if nonzero_exit || FAIL_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some(Class::Fail);
+    }
+    // go test: a package's "ok  \tpkg\t0.5s" or "FAIL\tpkg\t0.5s".
+    if line.starts_with("FAIL\t") || line == "FAIL" {
+        return Some(Class::Fail);
+    }
+    if line.starts_with("ok  \t") || line.starts_with("ok \t") {
+        return Some(Class::Pass);
     }
     let mut saw_count = false;
     let mut saw_pass = false;
@@ -285,6 +358,55 @@ fn class(line: &str) -> Option<Class> {
     }
     // `flutter test`'s "+54 -2:" progress lines end in one of the phrases above.
     (saw_count && (lower.contains("test") || lower.contains("spec"))).then_some(Class::Weak)
+}
+
+/// How the common runners begin the line that sums a run up: jest's `Tests:`, vitest's
+/// `Tests  241 passed`, cargo's `test result:`, bun's `Ran N tests`, pytest's `=== 3 passed in
+/// 0.16s ===`, go's `ok  \tpkg`, vite's `✓ built in`, gradle's `BUILD SUCCESSFUL`.
+fn is_summary(line: &str) -> bool {
+    // A workspace runner's prefix (turbo's `apps/desktop build: ✓ built in 2.57s`).
+    if let Some((prefix, rest)) = line.split_once(": ") {
+        if prefix.split_whitespace().count() <= 2 && is_summary_start(rest) {
+            return true;
+        }
+    }
+    is_summary_start(line)
+}
+
+/// A line of a compiler's source excerpt: a line number, then `|` (after any workspace
+/// prefix).
+fn is_source_excerpt(line: &str) -> bool {
+    let body = line
+        .split_once(": ")
+        .filter(|(prefix, _)| prefix.split_whitespace().count() <= 2)
+        .map_or(line, |(_, rest)| rest)
+        .trim_start();
+    let digits = body.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && body[digits..].trim_start().starts_with('|')
+}
+
+fn is_summary_start(line: &str) -> bool {
+    const STARTS: &[&str] = &[
+        "Tests:",
+        "Tests ",
+        "Test Files ",
+        "Test Suites:",
+        "test result:",
+        "Ran ",
+        "===",
+        "✓ built in",
+        "BUILD ",
+        "Build ",
+        "FAIL\t",
+        "ok  ",
+        "Found ",
+        "Finished ",
+        "Success:",
+        "All checks passed",
+        "All tests passed",
+    ];
+    let l = line.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '=' && c != '✓');
+    STARTS.iter().any(|s| l.starts_with(s)) || line.contains(" tests, ")
 }
 
 /// Every "N word" in `lower`: `14 doctests, 297 tests, 11 failures` gives (14, doctests), (297,
@@ -340,6 +462,15 @@ mod tests {
             "just check 2>&1",
             "uv run pytest",
             "make test",
+            "make",
+            "npx vite build",
+            "npx playwright test e2e/login.spec.ts",
+            "dotnet test",
+            "./gradlew test",
+            "ruff check .",
+            "eslint src",
+            "go test ./...",
+            "npx webpack --mode production",
         ] {
             assert!(is_verification(command), "{command}");
         }
@@ -353,9 +484,21 @@ mod tests {
             "mkdir -p test/features",
             "npm install",
             "gh pr create --title test",
+            "npx vite",
+            "make clean install",
         ] {
             assert!(!is_verification(command), "{command}");
         }
+    }
+
+    #[test]
+    fn a_verification_is_named_from_its_runner_on() {
+        assert_eq!(
+            from_runner("cd /Users/me/work/very/long/path/app && npx jest --testPathPattern='src/shares' 2>&1 | tail -50"),
+            "npx jest --testPathPattern='src/shares' 2>&1 | tail -50"
+        );
+        assert_eq!(from_runner("cargo test -p core"), "cargo test -p core");
+        assert_eq!(from_runner("git status"), "git status");
     }
 
     fn v(output: &str, errored: bool) -> (String, bool) {
@@ -394,7 +537,10 @@ mod tests {
         // ctxeval-8209f1c2.jsonl: bun, biome.
         assert_eq!(
             v(" 1309 pass\n 0 fail\n 2849 expect() calls\nRan 1309 tests across 58 files. [766.00ms]", false),
-            ("0 fail".into(), true)
+            (
+                "0 fail; Ran 1309 tests across 58 files. [766.00ms]".into(),
+                true
+            )
         );
         assert_eq!(
             v("Exit code 1\n$ biome check --error-on-warnings\n  × Some errors were emitted while running checks.\nerror: script \"lint\" exited with code 1", true),
@@ -435,6 +581,44 @@ mod tests {
         assert_eq!(
             v("", false),
             ("exit 0, no summary line in its output".into(), true)
+        );
+    }
+
+    /// Issue 27: the verdict lines of more runners.
+    #[test]
+    fn verdicts_of_more_runners() {
+        // omp-6c0a282a.jsonl and issue 27: vite, jest with a test that names errors, gradle.
+        assert_eq!(
+            v("vite v5.4.2 building for production...\n✓ 1284 modules transformed.\ndist/index.html  0.46 kB\n✓ built in 3.39s", false),
+            ("✓ built in 3.39s".into(), true)
+        );
+        assert_eq!(
+            v("PASS src/a.test.ts\n  ✓ reports 2 errors on a bad file (4 ms)\nTest Suites: 5 passed, 5 total\nTests:       49 passed, 49 total\nSnapshots:   0 total\nRan all test suites.", false),
+            ("Tests: 49 passed, 49 total".into(), true)
+        );
+        assert_eq!(
+            v(
+                "> Task :app:test\n\nBUILD SUCCESSFUL in 12s\n7 actionable tasks: 7 executed",
+                false
+            ),
+            ("BUILD SUCCESSFUL in 12s".into(), true)
+        );
+        // omp-6c0a282a.jsonl: go test filtered to its package lines.
+        assert_eq!(
+            v("ok  \tgithub.com/x/omp/src/cli\t5.510s\nok  \tgithub.com/x/omp/src/cli/auth\t(cached)", false),
+            ("ok github.com/x/omp/src/cli/auth (cached)".into(), true)
+        );
+        assert!(
+            !v(
+                "--- FAIL: TestRender (0.00s)\nFAIL\tgithub.com/x/omp/src/cli\t0.2s\nFAIL",
+                false
+            )
+            .1
+        );
+        // cipherbox-f7594e2b.jsonl: turbo's prefixed lines, rustc's source excerpts naming errors.
+        assert_eq!(
+            v("apps/desktop build: 11 |     #[error(\"Invalid hex string\")]\napps/desktop build: ✓ built in 2.57s\napps/desktop build: Done", false),
+            ("apps/desktop build: ✓ built in 2.57s".into(), true)
         );
         assert_eq!(
             v(

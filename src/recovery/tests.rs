@@ -25,14 +25,17 @@ fn sample() -> Checkpoint {
             Todo {
                 content: "doing".into(),
                 status: "in_progress".into(),
+                id: None,
             },
             Todo {
                 content: "later".into(),
                 status: "pending".into(),
+                id: None,
             },
             Todo {
                 content: "done".into(),
                 status: "completed".into(),
+                id: None,
             },
         ],
         files_modified: vec!["/p/a.rs".into(), "/p/b.rs".into()],
@@ -348,6 +351,7 @@ fn huge_lists_render_in_bounded_steps() {
         .map(|i| Todo {
             content: format!("task {i}"),
             status: "pending".into(),
+            id: None,
         })
         .collect();
     cp.files_modified = (0..80_000).map(|i| format!("/p/f{i}.rs")).collect();
@@ -537,4 +541,66 @@ fn a_focus_leads_and_sets_earlier_requests_aside() {
     let plain = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
     assert!(plain.contains("the first request"), "{plain}");
     assert!(!plain.contains("focus"), "{plain}");
+}
+
+/// Issue 27: each fact once, in its best place.
+#[test]
+fn each_fact_is_shown_once() {
+    let mut cp = sample();
+    cp.verification = Some(crate::checkpoint::Verification {
+        command: "npm test".into(),
+        verdict: "Tests: 1 failed, 13 passed, 14 total".into(),
+        passed: false,
+    });
+    cp.failures = vec![
+        Failure {
+            tool: "Bash".into(),
+            error: "npm test → Tests: 1 failed, 13 passed, 14 total".into(),
+        },
+        Failure {
+            tool: "Read".into(),
+            error: "c.rs → File does not exist.".into(),
+        },
+    ];
+    cp.memories_saved = vec!["/p/mem/tabs.md".into()];
+    cp.files_modified.push("/p/mem/tabs.md".into());
+    cp.saved_contents = vec![Memory {
+        label: "~/.claude/projects/-p/memory/tabs.md".into(),
+        content: "---\nname: tabs\noriginSessionId: 1e0a84da-d36b\nmodified: 2026-06-18\ntype: user\n---\nThe user wants tabs.".into(),
+        trust: Trust::User,
+    }];
+    // An ask that is also the goal: not shown as queued, so no legend.
+    cp.goal = Some("first ask".into());
+    cp.queued = vec!["first ask".into()];
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert_eq!(text.matches("1 failed, 13 passed").count(), 1, "{text}");
+    assert!(text.contains("Read: c.rs → File does not exist."), "{text}");
+    assert!(!text.contains("mem/tabs.md\n"), "{text}");
+    assert!(
+        text.contains("name: tabs\ntype: user\n---\nThe user wants tabs."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("originSessionId") && !text.contains("modified: 2026"),
+        "{text}"
+    );
+    assert!(!text.contains("[queued]"), "{text}");
+}
+
+/// A plan that is both the goal and the newest ask keeps the goal's room for its steps.
+#[test]
+fn a_plan_that_is_the_newest_ask_keeps_its_steps() {
+    let mut cp = sample();
+    let plan = format!(
+        "Implement the following plan: Pipeline. Steps: {}",
+        (1..=8)
+            .map(|i| format!("{i}. Step number {i}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    cp.asks = vec![format!("{}…", &plan[..120])];
+    cp.goal = Some(plan.clone());
+    let text = render_checkpoint(&cp, Path::new("/cp"), Kind::Compact, 3200, now());
+    assert!(text.contains(&plan), "{text}");
+    assert!(!text.contains("The session's goal"), "{text}");
 }

@@ -5,6 +5,7 @@ fn todo(content: &str, status: &str) -> Todo {
     Todo {
         content: content.into(),
         status: status.into(),
+        id: None,
     }
 }
 

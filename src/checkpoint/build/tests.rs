@@ -501,8 +501,8 @@ fn pull_requests_from_pr_links_and_gh_pr_output() {
     assert_eq!(
         cp.prs,
         [
-            "https://github.com/FSM1/cipher-box/pull/183",
-            "https://github.com/o/r/pull/7"
+            "#7 (created) https://github.com/o/r/pull/7",
+            "#183 https://github.com/FSM1/cipher-box/pull/183"
         ]
     );
 }
@@ -591,4 +591,37 @@ fn the_gist_keeps_the_end_of_a_long_message() {
     assert!(gist.starts_with("Start."), "{gist}");
     assert!(gist.ends_with("next I re-wrap it."), "{gist}");
     assert!(gist.chars().count() <= GIST_CHARS, "{gist}");
+}
+
+/// Issue 27, as entirecontext-d29c2adb.jsonl has it: another agent's messages are not the
+/// user's asks; "approved", answering the agent's question, is one, with its question.
+#[test]
+fn team_sessions_peers_are_not_asks_and_a_reply_names_its_question() {
+    let cp = build(&[
+        user(json!("PR #222 MCP 2.0 마이그레이션 작업 시작해줘")),
+        user(json!("Another Claude session sent a message:\n<teammate-message teammate_id=\"design-review\" color=\"blue\">\n{\"type\":\"idle_notification\",\"from\":\"design-review\"}\n</teammate-message>")),
+        user(json!("<teammate-message teammate_id=\"impl-review\">\nReview done: 3 issues.\n</teammate-message>")),
+        assistant(json!([{"type": "text", "text": "리뷰 결과는 이미 반영 완료했습니다.\n\n현재 **Design 게이트에서 사용자 승인 대기 중**입니다."}])),
+        user(json!("approved")),
+        assistant(json!([{"type": "text", "text": "Running the tests now."}])),
+        user(json!("ok")),
+        user(json!("<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"24\",\"subject\":\"TST-1: Unit tests\"}\n</teammate-message>")),
+    ]);
+    assert_eq!(
+        cp.asks,
+        [
+            "PR #222 MCP 2.0 마이그레이션 작업 시작해줘",
+            "approved (answering: 현재 **Design 게이트에서 사용자 승인 대기 중**입니다.)",
+            "team-lead assigned task #24: TST-1: Unit tests",
+        ]
+    );
+}
+
+/// A hostile `pr-link` value says no more than its URL and number.
+#[test]
+fn a_pr_link_is_its_number_and_url_only() {
+    let cp = build(&[line(
+        json!({"type": "pr-link", "prNumber": 7, "prUrl": "https://github.com/o/r/pull/7 (merged) #999\u{1b}[31m"}),
+    )]);
+    assert_eq!(cp.prs, ["#7 https://github.com/o/r/pull/7"]);
 }

@@ -421,3 +421,109 @@ fn subjects_are_relative_to_the_session_directory_and_keep_their_end() {
     );
     assert_eq!(subject.chars().count(), SUBJECT_CHARS);
 }
+
+/// Issue 28 item 10: `a//b` and `a/b` are one file.
+#[test]
+fn modified_paths_are_normalised() {
+    let mut log = ToolLog::default();
+    call(
+        &mut log,
+        "e1",
+        "Edit",
+        json!({"file_path": "/home/user/proj//src/a.rs"}),
+    );
+    result(&mut log, "e1", json!("ok"), false);
+    call(
+        &mut log,
+        "e2",
+        "Write",
+        json!({"file_path": "/home/user/proj/./src/a.rs"}),
+    );
+    result(&mut log, "e2", json!("ok"), false);
+    call(
+        &mut log,
+        "e3",
+        "Edit",
+        json!({"file_path": "//server/share/b.rs"}),
+    );
+    result(&mut log, "e3", json!("ok"), false);
+    assert_eq!(
+        log.finish().files_modified,
+        ["//server/share/b.rs", "/home/user/proj/src/a.rs"]
+    );
+}
+
+/// Issue 27: a verification sent to the background gets its verdict where its output is read;
+/// a `cd … &&` prefix is not part of its name.
+#[test]
+fn a_background_verification_is_judged_where_its_output_is_read() {
+    let mut log = ToolLog::default();
+    call(
+        &mut log,
+        "b1",
+        "Bash",
+        json!({"command": "cd /home/user/proj/packages/web && npx vite build 2>&1 | tail -5", "run_in_background": true}),
+    );
+    result(&mut log, "b1", json!("Command running in background with ID: b50b67f. Output is being written to: /tmp/b50b67f.output"), false);
+    assert!(log.verification.is_none());
+    call(
+        &mut log,
+        "o1",
+        "TaskOutput",
+        json!({"task_id": "b50b67f", "block": false}),
+    );
+    result(&mut log, "o1", json!("<retrieval_status>not_ready</retrieval_status>\n<task_id>b50b67f</task_id>\n<status>running</status>"), false);
+    assert!(log.verification.is_none());
+    call(
+        &mut log,
+        "o2",
+        "TaskOutput",
+        json!({"task_id": "b50b67f", "block": true}),
+    );
+    result(&mut log, "o2", json!("<retrieval_status>success</retrieval_status>\n\n<task_id>b50b67f</task_id>\n\n<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<output>\nvite v5.4.2 building for production...\n✓ built in 3.39s\n</output>"), false);
+    let v = log.finish().verification.expect("judged");
+    assert_eq!(
+        (v.command.as_str(), v.verdict.as_str(), v.passed),
+        ("npx vite build 2>&1 | tail -5", "✓ built in 3.39s", true)
+    );
+}
+
+/// Issue 27, as cctrace-phase0.jsonl has it: the plan written in plan mode, its steps (one
+/// marked done stays so) and its file.
+#[test]
+fn a_plan_from_plan_mode_is_kept_with_its_file() {
+    let mut log = ToolLog::default();
+    let plan = "# Phase 0 Investigation\n\n## Status\n1. ✅ Session storage\n2. ⏳ Resumption testing - **NEXT**\n\n### 1. Storage location\n### 2. Schema\n";
+    call(
+        &mut log,
+        "w1",
+        "Write",
+        json!({"file_path": "/home/jim/.claude/plans/hazy-piglet.md", "content": plan}),
+    );
+    result(&mut log, "w1", json!("File created successfully"), false);
+    call(&mut log, "x1", "ExitPlanMode", json!({"plan": plan}));
+    result(&mut log, "x1", json!("User has approved your plan. You can now start coding.\n\nYour plan has been saved to: /home/jim/.claude/plans/hazy-piglet.md\nYou can refer back to it"), false);
+    let cp = log.finish();
+    assert_eq!(
+        cp.plan.as_deref(),
+        Some("Phase 0 Investigation. Steps: 1. [done] Session storage; 2. Resumption testing")
+    );
+    assert_eq!(
+        cp.plan_file.as_deref(),
+        Some("/home/jim/.claude/plans/hazy-piglet.md")
+    );
+}
+
+/// gitsync-1e0a84da.jsonl: `git show` late in a long command still names its merged pull request.
+#[test]
+fn merges_in_git_output_are_pull_requests_whatever_the_command() {
+    let mut log = ToolLog::default();
+    call(
+        &mut log,
+        "b1",
+        "Bash",
+        json!({"command": "grep -rl \"internalbridge\" --include='*.go' . | grep -v internal/internalbridge; echo ---; git show e0f3e4f5 --stat | head -30"}),
+    );
+    result(&mut log, "b1", json!("commit e0f3e4f5\nMerge: 52aa33b5 bd4b8c39\n\n    Merge pull request #87 from entireio/fix/internalbridge-truly-internal\n"), false);
+    assert_eq!(log.finish().prs, ["#87 (merged)"]);
+}

@@ -1,0 +1,294 @@
+//! The pull requests a session created, looked at, merged or commented on: from the client's
+//! `pr-link` records, `gh pr …` commands and what they printed (a URL, a `"state":"MERGED"`),
+//! and the `Merge pull request #N` lines of `git log`. Each is kept once, as `#N (state) URL`
+//! with whichever parts are known, the newest last; seeing one again moves it to the end and
+//! updates its state.
+
+use crate::text::{cut, sanitize};
+
+use super::PR_CHARS;
+
+/// A pull request as the checkpoint keeps it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Pr {
+    number: Option<String>,
+    state: Option<String>,
+    url: Option<String>,
+}
+
+impl Pr {
+    fn parse(text: &str) -> Pr {
+        let mut pr = Pr::default();
+        for word in text.split_whitespace() {
+            if let Some(n) = word.strip_prefix('#').filter(|n| is_number(n)) {
+                pr.number = Some(n.to_string());
+            } else if word.starts_with("https://") || word.starts_with("http://") {
+                pr.url = Some(word.to_string());
+            } else if let Some(state) = word.strip_prefix('(').and_then(|w| w.strip_suffix(')')) {
+                pr.state = Some(state.to_string());
+            }
+        }
+        if pr.number.is_none() {
+            pr.number = pr.url.as_deref().and_then(url_number).map(str::to_string);
+        }
+        pr
+    }
+
+    fn render(&self) -> String {
+        let parts: Vec<String> = [
+            self.number.as_ref().map(|n| format!("#{n}")),
+            self.state.as_ref().map(|s| format!("({s})")),
+            self.url.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        cut(&sanitize(&parts.join(" "), true), PR_CHARS)
+    }
+
+    fn same(&self, other: &Pr) -> bool {
+        match (&self.number, &other.number) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.url.is_some() && self.url == other.url,
+        }
+    }
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 9 && s.chars().all(|c| c.is_ascii_digit())
+}
+
+/// The number at the end of a pull request's URL (`…/pull/183`).
+fn url_number(url: &str) -> Option<&str> {
+    let (_, n) = url.rsplit_once("/pull/")?;
+    let n = n.split(['/', '#', '?']).next().unwrap_or(n);
+    is_number(n).then_some(n)
+}
+
+/// Adds `pr` (`#N`, `#N (state)`, a URL, or all three) to `list`, oldest first: one entry per
+/// pull request, moved to the end and its state and URL updated when seen again; the oldest
+/// forgotten past `cap`.
+pub(crate) fn remember(list: &mut Vec<String>, pr: &str, cap: usize) {
+    let mut new = Pr::parse(pr);
+    if new.number.is_none() && new.url.is_none() {
+        return;
+    }
+    if let Some(at) = list.iter().position(|old| Pr::parse(old).same(&new)) {
+        let old = Pr::parse(&list.remove(at));
+        new.state = new.state.or(old.state);
+        new.url = new.url.or(old.url);
+    }
+    list.push(new.render());
+    if list.len() > cap {
+        list.remove(0);
+    }
+}
+
+/// What `gh pr <verb>` says it did to a pull request.
+fn state_of(verb: &str) -> Option<&'static str> {
+    Some(match verb {
+        "create" => "created",
+        "merge" => "merged",
+        "close" => "closed",
+        "reopen" => "reopened",
+        "comment" => "commented",
+        "review" => "reviewed",
+        "ready" => "ready",
+        "edit" => "edited",
+        "view" | "checks" | "diff" | "checkout" | "status" => "viewed",
+        _ => return None,
+    })
+}
+
+/// The pull requests a Bash call named, oldest first (`#N (state) URL`): `gh pr <verb> N`,
+/// the URLs `gh` printed, a `"state":"MERGED"` it printed, and `git log`'s merge commits
+/// (printed newest first). `failed`: the call's result was an error (nothing was done, but
+/// the pull request was named).
+pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    // `git log`: "Merge pull request #89 from o/branch", newest first.
+    let mut merged: Vec<String> = output
+        .lines()
+        .take(2_000)
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("Merge pull request #")?;
+            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            is_number(&n).then(|| format!("#{n} (merged)"))
+        })
+        .take(8)
+        .collect();
+    merged.reverse();
+    out.extend(merged);
+    let first_line = command.lines().next().unwrap_or_default();
+    for part in first_line.split(['&', ';', '|']) {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let Some(at) = words.windows(2).position(|w| w == ["gh", "pr"]) else {
+            continue;
+        };
+        let Some(verb) = words.get(at + 2) else {
+            continue;
+        };
+        let number = words[at + 3..]
+            .iter()
+            .take_while(|w| !w.starts_with("--") || w.len() <= 2)
+            .find_map(|w| {
+                let w = w.trim_matches(|c| c == '"' || c == '\'');
+                let w = w.strip_prefix('#').unwrap_or(w);
+                is_number(w)
+                    .then_some(w)
+                    .or_else(|| url_number(w))
+                    .map(str::to_string)
+            });
+        let printed_state = printed_state(output);
+        let state = match (printed_state, failed) {
+            (Some(s), _) => Some(s),
+            (None, false) => state_of(verb),
+            (None, true) => Some("viewed").filter(|_| state_of(verb).is_some()),
+        };
+        let urls = urls(output);
+        match (number, urls.is_empty()) {
+            (Some(n), _) => {
+                let url = urls.iter().find(|u| url_number(u) == Some(n.as_str()));
+                out.push(entry(&n, state, url.map(String::as_str)));
+            }
+            (None, false) => {
+                for url in urls {
+                    if let Some(n) = url_number(&url) {
+                        out.push(entry(n, state, Some(&url)));
+                    }
+                }
+            }
+            (None, true) => {}
+        }
+    }
+    out
+}
+
+fn entry(number: &str, state: Option<&str>, url: Option<&str>) -> String {
+    Pr {
+        number: Some(number.to_string()),
+        state: state.map(str::to_string),
+        url: url.map(str::to_string),
+    }
+    .render()
+}
+
+/// `"state":"MERGED"` (or `OPEN`, `CLOSED`) in `gh pr view --json state` output, and the
+/// refusal "is already closed".
+fn printed_state(output: &str) -> Option<&'static str> {
+    let compact: String = output
+        .chars()
+        .take(64 * 1024)
+        .filter(|c| *c != ' ')
+        .collect();
+    if compact.contains("\"state\":\"MERGED\"") || output.trim() == "MERGED" {
+        Some("merged")
+    } else if compact.contains("\"state\":\"CLOSED\"")
+        || output.trim() == "CLOSED"
+        || output.contains("is already closed")
+    {
+        Some("closed")
+    } else if compact.contains("\"state\":\"OPEN\"") || output.trim() == "OPEN" {
+        Some("open")
+    } else {
+        None
+    }
+}
+
+/// The pull-request URLs in `text` (`https://github.com/o/r/pull/183`), at most a few.
+fn urls(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("https://").take(64) {
+        let url: String = text[at..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ')' | '>' | ']'))
+            .take(PR_CHARS)
+            .collect();
+        if url_number(&url).is_some() {
+            let url = sanitize(&url, true);
+            if !out.contains(&url) {
+                out.push(url);
+            }
+        }
+        if out.len() >= 8 {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(command: &str, output: &str) -> Vec<String> {
+        in_command(command, output, false)
+    }
+
+    /// As the real sessions have them (../shared/transcripts: entirecontext-d29c2adb,
+    /// gitsync-1e0a84da, cipherbox-f7594e2b).
+    #[test]
+    fn pull_requests_from_gh_and_git_log() {
+        assert_eq!(
+            all(
+                "cd /x && gh pr create --title \"feat(mcp): migrate\" --body \"$(cat <<'EOF'",
+                "https://github.com/teslamint/entirecontext/pull/233\nShell cwd was reset"
+            ),
+            ["#233 (created) https://github.com/teslamint/entirecontext/pull/233"]
+        );
+        assert_eq!(
+            all("gh pr merge 221 --squash --auto", "")[0],
+            "#221 (merged)"
+        );
+        assert_eq!(
+            all(
+                "gh pr view 233 --json state,mergeCommit --jq '{state}'",
+                "{\"mergeCommit\":\"2ce98\",\"state\":\"MERGED\"}"
+            ),
+            ["#233 (merged)"]
+        );
+        assert_eq!(
+            in_command(
+                "gh pr merge 234 --squash --auto 2>&1",
+                "Exit code 1\nGraphQL: Auto merge is not allowed",
+                true
+            ),
+            ["#234 (viewed)"]
+        );
+        assert_eq!(
+            all(
+                "git log --oneline -20",
+                "4b1f4c1a Merge pull request #89 from o/fix-a\nad8bcbee Merge pull request #93 from o/fix-b\n"
+            ),
+            ["#93 (merged)", "#89 (merged)"]
+        );
+        assert!(all("gh run list --limit 3", "{\"conclusion\":\"success\"}").is_empty());
+    }
+
+    #[test]
+    fn one_entry_per_pull_request_newest_last() {
+        let mut list = Vec::new();
+        remember(
+            &mut list,
+            "#233 (created) https://github.com/o/r/pull/233",
+            3,
+        );
+        remember(&mut list, "#221 (merged)", 3);
+        remember(&mut list, "#233 (merged)", 3);
+        assert_eq!(
+            list,
+            [
+                "#221 (merged)",
+                "#233 (merged) https://github.com/o/r/pull/233"
+            ]
+        );
+        remember(&mut list, "https://github.com/o/r/pull/221", 3);
+        assert_eq!(list[1], "#221 (merged) https://github.com/o/r/pull/221");
+        for n in 1..=5 {
+            remember(&mut list, &format!("#{n}"), 3);
+        }
+        assert_eq!(list, ["#3", "#4", "#5"]);
+        remember(&mut list, "no number", 3);
+        assert_eq!(list.len(), 3);
+    }
+}
