@@ -320,3 +320,31 @@ fn a_red_run_piped_through_tail_is_a_failed_verification() {
         ["[failed] mix test --seed 0 2>&1 | tail -30 → 14 doctests, 297 tests, 11 failures"]
     );
 }
+
+/// Issue 28 item 10, through the binary: a file edited as `a//b` and as `a/b` is one entry.
+#[test]
+fn a_file_spelt_two_ways_is_one_modified_file() {
+    let env = TestEnv::new();
+    let lines: Vec<String> = [
+        json!({"type": "user", "cwd": "/p", "message": {"role": "user", "content": "tidy the parser"}}),
+        json!({"type": "assistant", "cwd": "/p", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "e1", "name": "Edit", "input": {"file_path": "/p/src//parser.rs"}},
+            {"type": "tool_use", "id": "e2", "name": "Write", "input": {"file_path": "/p/src/./parser.rs"}},
+            {"type": "tool_use", "id": "e3", "name": "Edit", "input": {"file_path": "/p/src/parser.rs"}}]}}),
+        json!({"type": "user", "cwd": "/p", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "e1", "content": "ok"},
+            {"type": "tool_result", "tool_use_id": "e2", "content": "ok"},
+            {"type": "tool_result", "tool_use_id": "e3", "content": "ok"}]}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let transcript = env.write("paths.jsonl", &(lines.join("\n") + "\n"));
+    let (cp, block) = compact(&env, &transcript, "");
+    assert_eq!(cp["files_modified"], json!(["/p/src/parser.rs"]), "{cp}");
+    assert_eq!(
+        section(&block, "Files modified"),
+        ["src/parser.rs"],
+        "{block}"
+    );
+}

@@ -8,7 +8,9 @@
 //! a skill), as `/name args`. The client's `last-prompt` records name the newest one too, which
 //! matters after an auto-compaction: the prompt itself is then before the boundary. A prompt
 //! typed while the agent was working is an ask in its place in time: 2.1.3x–2.1.4x store it only
-//! as a `queue-operation` `enqueue` record. One-word acknowledgements are never asks. The
+//! as a `queue-operation` `enqueue` record. One-word acknowledgements are never asks, unless
+//! they answer the question the agent's message ended on ("approved"): then they are, with the
+//! question. Another agent's message (a peer's, a teammate's status ping) is never one. The
 //! session's first substantive request is its goal; when the part read starts after a boundary,
 //! the transcript's head is read for it too (bounded, see [`GOAL_SCAN_BYTES`]).
 

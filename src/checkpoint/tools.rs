@@ -1,9 +1,11 @@
 //! What a checkpoint keeps of tool calls and their results: how often each tool was used, the
-//! files modified, the todo list the todo tools carry, and the last failures, each result paired
-//! with its call by tool-use id. A call that changes something (an edit, a todo change) counts
-//! once its result says it succeeded; one whose result never came counts too, as the newest
-//! thing in flight. Inputs are read only for paths, commands and todos; result bodies only for
-//! a failure's one line ([`failures`]), a created task's id and a background command's id.
+//! files modified, the todo list the todo tools carry, the last failures, the last verification,
+//! the pull requests and the plan written in plan mode, each result paired with its call by
+//! tool-use id. A call that changes something (an edit, a todo change) counts once its result
+//! says it succeeded; one whose result never came counts too, as the newest thing in flight.
+//! Inputs are read only for paths, commands, todos and a plan; result bodies only for a
+//! failure's one line ([`failures`]), a verdict line ([`verify`]), pull-request numbers, URLs and
+//! states ([`prs`]), a created task's id, a background command's id and a plan's file.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
