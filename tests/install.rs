@@ -1542,3 +1542,39 @@ fn uninstall_purge_keeps_a_users_files_that_only_share_ctxguards_folder_names() 
     }
     assert!(run.stdout.contains("removed 0 files"), "{run:?}");
 }
+
+/// `./install.sh` where rustup has no default toolchain: one line naming what is missing and
+/// the command that fixes it, not rustup's backtrace, and nothing installed.
+#[cfg(unix)]
+#[test]
+fn install_sh_without_a_default_toolchain_says_the_fix_in_one_line() {
+    let has_rustup = std::process::Command::new("rustup")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_rustup {
+        eprintln!("skipped: rustup is not on PATH, so there is no default toolchain to lack");
+        return;
+    }
+    let env = TestEnv::new();
+    let rustup_home = env.dir.path().join("rustup");
+    fs::create_dir_all(&rustup_home).unwrap();
+    let prefix = env.dir.path().join("prefix");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .env("RUSTUP_HOME", &rustup_home)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env("RUST_BACKTRACE", "1")
+        .env("PREFIX", &prefix)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "install.sh: rustup has no default Rust toolchain; run: rustup default stable\n"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!prefix.exists());
+}
