@@ -158,7 +158,10 @@ fn how_it_ended(trigger: &str) -> String {
         ("resume", "the user resumed another session"),
         ("logout", "the user logged out"),
         ("prompt_input_exit", "the user exited"),
-        ("bypass_permissions_disabled", "bypass-permissions mode was turned off"),
+        (
+            "bypass_permissions_disabled",
+            "bypass-permissions mode was turned off",
+        ),
         ("other", "the session ended"),
     ];
     let reason = trigger

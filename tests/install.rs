@@ -356,6 +356,31 @@ fn doctor_fails_until_installed_then_passes() {
     assert!(statuses(&report, "binary")[0].starts_with("ok:"));
     assert!(statuses(&report, "statusline")[0].starts_with("ok:"));
     assert!(statuses(&report, "state")[0].starts_with("ok:"));
+    // Every finding in columns: its tag, a one-word check within the width, then its message.
+    let human = env.command(&["doctor"]).current_dir(&cwd).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    let findings: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["ok   ", "info ", "warn ", "FAIL "]
+                .iter()
+                .any(|t| l.starts_with(t))
+        })
+        .collect();
+    assert!(findings.len() > 10, "{text}");
+    for line in findings {
+        let (check, message) = (&line[5..16], &line[16..]);
+        assert!(
+            !check.trim_end().contains(' ')
+                && message.starts_with(' ')
+                && !message.starts_with("  "),
+            "out of its columns: {line:?}"
+        );
+    }
+    assert!(
+        text.contains("\ninfo facts       PreCompact prints"),
+        "{text}"
+    );
     assert_eq!(
         report["thresholds"],
         json!([{"window": 200000, "compact_at": 167000, "trigger_at": 127000, "critical_at": 152000},

@@ -1019,9 +1019,12 @@ fn after_clear_the_next_session_gets_a_pointer_to_the_ended_one_once() {
     // Not with `clear` left out of recover_on.
     let mut cmd = env.command(&["sessionstart"]);
     cmd.env("CTXGUARD_RECOVER_ON", "compact,resume,startup");
-    let quiet = feed(cmd, sessionstart_payload("session-q", "clear", CWD).to_string())
-        .wait_with_output()
-        .unwrap();
+    let quiet = feed(
+        cmd,
+        sessionstart_payload("session-q", "clear", CWD).to_string(),
+    )
+    .wait_with_output()
+    .unwrap();
     assert_eq!((quiet.status.code(), quiet.stdout.len()), (Some(0), 0));
 
     let run = start("session-b");

@@ -523,7 +523,10 @@ fn how_a_session_ended_is_said_in_words() {
         ("end: prompt_input_exit", "the user exited"),
         ("end: prompt_input_e…", "the user exited"),
         ("end: other", "the session ended"),
-        ("end: bypass_permissions_di…", "bypass-permissions mode was turned off"),
+        (
+            "end: bypass_permissions_di…",
+            "bypass-permissions mode was turned off",
+        ),
         ("end: something_new", "the session ended: something_new"),
     ] {
         assert_eq!(how_it_ended(trigger), words, "{trigger}");
