@@ -447,6 +447,15 @@ fn replay_all_sums_every_session_of_the_users_history() {
         run.stdout
     );
     assert!(run.stdout.contains("\n3 sessions, "), "{}", run.stdout);
+    // Counts in words that agree with them: `1 compaction`, never `1 compactions`.
+    for l in run.stdout.lines().filter(|l| l.starts_with("-home-u-")) {
+        let counts = l.split_once("  ").unwrap().1.split(':').next().unwrap();
+        for count in counts.split(", ") {
+            let (n, noun) = count.split_once(' ').unwrap();
+            assert_eq!(n == "1", !noun.ends_with('s'), "{l}");
+        }
+    }
+    assert!(run.stdout.contains(" 1 compaction: "), "{}", run.stdout);
     // A bar per verdict, and progress on stderr.
     for verdict in [
         "in time",

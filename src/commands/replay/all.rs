@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
+use super::render::plural;
 use super::report::{Report, Verdict};
 use super::simulate::Options;
 use crate::facts::Gathered;
@@ -157,20 +158,23 @@ fn render(summary: &Summary) -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "{}  {} replies, {} compactions: {verdicts}\n",
-            s.transcript, s.replies, s.compactions
+            "{}  {}, {}: {verdicts}\n",
+            s.transcript,
+            plural(s.replies, "reply"),
+            plural(s.compactions, "compaction")
         ));
     }
     let cycles: usize = summary.totals.iter().map(|(_, n)| n).sum();
     out.push_str(&format!(
-        "\n{} sessions, {cycles} cycles{}\n",
-        summary.sessions.len(),
+        "\n{}, {}{}\n",
+        plural(summary.sessions.len(), "session"),
+        plural(cycles, "cycle"),
         if summary.skipped.is_empty() {
             String::new()
         } else {
             format!(
-                ", {} transcripts skipped (see above)",
-                summary.skipped.len()
+                ", {} skipped (see above)",
+                plural(summary.skipped.len(), "transcript")
             )
         }
     ));
