@@ -1042,3 +1042,28 @@ fn after_clear_the_next_session_gets_a_pointer_to_the_ended_one_once() {
     let shown = env.run(&["checkpoint", "show", "--session", "session-a"], "");
     assert!(shown.stdout.contains("port the lexer to rust"), "{shown:?}");
 }
+
+/// `log` names the branch a compaction happened on, and says nothing of one where the client
+/// wrote `HEAD` (a folder that is not a git repository).
+#[test]
+fn the_log_names_a_branch_and_no_head() {
+    for (branch, said) in [("feature/x", Some("(branch feature/x)")), ("HEAD", None)] {
+        let env = TestEnv::new();
+        let path = env.write(
+            "t.jsonl",
+            &busy_transcript().replace("\"feature/x\"", &format!("\"{branch}\"")),
+        );
+        let run = env.run(
+            &["precompact"],
+            precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        let log = env.run(&["log"], "");
+        assert_eq!(log.code, 0, "{log:?}");
+        assert!(log.stdout.contains("- project: "), "{}", log.stdout);
+        match said {
+            Some(said) => assert!(log.stdout.contains(said), "{}", log.stdout),
+            None => assert!(!log.stdout.contains("branch"), "{}", log.stdout),
+        }
+    }
+}
