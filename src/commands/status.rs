@@ -210,8 +210,8 @@ pub fn run(query: Query) -> Result<()> {
     let stale = Duration::from_secs(loaded.config.stale_after_secs);
     let now = env.now();
     if let Some(id) = &query.session {
-        let store = super::known_session(&paths, id)?;
-        let m = store.peek()?.unwrap_or_else(|| Marker::new(id));
+        let (id, store) = super::known_session(&paths, id)?;
+        let m = store.peek()?.unwrap_or_else(|| Marker::new(&id));
         let s = SessionStatus::from_marker(paths.root(), &m, now, stale);
         if query.json {
             let report = StatusReport {
