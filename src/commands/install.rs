@@ -198,10 +198,8 @@ fn backup_stamp(file: &str, name: &str) -> Option<(String, u32)> {
     well_formed.then(|| (stamp.to_string(), counter))
 }
 
-/// Removes the backups of `path` but two: the oldest (the settings as they were before
-/// ctxguard first changed them) and `newest` (the one just made). Only regular files named as
-/// [`write_backup`] names them are touched. Returns the ones removed.
-fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
+/// The backups of `path` (regular files named as [`write_backup`] names them), oldest first.
+fn backups(path: &Path) -> Result<Vec<PathBuf>> {
     let dir = directory(path)?;
     let file = file_name(path);
     let mut backups: Vec<((String, u32), PathBuf)> = fs::read_dir(dir)
@@ -214,8 +212,75 @@ fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     backups.sort();
+    Ok(backups.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Where `install` records that it created the settings file at `path` (there was none before):
+/// `uninstall` then removes the file, rather than leave `{}`, when nothing else is in it.
+fn created_path(path: &Path) -> Result<PathBuf> {
+    Ok(directory(path)?.join(format!("{}.ctxguard-created", file_name(path))))
+}
+
+/// When `install` created the settings file at `path` (its record says so) and it holds nothing
+/// but ctxguard's entries: its backups (every one a version ctxguard wrote), to go with it. A
+/// file the user had before, even an empty one, is `None`: it stays.
+fn created_by_install(
+    path: &Path,
+    uninstall: &dyn Fn(&mut Value) -> Result<Edit, String>,
+) -> Result<Option<Vec<PathBuf>>> {
+    let regular = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+    if !regular || !created_path(path)?.is_file() || note_path(path)?.exists() {
+        return Ok(None);
+    }
+    let (_, mut value) = read_settings(path)?;
+    let only_ours = uninstall(&mut value).is_ok_and(|e| !e.changes.is_empty())
+        && value.as_object().is_some_and(serde_json::Map::is_empty);
+    Ok(if only_ours {
+        Some(backups(path)?)
+    } else {
+        None
+    })
+}
+
+/// Removes the settings file `install` created, and its backups (or says it would).
+fn remove_created(path: &Path, backups: &[PathBuf], dry_run: bool) -> Result<()> {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    if !dry_run {
+        for file in std::iter::once(path).chain(backups.iter().map(PathBuf::as_path)) {
+            fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+        }
+        forget_created(path)?;
+    }
+    println!(
+        "{verb} {}: ctxguard's install created it, and it held only ctxguard's entries",
+        path.display()
+    );
+    for b in backups {
+        println!("{verb} its backup {}", b.display());
+    }
+    if dry_run {
+        println!("(dry run: nothing written)");
+    }
+    Ok(())
+}
+
+/// Removes the record that `install` created the settings file at `path`, if there is one.
+fn forget_created(path: &Path) -> Result<()> {
+    let created = created_path(path)?;
+    match fs::remove_file(&created) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", created.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Removes the backups of `path` but two: the oldest (the settings as they were before
+/// ctxguard first changed them) and `newest` (the one just made). Only regular files named as
+/// [`write_backup`] names them are touched. Returns the ones removed.
+fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
-    for (_, backup) in backups.iter().skip(1) {
+    for backup in backups(path)?.iter().skip(1) {
         if backup.file_name() == newest.file_name() {
             continue;
         }
@@ -239,6 +304,16 @@ fn write_settings(
     let backup = old
         .map(|text| write_backup(path, text, mode, Local::now()))
         .transpose()?;
+    if old.is_none() {
+        let created = created_path(path)?;
+        files::replace_with_mode(
+            &created,
+            b"ctxguard install created the settings file beside this one (there was none); \
+              ctxguard uninstall removes it, and this, when nothing else is in it\n",
+            mode,
+        )
+        .with_context(|| format!("writing {}", created.display()))?;
+    }
     if let (note_path, Note::Save(line)) = note {
         write_note(note_path, path, line, mode)?;
     }
@@ -424,12 +499,17 @@ pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
     if path.exists() {
         let (bin, same) = this_binary(&env)?;
         let replaced = read_note(&note_path(&path)?)?;
-        apply(
-            &path,
-            target.dry_run,
-            "ctxguard is not registered in",
-            |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
-        )?;
+        let edit = |v: &mut Value| settings::uninstall(v, &bin, &same, replaced.as_ref());
+        match created_by_install(&path, &edit)? {
+            Some(backups) => remove_created(&path, &backups, target.dry_run)?,
+            None => {
+                apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
+                // What is left is the user's now, however it began.
+                if !target.dry_run {
+                    forget_created(&path)?;
+                }
+            }
+        }
     } else {
         println!("no settings at {} (nothing to remove)", path.display());
     }
