@@ -510,3 +510,22 @@ fn replay_all_sums_every_session_of_the_users_history() {
     assert_eq!(env.run(&["replay", "x.jsonl", "--all"], "").code, 1);
     assert_eq!(env.run(&["replay", "x.jsonl", "--since", "3"], "").code, 1);
 }
+
+/// A transcript that begins at a compaction boundary (its history before it not published):
+/// the cycle it closes had no reading, so it is `no data`, not a miss.
+#[test]
+fn a_cycle_with_no_reading_before_its_compaction_is_no_data() {
+    let env = TestEnv::new();
+    let mut lines = vec![boundary_line(&time_from_now(-600))];
+    for (i, tokens) in [20_000, 40_000, 60_000].into_iter().enumerate() {
+        lines.push(assistant_line(tokens, &time_from_now(-500 + i as i64 * 10)));
+    }
+    let path = env.write("begins-at-a-boundary.jsonl", &(lines.join("\n") + "\n"));
+    let run = env.run(&["replay", path.to_str().unwrap(), "--json"], "");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let report: Report = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(verdicts(&report), ["no_data", "quiet"]);
+    let text = env.run(&["replay", path.to_str().unwrap()], "");
+    assert!(text.stdout.contains("no data"), "{}", text.stdout);
+    assert!(!text.stdout.contains("missed"), "{}", text.stdout);
+}

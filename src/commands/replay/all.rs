@@ -19,7 +19,7 @@ use super::simulate::Options;
 use crate::facts::Gathered;
 
 /// Every verdict, in the order of the summary.
-const VERDICTS: [Verdict; 7] = [
+const VERDICTS: [Verdict; 8] = [
     Verdict::InTime,
     Verdict::Late,
     Verdict::Missed,
@@ -27,6 +27,7 @@ const VERDICTS: [Verdict; 7] = [
     Verdict::Open,
     Verdict::Manual,
     Verdict::Quiet,
+    Verdict::NoData,
 ];
 
 /// Which transcripts `--all` takes.

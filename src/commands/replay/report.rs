@@ -145,17 +145,23 @@ pub enum Verdict {
     Manual,
     /// Nudged with usage past the trigger, and the transcript ends before a compaction.
     Open,
+    /// Compacted with no reading of usage before it (a transcript that begins at a compaction,
+    /// its history before not published): nothing to judge ctxguard on.
+    NoData,
 }
 
 impl Verdict {
     /// `replies_left`: replies after the first nudge until the cycle ended (`None`: no nudge);
-    /// `compaction`: what ended it (`None`: the end of the transcript).
+    /// `compaction`: what ended it (`None`: the end of the transcript); `read`: some reply of
+    /// the cycle gave its usage.
     pub fn of(
         replies_left: Option<usize>,
         compaction: Option<Trigger>,
         reached_trigger: bool,
+        read: bool,
     ) -> Verdict {
         match (replies_left, compaction) {
+            (None, Some(_)) if !read => Verdict::NoData,
             (Some(0), Some(_)) => Verdict::Late,
             (Some(_), Some(_)) => Verdict::InTime,
             (None, Some(Trigger::Auto)) => Verdict::Missed,
@@ -176,6 +182,7 @@ impl Verdict {
             Verdict::Quiet => "quiet",
             Verdict::Manual => "manual",
             Verdict::Open => "open",
+            Verdict::NoData => "no data",
         }
     }
 }

@@ -457,6 +457,7 @@ impl Simulation {
             nudge.as_ref().map(|(_, left)| *left),
             compaction.as_ref().map(|c| c.trigger),
             open.reached_trigger,
+            open.peak.is_some(),
         );
         self.cycles.push(Cycle {
             cycle: self.cycles.len() + 1,
