@@ -47,6 +47,7 @@ mod memory;
 mod nudge;
 mod paths;
 mod process;
+mod program;
 mod reading;
 mod recovery;
 mod registry;

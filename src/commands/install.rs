@@ -26,6 +26,7 @@ use crate::cli::SettingsTarget;
 use crate::client::{self, Accepts};
 use crate::config::Env;
 use crate::files;
+use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
@@ -393,27 +394,6 @@ fn apply(
     Ok(())
 }
 
-/// Where a program that settings name is, as the settings module asks about it: `~/rest`
-/// under the home directory, a bare name at its first executable on `PATH` (as the shell finds
-/// it), anything else as written; on Windows with the extension it would be run with.
-fn program_file(program: &str, env: &Env) -> Option<PathBuf> {
-    let written = match program.strip_prefix("~/") {
-        Some(rest) => Some(env.home.as_ref()?.join(rest)),
-        None if program.contains(['/', '\\']) => Some(PathBuf::from(program)),
-        None => None,
-    };
-    if let Some(path) = written {
-        let candidates = files::program_candidates(path.clone());
-        return Some(candidates.into_iter().find(|p| p.is_file()).unwrap_or(path));
-    }
-    env.search_path
-        .iter()
-        .flat_map(std::env::split_paths)
-        .filter(|dir| dir.is_absolute())
-        .flat_map(|dir| files::program_candidates(dir.join(program)))
-        .find(|p| files::is_executable(p))
-}
-
 /// The running binary's canonical path (what install writes), and a test for whether another
 /// program is ctxguard: the same binary (a link to it), or another copy under any name (known by
 /// [`crate::version::is_ctxguard_binary`]), wherever `~`, `$HOME` or `PATH` lead.
@@ -430,9 +410,10 @@ fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
         if let Some(known) = seen.borrow().get(p) {
             return *known;
         }
-        let ours = program_file(p, env).is_some_and(|file| {
-            files::canonicalize(&file).is_ok_and(|c| c == exe)
-                || crate::version::is_ctxguard_binary(&file)
+        let found = program::locate(p, env.home.as_deref(), env.search_path.as_deref());
+        let ours = found.file().is_some_and(|file| {
+            files::canonicalize(file).is_ok_and(|c| c == exe)
+                || crate::version::is_ctxguard_binary(file)
         });
         seen.borrow_mut().insert(p.to_string(), ours);
         ours
