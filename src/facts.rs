@@ -409,7 +409,7 @@ impl ClientCompaction {
             if let Some((_, w, origin)) = self
                 .per_model
                 .iter()
-                .find(|(key, _, _)| client::model_key_matches(key, model))
+                .find(|(key, _, _)| client::same_model(key, model))
             {
                 // `"auto"` for this model: its own window, whatever the top-level says.
                 return w.map(|w| (w, CompactSource::Setting(origin.clone())));
