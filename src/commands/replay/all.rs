@@ -6,7 +6,7 @@
 //! stderr; a transcript that cannot be read is skipped and named there.
 
 use std::fs;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -117,18 +117,6 @@ fn transcripts(projects: &Path, filter: &Filter, now: SystemTime) -> Result<Vec<
     }
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     Ok(found.into_iter().map(|(_, p)| p).collect())
-}
-
-/// The working directory a transcript's lines name (the first `"cwd"` in its first 256 KiB).
-fn session_cwd(path: &Path) -> Option<PathBuf> {
-    let (file, _) = crate::files::open_regular(path, "transcript").ok()?;
-    let mut head = Vec::new();
-    file.take(256 * 1024).read_to_end(&mut head).ok()?;
-    head.split(|b| *b == b'\n').find_map(|line| {
-        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-        let cwd = v.get("cwd")?.as_str()?;
-        (!cwd.is_empty()).then(|| PathBuf::from(cwd))
-    })
 }
 
 fn verdict_counts(sessions: &[Session]) -> Vec<(Verdict, usize)> {
@@ -242,13 +230,12 @@ pub fn run(
         } else {
             eprintln!("replaying {}/{}: {shown}", i + 1, files.len());
         }
-        let cwd = session_cwd(path);
-        let options = Options {
+        let options = |cwd: Option<&Path>| Options {
             statusline,
             window,
-            gathered: Gathered::for_command(&env, cwd.as_deref(), autocompact),
+            gathered: Gathered::for_command(&env, cwd, autocompact),
         };
-        match super::replay_file(path, &config, options) {
+        match super::replay_file_with(path, &config, options) {
             Ok(report) => summary.sessions.push(session(shown, &report)),
             Err(e) => {
                 if terminal {
@@ -285,6 +272,38 @@ fn session(shown: String, report: &Report) -> Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each transcript is read once: its options come from the first `cwd` its lines name, and
+    /// the lines before it are replayed all the same.
+    #[test]
+    fn a_transcript_is_replayed_with_its_own_directory_in_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let reply = r#"{"type":"assistant","message":{"id":"m1","content":[],"usage":{"input_tokens":20000,"output_tokens":5}}}"#;
+        let prompt =
+            r#"{"type":"user","cwd":"/home/u/app","message":{"role":"user","content":"go"}}"#;
+        fs::write(&path, format!("{reply}\n{prompt}\n{reply}\n")).unwrap();
+        let mut seen = None;
+        let report =
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+                seen = cwd.map(Path::to_path_buf);
+                Options::default()
+            })
+            .unwrap();
+        assert_eq!(seen, Some(PathBuf::from("/home/u/app")));
+        assert_eq!(report.lines, 3);
+        // No `cwd` at all: the options for none, and every line still replayed.
+        fs::write(&path, format!("{reply}\n{reply}\n")).unwrap();
+        let mut called = 0;
+        let report =
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+                called += 1;
+                assert_eq!(cwd, None);
+                Options::default()
+            })
+            .unwrap();
+        assert_eq!((called, report.lines), (1, 2));
+    }
 
     #[test]
     fn transcripts_are_the_sessions_of_the_wanted_projects_newest_first() {
