@@ -481,14 +481,13 @@ pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
         let (bin, same) = this_binary(&env)?;
         let replaced = read_note(&note_path(&path)?)?;
         let edit = |v: &mut Value| settings::uninstall(v, &bin, &same, replaced.as_ref());
-        match created_by_install(&path, &edit)? {
-            Some(backups) => remove_created(&path, &backups, target.dry_run)?,
-            None => {
-                apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
-                // What is left is the user's now, however it began.
-                if !target.dry_run {
-                    forget_created(&path)?;
-                }
+        if let Some(backups) = created_by_install(&path, &edit)? {
+            remove_created(&path, &backups, target.dry_run)?;
+        } else {
+            apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
+            // What is left is the user's now, however it began.
+            if !target.dry_run {
+                forget_created(&path)?;
             }
         }
     } else {
