@@ -9,6 +9,21 @@ cd "$(dirname "$0")"
 prefix="${PREFIX:-$HOME/.local}"
 bin_dir="$prefix/bin"
 
+# Without a usable toolchain, say what is missing and the fix in one line, rather than the
+# backtrace rustup prints when it has no default toolchain.
+if ! command -v cargo >/dev/null 2>&1 || ! command -v rustc >/dev/null 2>&1; then
+    echo "install.sh: no Rust toolchain found (cargo and rustc are not on PATH); install one from https://rustup.rs" >&2
+    exit 1
+fi
+if ! rustc -vV >/dev/null 2>&1 || ! cargo -V >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        echo "install.sh: rustup has no default Rust toolchain; run: rustup default stable" >&2
+    else
+        echo "install.sh: rustc -vV failed: the Rust toolchain on PATH does not run; reinstall it from https://rustup.rs" >&2
+    fi
+    exit 1
+fi
+
 built=$(scripts/build-release.sh)
 name=ctxguard
 case "$built" in *.exe) name=ctxguard.exe ;; esac

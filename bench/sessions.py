@@ -9,7 +9,8 @@ default retention), working in one of 50 directories (5 for 10 sessions); every 
 with `sessionend` (a final checkpoint, recorded in its directory's index). Then `prune` runs once
 (the daily pass: it removes nothing here, and completes the indexes, as the first SessionEnd of
 the day does). A third directory holds 10,000 sessions all active in the last hour (scripted
-`claude -p` runs, say), built the same way. Then it times, as fresh processes with stdin from a
+`claude -p` runs, say), built the same way; two more hold 10 and 10,000 copies of one session's
+directory under sessions/, then one `prune` pass (every copy bucketed at the same instant). Then it times, as fresh processes with stdin from a
 file (os.posix_spawn, no shell): SessionStart(clear) of a new session in one of those
 directories, and `status --limit 20` (also in the one-hour directory); for reference, the same
 SessionStart before the index is complete (every marker read, as ctxguard did before the
@@ -123,7 +124,32 @@ def prepare(n, span=SPAN):
     return {"work": work, "env": env, "start": start_path, "build_s": time.time() - started}
 
 
-def measure(small, large, dense):
+def prepare_copies(n):
+    """The layout of 10,000 copies of one session's directory under sessions/ (n copies), then
+    one `prune` pass: every copy is added to the activity buckets at the same instant, its
+    marker's time, as a retention pass adds sessions from before the buckets."""
+    work = tempfile.mkdtemp(prefix=f"ctxguard-bench-copies-{n}-")
+    started = time.time()
+    home = os.path.join(work, "home")
+    os.makedirs(home, exist_ok=True)
+    env = {"HOME": home, "CTXGUARD_HOME": os.path.join(work, "state"), "TZ": "UTC",
+           "PATH": "/usr/bin:/bin", "CTXGUARD_NOW": (NOW - timedelta(hours=1)).isoformat()}
+    with open(os.path.join(FX, "statusline-after-turn.json")) as f:
+        statusline = json.load(f)
+    sid = "bench-00000-0000-4000-8000-000000000000"
+    statusline.update(session_id=sid, cwd="/bench/proj-00")
+    assert run([BIN, "statusline", "--quiet"], env, json.dumps(statusline), work) == 0
+    sessions = os.path.join(env["CTXGUARD_HOME"], "sessions")
+    for i in range(1, n):
+        shutil.copytree(os.path.join(sessions, sid),
+                        os.path.join(sessions, f"bench-{i:05d}-0000-4000-8000-000000000000"))
+    env["CTXGUARD_NOW"] = NOW.isoformat()
+    assert spawn([BIN, "prune"], env) == 0
+    env["CTXGUARD_NOW"] = (NOW + timedelta(minutes=1)).isoformat()
+    return {"work": work, "env": env, "build_s": time.time() - started}
+
+
+def measure(small, large, dense, copies):
     """Every command in both state directories (`status --limit 20` also in the one-hour one)."""
     envs = (small["env"], large["env"])
     starts = (small["start"], large["start"])
@@ -134,6 +160,9 @@ def measure(small, large, dense):
         "status": timed_pair([BIN, "status", "--limit", "20"], envs, nothing),
         "status_dense": timed_pair(
             [BIN, "status", "--limit", "20"], (small["env"], dense["env"]), nothing
+        ),
+        "status_copies": timed_pair(
+            [BIN, "status", "--limit", "20"], (copies[0]["env"], copies[1]["env"]), nothing
         ),
     }
     # For reference: the same SessionStart while the index is not complete (every marker read).
@@ -156,16 +185,19 @@ def ms(v):
 def main():
     small, large = prepare(10), prepare(LARGE)
     dense = prepare(LARGE, timedelta(hours=1))
+    copies = (prepare_copies(10), prepare_copies(LARGE))
     try:
-        results = measure(small, large, dense)
+        results = measure(small, large, dense, copies)
     finally:
-        for d in (small, large, dense):
+        for d in (small, large, dense) + copies:
             shutil.rmtree(d["work"], ignore_errors=True)
     rows = [
         ("`/bin/true` (the floor: starting a process)", "floor"),
         ("SessionStart(`clear`): the previous session of the directory, through its index", "start"),
         ("`status --limit 20`: the newest 20, through the activity buckets", "status"),
         (f"`status --limit 20`, the {LARGE:,} sessions all active in the last hour", "status_dense"),
+        (f"`status --limit 20`, {LARGE:,} copies of one session's directory after `prune` "
+         "(10 copies in the other column)", "status_copies"),
         ("for reference: SessionStart(`clear`) reading every marker (index not complete yet)", "start_scan"),
         ("for reference: `status --all` (every marker)", "status_all"),
     ]
@@ -177,7 +209,9 @@ def main():
         "the binary: every session reports usage through `statusline` at its own time over 29 "
         "days, in one of 50 directories (5 for 10 sessions); every tenth ends with `sessionend` "
         "(a checkpoint); then `prune` once (the daily pass, which completes the indexes). A third "
-        f"directory holds {LARGE:,} sessions made the same way but all in the last hour.",
+        f"directory holds {LARGE:,} sessions made the same way but all in the last hour. The last "
+        f"two hold {LARGE:,} and 10 copies of one session's directory under `sessions/`, then "
+        "`prune` once, which adds them all to the activity buckets at the same instant.",
         "",
         f"| command | 10 sessions (median, p95) | {LARGE:,} sessions (median, p95) | {LARGE:,} / 10 |",
         "|---|---:|---:|---:|",
@@ -190,6 +224,8 @@ def main():
         (f"`status --limit 20` at {LARGE:,} ≤ 1.5× at 10", results["status"][1][0] / results["status"][0][0]),
         (f"`status --limit 20` at {LARGE:,} in one hour ≤ 1.5× at 10",
          results["status_dense"][1][0] / results["status_dense"][0][0]),
+        (f"`status --limit 20` on {LARGE:,} copies ≤ 1.5× on 10",
+         results["status_copies"][1][0] / results["status_copies"][0][0]),
     ]
     lines += ["", "| budget | result | |", "|---|---|---|"]
     for label, ratio in budget:

@@ -38,7 +38,7 @@ Newest first: the sessions most recently updated by a hook. Per session: its sta
 last nudge (when, at what usage) and the last checkpoint."
     )]
     Status {
-        /// Only this session id
+        /// Only this session (its id, or a unique start of it such as `log` prints)
         #[arg(long, value_name = "ID", conflicts_with_all = ["all", "limit", "cwd"])]
         session: Option<String>,
         /// Every session, not only the newest
@@ -80,7 +80,7 @@ shown as a failed attempt, not as a second compaction of the same number."
         /// The last N days, today included, oldest first
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3660))]
         days: u64,
-        /// Only the entries of this session
+        /// Only the entries of this session (its id, or a unique start of it)
         #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// Print {"entries":[...]} as JSON
@@ -92,7 +92,7 @@ shown as a failed attempt, not as a second compaction of the same number."
         after_help = "Examples:\n  ctxguard reset --session 225d8c26-5cbd-4b52-b720-e8fe94443567\n  ctxguard reset --all"
     )]
     Reset {
-        /// The session id to reset
+        /// The session to reset (its id, or a unique start of it)
         #[arg(
             long,
             value_name = "ID",
@@ -272,7 +272,7 @@ pub enum CheckpointCommand {
         after_help = "Examples:\n  ctxguard checkpoint show\n  ctxguard checkpoint show --session 225d8c26-5cbd-4b52-b720-e8fe94443567 --json"
     )]
     Show {
-        /// The session id
+        /// The session (its id, or a unique start of it)
         #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// Print the checkpoint file's JSON instead of the recovery block

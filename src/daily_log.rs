@@ -51,7 +51,8 @@ pub fn read(paths: &Paths, date: NaiveDate) -> Result<Option<String>> {
 }
 
 /// How an entry names a session: the first 8 characters of its id, made safe to print.
-fn short_id(session_id: &str) -> String {
+/// A session's id as an entry names it: its first 8 characters.
+pub fn short_id(session_id: &str) -> String {
     sanitize(session_id, true).chars().take(8).collect()
 }
 
@@ -60,12 +61,6 @@ pub fn entries(text: &str) -> impl Iterator<Item = &str> {
     text.split("\n\n")
         .map(|e| e.trim_matches('\n'))
         .filter(|e| !e.trim().is_empty())
-}
-
-/// Is this entry about the session with this id?
-pub fn is_about(entry: &str, session_id: &str) -> bool {
-    let first = entry.lines().next().unwrap_or("");
-    first.contains(&format!(" · session {} · ", short_id(session_id)))
 }
 
 /// What a compaction entry's header adds when the attempt before it failed: that attempt's
@@ -318,10 +313,10 @@ mod tests {
         assert_eq!(all.len(), 3);
         assert!(all[0].ends_with("- project: /p"));
         let mine: Vec<&str> = entries(text)
-            .filter(|e| is_about(e, "225d8c26-5cbd-4b52-b720-e8fe94443567"))
+            .filter(|e| parse(e).session == short_id("225d8c26-5cbd-4b52-b720-e8fe94443567"))
             .collect();
         assert_eq!(mine.len(), 2);
-        assert!(!is_about(all[2], "225d8c26"));
+        assert_ne!(parse(all[2]).session, "225d8c26");
         // Read back: an old summary line says only its size.
         assert_eq!(
             parse(all[1]).kind,

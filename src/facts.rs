@@ -364,30 +364,18 @@ impl ClientCompaction {
         .with_windows(settings)
     }
 
-    /// The compaction-window settings merged across files as the client merges them (2.1.330):
-    /// from the lowest precedence file up, a file's `modelSettings` entries go over the ones
-    /// before; a file that sets a top-level `autoCompactWindow` replaces the top-level value and
-    /// drops every per-model entry of the files below it.
+    /// The compaction-window settings merged across files as the client merges them
+    /// ([`client::Settings::model_compact_windows`]): the entries it can use, the one that
+    /// applies to a model first.
     fn with_windows(mut self, settings: &client::Settings) -> ClientCompaction {
-        for f in &settings.files {
-            let usable = |(model, r): (String, client::Reading<client::Window>)| {
-                Some((model, r.value?.tokens(), r.origin.to_string()))
-            };
-            let mut own: Vec<_> = f
-                .model_compact_windows()
-                .into_iter()
-                .filter_map(usable)
-                .collect();
-            let top = f.compact_window().and_then(|r| Some((r.value?, r.origin)));
-            if let Some((top, origin)) = top {
-                self.window_setting = Some((top.tokens(), origin.to_string()));
-                self.per_model = own;
-            } else {
-                // Later entries first: the lookup takes the first match.
-                own.extend(std::mem::take(&mut self.per_model));
-                self.per_model = own;
-            }
-        }
+        self.per_model = settings
+            .model_compact_windows()
+            .into_iter()
+            .filter_map(|(model, r)| Some((model, r.value?.tokens(), r.origin.to_string())))
+            .collect();
+        self.window_setting = settings
+            .usable_compact_window()
+            .and_then(|r| Some((r.value?.tokens(), r.origin.to_string())));
         self
     }
 
@@ -409,7 +397,7 @@ impl ClientCompaction {
             if let Some((_, w, origin)) = self
                 .per_model
                 .iter()
-                .find(|(key, _, _)| client::model_key_matches(key, model))
+                .find(|(key, _, _)| client::same_model(key, model))
             {
                 // `"auto"` for this model: its own window, whatever the top-level says.
                 return w.map(|w| (w, CompactSource::Setting(origin.clone())));

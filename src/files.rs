@@ -212,15 +212,23 @@ pub fn refuse_symlinked_dirs(root: &Path, dir: &Path) -> Result<()> {
 /// The entries of `dir`, a directory at or under the state root `root` (none when it does not
 /// exist), after checking that no directory between the root and it is a symbolic link.
 pub fn list_state_dir(root: &Path, dir: &Path) -> Result<Vec<fs::DirEntry>> {
-    refuse_symlinked_dirs(root, dir)?;
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    let Some(entries) = read_state_dir(root, dir)? else {
+        return Ok(Vec::new());
     };
     entries
         .map(|e| e.with_context(|| format!("listing {}", dir.display())))
         .collect()
+}
+
+/// [`list_state_dir`] as it is read, for a caller that may stop early (`None` when `dir` does
+/// not exist).
+pub fn read_state_dir(root: &Path, dir: &Path) -> Result<Option<fs::ReadDir>> {
+    refuse_symlinked_dirs(root, dir)?;
+    match fs::read_dir(dir) {
+        Ok(e) => Ok(Some(e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("listing {}", dir.display())),
+    }
 }
 
 /// [`read_state_file`] for a file under the state root: no directory between the root and the

@@ -50,6 +50,7 @@ mod nudge;
 mod paths;
 mod precomputed;
 mod process;
+mod program;
 mod reading;
 mod receipt;
 mod recovering;

@@ -440,36 +440,55 @@ pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
 /// Of the compactions in a transcript read line by line, how many were followed by a reply but
 /// by no line holding a recovery block before the next boundary: their recovery never arrived
 /// (`replay --all` counts them). A boundary with no reply after it yet is still open.
-pub fn never_arrived<R: std::io::BufRead>(reader: R) -> std::io::Result<usize> {
-    let mut missing = 0;
-    // Since the newest boundary: (a reply came, a block came).
-    let mut open: Option<(bool, bool)> = None;
+#[cfg(test)]
+fn never_arrived<R: std::io::BufRead>(reader: R) -> std::io::Result<usize> {
+    let mut tally = Tally::default();
     let mut lines = transcript::LineReader::new(reader, transcript::MAX_LINE);
     while let Some(line) = lines.next_line()? {
-        let transcript::Line::Text(line) = line else {
-            continue;
-        };
+        if let transcript::Line::Text(line) = line {
+            tally.feed(line);
+        }
+    }
+    Ok(tally.total())
+}
+
+/// The compactions of a transcript whose recovery never arrived, a line at a time (`replay`
+/// feeds it the lines it replays, so a transcript is read once).
+#[derive(Debug, Default)]
+pub struct Tally {
+    missing: usize,
+    /// Since the newest boundary: (a reply came, a block came).
+    open: Option<(bool, bool)>,
+}
+
+impl Tally {
+    pub fn feed(&mut self, line: &[u8]) {
         match transcript::classify(line) {
             transcript::Verdict::Boundary { .. } => {
-                if open == Some((true, false)) {
-                    missing += 1;
+                if self.open == Some((true, false)) {
+                    self.missing += 1;
                 }
-                open = Some((false, false));
+                self.open = Some((false, false));
             }
             transcript::Verdict::Usage { .. } => {
-                if let Some(o) = open.as_mut() {
+                if let Some(o) = self.open.as_mut() {
                     o.0 = true;
                 }
             }
             transcript::Verdict::Irrelevant => {}
         }
-        if let Some(o) = open.as_mut() {
+        if let Some(o) = self.open.as_mut() {
             if !o.1 && memchr::memmem::find(line, BLOCK_MARK).is_some() {
                 o.1 = true;
             }
         }
     }
-    Ok(missing + usize::from(open == Some((true, false))))
+
+    /// The compactions so far whose recovery never arrived (the newest counts once a reply
+    /// came after it without the block).
+    pub fn total(&self) -> usize {
+        self.missing + usize::from(self.open == Some((true, false)))
+    }
 }
 
 #[cfg(test)]

@@ -156,6 +156,52 @@ fn compactions(n: u64) -> String {
     }
 }
 
+/// What ended the checkpoint's cycle, as the header says it: the compaction's trigger (`auto`,
+/// `manual`), or how the session ended.
+fn trigger_words(m: &crate::checkpoint::Meta) -> String {
+    if m.trigger.is_empty() {
+        "unknown".to_string()
+    } else if m.at_session_end() {
+        how_it_ended(&m.trigger)
+    } else {
+        sanitize(&m.trigger, true)
+    }
+}
+
+/// How a session ended, in words, from the trigger `SessionEnd` recorded (`end` or
+/// `end: <reason>`, the client's reason as it sent it and perhaps cut, as older checkpoints
+/// kept it: `prompt_input_e…`). A reason the client may add later is shown as it came.
+fn how_it_ended(trigger: &str) -> String {
+    const REASONS: &[(&str, &str)] = &[
+        ("clear", "the user cleared it with /clear"),
+        ("resume", "the user resumed another session"),
+        ("logout", "the user logged out"),
+        ("prompt_input_exit", "the user exited"),
+        (
+            "bypass_permissions_disabled",
+            "bypass-permissions mode was turned off",
+        ),
+        ("other", "the session ended"),
+    ];
+    let reason = trigger
+        .strip_prefix("end")
+        .unwrap_or(trigger)
+        .trim_start_matches(':')
+        .trim();
+    if reason.is_empty() {
+        return "the session ended".to_string();
+    }
+    let whole = reason.strip_suffix('…').unwrap_or(reason);
+    let cut_short = whole.len() < reason.len();
+    REASONS
+        .iter()
+        .find(|(name, _)| *name == whole || (cut_short && name.starts_with(whole)))
+        .map_or_else(
+            || format!("the session ended: {}", cut(&sanitize(reason, true), 40)),
+            |(_, words)| (*words).to_string(),
+        )
+}
+
 /// Branches that say nothing about where the work lives.
 const DEFAULT_BRANCHES: &[&str] = &["main", "master", "trunk", "develop", "development", "HEAD"];
 
@@ -174,11 +220,7 @@ fn render_checkpoint(
 ) -> String {
     let m = &cp.meta;
     let when = age(m.created_at, now);
-    let trigger = if m.trigger.is_empty() {
-        "unknown".to_string()
-    } else {
-        sanitize(&m.trigger, true)
-    };
+    let trigger = trigger_words(m);
     let mut header = match kind {
         // `checkpoint show` of the one `SessionEnd` wrote: no compaction happened there.
         Kind::Compact | Kind::Resume if m.at_session_end() => format!(
@@ -578,6 +620,20 @@ fn memory_heading(trust: Trust) -> &'static str {
 
 /// The whole block: the checkpoint part, then as much of the memory files as `total` allows.
 /// Each file is fenced with its label inside the fence, under a heading that says whose it is.
+/// After `/clear`, the previous session's checkpoint in one line: where it is and how to see
+/// it, not its contents (the user cleared the context to leave it behind).
+pub fn pointer(cp: &Checkpoint, now: DateTime<Utc>) -> String {
+    let m = &cp.meta;
+    let id = cut(&sanitize(&m.session_id, true), 80);
+    format!(
+        "ctxguard: the previous session in this directory ({id}) left a checkpoint ({}, {}{}), \
+         not shown after /clear. To see it: `ctxguard checkpoint show --session {id}`",
+        trigger_words(m),
+        age(m.created_at, now),
+        compactions(m.compaction)
+    )
+}
+
 pub fn render(
     cp: &Checkpoint,
     cp_path: &Path,

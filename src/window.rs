@@ -174,20 +174,10 @@ pub fn known(model: &str) -> Option<u64> {
 /// `SessionStart`'s `model` and the status line carry. A hint with the suffix for the same model
 /// wins; otherwise the model seen in the transcript does.
 pub fn judged_model<'a>(seen: Option<&'a str>, hint: Option<&'a str>) -> Option<&'a str> {
-    // The same model: the hint's id, alone or with the release date the API appends
-    // (`claude-sonnet-4-5` and `claude-sonnet-4-5-20250929`), never a mere prefix of another.
+    // The same model by the client's own rule for model ids ([`crate::client::same_model`]):
+    // dated, Bedrock and Vertex spellings of it too, never a mere prefix of another.
     let hint_1m = |h: &str, m: &str| {
-        let (h, m) = (h.trim().to_ascii_lowercase(), m.trim().to_ascii_lowercase());
-        let Some(base) = h.strip_suffix("[1m]") else {
-            return false;
-        };
-        let dated = |rest: &str| {
-            rest.strip_prefix('-')
-                .is_some_and(|d| d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()))
-        };
-        base.starts_with("claude-")
-            && m.strip_prefix(base)
-                .is_some_and(|rest| rest.is_empty() || dated(rest))
+        h.trim().to_ascii_lowercase().ends_with("[1m]") && crate::client::same_model(h, m)
     };
     match (seen, hint) {
         (Some(m), Some(h)) if hint_1m(h, m) => Some(h),
@@ -327,6 +317,30 @@ mod tests {
         assert_eq!(
             judged_model(Some("claude-sonnet-4-5"), Some("claude-sonnet-4-5[1m]")),
             Some("claude-sonnet-4-5[1m]")
+        );
+        // The client's spellings of the same model: the hint with its date, the transcript
+        // with Bedrock's or Vertex's (one parser of model ids, the client's rule).
+        assert_eq!(
+            judged_model(
+                Some("claude-sonnet-4-5"),
+                Some("claude-sonnet-4-5-20250929[1M]")
+            ),
+            Some("claude-sonnet-4-5-20250929[1M]")
+        );
+        for spelled in [
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "claude-sonnet-4-5@20250929",
+        ] {
+            assert_eq!(
+                judged_model(Some(spelled), Some("claude-sonnet-4-5[1m]")),
+                Some("claude-sonnet-4-5[1m]"),
+                "{spelled}"
+            );
+        }
+        // Any model the client runs with `[1m]`, not only a `claude-` one.
+        assert_eq!(
+            judged_model(Some("acme-large"), Some("acme-large[1m]")),
+            Some("acme-large[1m]")
         );
         assert_eq!(judged_model(None, Some("x")), Some("x"));
         assert_eq!(judged_model(seen, None), seen);

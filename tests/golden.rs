@@ -38,7 +38,8 @@ const CASES: &[Case] = &[
     // SessionStart: the recovery block, decoded from its one-line JSON envelope.
     ("recovery-compact.md", |s| s.compacted(0).start(1, SESSION, "compact", CWD)),
     ("recovery-resume.md", |s| s.compacted(0).start(1, SESSION, "resume", CWD)),
-    ("recovery-clear-digest.md", |s| s.compacted(0).start(11, OTHER, "clear", CWD)),
+    ("recovery-startup-digest.md", |s| s.compacted(0).start(11, OTHER, "startup", CWD)),
+    ("recovery-clear-pointer.md", |s| s.compacted(0).start(11, OTHER, "clear", CWD)),
     ("recovery-memory-files.md", |s| s.memory().compacted(0).start(1, SESSION, "compact", CWD)),
     ("recovery-saved-memory.md", |s| s.saved(0).start(1, SESSION, "compact", CWD)),
     ("recovery-busy-session.md", |s| s.busy(0).start(1, SESSION, "compact", CWD)),

@@ -358,6 +358,31 @@ fn doctor_fails_until_installed_then_passes() {
     assert!(statuses(&report, "binary")[0].starts_with("ok:"));
     assert!(statuses(&report, "statusline")[0].starts_with("ok:"));
     assert!(statuses(&report, "state")[0].starts_with("ok:"));
+    // Every finding in columns: its tag, a one-word check within the width, then its message.
+    let human = env.command(&["doctor"]).current_dir(&cwd).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    let findings: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["ok   ", "info ", "warn ", "FAIL "]
+                .iter()
+                .any(|t| l.starts_with(t))
+        })
+        .collect();
+    assert!(findings.len() > 10, "{text}");
+    for line in findings {
+        let (check, message) = (&line[5..16], &line[16..]);
+        assert!(
+            !check.trim_end().contains(' ')
+                && message.starts_with(' ')
+                && !message.starts_with("  "),
+            "out of its columns: {line:?}"
+        );
+    }
+    assert!(
+        text.contains("\ninfo facts       PreCompact prints"),
+        "{text}"
+    );
     assert_eq!(
         report["thresholds"],
         json!([{"window": 200000, "compact_at": 167000, "trigger_at": 127000, "critical_at": 152000},
@@ -1457,7 +1482,12 @@ fn uninstall_purge_removes_the_state_directory_and_never_a_memory_file() {
         fs::read_to_string(memory.join("MEMORY.md")).unwrap(),
         "- the user prefers tabs\n"
     );
-    assert_eq!(read(&settings(&env)).get("hooks"), None);
+    // The settings file install created holds nothing else: gone with ctxguard.
+    assert!(!settings(&env).exists(), "{run:?}");
+    assert!(
+        env.home().join(".claude-memory").exists(),
+        "the memory folder stays: it holds MEMORY.md"
+    );
 
     // CTXGUARD_HOME set to the memory folder itself: ctxguard's entries go, the rest stays.
     let mut env = TestEnv::new();
@@ -1594,4 +1624,140 @@ fn a_skill_shell_command_event_confuses_neither_install_doctor_nor_uninstall() {
     let run = env.run(&["uninstall"], "");
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(read(&path), theirs);
+}
+
+/// `./install.sh` where rustup has no default toolchain: one line naming what is missing and
+/// the command that fixes it, not rustup's backtrace, and nothing installed.
+#[cfg(unix)]
+#[test]
+fn install_sh_without_a_default_toolchain_says_the_fix_in_one_line() {
+    let has_rustup = std::process::Command::new("rustup")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_rustup {
+        eprintln!("skipped: rustup is not on PATH, so there is no default toolchain to lack");
+        return;
+    }
+    let env = TestEnv::new();
+    let rustup_home = env.dir.path().join("rustup");
+    fs::create_dir_all(&rustup_home).unwrap();
+    let prefix = env.dir.path().join("prefix");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .env("RUSTUP_HOME", &rustup_home)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env("RUST_BACKTRACE", "1")
+        .env("PREFIX", &prefix)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "install.sh: rustup has no default Rust toolchain; run: rustup default stable\n"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!prefix.exists());
+}
+
+/// Issue 28, item 8: where there was no settings file before `install`, `uninstall` leaves none
+/// (nor a backup, nor its record); one the user had, even an empty one, stays. And `--purge`
+/// takes the default state directory's folder (`~/.claude-memory`) with it when nothing else is
+/// in it.
+#[test]
+fn uninstall_leaves_no_file_install_created_and_no_empty_folder_of_ours() {
+    let env = TestEnv::new();
+    let claude = env.home().join(".claude");
+    let listing = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let t = env.write("t.jsonl", &before_first_compaction());
+    let pre = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "manual", Value::Null).to_string(),
+    );
+    assert_eq!(pre.code, 0);
+    let memory = env.home().join(".claude-memory");
+    // The test environment points CTXGUARD_HOME elsewhere; here the default is wanted.
+    let mut cmd = env.command(&["uninstall", "--purge", "--dry-run"]);
+    cmd.env_remove("CTXGUARD_HOME");
+    let out = cmd.output().unwrap();
+    let dry = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        dry.contains(&format!(
+            "would remove {}: ctxguard's install created it, and it held only ctxguard's entries",
+            settings(&env).display()
+        )),
+        "{dry}"
+    );
+    assert!(settings(&env).exists());
+
+    // A hook run with the state in its default place, `~/.claude-memory/ctxguard`.
+    let mut cmd = env.command(&["precompact"]);
+    cmd.env_remove("CTXGUARD_HOME");
+    let out = feed(
+        cmd,
+        precompact_payload(SESSION, &t, "manual", Value::Null).to_string(),
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(memory.join("ctxguard").is_dir());
+    let mut cmd = env.command(&["uninstall", "--purge"]);
+    cmd.env_remove("CTXGUARD_HOME");
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(&format!(
+            "removed the folder {}, empty without it",
+            memory.display()
+        )),
+        "{text}"
+    );
+    assert!(!memory.exists(), "{text}");
+    assert!(!settings(&env).exists(), "{text}");
+    assert_eq!(listing(&claude), Vec::<String>::new(), "{text}");
+
+    // Installed twice with a change between (a backup of the file it created): still no file.
+    assert_eq!(
+        env.run(&["install", "--client-version", "2.1.14"], "").code,
+        0
+    );
+    assert_eq!(env.run(&["install"], "").code, 0);
+    assert_eq!(backups(&claude).len(), 1);
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    assert_eq!(listing(&claude), Vec::<String>::new());
+
+    // A file the user had, even `{}`, stays (with the backup of it).
+    fs::write(settings(&env), "{}\n").unwrap();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    assert_eq!(read(&settings(&env)), json!({}));
+    assert_eq!(backups(&claude).len(), 2, "{:?}", listing(&claude));
+    // Something of theirs added to a file install created: it stays, without ctxguard.
+    fs::remove_file(settings(&env)).unwrap();
+    for b in backups(&claude) {
+        fs::remove_file(b).unwrap();
+    }
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let mut s = read(&settings(&env));
+    s["model"] = json!("opus");
+    fs::write(settings(&env), s.to_string()).unwrap();
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    assert_eq!(read(&settings(&env)), json!({"model": "opus"}));
+    assert!(!listing(&claude)
+        .iter()
+        .any(|n| n.ends_with(".ctxguard-created")));
 }

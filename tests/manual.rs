@@ -423,3 +423,67 @@ fn help_has_examples_and_succeeds() {
         assert!(run.stdout.contains("Example"), "{sub:?}: {}", run.stdout);
     }
 }
+
+/// The short id `log` and `status` print, or any unique start of an id, names a session
+/// wherever an id is taken; a start two sessions share names both.
+#[test]
+fn a_unique_start_of_an_id_is_accepted_everywhere_and_an_ambiguous_one_names_its_candidates() {
+    const TWIN: &str = "225d0000-1111-4222-8333-444455556666";
+    let env = TestEnv::new();
+    let t = env.write("t.jsonl", &before_first_compaction());
+    let pre = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "auto", serde_json::Value::Null).to_string(),
+    );
+    assert_eq!(pre.code, 0, "{pre:?}");
+    env.statusline(&statusline_payload(TWIN, Some(130_000), Some(200_000)));
+    // What `log` prints of the session.
+    let short = &SESSION[..8];
+    let log = env.run(&["log"], "");
+    assert!(
+        log.stdout.contains(&format!("session {short} ·")),
+        "{log:?}"
+    );
+
+    let one = status(&env, &["status", "--session", short, "--json"]);
+    assert_eq!(one.sessions[0].session_id, SESSION);
+    let mine = env.run(&["log", "--session", short], "");
+    assert!(mine.stdout.contains(short), "{mine:?}");
+    let shown = env.run(&["checkpoint", "show", "--session", "225d8"], "");
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert!(shown.stdout.contains("compaction #1"), "{shown:?}");
+    let reset = env.run(&["reset", "--session", "225d0"], "");
+    assert_eq!(
+        (reset.code, reset.stdout.trim()),
+        (0, format!("reset session {TWIN} to idle").as_str())
+    );
+
+    for args in [
+        &["status", "--session", "225d"][..],
+        &["reset", "--session", "225d"],
+        &["checkpoint", "show", "--session", "225d"],
+        &["log", "--session", "225d"],
+    ] {
+        let run = env.run(args, "");
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (1, ""),
+            "{args:?}: {run:?}"
+        );
+        assert!(
+            run.stderr.contains("session id \"225d\" is ambiguous")
+                && run.stderr.contains(SESSION)
+                && run.stderr.contains(TWIN),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    // A start nobody has: as for an unknown id.
+    let run = env.run(&["status", "--session", "9"], "");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no state for session \"9\""),
+        "{}",
+        run.stderr
+    );
+}

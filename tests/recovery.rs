@@ -821,10 +821,10 @@ fn sessionend_payload(session: &str, transcript: &Path, reason: &str) -> Value {
 }
 
 #[test]
-fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
+fn after_exit_the_next_session_gets_a_digest_of_the_ended_one_once() {
     let env = TestEnv::new();
-    // Session A works (no compaction), then the user runs /clear: SessionEnd(clear) for A,
-    // SessionStart(clear) for the new session B.
+    // Session A works (no compaction), then the user exits: SessionEnd(prompt_input_exit) for
+    // A; a new session B starts in the same directory (SessionStart startup).
     let a = env.write("a.jsonl", "");
     append_lines(
         &a,
@@ -832,7 +832,7 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
     );
     let end = env.run(
         &["sessionend"],
-        sessionend_payload("session-a", &a, "clear").to_string(),
+        sessionend_payload("session-a", &a, "prompt_input_exit").to_string(),
     );
     assert_eq!(
         (end.code, end.stdout.as_str(), end.stderr.as_str()),
@@ -841,7 +841,7 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
     let start = |id: &str| {
         env.run(
             &["sessionstart"],
-            sessionstart_payload(id, "clear", CWD).to_string(),
+            sessionstart_payload(id, "startup", CWD).to_string(),
         )
     };
     let digest = decode_block(&start("session-b").stdout);
@@ -851,7 +851,11 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
     );
     assert!(digest.contains("port the lexer to rust"), "{digest}");
     assert!(digest.contains("[pending] write the lexer"), "{digest}");
-    assert!(digest.contains("(end: clear,"), "{digest}");
+    // How it ended, in words (not the client's `prompt_input_exit`, nor cut).
+    assert!(
+        digest.contains("in this directory (the user exited, just now)"),
+        "{digest}"
+    );
     // Once.
     assert_eq!(start("session-c").stdout, "");
     // Once even when A is resumed and left again with nothing new: no second end checkpoint.
@@ -887,7 +891,7 @@ fn after_clear_the_next_session_gets_a_digest_of_the_ended_one_once() {
 }
 
 #[test]
-fn after_a_compaction_and_clear_the_digest_carries_the_whole_session() {
+fn after_a_compaction_and_an_end_the_digest_carries_the_whole_session() {
     let env = TestEnv::new();
     let a = env.write("a.jsonl", "");
     append_lines(
@@ -910,7 +914,7 @@ fn after_a_compaction_and_clear_the_digest_carries_the_whole_session() {
     let digest = decode_block(
         &env.run(
             &["sessionstart"],
-            sessionstart_payload("session-b", "clear", CWD).to_string(),
+            sessionstart_payload("session-b", "startup", CWD).to_string(),
         )
         .stdout,
     );
@@ -1104,5 +1108,77 @@ fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
         assert!(block.contains("(A) or (B)?"), "{block}");
         assert!(!block.contains("Saved the validation plan"), "{block}");
         assert!(!block.contains("250k tokens are in context"), "{block}");
+    }
+}
+
+/// After `/clear`: one line pointing to the previous session's checkpoint and how to see it,
+/// not its digest; once. `recover_on` still decides.
+#[test]
+fn after_clear_the_next_session_gets_a_pointer_to_the_ended_one_once() {
+    let env = TestEnv::new();
+    let a = env.write("a.jsonl", "");
+    append_lines(
+        &a,
+        &tasks_part("port the lexer to rust", &["write the lexer"], 1),
+    );
+    env.run(
+        &["sessionend"],
+        sessionend_payload("session-a", &a, "clear").to_string(),
+    );
+    let start = |id: &str| {
+        env.run(
+            &["sessionstart"],
+            sessionstart_payload(id, "clear", CWD).to_string(),
+        )
+    };
+    // Not with `clear` left out of recover_on.
+    let mut cmd = env.command(&["sessionstart"]);
+    cmd.env("CTXGUARD_RECOVER_ON", "compact,resume,startup");
+    let quiet = feed(
+        cmd,
+        sessionstart_payload("session-q", "clear", CWD).to_string(),
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_eq!((quiet.status.code(), quiet.stdout.len()), (Some(0), 0));
+
+    let run = start("session-b");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let line = decode_block(&run.stdout);
+    assert_eq!(
+        line,
+        "ctxguard: the previous session in this directory (session-a) left a checkpoint (the \
+         user cleared it with /clear, just now), not shown after /clear. To see it: `ctxguard \
+         checkpoint show --session session-a`"
+    );
+    // Once.
+    assert_eq!(start("session-c").stdout, "");
+    // What it points to is there.
+    let shown = env.run(&["checkpoint", "show", "--session", "session-a"], "");
+    assert!(shown.stdout.contains("port the lexer to rust"), "{shown:?}");
+}
+
+/// `log` names the branch a compaction happened on, and says nothing of one where the client
+/// wrote `HEAD` (a folder that is not a git repository).
+#[test]
+fn the_log_names_a_branch_and_no_head() {
+    for (branch, said) in [("feature/x", Some("(branch feature/x)")), ("HEAD", None)] {
+        let env = TestEnv::new();
+        let path = env.write(
+            "t.jsonl",
+            &busy_transcript().replace("\"feature/x\"", &format!("\"{branch}\"")),
+        );
+        let run = env.run(
+            &["precompact"],
+            precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        let log = env.run(&["log"], "");
+        assert_eq!(log.code, 0, "{log:?}");
+        assert!(log.stdout.contains("- project: "), "{}", log.stdout);
+        match said {
+            Some(said) => assert!(log.stdout.contains(said), "{}", log.stdout),
+            None => assert!(!log.stdout.contains("branch"), "{}", log.stdout),
+        }
     }
 }

@@ -449,6 +449,15 @@ fn replay_all_sums_every_session_of_the_users_history() {
         run.stdout
     );
     assert!(run.stdout.contains("\n3 sessions, "), "{}", run.stdout);
+    // Counts in words that agree with them: `1 compaction`, never `1 compactions`.
+    for l in run.stdout.lines().filter(|l| l.starts_with("-home-u-")) {
+        let counts = l.split_once("  ").unwrap().1.split(':').next().unwrap();
+        for count in counts.split(", ") {
+            let (n, noun) = count.split_once(' ').unwrap();
+            assert_eq!(n == "1", !noun.ends_with('s'), "{l}");
+        }
+    }
+    assert!(run.stdout.contains(" 1 compaction: "), "{}", run.stdout);
     // A bar per verdict, and progress on stderr.
     for verdict in [
         "in time",
@@ -610,4 +619,23 @@ fn a_recorded_tui_session_replays_the_stop_hooks_one_nudge() {
     assert_eq!(idle, [("idle_nudge".into(), json!(250_010), json!("stop"))]);
     assert_eq!(r.cycles[0].idle_nudges, 1);
     assert_eq!(r.cycles[0].nudges, 0);
+}
+
+/// A transcript that begins at a compaction boundary (its history before it not published):
+/// the cycle it closes had no reading, so it is `no data`, not a miss.
+#[test]
+fn a_cycle_with_no_reading_before_its_compaction_is_no_data() {
+    let env = TestEnv::new();
+    let mut lines = vec![boundary_line(&time_from_now(-600))];
+    for (i, tokens) in [20_000, 40_000, 60_000].into_iter().enumerate() {
+        lines.push(assistant_line(tokens, &time_from_now(-500 + i as i64 * 10)));
+    }
+    let path = env.write("begins-at-a-boundary.jsonl", &(lines.join("\n") + "\n"));
+    let run = env.run(&["replay", path.to_str().unwrap(), "--json"], "");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let report: Report = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(verdicts(&report), ["no_data", "quiet"]);
+    let text = env.run(&["replay", path.to_str().unwrap()], "");
+    assert!(text.stdout.contains("no data"), "{}", text.stdout);
+    assert!(!text.stdout.contains("missed"), "{}", text.stdout);
 }

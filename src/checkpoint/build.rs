@@ -269,7 +269,13 @@ impl Builder {
         if let Some(cwd) = entry.cwd.as_deref().filter(|c| !c.is_empty()) {
             self.cwd = Some(cut(cwd, CWD_CHARS));
         }
-        if let Some(branch) = entry.git_branch.as_deref().filter(|b| !b.is_empty()) {
+        // `HEAD` names no branch: the client writes it for a folder that is not a git
+        // repository (and git for a detached head).
+        if let Some(branch) = entry
+            .git_branch
+            .as_deref()
+            .filter(|b| !b.is_empty() && *b != "HEAD")
+        {
             self.git_branch = Some(cut(branch, BRANCH_CHARS));
         }
         if let Some(version) = entry.version.as_deref().filter(|v| !v.is_empty()) {

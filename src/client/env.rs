@@ -175,7 +175,7 @@ impl Window {
     }
 }
 
-/// The model id a `modelSettings` key is compared with: the canonical name, without the
+/// The model id two ids are compared by (a `modelSettings` key with the session's model, say): the canonical name, without the
 /// spellings the client also accepts for it (the schema: "The canonical model name as key also
 /// matches its dated, [1m], Bedrock and Vertex spellings"): lower case, no `[1m]`, no Bedrock
 /// region and `anthropic.` prefix nor `-v1:0` version, no Vertex `@20250929`, no `-20250929`.
@@ -266,8 +266,9 @@ pub fn reactive_model(model: &str, version: Option<&str>) -> Option<String> {
     reactive.then_some(id)
 }
 
-/// Does the `modelSettings` key `key` name the model `id`?
-pub fn model_key_matches(key: &str, id: &str) -> bool {
-    let key = canonical_model(key);
-    !key.is_empty() && key == canonical_model(id)
+/// Do two model ids name the same model, by the client's rule (a `modelSettings` key and the
+/// session's model; a `[1m]` id the client was started with and the transcript's reply)?
+pub fn same_model(a: &str, b: &str) -> bool {
+    let a = canonical_model(a);
+    !a.is_empty() && a == canonical_model(b)
 }

@@ -289,21 +289,33 @@ impl Settings {
             .compact_window()
     }
 
-    /// Every `modelSettings.<model>.autoCompactWindow` (what `/autocompact` writes), from the file
-    /// that wins for each model key, in the order first seen.
+    /// Every `modelSettings.<model>.autoCompactWindow` (what `/autocompact` writes) the client
+    /// applies, merged across files as it merges them (2.1.330): from the lowest precedence file
+    /// up, a file's entries go over the ones before, and a file that sets a usable top-level
+    /// `autoCompactWindow` drops every per-model entry of the files below it. The entries of the
+    /// higher file come first, so the first that names a model is the one that applies; a key
+    /// may come again from a lower file (the hooks pass over an entry they cannot use).
     pub fn model_compact_windows(&self) -> Vec<(String, Reading<Window>)> {
         let mut out: Vec<(String, Reading<Window>)> = Vec::new();
-        for (model, reading) in self
-            .files
-            .iter()
-            .flat_map(SettingsFile::model_compact_windows)
-        {
-            match out.iter_mut().find(|(m, _)| *m == model) {
-                Some(slot) => slot.1 = reading,
-                None => out.push((model, reading)),
+        for f in &self.files {
+            let mut own = f.model_compact_windows();
+            let top_set = f.compact_window().is_some_and(|r| r.value.is_some());
+            if !top_set {
+                own.append(&mut out);
             }
+            out = own;
         }
         out
+    }
+
+    /// The top-level `autoCompactWindow` the hooks apply: that of the highest file that sets a
+    /// usable one.
+    pub fn usable_compact_window(&self) -> Option<Reading<Window>> {
+        self.files
+            .iter()
+            .rev()
+            .filter_map(SettingsFile::compact_window)
+            .find(|r| r.value.is_some())
     }
 }
 

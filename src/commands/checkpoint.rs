@@ -42,7 +42,8 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     }
     let found = match &session {
         Some(id) => {
-            let store = CheckpointStore::new(&paths, id);
+            let full = super::session_id(&paths, id)?;
+            let store = CheckpointStore::new(&paths, full.as_deref().unwrap_or(id));
             store.latest()?.map(|cp| (cp, store.latest_path()))
         }
         None => newest(&paths)?,

@@ -26,6 +26,7 @@ use crate::cli::SettingsTarget;
 use crate::client::{self, Accepts};
 use crate::config::Env;
 use crate::files;
+use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
@@ -202,10 +203,8 @@ fn backup_stamp(file: &str, name: &str) -> Option<(String, u32)> {
     well_formed.then(|| (stamp.to_string(), counter))
 }
 
-/// Removes the backups of `path` but two: the oldest (the settings as they were before
-/// ctxguard first changed them) and `newest` (the one just made). Only regular files named as
-/// [`write_backup`] names them are touched. Returns the ones removed.
-fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
+/// The backups of `path` (regular files named as [`write_backup`] names them), oldest first.
+fn backups(path: &Path) -> Result<Vec<PathBuf>> {
     let dir = directory(path)?;
     let file = file_name(path);
     let mut backups: Vec<((String, u32), PathBuf)> = fs::read_dir(dir)
@@ -218,8 +217,75 @@ fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     backups.sort();
+    Ok(backups.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Where `install` records that it created the settings file at `path` (there was none before):
+/// `uninstall` then removes the file, rather than leave `{}`, when nothing else is in it.
+fn created_path(path: &Path) -> Result<PathBuf> {
+    Ok(directory(path)?.join(format!("{}.ctxguard-created", file_name(path))))
+}
+
+/// When `install` created the settings file at `path` (its record says so) and it holds nothing
+/// but ctxguard's entries: its backups (every one a version ctxguard wrote), to go with it. A
+/// file the user had before, even an empty one, is `None`: it stays.
+fn created_by_install(
+    path: &Path,
+    uninstall: &dyn Fn(&mut Value) -> Result<Edit, String>,
+) -> Result<Option<Vec<PathBuf>>> {
+    let regular = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+    if !regular || !created_path(path)?.is_file() || note_path(path)?.exists() {
+        return Ok(None);
+    }
+    let (_, mut value) = read_settings(path)?;
+    let only_ours = uninstall(&mut value).is_ok_and(|e| !e.changes.is_empty())
+        && value.as_object().is_some_and(serde_json::Map::is_empty);
+    Ok(if only_ours {
+        Some(backups(path)?)
+    } else {
+        None
+    })
+}
+
+/// Removes the settings file `install` created, and its backups (or says it would).
+fn remove_created(path: &Path, backups: &[PathBuf], dry_run: bool) -> Result<()> {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    if !dry_run {
+        for file in std::iter::once(path).chain(backups.iter().map(PathBuf::as_path)) {
+            fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+        }
+        forget_created(path)?;
+    }
+    println!(
+        "{verb} {}: ctxguard's install created it, and it held only ctxguard's entries",
+        path.display()
+    );
+    for b in backups {
+        println!("{verb} its backup {}", b.display());
+    }
+    if dry_run {
+        println!("(dry run: nothing written)");
+    }
+    Ok(())
+}
+
+/// Removes the record that `install` created the settings file at `path`, if there is one.
+fn forget_created(path: &Path) -> Result<()> {
+    let created = created_path(path)?;
+    match fs::remove_file(&created) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", created.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Removes the backups of `path` but two: the oldest (the settings as they were before
+/// ctxguard first changed them) and `newest` (the one just made). Only regular files named as
+/// [`write_backup`] names them are touched. Returns the ones removed.
+fn trim_backups(path: &Path, newest: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
-    for (_, backup) in backups.iter().skip(1) {
+    for backup in backups(path)?.iter().skip(1) {
         if backup.file_name() == newest.file_name() {
             continue;
         }
@@ -243,6 +309,16 @@ fn write_settings(
     let backup = old
         .map(|text| write_backup(path, text, mode, Local::now()))
         .transpose()?;
+    if old.is_none() {
+        let created = created_path(path)?;
+        files::replace_with_mode(
+            &created,
+            b"ctxguard install created the settings file beside this one (there was none); \
+              ctxguard uninstall removes it, and this, when nothing else is in it\n",
+            mode,
+        )
+        .with_context(|| format!("writing {}", created.display()))?;
+    }
     if let (note_path, Note::Save(line)) = note {
         write_note(note_path, path, line, mode)?;
     }
@@ -322,27 +398,6 @@ fn apply(
     Ok(())
 }
 
-/// Where a program that settings name is, as the settings module asks about it: `~/rest`
-/// under the home directory, a bare name at its first executable on `PATH` (as the shell finds
-/// it), anything else as written; on Windows with the extension it would be run with.
-fn program_file(program: &str, env: &Env) -> Option<PathBuf> {
-    let written = match program.strip_prefix("~/") {
-        Some(rest) => Some(env.home.as_ref()?.join(rest)),
-        None if program.contains(['/', '\\']) => Some(PathBuf::from(program)),
-        None => None,
-    };
-    if let Some(path) = written {
-        let candidates = files::program_candidates(path.clone());
-        return Some(candidates.into_iter().find(|p| p.is_file()).unwrap_or(path));
-    }
-    env.search_path
-        .iter()
-        .flat_map(std::env::split_paths)
-        .filter(|dir| dir.is_absolute())
-        .flat_map(|dir| files::program_candidates(dir.join(program)))
-        .find(|p| files::is_executable(p))
-}
-
 /// The running binary's canonical path (what install writes), and a test for whether another
 /// program is ctxguard: the same binary (a link to it), or another copy under any name (known by
 /// [`crate::version::is_ctxguard_binary`]), wherever `~`, `$HOME` or `PATH` lead.
@@ -359,9 +414,10 @@ fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
         if let Some(known) = seen.borrow().get(p) {
             return *known;
         }
-        let ours = program_file(p, env).is_some_and(|file| {
-            files::canonicalize(&file).is_ok_and(|c| c == exe)
-                || crate::version::is_ctxguard_binary(&file)
+        let found = program::locate(p, env.home.as_deref(), env.search_path.as_deref());
+        let ours = found.file().is_some_and(|file| {
+            files::canonicalize(file).is_ok_and(|c| c == exe)
+                || crate::version::is_ctxguard_binary(file)
         });
         seen.borrow_mut().insert(p.to_string(), ours);
         ours
@@ -428,12 +484,16 @@ pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
     if path.exists() {
         let (bin, same) = this_binary(&env)?;
         let replaced = read_note(&note_path(&path)?)?;
-        apply(
-            &path,
-            target.dry_run,
-            "ctxguard is not registered in",
-            |v| settings::uninstall(v, &bin, &same, replaced.as_ref()),
-        )?;
+        let edit = |v: &mut Value| settings::uninstall(v, &bin, &same, replaced.as_ref());
+        if let Some(backups) = created_by_install(&path, &edit)? {
+            remove_created(&path, &backups, target.dry_run)?;
+        } else {
+            apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
+            // What is left is the user's now, however it began.
+            if !target.dry_run {
+                forget_created(&path)?;
+            }
+        }
     } else {
         println!("no settings at {} (nothing to remove)", path.display());
     }

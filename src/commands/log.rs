@@ -175,11 +175,11 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<()> {
         .collect();
     // Across the whole span, so an attempt just before midnight is still matched.
     mark_failed(&mut entries);
-    entries.retain(|d| {
-        session
-            .as_deref()
-            .is_none_or(|s| daily_log::is_about(d.entry.text, s))
-    });
+    let short = match session.as_deref() {
+        Some(id) => Some(logged_as(&paths, id, &entries)?),
+        None => None,
+    };
+    entries.retain(|d| short.as_deref().is_none_or(|s| d.entry.session == s));
     if json {
         let report = LogReport {
             entries: entries.iter().map(Dated::json).collect(),
@@ -205,6 +205,32 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<()> {
     }
     print!("{}", render(&entries));
     Ok(())
+}
+
+/// The session `--session` names, as the log names it (its first 8 characters): a session
+/// ctxguard holds state for (its full id or a unique start of it), else the one session of the
+/// entries whose id starts with it; an ambiguous start names its candidates.
+fn logged_as(paths: &crate::paths::Paths, id: &str, entries: &[Dated]) -> Result<String> {
+    if let Some(full) = super::session_id(paths, id)? {
+        return Ok(daily_log::short_id(&full));
+    }
+    let short = daily_log::short_id(id);
+    let mut found: Vec<&str> = entries
+        .iter()
+        .map(|d| d.entry.session.as_str())
+        .filter(|s| !s.is_empty() && s.starts_with(short.as_str()))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    if found.len() > 1 {
+        anyhow::bail!(
+            "session id {id:?} is ambiguous: the log names {} sessions that start with it ({}); \
+             give more of the id",
+            found.len(),
+            found.join(", ")
+        );
+    }
+    Ok(found.pop().map_or(short, str::to_string))
 }
 
 /// Each day's entries under its date.

@@ -372,6 +372,25 @@ fn keep_the_rest(root: &Path, protected: &[PathBuf], tally: &mut Tally) {
     }
 }
 
+/// The default state root's folder (`~/.claude-memory`), which ctxguard created with it, when
+/// nothing else is in it once the root is gone (`dry_run`: the root is still there, and the only
+/// entry). A folder `CTXGUARD_HOME` leads elsewhere is not ctxguard's to remove.
+fn own_parent(root: &Path, env: &Env, dry_run: bool) -> Option<PathBuf> {
+    let parent = env.home.as_ref()?.join(".claude-memory");
+    if root != parent.join("ctxguard") {
+        return None;
+    }
+    let real_dir =
+        fs::symlink_metadata(&parent).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
+    let mut entries = fs::read_dir(&parent).ok()?.flatten().map(|e| e.path());
+    let empty = if dry_run {
+        entries.next().is_some_and(|e| e == root) && entries.next().is_none()
+    } else {
+        entries.next().is_none()
+    };
+    (real_dir && empty).then_some(parent)
+}
+
 /// Says what ctxguard's state directory holds, then removes what is ctxguard's in it (or, with
 /// `dry_run`, says what it would remove).
 pub fn run(env: &Env, dry_run: bool) -> Result<()> {
@@ -423,11 +442,16 @@ pub fn run(env: &Env, dry_run: bool) -> Result<()> {
     let real_dir =
         fs::symlink_metadata(root).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
     if tally.kept.is_empty() && real_dir {
-        if dry_run {
-            println!("{verb} the state directory {}", root.display());
-        } else {
+        if !dry_run {
             fs::remove_dir(root).with_context(|| format!("removing {}", root.display()))?;
-            println!("{verb} the state directory {}", root.display());
+        }
+        println!("{verb} the state directory {}", root.display());
+        if let Some(parent) = own_parent(root, env, dry_run) {
+            if !dry_run {
+                fs::remove_dir(&parent)
+                    .with_context(|| format!("removing {}", parent.display()))?;
+            }
+            println!("{verb} the folder {}, empty without it", parent.display());
         }
     } else if !real_dir {
         println!(

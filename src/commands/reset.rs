@@ -44,7 +44,7 @@ pub fn run(session: Option<String>, all: bool) -> Result<()> {
     }
     // clap guarantees one of the two.
     let id = session.unwrap_or_default();
-    let store = super::known_session(&paths, &id)?;
+    let (id, store) = super::known_session(&paths, &id)?;
     let id = reset_one(&store, Some(&id), stale, env.now())?;
     println!("reset session {id} to idle");
     Ok(())

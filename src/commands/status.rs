@@ -226,10 +226,10 @@ pub fn run(query: Query) -> Result<()> {
     let stale = Duration::from_secs(loaded.config.stale_after_secs);
     let now = env.now();
     if let Some(id) = &query.session {
-        let store = super::known_session(&paths, id)?;
-        let m = store.peek()?.unwrap_or_else(|| Marker::new(id));
+        let (id, store) = super::known_session(&paths, id)?;
+        let m = store.peek()?.unwrap_or_else(|| Marker::new(&id));
         let mut s = SessionStatus::from_marker(paths.root(), &m, now, stale);
-        let receipts = crate::receipt::list(&paths, id);
+        let receipts = crate::receipt::list(&paths, &id);
         s.receipts = (!receipts.is_empty()).then_some(receipts);
         if query.json {
             let report = StatusReport {

@@ -1,6 +1,7 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
-//! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On clear,
-//! startup and fork, a short digest of the previous session in the same directory, once.
+//! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On startup,
+//! a short digest of the previous session in the same directory, once; after `/clear`, one line
+//! pointing to that session's checkpoint instead (the user cleared the context to leave it).
 //!
 //! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
 //! under that session's lock, by that session only. A digest for another session never consumes
@@ -21,7 +22,7 @@ use crate::index;
 use crate::input::HookInput;
 use crate::marker::{self, Event, Marker, Store};
 use crate::paths::Paths;
-use crate::recovery::Kind;
+use crate::recovery::{self, Kind};
 use crate::text::sanitize;
 use crate::transcript;
 
@@ -40,6 +41,8 @@ enum Plan {
     Own(Kind),
     /// A digest of the previous session in the same directory.
     Previous,
+    /// After `/clear`: one line pointing to the previous session's checkpoint, not its digest.
+    Pointer,
 }
 
 /// The plan for a `SessionStart` `source`. A new session nobody attends (`-p`, the SDK) is a
@@ -49,7 +52,8 @@ fn plan(source: &str, config: &Config, unattended: bool) -> Result<Plan> {
         "compact" => Plan::Own(Kind::Compact),
         "resume" => Plan::Own(Kind::Resume),
         "startup" if unattended => Plan::Quiet,
-        "clear" | "startup" | "fork" => Plan::Previous,
+        "clear" => Plan::Pointer,
+        "startup" | "fork" => Plan::Previous,
         other => bail!("unknown SessionStart source {other:?}"),
     };
     Ok(if config.recover_on.iter().any(|s| s == source) {
@@ -311,6 +315,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, &input, stale, now, env.client_pid, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
+        Plan::Pointer => {
+            let Some((cp, _)) = previous(&paths, &input, stale, now, diag)? else {
+                return Ok(Outcome::Quiet);
+            };
+            return Ok(Outcome::Print(additional_context(
+                event::SESSION_START,
+                recovery::pointer(&cp, now),
+            )));
+        }
     };
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
@@ -380,7 +393,7 @@ mod tests {
         let attended = |source| plan(source, &config, false).unwrap();
         assert_eq!(attended("compact"), Plan::Own(Kind::Compact));
         assert_eq!(attended("resume"), Plan::Own(Kind::Resume));
-        assert_eq!(attended("clear"), Plan::Previous);
+        assert_eq!(attended("clear"), Plan::Pointer);
         assert_eq!(attended("startup"), Plan::Previous);
         assert_eq!(attended("fork"), Plan::Quiet);
         assert!(plan("reboot", &config, false).is_err());

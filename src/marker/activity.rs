@@ -1,17 +1,20 @@
-//! Which sessions were active when: `recent/<YYYY-MM-DD>/<HH>/<MM>/<SS.ffffff>@<session
+//! Which sessions were active when: `recent/<YYYY-MM-DD>/<HH>/<MM>/<SS.ffffff>/<session
 //! directory name>`, one empty file per session, at the time (UTC, to the microsecond) of its
 //! marker's last save. `status` lists the newest sessions by walking these from the newest down
 //! and reading only the markers it shows, so its cost follows the sessions shown, not every
-//! session ever seen, nor how many were active in the same hour.
+//! session ever seen, nor how many were active in the same hour, nor how many were saved at the
+//! very same time (the sessions a retention pass adds at once, copies of one session): the
+//! sessions of one instant share a directory, read only as far as needed.
 //!
 //! [`super::Store::update`] moves a session's entry at each save ([`moved`]: the new one made,
 //! the old one and the directories it leaves empty removed; a save happens at most every few
-//! seconds per session, never on the `PreToolUse` fast path). Within a minute the names sort by
-//! time, so the walk can stop at the entry that completes the list. Buckets written before the
-//! entries had a time (`recent/<day>/<HH>/<name>`, one per session and hour) are still read,
-//! the whole hour at once. Sessions from before the buckets existed are added by the first full
-//! retention pass, which then marks the buckets [`complete`]; until then `status` reads every
-//! marker. Retention sweeps buckets older than its cutoff.
+//! seconds per session, never on the `PreToolUse` fast path). Within a minute the instants sort
+//! by name, so the walk can stop at the entry that completes the list. Entries written before
+//! an instant had its directory (`<MM>/<SS.ffffff>@<name>`) are read among them, and buckets
+//! written before the entries had a time (`recent/<day>/<HH>/<name>`, one per session and
+//! hour) the whole hour at once. Sessions from before the buckets existed are added by the first
+//! full retention pass, which then marks the buckets [`complete`]; until then `status` reads
+//! every marker. Retention sweeps buckets older than its cutoff.
 
 use std::collections::HashSet;
 use std::fs;
@@ -34,22 +37,29 @@ fn complete_path(root: &Path) -> PathBuf {
     dir(root).join(".complete")
 }
 
-/// The minute's directory `at` falls in, and the name of a session's entry at `at`.
-fn entry(root: &Path, name: &str, at: DateTime<Utc>) -> (PathBuf, PathBuf) {
+/// The minute's directory `at` falls in, and the instant's name in it (`SS.ffffff`).
+fn minute_of(root: &Path, at: DateTime<Utc>) -> (PathBuf, String) {
     let minute = dir(root)
         .join(at.format("%Y-%m-%d").to_string())
         .join(format!("{:02}", at.hour()))
         .join(format!("{:02}", at.minute()));
-    let file = minute.join(format!("{}@{name}", at.format("%S%.6f")));
-    (minute, file)
+    (minute, at.format("%S%.6f").to_string())
+}
+
+/// The instant's directory `at` falls in, and the name of a session's entry at `at`.
+fn entry(root: &Path, name: &str, at: DateTime<Utc>) -> (PathBuf, PathBuf) {
+    let (minute, instant) = minute_of(root, at);
+    let instant = minute.join(instant);
+    let file = instant.join(name);
+    (instant, file)
 }
 
 /// Records that the session whose directory is `name` was last saved at `at`.
 pub fn touch(root: &Path, name: &str, at: DateTime<Utc>) -> Result<()> {
-    let (minute, file) = entry(root, name, at);
-    // Another session's move may remove the minute's directory between the two: again.
+    let (instant, file) = entry(root, name, at);
+    // Another session's move may remove the instant's directory between the two: again.
     for _ in 0..3 {
-        files::ensure_state_dir(root, &minute)?;
+        files::ensure_state_dir(root, &instant)?;
         match files::open_append(&file) {
             Err(e) if files::is_not_found(&e) => {}
             other => return other.map(drop),
@@ -70,11 +80,14 @@ pub fn moved(
     let Some(from) = from.filter(|f| *f != to) else {
         return Ok(());
     };
-    let (minute, file) = entry(root, name, from);
-    match fs::remove_file(&file) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("removing {}", file.display())),
+    let (instant, file) = entry(root, name, from);
+    // Or where an older version put it: `<MM>/<SS.ffffff>@<name>`.
+    let (minute, stamp) = minute_of(root, from);
+    let mut left = Vec::new();
+    if remove_if_there(&file)? {
+        left.push(instant);
+    } else if !remove_if_there(&minute.join(format!("{stamp}@{name}")))? {
+        return Ok(());
     }
     // Each fails, harmlessly, while something is left in it.
     let hour = minute.parent().map(Path::to_path_buf);
@@ -82,12 +95,22 @@ pub fn moved(
         .as_deref()
         .and_then(Path::parent)
         .map(Path::to_path_buf);
-    for dir in [Some(minute), hour, day].into_iter().flatten() {
+    left.extend([Some(minute), hour, day].into_iter().flatten());
+    for dir in left {
         if fs::remove_dir(&dir).is_err() {
             break;
         }
     }
     Ok(())
+}
+
+/// Removes `file`; whether it was there.
+fn remove_if_there(file: &Path) -> Result<bool> {
+    match fs::remove_file(file) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("removing {}", file.display())),
+    }
 }
 
 /// Does every session have its buckets?
@@ -139,12 +162,43 @@ pub enum Slice {
     /// The start of an hour, with the sessions of its old-style bucket (last active some time
     /// in that hour, in no order).
     Hour(DateTime<Utc>, Vec<String>),
-    /// One minute of that hour: its sessions newest first, each last saved at its entry's time.
-    Minute(Vec<String>),
+    /// One session of that hour, last saved at its entry's time: the newest first (those of one
+    /// instant in no order).
+    Session(String),
 }
 
-/// Every bucket, newest first: `visit` gets each hour (with its old-style names), then each of
-/// its minutes, and returns whether to go on.
+/// An instant's name in a minute: `SS.ffffff`, fixed width, so that names sort by time.
+fn instant_key(name: &str) -> Option<String> {
+    let b = name.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    (b.len() == 9 && b[2] == b'.' && digits(0..2) && digits(3..9)).then(|| name.to_string())
+}
+
+/// What a minute holds, by instant: a directory of its sessions, or one session an older
+/// version recorded as `SS.ffffff@name`.
+enum Instant {
+    Dir(PathBuf),
+    Legacy(String),
+}
+
+/// A minute's instants, newest first.
+fn instants(root: &Path, minute: &Path) -> Result<Vec<(String, Instant)>> {
+    let (dirs, names) = listing(root, minute, instant_key)?;
+    let mut out: Vec<(String, Instant)> = dirs
+        .into_iter()
+        .map(|(key, dir)| (key, Instant::Dir(dir)))
+        .collect();
+    out.extend(names.into_iter().filter_map(|n| {
+        let (stamp, name) = n.split_once('@')?;
+        Some((instant_key(stamp)?, Instant::Legacy(name.to_string())))
+    }));
+    out.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(out)
+}
+
+/// Every bucket, newest first: `visit` gets each hour (with its old-style names), then each
+/// session saved in it, and returns whether to go on. An instant's directory is read only as
+/// far as the walk goes.
 pub fn walk(paths: &Paths, mut visit: impl FnMut(Slice) -> Result<bool>) -> Result<()> {
     let root = paths.root();
     let (days, _) = listing(root, &dir(root), |n| {
@@ -161,15 +215,32 @@ pub fn walk(paths: &Paths, mut visit: impl FnMut(Slice) -> Result<bool>) -> Resu
                 return Ok(());
             }
             for (_, minute_dir) in minutes {
-                let (_, mut names) = listing(root, &minute_dir, |_| None::<u32>)?;
-                // `SS.ffffff@name`: the fixed-width time sorts.
-                names.sort_unstable_by(|a, b| b.cmp(a));
-                let names = names
-                    .into_iter()
-                    .filter_map(|n| Some(n.split_once('@')?.1.to_string()))
-                    .collect();
-                if !visit(Slice::Minute(names))? {
-                    return Ok(());
+                for (_, instant) in instants(root, &minute_dir)? {
+                    let dir = match instant {
+                        Instant::Legacy(name) => {
+                            if !visit(Slice::Session(name))? {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                        Instant::Dir(dir) => dir,
+                    };
+                    let Some(entries) = files::read_state_dir(root, &dir)? else {
+                        continue;
+                    };
+                    for e in entries {
+                        let e = e.with_context(|| format!("listing {}", dir.display()))?;
+                        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+                        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                            continue;
+                        };
+                        if !is_file || name.starts_with('.') {
+                            continue;
+                        }
+                        if !visit(Slice::Session(name))? {
+                            return Ok(());
+                        }
+                    }
                 }
             }
         }
@@ -219,7 +290,7 @@ pub fn newest(
                         whole_hour = !names.is_empty();
                         names
                     }
-                    Slice::Minute(names) => names,
+                    Slice::Session(name) => vec![name],
                 };
                 for name in names {
                     if !whole_hour && out.markers.len() >= limit {
@@ -287,10 +358,17 @@ pub fn sweep(paths: &Paths, before: DateTime<Utc>, keep: impl Fn(&str) -> bool) 
                 remove(&hour_dir, &name)?;
             }
             for (_, minute_dir) in minutes {
-                for name in listing(root, &minute_dir, |_| None::<u32>)?.1 {
+                let (instants, legacy) = listing(root, &minute_dir, instant_key)?;
+                for name in legacy {
                     remove(&minute_dir, &name)?;
                 }
-                // Fails, harmlessly, when something is left in it.
+                for (_, instant) in instants {
+                    for name in listing(root, &instant, |_| None::<u32>)?.1 {
+                        remove(&instant, &name)?;
+                    }
+                    // Fails, harmlessly, when something is left in it.
+                    let _ = fs::remove_dir(&instant);
+                }
                 let _ = fs::remove_dir(&minute_dir);
             }
             let _ = fs::remove_dir(&hour_dir);
@@ -324,7 +402,7 @@ mod tests {
                     names.sort();
                     format!("{} {names:?}", start.format("%d %H"))
                 }
-                Slice::Minute(names) => format!("- {names:?}"),
+                Slice::Session(name) => format!("- {name}"),
             });
             Ok(true)
         })
@@ -346,14 +424,7 @@ mod tests {
         moved(root, "a", Some(t(21, 10, 30, 0)), t(21, 10, 30, 7)).unwrap();
         assert_eq!(
             listing(&paths),
-            [
-                "21 10 []",
-                "- [\"a\"]",
-                "21 08 []",
-                "- [\"c\"]",
-                "20 09 []",
-                "- [\"b\"]",
-            ]
+            ["21 10 []", "- a", "21 08 []", "- c", "20 09 []", "- b",]
         );
         // An old-style bucket (a name for an hour) is read with its hour.
         fs::write(root.join("recent/2026-11-20/09/old"), b"").unwrap();
@@ -369,10 +440,7 @@ mod tests {
         // Buckets ended before 21 09:00 lose what `keep` lets go; empty ones disappear.
         let removed = sweep(&paths, t(21, 9, 0, 0), |n| n == "b").unwrap();
         assert_eq!(removed, 2, "c and old");
-        assert_eq!(
-            listing(&paths),
-            ["21 10 []", "- [\"a\"]", "20 09 []", "- [\"b\"]"]
-        );
+        assert_eq!(listing(&paths), ["21 10 []", "- a", "20 09 []", "- b"]);
         assert!(!root.join("recent/2026-11-21/08").exists());
     }
 
@@ -447,6 +515,69 @@ mod tests {
         .unwrap();
         assert_eq!(found.markers.len(), 20);
         assert_eq!(reads.get(), sessions, "the whole hour");
+    }
+
+    /// Issue 28, item 4: sessions saved at the very same instant (what one retention pass adds
+    /// for copies of a session) share a directory, read only as far as the list needs.
+    #[test]
+    fn sessions_of_one_instant_are_read_only_as_far_as_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().join("state"));
+        let root = paths.root();
+        let at = t(21, 10, 0, 0);
+        for i in 0..2_000 {
+            touch(root, &format!("s{i:05}"), at).unwrap();
+        }
+        mark_complete(&paths).unwrap();
+        let mut walked = 0;
+        walk(&paths, |slice| {
+            walked += usize::from(matches!(slice, Slice::Session(_)));
+            Ok(walked < 20)
+        })
+        .unwrap();
+        assert_eq!(walked, 20);
+        let reads = Cell::new(0);
+        let found = newest(
+            &paths,
+            Some(20),
+            |_| true,
+            |name: &str| {
+                reads.set(reads.get() + 1);
+                Ok(Some(Marker {
+                    updated_at: Some(at),
+                    ..Marker::new(name)
+                }))
+            },
+            no_fallback,
+        )
+        .unwrap();
+        assert_eq!(
+            (found.markers.len(), found.more, reads.get()),
+            (20, true, 20)
+        );
+    }
+
+    /// An entry an older version wrote (`<MM>/<SS.ffffff>@<name>`) is walked in its place among
+    /// the instants, moved away at the session's next save, and swept.
+    #[test]
+    fn entries_of_the_older_layout_are_read_moved_and_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().join("state"));
+        let root = paths.root();
+        touch(root, "new", t(21, 10, 5, 2)).unwrap();
+        let minute = root.join("recent/2026-11-21/10/05");
+        fs::write(minute.join("03.000000@old"), b"").unwrap();
+        fs::write(minute.join("01.000000@older"), b"").unwrap();
+        assert_eq!(listing(&paths), ["21 10 []", "- old", "- new", "- older"]);
+        moved(root, "old", Some(t(21, 10, 5, 3)), t(21, 11, 0, 0)).unwrap();
+        assert!(!minute.join("03.000000@old").exists());
+        assert_eq!(
+            listing(&paths),
+            ["21 11 []", "- old", "21 10 []", "- new", "- older"]
+        );
+        let removed = sweep(&paths, t(21, 11, 0, 0), |n| n == "new").unwrap();
+        assert_eq!(removed, 1, "older");
+        assert_eq!(listing(&paths), ["21 11 []", "- old", "21 10 []", "- new"]);
     }
 
     #[test]

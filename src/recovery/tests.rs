@@ -604,3 +604,24 @@ fn a_plan_that_is_the_newest_ask_keeps_its_steps() {
     assert!(text.contains(&plan), "{text}");
     assert!(!text.contains("The session's goal"), "{text}");
 }
+
+/// The client's `SessionEnd` reasons, in words; one an older checkpoint cut short, too.
+#[test]
+fn how_a_session_ended_is_said_in_words() {
+    for (trigger, words) in [
+        ("end", "the session ended"),
+        ("end: clear", "the user cleared it with /clear"),
+        ("end: resume", "the user resumed another session"),
+        ("end: logout", "the user logged out"),
+        ("end: prompt_input_exit", "the user exited"),
+        ("end: prompt_input_e…", "the user exited"),
+        ("end: other", "the session ended"),
+        (
+            "end: bypass_permissions_di…",
+            "bypass-permissions mode was turned off",
+        ),
+        ("end: something_new", "the session ended: something_new"),
+    ] {
+        assert_eq!(how_it_ended(trigger), words, "{trigger}");
+    }
+}

@@ -72,8 +72,10 @@ fn a_failing_command_leaves_its_informative_line_in_the_block() {
     rig.assert_hooks_only_added_context();
 }
 
+/// After `/clear`, the previous session comes back as one line pointing to its checkpoint, not
+/// as its digest: the user cleared the context to leave it behind.
 #[test]
-fn after_clear_the_digest_of_the_work_arrives_once() {
+fn after_clear_a_pointer_to_the_work_arrives_once() {
     let Some(rig) = scripted(50_000) else {
         return;
     };
@@ -86,12 +88,20 @@ fn after_clear_the_digest_of_the_work_arrives_once() {
     rig.api.clear();
     rig.claude("where were we?", Some(&new), &TOOLS);
     let requests = rig.api.requests();
-    let digest = "SessionStart hook additional context: ## ctxguard: previous session";
-    assert_eq!(count(&requests[0], digest), 1, "{}", requests[0]);
+    let pointer = format!(
+        "SessionStart hook additional context: ctxguard: the previous session in this \
+         directory ({session}) left a checkpoint"
+    );
+    assert_eq!(count(&requests[0], &pointer), 1, "{}", requests[0]);
     let text = requests[0].to_string();
-    assert!(text.contains("TASKS plan the parser"), "{text}");
-    assert!(text.contains("[pending] write the parser"), "{text}");
-    // Once: a second /clear starts another session, which gets the digest of the session it
+    assert!(
+        text.contains(&format!("`ctxguard checkpoint show --session {session}`")),
+        "{text}"
+    );
+    assert!(!text.contains("[pending] write the parser"), "{text}");
+    let digest = "ctxguard: previous session";
+    assert_eq!(count(&requests[0], digest), 0, "{}", requests[0]);
+    // Once: a second /clear starts another session, which gets the pointer to the session it
     // cleared (if any), never the first one's again.
     let cleared = rig.claude("/clear", Some(&new), &TOOLS);
     let newer = cleared["session_id"].as_str().unwrap().to_string();
@@ -101,7 +111,7 @@ fn after_clear_the_digest_of_the_work_arrives_once() {
     let requests = rig.api.requests();
     assert!(!requests.is_empty());
     for r in &requests {
-        assert_eq!(count(r, "TASKS plan the parser"), 0, "{r}");
+        assert_eq!(count(r, &session), 0, "{r}");
     }
     // A scripted session (-p) starting in the directory is a task of its own: no digest.
     rig.api.clear();

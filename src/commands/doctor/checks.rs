@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
 use super::{finding, Context, Finding, Status};
 use crate::client::{self, Problem, Scope, SettingsFile};
 use crate::files;
+use crate::program::Program;
 use crate::registry::STATUSLINE;
 use crate::settings::{self, hook_events};
 
@@ -309,49 +310,9 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-/// What doctor can tell about the program a registered command runs.
-#[derive(Debug, PartialEq, Eq)]
-enum Program {
-    Executable(PathBuf),
-    NotExecutable(PathBuf),
-    Missing,
-    /// It depends on the shell (a variable, or `~` without a known home).
-    Unknown,
-}
-
-fn executable(path: &Path) -> bool {
-    files::is_executable(path)
-}
-
-/// Finds a command's program as `sh` (or, for the exec form, the client) would: `~/` and
-/// `$HOME/` are the home directory, a name with a directory in it is a path, and a bare name is
-/// looked up in `PATH`. On Windows `ctxguard` also finds `ctxguard.exe`.
+/// Finds a registered command's program ([`crate::program::locate`]) with doctor's context.
 fn locate(program: &str, ctx: &Context) -> Program {
-    let home_relative = ["~/", "$HOME/", "${HOME}/"]
-        .iter()
-        .find_map(|prefix| program.strip_prefix(prefix));
-    let written = Path::new(program);
-    let candidates: Vec<PathBuf> = match (home_relative, &ctx.home) {
-        (Some(rest), Some(home)) => files::program_candidates(home.join(rest)),
-        (Some(_), None) => return Program::Unknown,
-        (None, _) if program.contains(['$', '`']) => return Program::Unknown,
-        (None, _) if written.is_absolute() || written.components().count() > 1 => {
-            files::program_candidates(written.to_path_buf())
-        }
-        (None, _) => ctx
-            .search_path
-            .iter()
-            .flat_map(std::env::split_paths)
-            .flat_map(|dir| files::program_candidates(dir.join(program)))
-            .collect(),
-    };
-    if let Some(p) = candidates.iter().find(|p| executable(p)) {
-        return Program::Executable(p.clone());
-    }
-    match candidates.into_iter().find(|p| p.exists()) {
-        Some(p) => Program::NotExecutable(p),
-        None => Program::Missing,
-    }
+    crate::program::locate(program, ctx.home.as_deref(), ctx.search_path.as_deref())
 }
 
 /// The program of a command line that runs ctxguard (any subcommand), as written.

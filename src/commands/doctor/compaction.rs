@@ -199,7 +199,14 @@ pub fn autocompact_window(ctx: &Context) -> Vec<Finding> {
     if let Some(r) = &top {
         say(r, "");
     }
+    // As the client merges the files (an entry under a file with a top-level value is gone);
+    // a model named again lower down is the first one's.
+    let mut named: Vec<String> = Vec::new();
     for (model, r) in ctx.client.model_compact_windows() {
+        if named.contains(&model) {
+            continue;
+        }
+        named.push(model.clone());
         let model = crate::text::cut(&crate::text::sanitize(&model, true), 80);
         say(
             &r,
@@ -456,6 +463,37 @@ mod tests {
         assert_eq!(
             lines(&autocompact_window(&per_model)),
             ["info: the auto-compact window for claude-opus-5-5 (and its dated, [1m], Bedrock and Vertex ids) is 300000 tokens (modelSettings.claude-opus-5-5.autoCompactWindow in /p/.claude/settings.json): compaction comes at about 267k on a larger window; the thresholds below include it"]
+        );
+
+        // A higher file's top-level value drops the per-model entries of the files below it, as
+        // the client merges them and the hooks apply them: doctor lists what applies.
+        let dropped = ctx(&[
+            (
+                Scope::User,
+                r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
+            ),
+            (Scope::Project, r#"{"autoCompactWindow": 400000}"#),
+        ]);
+        let found = lines(&autocompact_window(&dropped));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("is 400000 tokens"), "{found:?}");
+        assert_eq!(limits(&dropped, 1_000_000).compact_at, 367_000);
+        // Above the top-level value, an entry applies, and is listed once (the higher file's).
+        let kept = ctx(&[
+            (
+                Scope::User,
+                r#"{"modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 250000}}}"#,
+            ),
+            (
+                Scope::Project,
+                r#"{"autoCompactWindow": 400000, "modelSettings": {"claude-opus-5-5": {"autoCompactWindow": 300000}}}"#,
+            ),
+        ]);
+        let found = lines(&autocompact_window(&kept));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[1].contains("for claude-opus-5-5") && found[1].contains("is 300000 tokens"),
+            "{found:?}"
         );
 
         let var = ctx_env(&[], &[(AUTO_COMPACT_WINDOW, "100000")]);

@@ -64,7 +64,7 @@ fn summary_facts_finding(client: &Client, on: bool) -> Finding {
     let since = "2.1.14";
     if !on {
         return finding(
-            "summary facts",
+            "facts",
             Status::Info,
             "summary_facts is off: PreCompact hands the client's summarizer no facts; the \
              summary keeps what the client's own prompt asks for, and the recovery block after \
@@ -75,7 +75,7 @@ fn summary_facts_finding(client: &Client, on: bool) -> Finding {
     }
     match client {
         Client::Version(_, v) if delivery(Some(v)) == Delivery::Instructions => finding(
-            "summary facts",
+            "facts",
             Status::Ok,
             format!(
                 "at each automatic compaction PreCompact prints the checkpoint's facts (newest \
@@ -88,7 +88,7 @@ fn summary_facts_finding(client: &Client, on: bool) -> Finding {
             None,
         ),
         Client::Version(_, v) => finding(
-            "summary facts",
+            "facts",
             Status::Info,
             format!(
                 "Claude Code {v} is not known to make PreCompact's output part of the \
@@ -98,7 +98,7 @@ fn summary_facts_finding(client: &Client, on: bool) -> Finding {
             None,
         ),
         Client::NotFound | Client::Unknown(..) => finding(
-            "summary facts",
+            "facts",
             Status::Info,
             format!(
                 "PreCompact prints the checkpoint's facts for the compaction's summary when the \

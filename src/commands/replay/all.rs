@@ -6,19 +6,20 @@
 //! stderr; a transcript that cannot be read is skipped and named there.
 
 use std::fs;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
+use super::render::plural;
 use super::report::{Report, Verdict};
 use super::simulate::Options;
 use crate::facts::Gathered;
 
 /// Every verdict, in the order of the summary.
-const VERDICTS: [Verdict; 7] = [
+const VERDICTS: [Verdict; 8] = [
     Verdict::InTime,
     Verdict::Late,
     Verdict::Missed,
@@ -26,6 +27,7 @@ const VERDICTS: [Verdict; 7] = [
     Verdict::Open,
     Verdict::Manual,
     Verdict::Quiet,
+    Verdict::NoData,
 ];
 
 /// Which transcripts `--all` takes.
@@ -47,7 +49,7 @@ struct Session {
     compactions: usize,
     /// Its cycles' verdicts, in order.
     verdicts: Vec<Verdict>,
-    /// Compactions followed by a reply but by no recovery block (`receipt::never_arrived`).
+    /// Compactions followed by a reply but by no recovery block (`receipt::Tally`).
     recoveries_missing: usize,
 }
 
@@ -121,18 +123,6 @@ fn transcripts(projects: &Path, filter: &Filter, now: SystemTime) -> Result<Vec<
     Ok(found.into_iter().map(|(_, p)| p).collect())
 }
 
-/// The working directory a transcript's lines name (the first `"cwd"` in its first 256 KiB).
-fn session_cwd(path: &Path) -> Option<PathBuf> {
-    let (file, _) = crate::files::open_regular(path, "transcript").ok()?;
-    let mut head = Vec::new();
-    file.take(256 * 1024).read_to_end(&mut head).ok()?;
-    head.split(|b| *b == b'\n').find_map(|line| {
-        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-        let cwd = v.get("cwd")?.as_str()?;
-        (!cwd.is_empty()).then(|| PathBuf::from(cwd))
-    })
-}
-
 fn verdict_counts(sessions: &[Session]) -> Vec<(Verdict, usize)> {
     VERDICTS
         .iter()
@@ -161,23 +151,26 @@ fn render(summary: &Summary) -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "{}  {} replies, {} compactions: {verdicts}\n",
-            s.transcript, s.replies, s.compactions
+            "{}  {}, {}: {verdicts}\n",
+            s.transcript,
+            plural(s.replies, "reply"),
+            plural(s.compactions, "compaction")
         ));
     }
     let cycles: usize = summary.totals.iter().map(|(_, n)| n).sum();
     let compactions: usize = summary.sessions.iter().map(|s| s.compactions).sum();
     out.push_str(&format!(
-        "\n{} sessions, {cycles} cycles, {compactions} compactions ({} whose recovery never \
-         arrived){}\n",
-        summary.sessions.len(),
+        "\n{}, {}, {} ({} whose recovery never arrived){}\n",
+        plural(summary.sessions.len(), "session"),
+        plural(cycles, "cycle"),
+        plural(compactions, "compaction"),
         summary.recoveries_missing,
         if summary.skipped.is_empty() {
             String::new()
         } else {
             format!(
-                ", {} transcripts skipped (see above)",
-                summary.skipped.len()
+                ", {} skipped (see above)",
+                plural(summary.skipped.len(), "transcript")
             )
         }
     ));
@@ -249,19 +242,15 @@ pub fn run(
         } else {
             eprintln!("replaying {}/{}: {shown}", i + 1, files.len());
         }
-        let cwd = session_cwd(path);
-        let options = Options {
+        let options = |cwd: Option<&Path>| Options {
             statusline,
             window,
-            gathered: Gathered::for_command(&env, cwd.as_deref(), autocompact),
+            gathered: Gathered::for_command(&env, cwd, autocompact),
         };
-        match super::replay_file(path, &config, options) {
+        match super::replay_file_with(path, &config, options) {
             Ok(report) => {
                 let mut s = session(shown, &report);
-                s.recoveries_missing = std::fs::File::open(path)
-                    .map(std::io::BufReader::new)
-                    .and_then(crate::receipt::never_arrived)
-                    .unwrap_or(0);
+                s.recoveries_missing = report.recoveries_missing;
                 summary.sessions.push(s);
             }
             Err(e) => {
@@ -303,6 +292,38 @@ fn session(shown: String, report: &Report) -> Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each transcript is read once: its options come from the first `cwd` its lines name, and
+    /// the lines before it are replayed all the same.
+    #[test]
+    fn a_transcript_is_replayed_with_its_own_directory_in_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let reply = r#"{"type":"assistant","message":{"id":"m1","content":[],"usage":{"input_tokens":20000,"output_tokens":5}}}"#;
+        let prompt =
+            r#"{"type":"user","cwd":"/home/u/app","message":{"role":"user","content":"go"}}"#;
+        fs::write(&path, format!("{reply}\n{prompt}\n{reply}\n")).unwrap();
+        let mut seen = None;
+        let report =
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+                seen = cwd.map(Path::to_path_buf);
+                Options::default()
+            })
+            .unwrap();
+        assert_eq!(seen, Some(PathBuf::from("/home/u/app")));
+        assert_eq!(report.lines, 3);
+        // No `cwd` at all: the options for none, and every line still replayed.
+        fs::write(&path, format!("{reply}\n{reply}\n")).unwrap();
+        let mut called = 0;
+        let report =
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+                called += 1;
+                assert_eq!(cwd, None);
+                Options::default()
+            })
+            .unwrap();
+        assert_eq!((called, report.lines), (1, 2));
+    }
 
     #[test]
     fn transcripts_are_the_sessions_of_the_wanted_projects_newest_first() {

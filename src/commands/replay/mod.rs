@@ -14,7 +14,7 @@ mod render;
 mod report;
 mod simulate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
@@ -69,19 +69,58 @@ pub fn run_either(
 
 /// One transcript replayed with these options.
 fn replay_file(path: &Path, config: &Config, options: Options) -> Result<report::Report> {
+    replay_file_with(path, config, |_| options)
+}
+
+/// How far into a transcript its working directory is looked for.
+const CWD_WITHIN: usize = 256 * 1024;
+
+/// One transcript replayed, read once, with the options `options_for` gives for the working
+/// directory its lines name (the first `"cwd"` in its first 256 KiB): `replay --all` replays
+/// each with the settings of its own directory. The lines before it wait in memory.
+fn replay_file_with(
+    path: &Path,
+    config: &Config,
+    options_for: impl FnOnce(Option<&Path>) -> Options,
+) -> Result<report::Report> {
     let (file, _) = crate::files::open_regular(path, "transcript")?;
-    let mut sim = Simulation::new(config, options);
     let mut lines = LineReader::new(file, MAX_LINE);
+    let mut head: Vec<Vec<u8>> = Vec::new();
+    let mut head_bytes = 0;
+    let mut options_for = Some(options_for);
+    let mut sim: Option<Simulation> = None;
+    let mut start = |cwd: Option<PathBuf>, head: &mut Vec<Vec<u8>>| {
+        let options = options_for.take().map(|f| f(cwd.as_deref()));
+        let mut sim = Simulation::new(config, options.unwrap_or_default());
+        for line in head.drain(..) {
+            sim.feed(&line);
+        }
+        sim
+    };
     while let Some(line) = lines
         .next_line()
         .with_context(|| format!("reading transcript {}", path.display()))?
     {
-        match line {
-            Line::Text(text) => sim.feed(text),
-            // Still a line: the numbering stays the file's.
-            Line::TooLong => sim.feed(b""),
+        // Still a line when too long: the numbering stays the file's.
+        let text = match line {
+            Line::Text(text) => text,
+            Line::TooLong => b"",
+        };
+        if let Some(sim) = &mut sim {
+            sim.feed(text);
+            continue;
+        }
+        let cwd = cwd_of(text);
+        head.push(text.to_vec());
+        head_bytes += text.len() + 1;
+        if cwd.is_some() || head_bytes >= CWD_WITHIN {
+            sim = Some(start(cwd, &mut head));
         }
     }
+    let sim = match sim {
+        Some(sim) => sim,
+        None => start(None, &mut head),
+    };
     let mut report = sim.finish();
     report.transcript = shown_name(&path.display().to_string());
     Ok(report)
@@ -92,6 +131,13 @@ fn replay_file(path: &Path, config: &Config, options: Options) -> Result<report:
 /// characters.
 fn shown_name(name: &str) -> String {
     crate::text::cut(&crate::text::sanitize(name, true), 300)
+}
+
+/// The working directory a transcript line names, if any.
+fn cwd_of(line: &[u8]) -> Option<PathBuf> {
+    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let cwd = v.get("cwd")?.as_str()?;
+    (!cwd.is_empty()).then(|| PathBuf::from(cwd))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ fn tokens(t: Option<u64>) -> String {
     t.map_or_else(|| "unknown".into(), grouped)
 }
 
-fn plural(n: usize, one: &str) -> String {
+pub(super) fn plural(n: usize, one: &str) -> String {
     match (n, one.strip_suffix('y')) {
         (1, _) => format!("{n} {one}"),
         (_, Some(stem)) => format!("{n} {stem}ies"),

@@ -30,6 +30,9 @@ pub struct Report {
     /// Usage after each reply, for the chart.
     #[serde(skip)]
     pub samples: Vec<Sample>,
+    /// Compactions whose recovery never reached the conversation (`replay --all` sums them).
+    #[serde(skip)]
+    pub recoveries_missing: usize,
 }
 
 /// One event of the timeline.
@@ -151,17 +154,23 @@ pub enum Verdict {
     Manual,
     /// Nudged with usage past the trigger, and the transcript ends before a compaction.
     Open,
+    /// Compacted with no reading of usage before it (a transcript that begins at a compaction,
+    /// its history before not published): nothing to judge ctxguard on.
+    NoData,
 }
 
 impl Verdict {
     /// `replies_left`: replies after the first nudge until the cycle ended (`None`: no nudge);
-    /// `compaction`: what ended it (`None`: the end of the transcript).
+    /// `compaction`: what ended it (`None`: the end of the transcript); `read`: some reply of
+    /// the cycle gave its usage.
     pub fn of(
         replies_left: Option<usize>,
         compaction: Option<Trigger>,
         reached_trigger: bool,
+        read: bool,
     ) -> Verdict {
         match (replies_left, compaction) {
+            (None, Some(_)) if !read => Verdict::NoData,
             (Some(0), Some(_)) => Verdict::Late,
             (Some(_), Some(_)) => Verdict::InTime,
             (None, Some(Trigger::Auto)) => Verdict::Missed,
@@ -182,6 +191,7 @@ impl Verdict {
             Verdict::Quiet => "quiet",
             Verdict::Manual => "manual",
             Verdict::Open => "open",
+            Verdict::NoData => "no data",
         }
     }
 }

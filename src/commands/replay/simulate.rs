@@ -135,6 +135,7 @@ pub struct Simulation {
     attended: Option<bool>,
     events: Vec<Event>,
     samples: Vec<Sample>,
+    recoveries: crate::receipt::Tally,
     cycles: Vec<Cycle>,
     open: Open,
 }
@@ -158,6 +159,7 @@ impl Simulation {
             attended: None,
             events: Vec::new(),
             samples: Vec::new(),
+            recoveries: crate::receipt::Tally::default(),
             cycles: Vec::new(),
             open: Open {
                 first_line: 1,
@@ -173,6 +175,7 @@ impl Simulation {
     /// The next line of the transcript (without its newline).
     pub fn feed(&mut self, line: &[u8]) {
         self.line += 1;
+        self.recoveries.feed(line);
         let shape = Shape::parse(line);
         if let Some(at) = shape.as_ref().and_then(Shape::time) {
             self.now = Some(self.now.map_or(at, |now| now.max(at)));
@@ -499,6 +502,7 @@ impl Simulation {
             nudge.as_ref().map(|(_, left)| *left),
             compaction.as_ref().map(|c| c.trigger),
             open.reached_trigger,
+            open.peak.is_some(),
         );
         self.cycles.push(Cycle {
             cycle: self.cycles.len() + 1,
@@ -548,6 +552,7 @@ impl Simulation {
             limits,
             window_source: m.window_source,
             compact_source: m.compact_source.clone(),
+            recoveries_missing: self.recoveries.total(),
             events: self.events,
             cycles: self.cycles,
             samples: self.samples,

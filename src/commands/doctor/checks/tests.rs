@@ -4,6 +4,7 @@ use super::*;
 use crate::commands::doctor::tests::{ctx, lines};
 use crate::config::{Config, Loaded};
 use crate::paths::Paths;
+use std::path::PathBuf;
 
 /// A program file this platform runs: `name` made executable on Unix, `name.exe` on
 /// Windows.
