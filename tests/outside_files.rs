@@ -156,7 +156,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         .unwrap();
         let run = run_command_within(env.command(&["replay", "--all"]), LIMIT, MAX_HEAP);
         assert_eq!(run.code, 0, "{target}: {run:?}");
-        assert!(run.stdout.contains("1 sessions"), "{target}: {run:?}");
+        assert!(run.stdout.contains("1 session,"), "{target}: {run:?}");
         if says_why(target) {
             assert!(
                 run.stderr.contains("ctxguard: note: settings"),
@@ -438,7 +438,7 @@ fn replay_all_prints_transcript_names_sanitised() {
         "{}",
         sessions[0]
     );
-    assert!(run.stdout.contains("\n1 sessions"), "{}", run.stdout);
+    assert!(run.stdout.contains("\n1 session,"), "{}", run.stdout);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
 

@@ -42,7 +42,8 @@ const OWN: &[(&str, &str)] = &[
 /// under `checkpoints/<id>/` a `cp_NNN.json` or `_latest.json` that is a JSON object, a
 /// `cp_NNN.summary.md`; a daily log `logs/YYYY-MM-DD.md`; under `cwd/<id>/` its `index.json`,
 /// empty `lock` and `.complete`; an activity entry, empty, exactly where [`activity`] puts one
-/// (`recent/<day>/<HH>/<MM>/<SS.ffffff>@<id>`, or `recent/<day>/<HH>/<id>` as older versions
+/// (`recent/<day>/<HH>/<MM>/<SS.ffffff>/<id>`, or `…/<MM>/<SS.ffffff>@<id>` and
+/// `recent/<day>/<HH>/<id>` as older versions
 /// did); the empty `.complete` flags and `retention.lock`; a temp file of an atomic write
 /// (`.tmp-` and six letters or digits) where ctxguard writes. `config.json`, `models.json` and
 /// `retention.json` only when they read as ctxguard's. Anything else (a user's `notes.txt` in a
@@ -100,6 +101,15 @@ fn is_own_file(rel: &Path, path: &Path, meta: &fs::Metadata) -> bool {
         ["recent", day, hour, id] => {
             empty && is_day(day) && two_digits(hour, 24) && is_safe_session_id(id)
         }
+        // This version's: an instant's directory of its sessions.
+        ["recent", day, hour, minute, second, id] => {
+            empty
+                && is_day(day)
+                && two_digits(hour, 24)
+                && two_digits(minute, 60)
+                && is_second(second)
+                && is_safe_session_id(id)
+        }
         ["config.json"] => reads_as(path, |v| {
             v.as_object()
                 .is_some_and(|o| o.keys().all(|k| crate::config::is_key(k)))
@@ -127,6 +137,9 @@ fn is_own_dir(rel: &Path) -> bool {
         ["recent", day, hour] => is_day(day) && two_digits(hour, 24),
         ["recent", day, hour, minute] => {
             is_day(day) && two_digits(hour, 24) && two_digits(minute, 60)
+        }
+        ["recent", day, hour, minute, second] => {
+            is_day(day) && two_digits(hour, 24) && two_digits(minute, 60) && is_second(second)
         }
         _ => false,
     }
