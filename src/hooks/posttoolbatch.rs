@@ -35,7 +35,7 @@ struct Call {
 
 /// How long the hook waits for the reply that made the batch to reach the transcript: measured
 /// on the real 2.1.330, it usually is there already, and at times is written a moment later.
-const SETTLE: Duration = Duration::from_millis(1000);
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// How much of the transcript's end is searched for that reply.
 const TAIL: u64 = 512 * 1024;
