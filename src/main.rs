@@ -58,6 +58,7 @@ mod recovery;
 mod registry;
 mod retention;
 mod settings;
+mod shell;
 mod summary_facts;
 mod tasks;
 mod text;

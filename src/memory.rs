@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+pub use crate::checkpoint::{Memory, Trust, MAX_SAVED};
 use crate::config::{Config, Env};
 use crate::text::{cut, sanitize};
 
@@ -28,24 +29,6 @@ const READ_LIMIT: u64 = 256 * 1024;
 
 /// A label never takes more than this many characters.
 const LABEL_CHARS: usize = 120;
-
-/// Who wrote a memory file, as far as ctxguard can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
-    /// Under the user's home directory and outside the project: the user's (or the agent's) own.
-    User,
-    /// Inside the project: it may come from a cloned repository, so it is data, not instructions.
-    Project,
-}
-
-/// A memory file to show after the checkpoint: sanitised, bounded text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Memory {
-    /// Where it came from, sanitised to one line (`~/...` or project-relative).
-    pub label: String,
-    pub content: String,
-    pub trust: Trust,
-}
 
 /// Where memory files are looked for.
 #[derive(Debug, Clone)]
@@ -193,9 +176,6 @@ pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<Pat
     let settings = crate::facts::client_settings(env, project);
     client_memory_dir(env, &settings, transcript_path, cwd)
 }
-
-/// Saved memories a checkpoint records at most, newest first.
-pub const MAX_SAVED: usize = 8;
 
 /// At most this many candidates are read to find the [`MAX_SAVED`] a block will show.
 const SAVED_EXAMINED: usize = 4 * MAX_SAVED;

@@ -10,8 +10,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::checkpoint::{same_ask, Checkpoint};
-use crate::memory::{Memory, Trust};
+use crate::checkpoint::{same_ask, Checkpoint, Memory, Trust};
 use crate::text::{char_len, cut, fence, sanitize};
 
 /// Which situation the block is for.

@@ -107,7 +107,29 @@ pub struct Checkpoint {
     pub named_in_summary: usize,
     /// The current contents of `memories_saved`, read safely when rendering (never stored).
     #[serde(skip)]
-    pub saved_contents: Vec<crate::memory::Memory>,
+    pub saved_contents: Vec<Memory>,
+}
+
+/// Saved memories a checkpoint records at most, newest first.
+pub const MAX_SAVED: usize = 8;
+
+/// Who wrote a memory file, as far as ctxguard can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Under the user's home directory and outside the project: the user's (or the agent's) own.
+    User,
+    /// Inside the project: it may come from a cloned repository, so it is data, not instructions.
+    Project,
+}
+
+/// A memory file to show after the checkpoint (a saved memory it recorded, or one of the
+/// memory files a recovery shows): sanitised, bounded text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    /// Where it came from, sanitised to one line (`~/...` or project-relative).
+    pub label: String,
+    pub content: String,
+    pub trust: Trust,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -265,7 +287,7 @@ mod tests {
             prs: vec![text(PR_CHARS); MAX_PRS],
             plan: Some(text(PLAN_CHARS)),
             plan_file: Some(text(PATH_CHARS)),
-            memories_saved: vec![text(PATH_CHARS); crate::memory::MAX_SAVED],
+            memories_saved: vec![text(PATH_CHARS); MAX_SAVED],
             named_in_summary: 0,
             saved_contents: Vec::new(),
         };

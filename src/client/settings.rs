@@ -14,7 +14,7 @@ use super::env::{
 #[cfg(test)]
 use super::files::MANAGED_SETTINGS;
 use super::files::{Scope, SettingsFile};
-use crate::settings::shell_quote;
+use crate::shell::shell_quote;
 
 /// A command in a settings file, as `sh` would see it.
 #[derive(Debug, Clone)]

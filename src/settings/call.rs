@@ -11,7 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::quoting::{lex, shell_quote, Word};
+use crate::shell::{lex, shell_quote, Word};
 
 /// What a hook entry runs, as it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,6 @@
 
 mod call;
 mod diff;
-mod quoting;
 
 use serde_json::{json, Map, Value};
 
@@ -23,8 +22,7 @@ pub use diff::diff;
 
 use crate::client::Accepts;
 use crate::registry::STATUSLINE;
-pub use quoting::shell_quote;
-pub use quoting::shell_words;
+use crate::shell::shell_quote;
 
 /// Hook events ctxguard registers, with their matcher and subcommand (from the registry).
 pub fn hook_events() -> impl Iterator<Item = (&'static str, Option<&'static str>, &'static str)> {

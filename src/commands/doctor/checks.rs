@@ -317,7 +317,7 @@ fn locate(program: &str, ctx: &Context) -> Program {
 
 /// The program of a command line that runs ctxguard (any subcommand), as written.
 fn ctxguard_program(line: &str) -> Option<String> {
-    let words = settings::shell_words(line)?;
+    let words = crate::shell::shell_words(line)?;
     let sub = words.get(1)?;
     settings::runs_ctxguard(line, sub).then(|| words[0].clone())
 }

@@ -23,7 +23,7 @@ fn program(dir: &Path, name: &str) -> PathBuf {
 
 /// `path` as a shell word.
 fn word(path: &Path) -> String {
-    settings::shell_quote(&path.display().to_string())
+    crate::shell::shell_quote(&path.display().to_string())
 }
 
 fn hooks_json(commands: &[(&str, &str)]) -> String {
