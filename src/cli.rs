@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+pub use crate::commands::install::SettingsTarget;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ctxguard",
@@ -239,20 +241,6 @@ fn days(value: &str) -> Result<u64, String> {
         }
         Err(_) => Err(format!("{value:?} is not a number of days; give {hint}")),
     }
-}
-
-/// Which settings file `install` and `uninstall` edit, and whether to write it.
-#[derive(Debug, clap::Args)]
-pub struct SettingsTarget {
-    /// The settings file (default ~/.claude/settings.json)
-    #[arg(long, value_name = "PATH", conflicts_with = "project")]
-    pub settings: Option<PathBuf>,
-    /// Use ./.claude/settings.json
-    #[arg(long)]
-    pub project: bool,
-    /// Print the change as a diff and write nothing
-    #[arg(long)]
-    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

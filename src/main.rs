@@ -40,7 +40,9 @@ mod event;
 mod exit;
 mod facts;
 mod files;
+mod gauge;
 mod handover;
+mod hook_list;
 mod hooks;
 mod index;
 mod input;
@@ -88,7 +90,9 @@ fn run_hook() -> Option<Exit> {
         .and_then(|a| a.to_str())
         .and_then(registry::find)?;
     quiet_backtraces();
-    let command = hook.command().bin_name(format!("ctxguard {}", hook.name));
+    let command = hook
+        .command()
+        .bin_name(format!("ctxguard {}", hook.info.name));
     Some(match command.try_get_matches_from(&args[1..]) {
         Ok(matches) => hook.run(&matches),
         Err(e) => arguments_error(e),

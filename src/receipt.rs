@@ -45,17 +45,7 @@ pub const BLOCK_MARK: &[u8] = b"ctxguard recovery: compaction #";
 const TAIL: u64 = 4 * 1024 * 1024;
 
 /// A compaction whose recovery still waits for its receipt (kept in the marker).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pending {
-    /// The compaction's number in this session.
-    pub compaction: u64,
-    /// Its checkpoint.
-    pub checkpoint: String,
-    /// When `SessionStart` handed the block to the client.
-    pub handed_at: DateTime<Utc>,
-    /// The client process it was handed to (`CLAUDE_PID`), when the client names one.
-    pub client_pid: Option<u32>,
-}
+pub use crate::marker::ReceiptPending as Pending;
 
 /// How a recovery arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,7 +96,7 @@ impl Receipt {
 
 /// Where a checkpoint's receipt is kept.
 pub fn path(checkpoint: &Path) -> PathBuf {
-    checkpoint.with_extension("receipt.json")
+    crate::checkpoint::receipt_path(checkpoint)
 }
 
 /// The receipts of a session's checkpoints still kept, oldest first.

@@ -1,32 +1,25 @@
-//! The one list of ctxguard's hooks. Each entry names its subcommand, the Claude Code event it
-//! is registered for (and the matcher), its help, and the functions that run it. The CLI, the
-//! argument-error handling, `install`/`uninstall`, `doctor`, the fuzz harness and the plugin's
-//! `hooks/hooks.json` (checked by a test) all read it: adding a hook is one entry here plus its
-//! file under `src/hooks/`.
+//! The functions that run each hook of the list ([`crate::hook_list`]: subcommand, event,
+//! matcher, help), in the same order. The CLI, the argument-error handling and the fuzz harness
+//! read it; what needs only the list (`settings`, `doctor`) reads the list, below the hooks.
+//! Adding a hook is one entry in each plus its file under `src/hooks/`. The tests here hold the
+//! code map and the import structure.
 
 use anyhow::Result;
 use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::config::Env;
 use crate::diag::Diag;
-use crate::event;
+use crate::hook_list::{self, HookInfo};
 use crate::hooks::{
     self, postcompact, posttoolbatch, precompact, pretooluse, sessionend, sessionstart, statusline,
     stop, userpromptsubmit, Outcome,
 };
 
-/// One hook command.
+/// One hook command: its entry in the list ([`hook_list::HOOKS`], the same order) and the
+/// functions that run it.
 pub struct Hook {
-    /// The subcommand: `ctxguard <name>`.
-    pub name: &'static str,
-    /// Claude Code's event, or `None` for the status line (registered under `statusLine`).
-    pub event: Option<&'static str>,
-    /// The matcher `install` writes for the event, if it takes one.
-    pub matcher: Option<&'static str>,
-    /// One line for `--help`.
-    pub about: &'static str,
-    /// The example and guarantees shown after `ctxguard <name> --help`.
-    pub after_help: &'static str,
+    /// Its subcommand, event, matcher and help.
+    pub info: &'static HookInfo,
     /// Adds the hook's own flags to its subcommand.
     args: fn(clap::Command) -> clap::Command,
     /// Runs the hook from its flags, when it has any; otherwise [`Hook::handle`] runs on stdin
@@ -36,158 +29,83 @@ pub struct Hook {
     pub handle: fn(&[u8], &Env, &mut Diag) -> Result<Outcome>,
 }
 
-/// Every hook, in the order they are registered and listed.
+/// Every hook, in the list's order.
 pub const HOOKS: &[Hook] = &[
     Hook {
-        name: "statusline",
-        event: None,
-        matcher: None,
-        about: "Status-line hook: reads Claude Code's status-line JSON, arms the marker, prints a \
-                gauge",
-        after_help: "Example, in ~/.claude/settings.json:\n  \
-\"statusLine\": {\"type\": \"command\", \"command\": \"ctxguard statusline\"}\n\n\
-From your own status-line script (same stdin, no output):\n  \
-input=$(cat); printf '%s' \"$input\" | ctxguard statusline --quiet",
+        info: &hook_list::HOOKS[0],
         args: StatuslineArgs::augment_args,
         with_flags: Some(run_statusline),
         handle: |bytes, env, diag| statusline::handle(bytes, env, true, false, diag),
     },
     Hook {
-        name: "pretooluse",
-        event: Some(event::PRE_TOOL_USE),
-        matcher: Some("*"),
-        about: "PreToolUse hook: nudges the agent to save memories, at most once per level \
-                (normal, critical) per compaction cycle",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard pretooluse\"}]}]\n\n\
-It never approves, denies or changes a tool call, and exits 0 on any input.",
+        info: &hook_list::HOOKS[1],
         args: no_args,
         with_flags: None,
         handle: pretooluse::handle,
     },
     Hook {
-        name: "userpromptsubmit",
-        event: Some(event::USER_PROMPT_SUBMIT),
-        matcher: None,
-        about: "UserPromptSubmit hook: delivers a due nudge with the next prompt when no tool \
-                call did (text-only turns)",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"UserPromptSubmit\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard userpromptsubmit\"}]}]\n\n\
-It never blocks or changes the prompt, and exits 0 on any input.",
+        info: &hook_list::HOOKS[2],
         args: no_args,
         with_flags: None,
         handle: userpromptsubmit::handle,
     },
     Hook {
-        name: "precompact",
-        event: Some(event::PRE_COMPACT),
-        matcher: Some("auto|manual"),
-        about: "PreCompact hook: writes a mechanical checkpoint and starts a new cycle",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PreCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard precompact\"}]}]\n\n\
-Once the checkpoint is saved, prints its facts for the client's summarizer (Claude Code 2.1.14 \
-and later add them to the compaction's instructions; summary_facts: false turns it off). Prints \
-nothing on bad input and exits 0 on any input. Only with gate_auto_compaction on does it hold an \
-auto-compaction (exit 2), once per cycle, while the nudge has not been delivered.",
+        info: &hook_list::HOOKS[3],
         args: no_args,
         with_flags: None,
         handle: precompact::handle,
     },
     Hook {
-        name: "postcompact",
-        event: Some(event::POST_COMPACT),
-        matcher: Some("auto|manual"),
-        about: "PostCompact hook: keeps the compaction's summary with its checkpoint",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PostCompact\": [{\"matcher\": \"auto|manual\", \"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard postcompact\"}]}]\n\n\
-Prints nothing and exits 0 on any input.",
+        info: &hook_list::HOOKS[4],
         args: no_args,
         with_flags: None,
         handle: postcompact::handle,
     },
     Hook {
-        name: "sessionstart",
-        event: Some(event::SESSION_START),
-        matcher: None,
-        about: "SessionStart hook: after a compaction, injects the recovery block once",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionstart\"}]}]",
+        info: &hook_list::HOOKS[5],
         args: no_args,
         with_flags: None,
         handle: sessionstart::handle,
     },
     Hook {
-        name: "sessionend",
-        event: Some(event::SESSION_END),
-        matcher: None,
-        about: "SessionEnd hook: writes a final checkpoint, for a digest in the next session",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"SessionEnd\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard sessionend\"}]}]\n\n\
-After /clear (or exit), the next session in the same directory gets a short digest of this one, \
-once. Prints nothing and exits 0 on any input.",
+        info: &hook_list::HOOKS[6],
         args: no_args,
         with_flags: None,
         handle: sessionend::handle,
     },
     Hook {
-        name: "posttoolbatch",
-        event: Some(event::POST_TOOL_BATCH),
-        matcher: None,
-        about: "PostToolBatch hook: the same nudge after a batch of tool calls, read once the reply \
-                that made them is on disk",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"PostToolBatch\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard posttoolbatch\"}]}]\n\n\
-Runs before the next model request; with PreToolUse and UserPromptSubmit it gives each nudge at \
-most once per level per cycle. Never approves, denies or changes anything; exits 0 on any input.",
+        info: &hook_list::HOOKS[7],
         args: no_args,
         with_flags: None,
         handle: posttoolbatch::handle,
     },
     Hook {
-        name: "stop",
-        event: Some(event::STOP),
-        matcher: None,
-        about: "Stop hook: before an idle compaction can take the session, asks the agent once \
-                per cycle to save memories as it ends its turn",
-        after_help: "Example, in ~/.claude/settings.json under \"hooks\":\n  \
-\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"ctxguard stop\"}]}]\n\n\
-Only in an attended session at or past the client's idle-compaction threshold (200k tokens), \
-once per cycle and with 100k tokens of new work since this cycle's nudge, does it answer with \
-additionalContext, which makes the agent save and then end its turn; never twice in a row \
-(stop_hook_active), never under -p. idle_nudge: false turns it off. Exits 0 on any input.",
+        info: &hook_list::HOOKS[8],
         args: no_args,
         with_flags: None,
         handle: stop::handle,
     },
 ];
 
-/// The status line, which settings register under `statusLine` rather than `hooks`.
-pub const STATUSLINE: &Hook = &HOOKS[0];
-
 /// The hook a subcommand names.
 pub fn find(name: &str) -> Option<&'static Hook> {
-    HOOKS.iter().find(|h| h.name == name)
-}
-
-/// The hooks registered under `hooks` in settings (every one but the status line).
-pub fn events() -> impl Iterator<Item = &'static Hook> {
-    HOOKS.iter().filter(|h| h.event.is_some())
+    HOOKS.iter().find(|h| h.info.name == name)
 }
 
 impl Hook {
     /// The hook's subcommand, for the CLI.
     pub fn command(&self) -> clap::Command {
         (self.args)(
-            clap::Command::new(self.name)
-                .about(self.about)
-                .after_help(self.after_help),
+            clap::Command::new(self.info.name)
+                .about(self.info.about)
+                .after_help(self.info.after_help),
         )
     }
 
     /// Runs the hook behind the guard: exit 0 and one stderr line whatever happens, unless the
     /// hook itself decides to block.
     pub fn run(&self, matches: &ArgMatches) -> crate::exit::Exit {
-        hooks::guard(self.name, |diag| match self.with_flags {
+        hooks::guard(self.info.name, |diag| match self.with_flags {
             Some(run) => run(matches, diag),
             None => (self.handle)(&crate::input::read_stdin()?, &Env::from_process(), diag),
         })
@@ -225,22 +143,36 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_every_hook_parses_its_flags() {
-        let mut names: Vec<&str> = HOOKS.iter().map(|h| h.name).collect();
+        // One handler per entry of the list, in its order.
+        assert_eq!(HOOKS.len(), hook_list::HOOKS.len());
+        for (hook, info) in HOOKS.iter().zip(hook_list::HOOKS) {
+            assert!(std::ptr::eq(hook.info, info), "{}", info.name);
+        }
+        let mut names: Vec<&str> = HOOKS.iter().map(|h| h.info.name).collect();
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), HOOKS.len());
         for hook in HOOKS {
             hook.command().debug_assert();
-            assert_eq!(find(hook.name).map(|h| h.name), Some(hook.name));
+            assert_eq!(
+                find(hook.info.name).map(|h| h.info.name),
+                Some(hook.info.name)
+            );
         }
         assert!(find("install").is_none());
-        // Each subcommand's help is the registry's line, whatever its flags' derive adds.
+        // Each subcommand's help is the list's line, whatever its flags' derive adds.
         for hook in HOOKS {
             let about = hook.command().get_about().map(ToString::to_string);
-            assert_eq!(about.as_deref(), Some(hook.about), "{}", hook.name);
+            assert_eq!(
+                about.as_deref(),
+                Some(hook.info.about),
+                "{}",
+                hook.info.name
+            );
         }
-        assert_eq!(events().count(), HOOKS.len() - 1);
-        assert_eq!((STATUSLINE.name, STATUSLINE.event), ("statusline", None));
+        assert_eq!(hook_list::events().count(), HOOKS.len() - 1);
+        let status = hook_list::STATUSLINE;
+        assert_eq!((status.name, status.event), ("statusline", None));
     }
 
     /// The code map (docs/architecture.md) names every file in src/.
@@ -334,7 +266,7 @@ mod tests {
     /// another hook, and none names the registry (their event names are in `event`).
     #[test]
     fn no_hook_imports_another_hook_or_the_registry() {
-        let hooks: Vec<&str> = HOOKS.iter().map(|h| h.name).collect();
+        let hooks: Vec<&str> = HOOKS.iter().map(|h| h.info.name).collect();
         for (file, code) in sources() {
             let Some(own) = file
                 .strip_prefix("hooks/")
@@ -360,35 +292,126 @@ mod tests {
         }
     }
 
-    /// No import runs back up: only the top (`main`, `cli`, the registry and the commands) names
-    /// the commands; the hooks are named by the registry, and by `replay`'s simulation (the
-    /// status line's own pure `decide`) alone; below the registry, only `settings` names it
-    /// (registering the hooks reads their list).
+    /// The layers of docs/architecture.md, from the bottom: a module imports only from layers
+    /// below its own (or within itself, its own files). Every module is in one.
+    const LAYERS: &[(&str, &[&str])] = &[
+        ("text", &["text"]),
+        (
+            "the base",
+            &[
+                "diag", "event", "exit", "files", "paths", "process", "shell", "usage",
+            ],
+        ),
+        (
+            "formats and the client's own files",
+            &["client", "hook_list", "input", "program", "version"],
+        ),
+        ("the window's rules", &["window"]),
+        ("readers and rules", &["config", "transcript"]),
+        ("the state's records", &["checkpoint", "reading"]),
+        (
+            "the state and its texts",
+            &["daily_log", "marker", "recovery", "settings", "tasks"],
+        ),
+        ("what the state tells", &["facts", "index", "summary_facts"]),
+        ("the state kept", &["memory", "retention"]),
+        (
+            "the capabilities",
+            &["checkpointing", "gauge", "nudge", "recovering"],
+        ),
+        ("the recovery handed over", &["handover"]),
+        ("its receipt", &["receipt"]),
+        ("what was lost", &["dropped", "precomputed"]),
+        ("the hooks and the manual commands", &["commands", "hooks"]),
+        ("the registry", &["registry"]),
+        ("the command line", &["cli"]),
+        ("main", &["main"]),
+    ];
+
+    /// The module a source file belongs to: its first path component, without `.rs`.
+    fn module_of(file: &str) -> &str {
+        let first = file.split('/').next().unwrap_or(file);
+        first.strip_suffix(".rs").unwrap_or(first)
+    }
+
+    fn layer_of(module: &str) -> Option<usize> {
+        LAYERS.iter().position(|(_, mods)| mods.contains(&module))
+    }
+
+    /// The modules a file's code (tests aside) names through `crate::`.
+    fn imports(code: &str) -> Vec<String> {
+        let code = code
+            .find("#[cfg(test)]\nmod tests")
+            .map_or(code, |at| &code[..at]);
+        let mut out = named_after(code, "crate::");
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// No import runs back up, and none sideways between the modules of one layer: hooks and
+    /// manual commands are siblings (no command names a hook, nor a hook a command), and what
+    /// only needs the list of hooks (`settings`, `replay`) reads it below them all.
     #[test]
     fn no_lower_module_imports_a_higher_one() {
-        let top = |f: &str| {
-            ["main.rs", "cli.rs", "registry.rs"].contains(&f) || f.starts_with("commands/")
-        };
+        let mut wrong = Vec::new();
         for (file, code) in sources() {
             if file.ends_with("tests.rs") {
                 continue;
             }
-            if !top(&file) {
-                assert!(
-                    !code.contains("crate::commands"),
-                    "{file} names the commands"
-                );
+            let own = module_of(&file);
+            let Some(layer) = layer_of(own) else {
+                wrong.push(format!("{file}: its module {own} is in no layer"));
+                continue;
+            };
+            for named in imports(&code) {
+                if named == own || named.is_empty() {
+                    continue;
+                }
+                match layer_of(&named) {
+                    Some(l) if l < layer => {}
+                    Some(l) => wrong.push(format!(
+                        "{file} ({}) imports {named} ({})",
+                        LAYERS[layer].0, LAYERS[l].0
+                    )),
+                    None => wrong.push(format!("{file} imports {named}, in no layer")),
+                }
             }
-            if !top(&file) && !file.starts_with("settings/") {
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        // The module list in main.rs is the layers' list.
+        let main = include_str!("main.rs");
+        let declared: Vec<&str> = main
+            .lines()
+            .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+            .collect();
+        let mut listed: Vec<&str> = LAYERS
+            .iter()
+            .flat_map(|(_, mods)| mods.iter().copied())
+            .filter(|m| *m != "main")
+            .collect();
+        listed.sort_unstable();
+        let mut declared_sorted = declared.clone();
+        declared_sorted.sort_unstable();
+        assert_eq!(declared_sorted, listed);
+    }
+
+    /// The registry's data (the list of hooks) sits below `settings` and `replay`, which read
+    /// it, and below the hooks: neither names the registry, whose handlers run the hooks.
+    #[test]
+    fn the_list_of_hooks_sits_below_settings_and_replay() {
+        let list = layer_of("hook_list").unwrap();
+        assert!(list < layer_of("settings").unwrap());
+        assert!(list < layer_of("commands").unwrap());
+        assert!(layer_of("registry").unwrap() > layer_of("hooks").unwrap());
+        for (file, code) in sources() {
+            if file.starts_with("settings/") || file.starts_with("commands/replay/") {
                 assert!(
-                    !code.contains("crate::registry"),
-                    "{file} names the registry"
+                    !imports(&code)
+                        .iter()
+                        .any(|m| m == "registry" || m == "hooks"),
+                    "{file} names the registry or a hook"
                 );
-            }
-            if !file.starts_with("hooks/") && file != "registry.rs" && file != "main.rs" {
-                let hooks = named_after(&code, "crate::hooks::");
-                let allowed = file == "commands/replay/simulate.rs" && hooks == ["statusline"];
-                assert!(hooks.is_empty() || allowed, "{file} names hooks: {hooks:?}");
             }
         }
     }
@@ -401,9 +424,9 @@ mod tests {
             serde_json::from_str(include_str!("../hooks/hooks.json")).expect("hooks.json parses");
         let hooks = file["hooks"].as_object().expect("a hooks object");
         let listed: Vec<&str> = hooks.keys().map(String::as_str).collect();
-        let expected: Vec<&str> = events().filter_map(|h| h.event).collect();
+        let expected: Vec<&str> = hook_list::events().filter_map(|h| h.event).collect();
         assert_eq!(listed, expected);
-        for hook in events() {
+        for hook in hook_list::events() {
             let group = &hooks[hook.event.unwrap()][0];
             assert_eq!(
                 group.get("matcher").and_then(Value::as_str),

@@ -219,7 +219,7 @@ pub fn resolve(f: &WindowFacts) -> Window {
 #[derive(Debug, Clone, Default)]
 pub struct CompactFacts {
     /// The compaction window from the client's variable, `--autocompact` or settings, already
-    /// chosen for the model (see [`crate::facts::ClientCompaction::window_for`]).
+    /// chosen for the model (see `facts::ClientCompaction::window_for`).
     pub setting: Option<(u64, CompactSource)>,
     /// What turned auto-compaction off, if anything.
     pub off: Option<String>,

@@ -308,3 +308,8 @@ mod tests {
         );
     }
 }
+
+/// Where the receipt of the compaction a checkpoint was written for is kept: beside it.
+pub fn receipt_path(checkpoint: &std::path::Path) -> std::path::PathBuf {
+    checkpoint.with_extension("receipt.json")
+}

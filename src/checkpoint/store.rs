@@ -97,7 +97,7 @@ impl CheckpointStore {
             }
             fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
             // The summary and the receipt kept beside it go with it.
-            for beside in [super::summary::path(&old), crate::receipt::path(&old)] {
+            for beside in [super::summary::path(&old), super::receipt_path(&old)] {
                 if let Err(e) = fs::remove_file(&beside) {
                     if e.kind() != std::io::ErrorKind::NotFound {
                         return Err(e).with_context(|| format!("removing {}", beside.display()));

@@ -22,12 +22,25 @@ use chrono::{DateTime, Local};
 use serde_json::{json, Value};
 
 use super::doctor::version::Client;
-use crate::cli::SettingsTarget;
 use crate::client::{self, Accepts};
 use crate::config::Env;
 use crate::files;
 use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
+
+/// Which settings file `install` and `uninstall` edit, and whether to write it.
+#[derive(Debug, clap::Args)]
+pub struct SettingsTarget {
+    /// The settings file (default ~/.claude/settings.json)
+    #[arg(long, value_name = "PATH", conflicts_with = "project")]
+    pub settings: Option<PathBuf>,
+    /// Use ./.claude/settings.json
+    #[arg(long)]
+    pub project: bool,
+    /// Print the change as a diff and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
 const BACKUP_ATTEMPTS: u32 = 1000;

@@ -210,7 +210,7 @@ fn thousands_of_hostile_inputs_never_break_a_hook() {
     let mut printed = 0;
     for n in 0..cases {
         for spec in HOOKS {
-            let hook = spec.name;
+            let hook = spec.info.name;
             let input = case(&mut rng, &transcript);
             let mut diag = Diag::default();
             let result =
@@ -239,14 +239,14 @@ fn thousands_of_hostile_inputs_never_break_a_hook() {
                         text.ends_with('\n') && text.matches('\n').count() == 1,
                         "{what}"
                     );
-                    if spec.event.is_none() {
+                    if spec.info.event.is_none() {
                         assert!(text.starts_with("ctx "), "{what}: {text}");
                         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{what}");
                     } else {
                         let out: Allowed = serde_json::from_str(&text)
                             .unwrap_or_else(|e| panic!("{e}: {what}: {text}"));
                         let event = out.hook_specific_output.hook_event_name;
-                        assert_eq!(Some(event.as_str()), spec.event, "{what}");
+                        assert_eq!(Some(event.as_str()), spec.info.event, "{what}");
                     }
                 }
             }

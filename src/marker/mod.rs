@@ -167,13 +167,26 @@ pub struct Marker {
     /// nudge. This cycle's when it is newer than `compacted_at`.
     pub idle_nudge: Option<LastNudge>,
     /// A compaction whose recovery `SessionStart` handed over, waiting for the next hook to
-    /// check that it arrived (see [`crate::receipt`]).
+    /// check that it arrived (see `receipt`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub receipt_pending: Option<crate::receipt::Pending>,
+    pub receipt_pending: Option<ReceiptPending>,
     /// The reply that showed the newest drop of context without a compaction, once handled
     /// (see [`crate::dropped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped_at: Option<DateTime<Utc>>,
+}
+
+/// A compaction whose recovery still waits for its receipt (kept in the marker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptPending {
+    /// The compaction's number in this session.
+    pub compaction: u64,
+    /// Its checkpoint.
+    pub checkpoint: String,
+    /// When `SessionStart` handed the block to the client.
+    pub handed_at: DateTime<Utc>,
+    /// The client process it was handed to (`CLAUDE_PID`), when the client names one.
+    pub client_pid: Option<u32>,
 }
 
 /// A nudge as `status` reports it: when, at what usage, which level.

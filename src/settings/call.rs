@@ -133,7 +133,7 @@ impl Ours<'_> {
         let name = text.rsplit(['/', '\\']).next().unwrap_or(text);
         let hook_shaped = || {
             args.first()
-                .is_some_and(|a| a.literal && crate::registry::find(&a.text).is_some())
+                .is_some_and(|a| a.literal && crate::hook_list::find(&a.text).is_some())
         };
         name.starts_with("ctxguard")
             || self.bin == Some(text)
@@ -271,7 +271,7 @@ pub enum Wrapped {
 /// The status-line call, if `line` is ctxguard's status line.
 pub fn statusline<'l>(line: &'l str, ours: Ours) -> Option<(Call<'l>, Wrapped)> {
     let call = call(line, ours)?;
-    if call.subcommand() != Some(crate::registry::STATUSLINE.name) {
+    if call.subcommand() != Some(crate::hook_list::STATUSLINE.name) {
         return None;
     }
     let wrapped = wrapped(&call).map_or(Wrapped::Unknown, Wrapped::Known);

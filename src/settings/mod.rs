@@ -21,12 +21,12 @@ use call::{hook_call, innermost, statusline, HookCommand, Ours, Wrapped};
 pub use diff::diff;
 
 use crate::client::Accepts;
-use crate::registry::STATUSLINE;
+use crate::hook_list::STATUSLINE;
 use crate::shell::shell_quote;
 
 /// Hook events ctxguard registers, with their matcher and subcommand (from the registry).
 pub fn hook_events() -> impl Iterator<Item = (&'static str, Option<&'static str>, &'static str)> {
-    crate::registry::events().filter_map(|h| Some((h.event?, h.matcher, h.name)))
+    crate::hook_list::events().filter_map(|h| Some((h.event?, h.matcher, h.name)))
 }
 
 /// How to treat a status line that is already configured.

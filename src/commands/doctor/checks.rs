@@ -12,8 +12,8 @@ use anyhow::Result;
 use super::{finding, Context, Finding, Status};
 use crate::client::{self, Problem, Scope, SettingsFile};
 use crate::files;
+use crate::hook_list::STATUSLINE;
 use crate::program::Program;
-use crate::registry::STATUSLINE;
 use crate::settings::{self, hook_events};
 
 /// A settings file Claude Code cannot read.

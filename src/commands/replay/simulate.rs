@@ -4,7 +4,7 @@
 //!
 //! What the hooks would have seen, line by line:
 //! - a main-chain reply (what [`transcript::classify`] calls usage) is a status-line refresh
-//!   when a status line is simulated, through [`statusline::decide`];
+//!   when a status line is simulated, through [`gauge::decide`];
 //! - each `tool_use` block of a main-chain reply is a `PreToolUse`, and each real user prompt a
 //!   `UserPromptSubmit`, both through [`nudge::decide_route`] with the reading of the transcript
 //!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
@@ -13,7 +13,7 @@
 //! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
 //! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and the client settings given, and
 //! [`transcript_observation`] and [`statusline_observation`] build the observations
-//! [`nudge::observe`] and [`statusline::observe`] would (a test holds them equal).
+//! [`nudge::observe`] and [`gauge::observe`] would (a test holds them equal).
 
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use super::report::{
 };
 use crate::config::Config;
 use crate::facts::{self, Gathered, LimitsFor};
-use crate::hooks::statusline;
+use crate::gauge;
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
 use crate::nudge;
 use crate::reading::Reading;
@@ -86,7 +86,7 @@ pub fn transcript_observation(
     nudge::observe_with(reading, limits, config.growth_replies)
 }
 
-/// The observation [`statusline::observe`] makes of a frame that carries usage.
+/// The observation [`gauge::observe`] makes of a frame that carries usage.
 pub fn statusline_observation(
     tokens: u64,
     model: Option<&str>,
@@ -269,7 +269,7 @@ impl Simulation {
             &self.options.gathered,
             now,
         );
-        let (next, _gauge) = statusline::decide(&self.marker, obs, &self.config, now);
+        let (next, _gauge) = gauge::decide(&self.marker, obs, &self.config, now);
         self.record(Hook::Statusline, next, None);
     }
 

@@ -9,7 +9,7 @@ use super::simulate::{statusline_observation, transcript_observation, Options, S
 use crate::config::{Config, Env};
 use crate::facts::Context;
 use crate::facts::Gathered;
-use crate::hooks::statusline;
+use crate::gauge;
 use crate::marker::Marker;
 use crate::nudge;
 use crate::reading::Reading;
@@ -479,7 +479,7 @@ fn observations_match_the_hooks() {
                     &Gathered::default(),
                     now,
                 ),
-                statusline::observe(&payload(window), marker, &ctx, None, now),
+                gauge::observe(&payload(window), marker, &ctx, None, now),
                 "{marker:?} {window}"
             );
         }
