@@ -229,6 +229,11 @@ pub fn load(root: &Path, path: &Path) -> Result<Option<Checkpoint>> {
     }
 }
 
+/// Where the receipt of the compaction a checkpoint was written for is kept: beside it.
+pub fn receipt_path(checkpoint: &std::path::Path) -> std::path::PathBuf {
+    checkpoint.with_extension("receipt.json")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,9 +312,4 @@ mod tests {
             "{err}"
         );
     }
-}
-
-/// Where the receipt of the compaction a checkpoint was written for is kept: beside it.
-pub fn receipt_path(checkpoint: &std::path::Path) -> std::path::PathBuf {
-    checkpoint.with_extension("receipt.json")
 }
