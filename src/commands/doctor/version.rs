@@ -179,11 +179,11 @@ pub fn on_client(v: &str) -> String {
     use crate::client::{parse, Accepts};
     let accepts = Accepts::version(v);
     let registered = if accepts.on_failure {
-        "exec-form hooks with onFailure \"continue\" (a hook it cannot start never blocks) and \
-         PostCompact"
+        "exec-form hooks with onFailure \"continue\" (a hook it cannot start never blocks), \
+         PostCompact and PostToolBatch"
     } else {
-        "hooks as shell lines without PostCompact or onFailure (this client has neither the exec \
-         form nor those)"
+        "hooks as shell lines without PostCompact, PostToolBatch or onFailure (this client has \
+         neither the exec form nor those)"
     };
     let paths = match parse(v) {
         Some(p) if p >= (2, 1, 332) => {
@@ -191,8 +191,9 @@ pub fn on_client(v: &str) -> String {
              covered up to its boundary"
         }
         Some(p) if p >= (2, 1, 330) => {
-            "before an idle compaction (200k tokens or more) the Stop hook asks to save, and a \
-             summary it prepared while idle is covered up to its boundary"
+            "before an idle compaction (200k tokens or more) the Stop hook asks to save (once per \
+             cycle, beside the regular nudges), and a summary it prepared while idle is covered \
+             up to its boundary"
         }
         Some(p) if p <= (2, 1, 14) => {
             "it compacts at 155k of 200k, never while idle, and under -p keeps the recovery in \
