@@ -1,0 +1,309 @@
+//! The I/O behind [`crate::window`]'s rules: the windows learned from status lines (kept in
+//! `models.json` under the state root), Claude Code's settings for this project, and the running
+//! client's own command line (`--autocompact N`, read from `/proc/$CLAUDE_PID/cmdline` on
+//! Linux and with `sysctl(KERN_PROCARGS2)` on macOS; on Windows that source is simply absent).
+//!
+//! The running client's command line is [`cmdline`]'s; Claude Code's settings for a project and
+//! the auto-compaction they set ([`ClientCompaction`]), [`compaction`]'s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use chrono::{DateTime, Utc};
+
+use crate::client;
+use crate::config::{Config, Env};
+use crate::files;
+use crate::marker::{Marker, Observation, Source};
+use crate::paths::Paths;
+use crate::usage::Limits;
+use crate::window::{self, CompactFacts, CompactSource, WindowFacts, WindowSource};
+
+mod cmdline;
+mod compaction;
+
+use cmdline::client_flag;
+pub use compaction::{client_settings, ClientCompaction};
+
+/// No more models than this are remembered (a guard against a flood of made-up ids).
+const MAX_LEARNED: usize = 64;
+
+fn learned_path(paths: &Paths) -> PathBuf {
+    paths.root().join("models.json")
+}
+
+/// Windows status lines reported, by model id.
+pub fn learned(paths: &Paths) -> BTreeMap<String, u64> {
+    files::read_state_file_in(paths.root(), &learned_path(paths), "learned windows")
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Remembers that `model` has `window` (written only when that is news).
+pub fn learn(paths: &Paths, model: &str, window: u64) -> Result<()> {
+    let model = model.trim();
+    if model.is_empty() || model.len() > 200 || window == 0 {
+        return Ok(());
+    }
+    let mut known = learned(paths);
+    if known.get(model) == Some(&window) {
+        return Ok(());
+    }
+    if known.len() >= MAX_LEARNED && !known.contains_key(model) {
+        return Ok(());
+    }
+    known.insert(model.to_string(), window);
+    files::ensure_state_dir(paths.root(), paths.root())?;
+    let bytes = serde_json::to_vec_pretty(&known).context("encoding learned windows")?;
+    files::write_atomic(&learned_path(paths), &bytes, false)
+}
+
+/// What the hooks know about a session's window and compaction point.
+pub struct Resolved {
+    pub limits: Limits,
+    pub window_source: WindowSource,
+    pub compact_source: CompactSource,
+    /// The client's idle compaction: `None` when off (`idleCompaction: false`), else the tokens
+    /// from which it applies.
+    pub idle_compaction: Option<u64>,
+}
+
+/// Limits for an observation: resolved afresh (with their sources), or kept from the marker.
+pub struct LimitsFor {
+    pub limits: Limits,
+    /// Set when resolved afresh, with the config fingerprint and whether idle compaction is on.
+    pub sources: Option<(WindowSource, CompactSource, u64, Option<u64>)>,
+}
+
+impl LimitsFor {
+    /// An observation of `tokens` from `source` on these limits.
+    pub fn observation(self, tokens: Option<u64>, source: Source) -> Observation {
+        let mut obs = Observation::new(tokens, self.limits, source);
+        if let Some((w, c, key, idle)) = self.sources {
+            obs.window_source = Some(w);
+            obs.compact_source = Some(c);
+            obs.limits_key = Some(key);
+            obs.idle_compaction = Some(idle.is_some());
+            obs.idle_from = idle;
+        }
+        obs
+    }
+}
+
+/// What resolving the limits needs.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    pub env: &'a Env,
+    pub paths: &'a Paths,
+    /// The session's directory (settings of the project), if known.
+    pub project: Option<&'a Path>,
+    /// A compaction window given by hand (`usage`/`replay --autocompact`), in place of the
+    /// running client's `--autocompact`.
+    pub flag: Option<u64>,
+    /// The client's version, when the hook's input or the transcript tells it.
+    pub client_version: Option<&'a str>,
+}
+
+impl<'a> Context<'a> {
+    /// The context of a hook run in the session directory `cwd` (empty when unknown).
+    pub fn new(config: &'a Config, env: &'a Env, paths: &'a Paths, cwd: &'a str) -> Context<'a> {
+        Context {
+            config,
+            env,
+            paths,
+            project: (!cwd.is_empty()).then(|| Path::new(cwd)),
+            flag: None,
+            client_version: None,
+        }
+    }
+}
+
+/// Limits older than this are resolved again from the config and the client's settings.
+pub const LIMITS_FRESH: Duration = Duration::from_secs(60);
+
+/// The limits kept in the marker, if they may still be used: resolved less than
+/// [`LIMITS_FRESH`] ago, for the same model and reported window, and with usage inside them.
+fn cached_limits(
+    marker: &Marker,
+    key: u64,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> Option<Limits> {
+    let fresh = marker.limits_at.is_some_and(|at| {
+        now.signed_duration_since(at)
+            .to_std()
+            .is_ok_and(|age| age <= LIMITS_FRESH)
+    });
+    let same_model = model.is_none() || model == marker.model.as_deref();
+    let same_report = reported.is_none() || reported == marker.reported_window;
+    if !fresh || !same_model || !same_report || marker.limits_key != Some(key) {
+        return None;
+    }
+    let limits = Limits {
+        window: marker.window?,
+        compact_at: marker.compact_at?,
+        trigger_at: marker.trigger_at?,
+        critical_at: marker.critical_at,
+    };
+    // Usage over the window proves it wrong.
+    tokens.is_none_or(|t| t <= limits.window).then_some(limits)
+}
+
+/// The limits for a reading of `tokens` from a reply of `model` (and the window the status line
+/// reported, if it did): the marker's while fresh, else resolved from every source.
+pub fn limits_for(
+    ctx: &Context,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+) -> LimitsFor {
+    cached_or(ctx.config, marker, model, reported, tokens, now, || {
+        resolve(ctx, marker, model, reported, tokens)
+    })
+}
+
+/// The marker's limits while they may be used ([`cached_limits`]), else `resolve()`'s.
+pub fn cached_or(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    now: DateTime<Utc>,
+    resolve: impl FnOnce() -> Resolved,
+) -> LimitsFor {
+    let key = config.limits_key();
+    if let Some(limits) = cached_limits(marker, key, model, reported, tokens, now) {
+        return LimitsFor {
+            limits,
+            sources: None,
+        };
+    }
+    let r = resolve();
+    LimitsFor {
+        limits: r.limits,
+        sources: Some((r.window_source, r.compact_source, key, r.idle_compaction)),
+    }
+}
+
+/// What only I/O tells about the limits: a learned window for the model, the running client's
+/// `--autocompact`, and its compaction settings.
+#[derive(Debug, Clone, Default)]
+pub struct Gathered {
+    pub learned: Option<u64>,
+    pub flag: Option<u64>,
+    pub client: ClientCompaction,
+    /// The client's version (from the transcript or the status line), when known: older
+    /// clients reserve more for the reply before compacting.
+    pub client_version: Option<String>,
+}
+
+impl Gathered {
+    /// What a manual command (`usage`, `replay`) knows: the client's settings for `project`
+    /// (its variables from this process), and `--autocompact N` given by hand.
+    pub fn for_command(env: &Env, project: Option<&Path>, flag: Option<u64>) -> Gathered {
+        Gathered {
+            learned: None,
+            flag,
+            client: ClientCompaction::from_settings(&client_settings(env, project)),
+            client_version: None,
+        }
+    }
+}
+
+/// Gathers [`Gathered`] for a session on `model`.
+fn gather(ctx: &Context, model: Option<&str>) -> Gathered {
+    let settings = client_settings(ctx.env, ctx.project);
+    Gathered {
+        learned: model.and_then(|m| learned(ctx.paths).get(m).copied()),
+        flag: ctx.flag.or_else(|| client_flag(ctx.env)),
+        client: ClientCompaction::from_settings(&settings),
+        client_version: ctx.client_version.map(str::to_string),
+    }
+}
+
+/// The limits of a session on `model` with `tokens` in context, from every source: the config,
+/// what the status line reported (`reported`, else what the marker remembers), learned windows,
+/// the model, the client's command line, environment and settings, and where the session was
+/// seen auto-compacting.
+pub fn resolve(
+    ctx: &Context,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+) -> Resolved {
+    let model = model.or(marker.model.as_deref());
+    let gathered = gather(ctx, model);
+    resolve_with(ctx.config, marker, model, reported, tokens, &gathered)
+}
+
+/// [`resolve`] on facts already gathered: no I/O (`replay` calls it with what a transcript
+/// alone tells).
+pub fn resolve_with(
+    config: &Config,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+    gathered: &Gathered,
+) -> Resolved {
+    let model = window::judged_model(
+        model.or(marker.model.as_deref()),
+        marker.session_model.as_deref(),
+    );
+    let window = window::resolve(&WindowFacts {
+        config_models: Some(&config.model_windows),
+        config: config.window_tokens,
+        client_max: gathered
+            .client
+            .max_context
+            .filter(|_| gathered.client.compact_off || model.and_then(window::known).is_none()),
+        model,
+        reported: reported.or(marker.reported_window),
+        learned: gathered.learned,
+        tokens,
+    });
+    let mut policy = config.policy();
+    policy.autocompact_pct = gathered.client.pct;
+    // The client's buffer is its output reservation plus 13k; an older client reserves more.
+    // A buffer set in the config is the user's word and stays.
+    if config.compact_buffer_tokens == crate::usage::Policy::default().compact_buffer_tokens {
+        policy.compact_buffer_tokens = client::output_reserve(
+            gathered.client_version.as_deref(),
+            gathered.client.max_output,
+        ) + crate::usage::AUTOCOMPACT_MARGIN;
+    }
+    let (limits, compact_source) = window::limits(
+        window.tokens,
+        &policy,
+        &CompactFacts {
+            setting: gathered.client.window_for(model, gathered.flag),
+            off: gathered.client.off.clone(),
+            reactive: model
+                .and_then(|m| client::reactive_model(m, gathered.client_version.as_deref())),
+            observed: marker.auto_compacted_at,
+            uncompacted: marker.uncompacted_max,
+        },
+    );
+    Resolved {
+        limits,
+        window_source: window.source,
+        compact_source,
+        idle_compaction: gathered
+            .client
+            .idle_from
+            .filter(|_| client::idle_compaction(gathered.client_version.as_deref())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! Claude Code's own memory folder for a session (auto memory, where the client tells the model
+//! to save one file per memory), and where the nudge says to save.
+
+use std::path::{Path, PathBuf};
+
+use super::{resolve, Places, DEFAULT_FILES};
+use crate::config::{Config, Env};
+use crate::text::{cut, sanitize};
+
+/// Claude Code's own memory ("auto memory", on by default): the folder it tells the model to
+/// save one file per memory in, with a `MEMORY.md` index it loads into every session itself.
+/// `None` when it is turned off (`autoMemoryEnabled: false`, `CLAUDE_CODE_DISABLE_AUTO_MEMORY`).
+pub(super) fn client_memory_dir(
+    env: &Env,
+    settings: &crate::client::Settings,
+    transcript_path: &str,
+    cwd: &str,
+) -> Option<PathBuf> {
+    if settings.auto_memory_off().is_some() {
+        return None;
+    }
+    // The client takes the value of the first file that sets one, managed settings first then
+    // local, project and user (a `null` is no value), and stays on its default folder when it
+    // refuses that value. The project's files count for it in a trusted workspace (its
+    // `qk()`: the trust dialog accepted, as it is in a session whose hooks run), unless a
+    // second condition holds that the carved code does not resolve (`BX()`).
+    let setting = settings
+        .files
+        .iter()
+        .rev()
+        .find_map(|f| f.get("autoMemoryDirectory").filter(|v| !v.is_null()));
+    if let Some(serde_json::Value::String(dir)) = setting {
+        if let Some(dir) = crate::client::memory_directory(dir, env.home.as_deref()) {
+            return Some(dir);
+        }
+    }
+    // The project's folder is the one its transcripts are in: ~/.claude/projects/<folder>/.
+    let client = env.client_dir()?;
+    let projects = client.join("projects");
+    let folder = Path::new(transcript_path)
+        .parent()
+        .filter(|p| p.parent() == Some(projects.as_path()))
+        .and_then(Path::file_name)
+        .map_or_else(
+            || {
+                cwd.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                    .collect()
+            },
+            |f| f.to_string_lossy().into_owned(),
+        );
+    Some(projects.join(folder).join("memory"))
+}
+
+/// The words a nudge uses to say where to save, so what is saved comes back: Claude Code's own
+/// memory folder in its format when auto memory is on, else ctxguard's user memory file, which
+/// every recovery block shows.
+pub(super) fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String {
+    let shown = |p: &Path| cut(&sanitize(&p.display().to_string(), true), 300);
+    match (client_dir, own_file) {
+        (Some(dir), _) => format!(
+            "in Claude Code's memory folder {}: one file per memory, with frontmatter (name, \
+             description, metadata.type), and a one-line pointer to it in {}, which Claude Code \
+             loads into every session",
+            shown(dir),
+            shown(&dir.join("MEMORY.md"))
+        ),
+        (None, Some(file)) => format!(
+            "in {} (ctxguard shows it again after every compaction)",
+            shown(file)
+        ),
+        (None, None) => "in your memory file or tool".to_string(),
+    }
+}
+
+/// Where a session's memories should go (the words of [`save_place`]), and what the user can run
+/// to make room: `/compact or /clear`, or `/clear` alone when `DISABLE_COMPACT` is set. Worked
+/// out only when a nudge is given.
+pub fn save_place_for(
+    env: &Env,
+    cwd: &str,
+    transcript_path: &str,
+    config: &Config,
+) -> (String, &'static str) {
+    let project = (!cwd.is_empty()).then(|| Path::new(cwd));
+    let settings = crate::facts::client_settings(env, project);
+    let make_room = if settings.compact_off() {
+        "/clear"
+    } else {
+        "/compact or /clear"
+    };
+    let client = client_memory_dir(env, &settings, transcript_path, cwd);
+    let own = config
+        .memory_files
+        .as_ref()
+        .and_then(|l| l.first().cloned())
+        .unwrap_or_else(|| DEFAULT_FILES[0].to_string());
+    let own = resolve(
+        &own,
+        &Places {
+            home: env.home.as_deref(),
+            project: project.unwrap_or(Path::new(".")),
+        },
+    );
+    (save_place(client.as_deref(), Some(&own)), make_room)
+}
+
+/// Claude Code's memory folder for a session in `cwd` whose transcript is `transcript_path`,
+/// with the client's settings read as the client reads them; `None` when auto memory is off.
+pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<PathBuf> {
+    let project = (!cwd.is_empty()).then(|| Path::new(cwd));
+    let settings = crate::facts::client_settings(env, project);
+    client_memory_dir(env, &settings, transcript_path, cwd)
+}
