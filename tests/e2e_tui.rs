@@ -753,3 +753,83 @@ fn tui_the_gauge_tells_the_truth_with_compaction_off_and_a_raised_idle_threshold
         "{screen}"
     );
 }
+
+/// Issue 24's session on the default 1M model, in the real 2.1.330 TUI with every nudge route:
+/// a text-only turn ends at 300k (past idle compaction's 200k), and the Stop hook asks to save
+/// once; the next turn jumps to 940k with a tool call, and the regular nudge still comes, once;
+/// that turn's end is not asked again (no 100k of new work since). Each text reaches the model
+/// once.
+#[test]
+fn tui_the_idle_nudge_leaves_the_regular_nudge_in_time() {
+    let script = Script {
+        tool_calls: 1,
+        context_tokens: 300_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let hooks = [
+        ("Stop", "stop"),
+        ("PreToolUse", "pretooluse"),
+        ("PostToolBatch", "posttoolbatch"),
+        ("UserPromptSubmit", "userpromptsubmit"),
+    ];
+    let Some(rig) = tui_with_hooks(&hooks, script) else {
+        return;
+    };
+    let (tui, api, env) = (&rig.tui, &rig.api, &rig.env);
+    let said = |sub: &str| -> Vec<String> {
+        rig.runs(sub)
+            .into_iter()
+            .filter(|o| !o.is_empty())
+            .collect()
+    };
+    tui.submit("CHAT USAGE=300000 sum up the design");
+    tui.wait_for("the Stop nudge and the answer to it", |_| {
+        (rig.runs("stop").len() >= 2).then_some(())
+    });
+    assert_eq!(said("stop").len(), 1, "{:?}", rig.runs("stop"));
+    tui.wait_for("the turn's end", |s| {
+        (!s.contains("esc to interrupt")).then_some(())
+    });
+    tui.submit("USAGE=940000 now build it");
+    let requests = tui.wait_for("the 940k turn and its end", |_| {
+        let stops = rig.runs("stop").len();
+        let r = conversation(api);
+        (stops >= 3 && r.iter().any(|q| q.to_string().contains("USAGE=940000"))).then_some(r)
+    });
+    sleep(Duration::from_secs(2));
+    let requests = if conversation(api).len() > requests.len() {
+        conversation(api)
+    } else {
+        requests
+    };
+    // One idle nudge, one regular nudge (by whichever route read the reply first), nothing more.
+    assert_eq!(said("stop").len(), 1, "{:?}", rig.runs("stop"));
+    let regular: Vec<String> = ["pretooluse", "posttoolbatch", "userpromptsubmit"]
+        .iter()
+        .flat_map(|s| said(s))
+        .collect();
+    assert_eq!(regular.len(), 1, "{regular:?}");
+    assert!(
+        regular[0].contains("(940k are in context now)"),
+        "{regular:?}"
+    );
+    let last = requests.last().unwrap();
+    assert_eq!(
+        count(&last["messages"], "ctxguard: 300k tokens are in context"),
+        1
+    );
+    assert_eq!(
+        count(&last["messages"], "940k are in context now"),
+        1,
+        "{last}"
+    );
+    let session = find_session(env);
+    let m = env.marker(&session);
+    // Nudged (critically: one more reply of that growth reaches the point), never left idle.
+    assert!(
+        m["state"] == "nudged" || m["state"] == "critical_nudged",
+        "{m}"
+    );
+    assert!(m["idle_nudge"]["tokens"].as_u64() >= Some(300_000), "{m}");
+}
