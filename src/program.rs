@@ -122,11 +122,13 @@ mod tests {
     /// `install` (is it ctxguard?) nor `doctor` (can it run?) counts on it.
     #[test]
     fn a_relative_path_entry_is_skipped() {
-        let dir = tempfile::tempdir().unwrap();
+        // Under the working directory, so a relative path reaches it on every platform (on
+        // Windows the temp folder may be on another drive, which no relative path reaches).
+        let cwd = std::env::current_dir().unwrap();
+        let dir = tempfile::tempdir_in(&cwd).unwrap();
         let bin = dir.path().join("bin");
         fs::create_dir_all(&bin).unwrap();
         program(&bin, "cg");
-        let cwd = std::env::current_dir().unwrap();
         let relative = pathdiff(&bin, &cwd);
         let path = std::env::join_paths([relative]).unwrap();
         assert_eq!(locate("cg", None, Some(&path)), Program::Missing);
