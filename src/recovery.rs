@@ -345,7 +345,14 @@ fn render_checkpoint(
         .into_iter()
         .zip(&cp.files_modified)
         .filter(|(_, file)| {
-            !cp.memories_saved.contains(file) && cp.plan_file.as_ref() != Some(file)
+            // Compared by components: a saved memory's path is rebuilt from them (backslashes
+            // on Windows), a modified file's is as the transcript wrote it.
+            let same = |other: &String| {
+                Path::new(other)
+                    .components()
+                    .eq(Path::new(file).components())
+            };
+            !cp.memories_saved.iter().any(same) && !cp.plan_file.as_ref().is_some_and(same)
         })
         .map(|(shown, _)| shown)
         .collect();
