@@ -102,8 +102,11 @@ fn newest_auto_compaction_recovery_covers_the_turn_before_the_boundary() {
         receipt["pre_tokens"].as_u64().unwrap() >= 100_000,
         "{receipt:#}"
     );
+    // The turn before the boundary is in the checkpoint. The prompt that set off the compaction
+    // is too when the client wrote it before running PreCompact, which it does not always do
+    // (seen both ways on the real 2.1.332): not asserted.
     let asks = cp["asks"].to_string();
-    assert!(asks.contains("second task"), "{asks}");
+    assert!(asks.contains("first task"), "{asks}");
     rig.api.clear();
     rig.claude("what now?", Some(&session), &[]);
     let requests = rig.api.requests();
