@@ -181,11 +181,15 @@ fn read_transcript(
 
 /// The nudge due with this `PreToolUse` or `UserPromptSubmit` event (`hook_event`), if any,
 /// recorded in the session's marker before it is returned.
+///
+/// `peeked`: the session's marker when the caller has just read it (the receipt check does),
+/// so the fast path reads `marker.json` once.
 pub fn give(
     input: &HookInput,
     env: &Env,
     diag: &mut Diag,
     hook_event: &'static str,
+    peeked: Option<Marker>,
 ) -> Result<Option<String>> {
     if !input.agent_id.is_empty() {
         // A subagent's call: its context is not the main thread's, and its transcript is not
@@ -195,7 +199,7 @@ pub fn give(
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
-    let marker = match store.peek() {
+    let marker = match peeked.map_or_else(|| store.peek(), |m| Ok(Some(m))) {
         Ok(Some(m)) => m,
         Ok(None) => Marker::new(&input.session_id),
         Err(e) => {

@@ -88,7 +88,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     settle(&input.transcript_path, bytes);
-    let nudge = nudge::give(&input, env, diag, event::POST_TOOL_BATCH)?;
+    let nudge = nudge::give(&input, env, diag, event::POST_TOOL_BATCH, None)?;
     Ok(nudge
         .map(|text| additional_context(event::POST_TOOL_BATCH, text))
         .into())

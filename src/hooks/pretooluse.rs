@@ -26,7 +26,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let before = crate::receipt::peek(&input, env);
     // After a compaction whose recovery never arrived: given here, once (`receipt`).
     let again = crate::receipt::give_again(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
-    let nudge = nudge::give(&input, env, diag, event::PRE_TOOL_USE)?;
+    // The marker just read, unless the receipt check had anything to do with it.
+    let peeked = before
+        .clone()
+        .filter(|m| again.is_none() && m.receipt_pending.is_none());
+    let nudge = nudge::give(&input, env, diag, event::PRE_TOOL_USE, peeked)?;
     // Context lost without a compaction: checkpointed, and its recovery given here, once.
     let dropped = crate::dropped::check(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
     let text = [again, dropped, nudge]

@@ -23,7 +23,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         event::USER_PROMPT_SUBMIT,
         diag,
     );
-    let nudge = nudge::give(&input, env, diag, event::USER_PROMPT_SUBMIT)?;
+    // The marker just read, unless the receipt check had anything to do with it.
+    let peeked = before
+        .clone()
+        .filter(|m| again.is_none() && m.receipt_pending.is_none());
+    let nudge = nudge::give(&input, env, diag, event::USER_PROMPT_SUBMIT, peeked)?;
     // Context lost without a compaction: checkpointed, and its recovery given here, once.
     let dropped = crate::dropped::check(
         &input,
