@@ -133,7 +133,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         // doctor names the file and what it is, and finishes.
         let mut doctor = env.command(&["doctor"]);
         doctor.current_dir(&project);
-        let run = run_command_within(doctor, LIMIT, MAX_HEAP);
+        let run = run_command_within(doctor, "", LIMIT, MAX_HEAP);
         assert!(run.stdout.contains("settings.json "), "{target}: {run:?}");
         if says_why(target) {
             assert!(
@@ -154,7 +154,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
             ),
         )
         .unwrap();
-        let run = run_command_within(env.command(&["replay", "--all"]), LIMIT, MAX_HEAP);
+        let run = run_command_within(env.command(&["replay", "--all"]), "", LIMIT, MAX_HEAP);
         assert_eq!(run.code, 0, "{target}: {run:?}");
         assert!(run.stdout.contains("1 session,"), "{target}: {run:?}");
         if says_why(target) {
@@ -166,7 +166,7 @@ fn a_settings_file_that_is_no_regular_file_never_hangs_or_floods_anything() {
         // install into that file refuses it, before anything is written.
         let mut install = env.command(&["install", "--project"]);
         install.current_dir(&project);
-        let run = run_command_within(install, LIMIT, MAX_HEAP);
+        let run = run_command_within(install, "", LIMIT, MAX_HEAP);
         assert_eq!(run.code, 1, "{target}: {run:?}");
         assert!(
             !says_why(target) || run.stderr.contains("refusing to read it"),
@@ -221,46 +221,6 @@ fn a_users_settings_linked_to_a_regular_file_keeps_working() {
 /// file: both are unreadable, for the client too, and not worth a note.
 fn says_why(target: &str) -> bool {
     target != "/dev/tty" && !(cfg!(windows) && target == "folder")
-}
-
-/// Runs a prepared command (a manual command) with a deadline and, on Unix, a heap limit.
-fn run_command_within(mut cmd: std::process::Command, limit: Duration, max_heap: u64) -> Run {
-    use std::process::Stdio;
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setrlimit is async-signal-safe and only touches the child.
-        unsafe {
-            cmd.pre_exec(move || {
-                let lim = libc::rlimit {
-                    rlim_cur: max_heap,
-                    rlim_max: max_heap,
-                };
-                if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = max_heap;
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = feed(cmd, "");
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("{:?} still running after {limit:?}", child.id());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 /// A session of client 2.1.330 in [`CWD`] that wrote each of `written` with the Write tool.

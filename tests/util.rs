@@ -288,38 +288,51 @@ impl TestEnv {
         limit: std::time::Duration,
         max_heap: u64,
     ) -> Run {
-        let mut cmd = self.command(args);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe and only touches the child.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let lim = libc::rlimit {
-                        rlim_cur: max_heap,
-                        rlim_max: max_heap,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = max_heap;
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = feed(cmd, stdin);
-        let start = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed() > limit {
-                let _ = child.kill();
-                panic!("ctxguard {args:?} still running after {limit:?}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        Run::from(child.wait_with_output().unwrap())
+        run_command_within(self.command(args), stdin, limit, max_heap)
     }
+}
+
+/// [`TestEnv::run_within`] for a command already prepared (its own arguments and variables).
+pub fn run_command_within(
+    mut cmd: Command,
+    stdin: impl AsRef<[u8]>,
+    limit: std::time::Duration,
+    max_heap: u64,
+) -> Run {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and only touches the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: max_heap,
+                    rlim_max: max_heap,
+                };
+                if libc::setrlimit(libc::RLIMIT_DATA, &raw const lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = max_heap;
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = feed(cmd, stdin);
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("ctxguard {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Run::from(child.wait_with_output().unwrap())
 }
 
 pub const CWD: &str = "/home/user/proj";
