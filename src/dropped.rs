@@ -170,7 +170,7 @@ fn handle(
     );
     daily_log::append(&paths, local.date_naive(), &line)?;
     let config = crate::config::Config::for_hook(&paths, env, diag);
-    Ok(Some(crate::handover::render_block(
+    Ok(Some(crate::recovering::handed_over(
         &paths,
         env,
         &config,

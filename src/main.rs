@@ -41,7 +41,6 @@ mod exit;
 mod facts;
 mod files;
 mod gauge;
-mod handover;
 mod hook_list;
 mod hooks;
 mod index;

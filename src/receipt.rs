@@ -285,7 +285,7 @@ pub fn give_again(
     match check(input, env, marker, hook_event, diag) {
         Ok(Check::Deliver(cp, path)) => {
             let config = crate::config::Config::for_hook(&paths, env, diag);
-            Some(crate::handover::render_block(
+            Some(crate::recovering::handed_over(
                 &paths,
                 env,
                 &config,

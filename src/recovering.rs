@@ -1,13 +1,16 @@
 //! Gathering a recovery block, as `SessionStart` injects it and `checkpoint show` prints it: the
 //! checkpoint without what the compaction's own summary states, the memory files, and the
 //! memories the agent saved since the previous checkpoint (their current contents), then the
-//! block rendered. One place, so what a user inspects is what the agent got.
+//! block rendered. One place, so what a user inspects is what the agent got; [`handed_over`]
+//! is the same block as a hook gives it, its notes on the hook's stderr line.
 
 use std::path::Path;
 
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Config, Env};
+use crate::diag::Diag;
 use crate::memory;
+use crate::paths::Paths;
 use crate::recovery::{self, Kind};
 
 /// The block for `cp` (stored at `path`, under the state root `root`), for a session working in
@@ -46,4 +49,25 @@ pub fn block(
         env.now(),
     );
     (block, notes)
+}
+
+/// The recovery block for `cp` (at `path`) as `SessionStart` gives it: the summary's named parts
+/// left out, the memories saved since, the memory files. Also what a later hook gives again when
+/// the first one never arrived (`receipt`).
+#[allow(clippy::too_many_arguments)]
+pub fn handed_over(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    cwd: &str,
+    cp: Checkpoint,
+    path: &Path,
+    kind: Kind,
+    diag: &mut Diag,
+) -> String {
+    let (block, notes) = block(cp, path, paths.root(), kind, cwd, config, env);
+    for n in notes {
+        diag.note(n);
+    }
+    block
 }

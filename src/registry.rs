@@ -319,7 +319,6 @@ mod tests {
             "the capabilities",
             &["checkpointing", "gauge", "nudge", "recovering"],
         ),
-        ("the recovery handed over", &["handover"]),
         ("its receipt", &["receipt"]),
         ("what was lost", &["dropped", "precomputed"]),
         ("the hooks and the manual commands", &["commands", "hooks"]),

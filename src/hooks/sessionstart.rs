@@ -336,7 +336,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         (cp, path)
     };
     let block =
-        crate::handover::render_block(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
+        crate::recovering::handed_over(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(
         event::SESSION_START,
         block,
