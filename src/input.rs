@@ -127,6 +127,36 @@ where
     Ok(object_or_null(d)?.unwrap_or_default())
 }
 
+/// The coding agent a hook runs for. One binary serves both: a payload tells them apart by its
+/// transcript, which Codex names `rollout-<time>-<id>.jsonl` (Claude Code names it after the
+/// session id), so nothing in the registration has to say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Client {
+    #[default]
+    ClaudeCode,
+    Codex,
+}
+
+impl Client {
+    /// The client whose transcript is at `path`: Codex for a rollout file.
+    pub fn of_transcript(path: &str) -> Client {
+        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        if name.starts_with("rollout-") && name.ends_with(".jsonl") {
+            Client::Codex
+        } else {
+            Client::ClaudeCode
+        }
+    }
+
+    /// Its name, as users know it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "Claude Code",
+            Client::Codex => "Codex",
+        }
+    }
+}
+
 /// The fields every hook event shares (`PreToolUse`, `PreCompact`, `SessionStart`, ...).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -166,6 +196,13 @@ pub struct HookInput {
     /// `Stop`: the turn already goes on because a Stop hook blocked it once.
     #[serde(deserialize_with = "null_default")]
     pub stop_hook_active: bool,
+}
+
+impl HookInput {
+    /// The client that sent this event (see [`Client::of_transcript`]).
+    pub fn client(&self) -> Client {
+        Client::of_transcript(&self.transcript_path)
+    }
 }
 
 /// The status-line payload, reduced to what ctxguard reads.

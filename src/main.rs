@@ -58,6 +58,7 @@ mod recovering;
 mod recovery;
 mod registry;
 mod retention;
+mod rollout;
 mod settings;
 mod shell;
 mod summary_facts;

@@ -39,8 +39,12 @@ pub struct Reading {
     pub model: Option<String>,
     /// That reply's time.
     pub reply_at: Option<DateTime<Utc>>,
-    /// The version of the client that wrote the newest reply.
+    /// The version of the client that wrote the newest reply (Claude Code's; a Codex rollout's
+    /// is in `codex_version`, so that no Claude Code version rule reads it).
     pub client_version: Option<String>,
+    /// The window the client itself reported (Codex's `model_context_window`: the part of the
+    /// model's window it lets a conversation use).
+    pub window: Option<u64>,
     /// The newest `compact_boundary`, when it is newer than every reply.
     pub boundary_at: Option<DateTime<Utc>>,
     /// Tokens in context when the client last auto-compacted (a boundary's `preTokens`): where
@@ -82,7 +86,11 @@ impl Reading {
                 model,
                 at,
                 version,
+                window,
             } => {
+                if window.is_some() {
+                    self.window = window;
+                }
                 if version.is_some() {
                     self.client_version = version;
                 }
@@ -122,10 +130,12 @@ pub fn read(path: &Path, cached: Option<Reading>) -> Result<Reading> {
         .filter(|c| (c.dev, c.ino) == (dev, ino) && c.offset <= len)
         .filter(|c| len - c.offset <= MAX_APPENDED)
         .filter(|c| seal(&mut file, c.offset).is_ok_and(|s| s == c.seal));
+    // A Codex rollout's lines are read by its own reader, into the same verdicts.
+    let classify = crate::rollout::classifier(path);
     let result = match continues {
         Some(c) if c.offset == len => Ok(c),
-        Some(c) => forward(&mut file, c, len),
-        None => tail(&mut file, len).map(|mut r| {
+        Some(c) => forward(&mut file, c, len, classify),
+        None => tail(&mut file, len, classify).map(|mut r| {
             r.dev = dev;
             r.ino = ino;
             r
@@ -152,7 +162,12 @@ fn seal(file: &mut File, offset: u64) -> std::io::Result<u64> {
 }
 
 /// Reads the lines appended after `from.offset`, up to the last complete one.
-fn forward(file: &mut File, mut from: Reading, len: u64) -> Result<Reading> {
+fn forward(
+    file: &mut File,
+    mut from: Reading,
+    len: u64,
+    classify: fn(&[u8]) -> Verdict,
+) -> Result<Reading> {
     file.seek(SeekFrom::Start(from.offset))?;
     let mut bytes = Vec::with_capacity((len - from.offset) as usize);
     file.take(len - from.offset).read_to_end(&mut bytes)?;
@@ -161,7 +176,7 @@ fn forward(file: &mut File, mut from: Reading, len: u64) -> Result<Reading> {
     };
     for line in bytes[..last_newline].split(|b| *b == b'\n') {
         if !line.is_empty() && line.len() <= transcript::MAX_LINE {
-            from.apply(transcript::classify(line));
+            from.apply(classify(line));
         }
     }
     from.offset += last_newline as u64 + 1;
@@ -169,8 +184,8 @@ fn forward(file: &mut File, mut from: Reading, len: u64) -> Result<Reading> {
 }
 
 /// A first reading: the backward tail scan, and the offset of the end of the last complete line.
-fn tail(file: &mut File, len: u64) -> Result<Reading> {
-    let scan = transcript::tail_usage_from(file, len, transcript::FIRST_CHUNK)?;
+fn tail(file: &mut File, len: u64, classify: fn(&[u8]) -> Verdict) -> Result<Reading> {
+    let scan = transcript::tail_usage_with(file, len, transcript::FIRST_CHUNK, classify)?;
     let last = len.min(64 * 1024);
     file.seek(SeekFrom::Start(len - last))?;
     let mut end = Vec::with_capacity(last as usize);
@@ -187,6 +202,7 @@ fn tail(file: &mut File, len: u64) -> Result<Reading> {
         model: scan.model,
         reply_at: scan.reply_at,
         client_version: scan.version,
+        window: scan.window,
         boundary_at: scan.boundary_at,
         recent: scan.tokens.into_iter().collect(),
         gave_up: scan.gave_up,

@@ -308,6 +308,7 @@ mod tests {
         ),
         ("the window's rules", &["window"]),
         ("readers and rules", &["config", "transcript"]),
+        ("the other client's reader", &["rollout"]),
         ("the state's records", &["checkpoint", "reading"]),
         (
             "the state and its texts",

@@ -219,9 +219,12 @@ struct Ask {
     queued: bool,
 }
 
-/// Accumulates a checkpoint from transcript lines, oldest first.
+/// Accumulates a checkpoint from transcript lines, oldest first. A Claude Code transcript is
+/// fed a line at a time ([`Builder::feed`]); another client's reader (Codex's rollout, see
+/// [`super::rollout`]) feeds the same steps through the client-neutral methods (`prompt`,
+/// `reply`, `tool_call`, `tool_result`, `place`, `context_tokens`).
 #[derive(Debug, Default)]
-struct Builder {
+pub(super) struct Builder {
     asks: VecDeque<Ask>,
     /// The session's first substantive request, when the part read holds it.
     goal: Option<String>,
@@ -266,18 +269,9 @@ impl Builder {
         if entry.is_sidechain == Some(true) {
             return;
         }
-        if let Some(cwd) = entry.cwd.as_deref().filter(|c| !c.is_empty()) {
-            self.cwd = Some(cut(cwd, CWD_CHARS));
-        }
         // `HEAD` names no branch: the client writes it for a folder that is not a git
         // repository (and git for a detached head).
-        if let Some(branch) = entry
-            .git_branch
-            .as_deref()
-            .filter(|b| !b.is_empty() && *b != "HEAD")
-        {
-            self.git_branch = Some(cut(branch, BRANCH_CHARS));
-        }
+        self.place(entry.cwd.as_deref(), entry.git_branch.as_deref());
         if let Some(version) = entry.version.as_deref().filter(|v| !v.is_empty()) {
             self.client_version = Some(cut(version, 40));
         }
@@ -468,9 +462,7 @@ impl Builder {
 
     fn assistant(&mut self, message: EntryMessage) {
         if let Some(tokens) = message.usage.map(|u| u.counts().context_tokens()) {
-            if tokens > 0 {
-                self.tokens = Some(tokens);
-            }
+            self.context_tokens(tokens);
         }
         let Some(content) = message.content else {
             return;
@@ -478,22 +470,74 @@ impl Builder {
         bounded::for_each(content.get(), |block: Block| match block.kind.as_deref() {
             Some("text") => {
                 if let Some(text) = block.text.as_deref() {
-                    if let Some(gist) = gist(text).filter(|_| !self.forced_turn) {
-                        self.last_assistant = Some(gist);
-                    }
-                    self.question = asks::question(text, QUESTION_CHARS);
+                    self.reply(text);
                 }
             }
-            Some("tool_use") => {
-                self.question = None;
-                self.tools.call(&block, self.cwd.as_deref());
-            }
+            Some("tool_use") => self.tool_call(&block),
             _ => {}
         });
     }
 
+    /// A prompt the user sent (wrappers, notifications and acknowledgements are sorted out here).
+    pub(super) fn prompt(&mut self, text: &str) {
+        self.typed(text, true);
+    }
+
+    /// The agent's text to the user.
+    pub(super) fn reply(&mut self, text: &str) {
+        if let Some(gist) = gist(text).filter(|_| !self.forced_turn) {
+            self.last_assistant = Some(gist);
+        }
+        self.question = asks::question(text, QUESTION_CHARS);
+    }
+
+    /// A tool call, as a `tool_use` block.
+    pub(super) fn tool_call(&mut self, block: &Block) {
+        self.question = None;
+        self.tools.call(block, self.cwd.as_deref());
+    }
+
+    /// A tool call's result, as a `tool_result` block.
+    pub(super) fn tool_result(&mut self, block: &Block) {
+        self.tools.result(block);
+    }
+
+    /// Where the session runs: its directory and branch, when known.
+    pub(super) fn place(&mut self, cwd: Option<&str>, branch: Option<&str>) {
+        if let Some(cwd) = cwd.filter(|c| !c.is_empty()) {
+            self.cwd = Some(cut(cwd, CWD_CHARS));
+        }
+        if let Some(branch) = branch.filter(|b| !b.is_empty() && *b != "HEAD") {
+            self.git_branch = Some(cut(branch, BRANCH_CHARS));
+        }
+    }
+
+    /// The tokens in context after the newest request.
+    pub(super) fn context_tokens(&mut self, tokens: u64) {
+        if tokens > 0 {
+            self.tokens = Some(tokens);
+        }
+    }
+
+    /// Whether the session's first ask was seen: the goal is known.
+    pub(super) fn has_goal(&self) -> bool {
+        self.asked
+    }
+
+    pub(super) fn goal(&self) -> Option<&str> {
+        self.goal.as_deref()
+    }
+
+    pub(super) fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    pub(super) fn branch(&self) -> Option<&str> {
+        self.git_branch.as_deref()
+    }
+
     /// The checkpoint body (everything but `id` and `meta`) and what the hook fills `meta` from.
-    fn finish(self) -> Reading {
+    pub(super) fn finish(self) -> Reading {
         let queued = self
             .asks
             .iter()
@@ -575,6 +619,9 @@ pub fn read_transcript(path: &Path) -> Result<Reading> {
 /// [`read_transcript`] as if the file ended at byte `end`: at a boundary that landed after its
 /// checkpoint (a summary prepared ahead), the part between the previous boundary and this one.
 pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
+    if crate::rollout::is_rollout(path) {
+        return super::rollout::read_rollout_until(path, end);
+    }
     let (mut file, len) = files::open_regular(path, "transcript")?;
     let len = len.min(end);
     let start = transcript::since_newest_boundary(&mut file, len)

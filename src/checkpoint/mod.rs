@@ -14,6 +14,7 @@ mod bounded;
 mod build;
 mod failures;
 mod prs;
+mod rollout;
 mod store;
 pub mod summary;
 mod todos;

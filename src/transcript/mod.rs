@@ -36,6 +36,9 @@ pub struct TailUsage {
     pub reply_at: Option<DateTime<Utc>>,
     /// The client version that wrote it.
     pub version: Option<String>,
+    /// The window the client reported with it (Codex's rollout does; a Claude Code transcript
+    /// does not).
+    pub window: Option<u64>,
     /// Set when a `compact_boundary` is newer than every usable reply: the session has just
     /// compacted and the new usage is not known yet.
     pub boundary_at: Option<DateTime<Utc>>,
@@ -117,6 +120,8 @@ pub enum Verdict {
         at: Option<DateTime<Utc>>,
         /// The client version that wrote it.
         version: Option<String>,
+        /// The window the client reported with it, when it does (Codex).
+        window: Option<u64>,
     },
     Boundary {
         at: Option<DateTime<Utc>>,
@@ -175,6 +180,7 @@ pub fn classify(line: &[u8]) -> Verdict {
             model: message.model.map(Cow::into_owned),
             at,
             version: entry.version.map(|v| v.chars().take(32).collect()),
+            window: None,
         },
         _ => Verdict::Irrelevant,
     }
@@ -194,6 +200,17 @@ pub fn tail_usage_from<R: Read + Seek>(
     len: u64,
     first_chunk: usize,
 ) -> io::Result<TailUsage> {
+    tail_usage_with(reader, len, first_chunk, classify)
+}
+
+/// The tail scan with a reader of lines of its own: Claude Code's [`classify`], or another
+/// client's (Codex's rollout) giving the same verdicts.
+pub fn tail_usage_with<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    first_chunk: usize,
+    classify: fn(&[u8]) -> Verdict,
+) -> io::Result<TailUsage> {
     let mut result = TailUsage::default();
     let scan = scan_backwards(
         reader,
@@ -207,8 +224,10 @@ pub fn tail_usage_from<R: Read + Seek>(
                 model,
                 at,
                 version,
+                window,
             } => {
                 result.version = version;
+                result.window = window;
                 result.tokens = Some(tokens);
                 result.model = model;
                 result.reply_at = at;
@@ -227,7 +246,7 @@ pub fn tail_usage_from<R: Read + Seek>(
 
 /// How a backward scan ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Scan {
+pub struct Scan {
     pub bytes_read: u64,
     pub gave_up: bool,
 }
@@ -236,7 +255,7 @@ struct Scan {
 /// from `first_chunk` up to 1 MiB, until `visit(line, offset)` returns true or `max_read` bytes
 /// were read. A line is handed over whole however many chunks it spans, unless it is longer
 /// than `max_line`: then it is skipped without being kept in memory.
-fn scan_backwards<R: Read + Seek>(
+pub fn scan_backwards<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     first_chunk: usize,

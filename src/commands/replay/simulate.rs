@@ -192,12 +192,14 @@ impl Simulation {
                 model,
                 at,
                 version,
+                window,
             } => {
                 self.reading.apply(Line::Usage {
                     tokens,
                     model: model.clone(),
                     at,
                     version,
+                    window,
                 });
                 // The hooks know the client's version from the transcript too.
                 self.options

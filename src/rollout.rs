@@ -1,0 +1,457 @@
+//! Reading Codex CLI's rollout files (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`), beside
+//! the Claude Code transcript reader and in its terms: a line says what it says about usage as a
+//! [`Verdict`] (an `event_msg` `token_count` is a reading, a `compacted` line a compaction), and
+//! what it says about the work as an [`Item`] (a prompt, a reply, a tool call or its output),
+//! which the checkpoint builder reads through the same client-neutral steps as a transcript's.
+//!
+//! Every line is `{timestamp, type, payload}`; only the fields read here are parsed, lines of
+//! other types (`world_state`, `turn_context` aside, `token_usage_record`, ...) are skipped on a
+//! cheap text test before any parsing, and anything unexpected is [`Item::Other`], never an
+//! error: the format is Codex's, and it changes.
+
+use std::borrow::Cow;
+use std::io::{self, Read, Seek};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::input::Client;
+use crate::transcript::{self, TailUsage, Verdict, FIRST_CHUNK, MAX_LINE, MAX_SCAN};
+
+/// Is the file at `path` a Codex rollout (by its name, which Codex gives every rollout)?
+pub fn is_rollout(path: &Path) -> bool {
+    Client::of_transcript(&path.to_string_lossy()) == Client::Codex
+}
+
+/// The line reader for the file at `path`: a rollout's, or a Claude Code transcript's.
+pub fn classifier(path: &Path) -> fn(&[u8]) -> Verdict {
+    if is_rollout(path) {
+        classify
+    } else {
+        transcript::classify
+    }
+}
+
+/// One rollout line, reduced to its kind and time; the payload stays raw until a reader needs it.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<&'a RawValue>,
+    /// Codex's bookkeeping of a history item (0.169.0 writes it beside the payload).
+    #[serde(default)]
+    metadata: Option<ItemMetadata>,
+}
+
+#[derive(Deserialize, Default)]
+struct ItemMetadata {
+    /// The compaction's own summary.
+    #[serde(default)]
+    compaction_output: Option<bool>,
+}
+
+/// `event_msg` `token_count`'s payload.
+#[derive(Deserialize)]
+struct TokenCount {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    info: Option<TokenInfo>,
+}
+
+#[derive(Deserialize)]
+struct TokenInfo {
+    #[serde(default)]
+    last_token_usage: Option<TokenUsage>,
+    #[serde(default)]
+    model_context_window: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct TokenUsage {
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+impl TokenUsage {
+    /// The tokens in context after the request this usage is of: what Codex compares with its
+    /// auto-compact limit (`total_tokens`, its input plus its output).
+    fn in_context(&self) -> Option<u64> {
+        self.total_tokens
+            .or_else(|| Some(self.input_tokens? + self.output_tokens.unwrap_or(0)))
+            .filter(|t| *t > 0)
+    }
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn parse_line(line: &[u8]) -> Option<(Line<'_>, &str)> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let text = std::str::from_utf8(line).ok()?;
+    Some((serde_json::from_str::<Line>(text).ok()?, text))
+}
+
+/// What a rollout line says about usage: a `token_count` is a reading (the context after the
+/// newest request, and the window Codex reported), a `compacted` line a compaction.
+pub fn classify(line: &[u8]) -> Verdict {
+    // Most lines are neither; parsing is the expensive part.
+    let counts = memchr::memmem::find(line, b"\"token_count\"").is_some();
+    if !counts && memchr::memmem::find(line, b"\"compacted\"").is_none() {
+        return Verdict::Irrelevant;
+    }
+    let Some((parsed, _)) = parse_line(line) else {
+        return Verdict::Irrelevant;
+    };
+    let at = parsed.timestamp.as_deref().and_then(parse_time);
+    match parsed.kind.as_deref() {
+        Some("compacted") => Verdict::Boundary {
+            at,
+            auto_pre_tokens: None,
+        },
+        Some("event_msg") if counts => {
+            let Some(count) = parsed
+                .payload
+                .and_then(|p| serde_json::from_str::<TokenCount>(p.get()).ok())
+                .filter(|c| c.kind.as_deref() == Some("token_count"))
+            else {
+                return Verdict::Irrelevant;
+            };
+            let Some(info) = count.info else {
+                return Verdict::Irrelevant;
+            };
+            match info
+                .last_token_usage
+                .as_ref()
+                .and_then(TokenUsage::in_context)
+            {
+                Some(tokens) => Verdict::Usage {
+                    tokens,
+                    model: None,
+                    at,
+                    version: None,
+                    window: info.model_context_window.filter(|w| *w > 0),
+                },
+                None => Verdict::Irrelevant,
+            }
+        }
+        _ => Verdict::Irrelevant,
+    }
+}
+
+/// Scans the rollout at `path` backwards for the current context usage.
+pub fn tail_usage(path: &Path) -> Result<TailUsage> {
+    let (mut file, len) = crate::files::open_regular(path, "rollout")?;
+    transcript::tail_usage_with(&mut file, len, FIRST_CHUNK, classify)
+        .with_context(|| format!("reading rollout {}", path.display()))
+}
+
+/// The offset where the part of the rollout after its newest `compacted` line starts (0 when it
+/// has none). Reads backwards, so its cost is the size of that part.
+pub fn since_newest_compaction<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {
+    let mut after = 0;
+    transcript::scan_backwards(
+        reader,
+        len,
+        FIRST_CHUNK,
+        u64::MAX,
+        MAX_LINE,
+        |line, offset| {
+            if matches!(classify(line), Verdict::Boundary { .. }) {
+                after = offset + line.len() as u64 + 1;
+                true
+            } else {
+                false
+            }
+        },
+    )?;
+    Ok(after.min(len))
+}
+
+/// Where the newest `compacted` line starts and where the line after it starts, if the rollout
+/// has one.
+pub fn newest_compaction<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+) -> io::Result<Option<(u64, u64)>> {
+    let mut found = None;
+    transcript::scan_backwards(
+        reader,
+        len,
+        FIRST_CHUNK,
+        u64::MAX,
+        MAX_LINE,
+        |line, offset| {
+            if matches!(classify(line), Verdict::Boundary { .. }) {
+                found = Some((offset, (offset + line.len() as u64 + 1).min(len)));
+                true
+            } else {
+                false
+            }
+        },
+    )?;
+    Ok(found)
+}
+
+/// The newest compaction's time, reading backwards at most [`MAX_SCAN`] bytes.
+pub fn newest_compaction_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
+    let (mut file, len) = crate::files::open_regular(path, "rollout")?;
+    let mut found = None;
+    transcript::scan_backwards(
+        &mut file,
+        len,
+        FIRST_CHUNK,
+        MAX_SCAN,
+        MAX_LINE,
+        |line, _| match classify(line) {
+            Verdict::Boundary { at, .. } => {
+                found = at;
+                true
+            }
+            _ => false,
+        },
+    )
+    .with_context(|| format!("reading rollout {}", path.display()))?;
+    Ok(found)
+}
+
+/// What a rollout line says about the work, in the terms the checkpoint builder reads.
+#[derive(Debug, PartialEq)]
+pub enum Item {
+    /// `session_meta`: the session's directory, branch and the Codex version.
+    Meta {
+        cwd: Option<String>,
+        branch: Option<String>,
+        version: Option<String>,
+    },
+    /// `turn_context`: the directory the turn runs in.
+    Cwd(String),
+    /// A user message's text (Codex's own wrappers included: the reader of asks drops them).
+    User(String),
+    /// A reply's text (not the compaction's summary).
+    Assistant(String),
+    /// A tool call: its id, its name, and its arguments as Codex wrote them (a function call's
+    /// JSON string, a custom tool's raw input).
+    Call {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// A tool call's output: its id and its text (a function's output string, or its
+    /// `content`).
+    Output { id: String, text: String },
+    /// The tokens in context after a request.
+    Tokens(u64),
+    /// A compaction: the user messages Codex kept in the new context.
+    Compacted { retained: Vec<String> },
+    /// Anything else.
+    Other,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    cli_version: Option<String>,
+    #[serde(default)]
+    git: Option<Git>,
+}
+
+#[derive(Deserialize)]
+struct Git {
+    #[serde(default)]
+    branch: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TurnContext {
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// A `response_item`'s payload.
+#[derive(Deserialize)]
+struct ResponseItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    /// A function call's arguments (a JSON string).
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+    /// A custom tool call's input (`apply_patch`'s patch).
+    #[serde(borrow, default)]
+    input: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    /// A function call's output: a string, or an object with `content`.
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+    /// `local_shell_call`'s action (older rollouts): `{command: [...]}`.
+    #[serde(borrow, default)]
+    action: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+/// A content part: `input_text`, `output_text`, ...
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Compacted {
+    #[serde(default)]
+    retained_context: Option<Retained>,
+}
+
+#[derive(Deserialize)]
+struct Retained {
+    #[serde(default)]
+    user_messages: Vec<RetainedMessage>,
+}
+
+#[derive(Deserialize)]
+struct RetainedMessage {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// The text parts of a message's content, joined by newlines.
+fn content_text(raw: &RawValue) -> Option<String> {
+    let s = raw.get();
+    if s.starts_with('"') {
+        return serde_json::from_str::<String>(s).ok();
+    }
+    let parts = serde_json::from_str::<Vec<Part>>(s).ok()?;
+    let texts: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// A function call's output as text: a string, or an object's `content` (a string or parts).
+fn output_text(raw: &RawValue) -> Option<String> {
+    let s = raw.get();
+    if s.starts_with('"') {
+        return serde_json::from_str::<String>(s).ok();
+    }
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+    }
+    let object = serde_json::from_str::<Object>(s).ok()?;
+    content_text(object.content?)
+}
+
+/// What one rollout line says about the work.
+pub fn item(line: &[u8]) -> Item {
+    let Some((parsed, _)) = parse_line(line) else {
+        return Item::Other;
+    };
+    let Some(payload) = parsed.payload else {
+        return Item::Other;
+    };
+    match parsed.kind.as_deref() {
+        Some("session_meta") => match serde_json::from_str::<Meta>(payload.get()) {
+            Ok(meta) => Item::Meta {
+                cwd: meta.cwd,
+                branch: meta.git.and_then(|g| g.branch),
+                version: meta.cli_version,
+            },
+            Err(_) => Item::Other,
+        },
+        Some("turn_context") => serde_json::from_str::<TurnContext>(payload.get())
+            .ok()
+            .and_then(|t| t.cwd)
+            .map_or(Item::Other, Item::Cwd),
+        Some("response_item") => {
+            let summary = parsed.metadata.and_then(|m| m.compaction_output) == Some(true);
+            response_item(payload, summary)
+        }
+        Some("event_msg") => match classify(line) {
+            Verdict::Usage { tokens, .. } => Item::Tokens(tokens),
+            _ => Item::Other,
+        },
+        Some("compacted") => {
+            let retained = serde_json::from_str::<Compacted>(payload.get())
+                .ok()
+                .and_then(|c| c.retained_context)
+                .map(|r| r.user_messages.into_iter().filter_map(|m| m.text).collect())
+                .unwrap_or_default();
+            Item::Compacted { retained }
+        }
+        _ => Item::Other,
+    }
+}
+
+/// A `response_item`'s payload; `summary` when the line's metadata marks it as the compaction's
+/// own summary.
+fn response_item(payload: &RawValue, summary: bool) -> Item {
+    let Ok(item) = serde_json::from_str::<ResponseItem>(payload.get()) else {
+        return Item::Other;
+    };
+    let id = || item.call_id.as_deref().unwrap_or_default().to_string();
+    match item.kind.as_deref() {
+        Some("message") => {
+            // The compaction's own summary is Codex's, not a reply to the user.
+            let summary = summary
+                || item
+                    .metadata
+                    .and_then(|m| serde_json::from_str::<ItemMetadata>(m.get()).ok())
+                    .and_then(|m| m.compaction_output)
+                    == Some(true);
+            let Some(text) = item.content.and_then(content_text) else {
+                return Item::Other;
+            };
+            match item.role.as_deref() {
+                Some("user") => Item::User(text),
+                Some("assistant") if !summary => Item::Assistant(text),
+                _ => Item::Other,
+            }
+        }
+        Some("function_call") => Item::Call {
+            id: id(),
+            name: item.name.as_deref().unwrap_or("tool").to_string(),
+            arguments: item.arguments.as_deref().unwrap_or_default().to_string(),
+        },
+        Some("custom_tool_call") => Item::Call {
+            id: id(),
+            name: item.name.as_deref().unwrap_or("tool").to_string(),
+            arguments: item.input.as_deref().unwrap_or_default().to_string(),
+        },
+        Some("local_shell_call") => Item::Call {
+            id: id(),
+            name: "local_shell".into(),
+            arguments: item.action.map(|a| a.get().to_string()).unwrap_or_default(),
+        },
+        Some("function_call_output" | "custom_tool_call_output") => Item::Output {
+            id: id(),
+            text: item.output.and_then(output_text).unwrap_or_default(),
+        },
+        _ => Item::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests;
