@@ -39,6 +39,8 @@ pub struct Env {
     pub search_path: Option<OsString>,
     /// `CLAUDE_CONFIG_DIR`: where the client keeps its state instead of `~/.claude`.
     pub client_config_dir: Option<PathBuf>,
+    /// `CODEX_HOME`: where Codex keeps its state instead of `~/.codex`.
+    pub codex_home_var: Option<PathBuf>,
     /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
     pub client_pid: Option<u32>,
     /// Nobody is at the keyboard: `-p` or the SDK (`CLAUDE_CODE_SESSION_ATTENDED=0`, or an
@@ -74,6 +76,7 @@ impl Env {
             unattended: var("CLAUDE_CODE_SESSION_ATTENDED").is_some_and(|v| v.trim() == "0")
                 || var("CLAUDE_CODE_ENTRYPOINT").is_some_and(|v| v.trim().starts_with("sdk")),
             client_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
+            codex_home_var: var("CODEX_HOME").map(PathBuf::from),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
                 .map(|t| t.with_timezone(&Utc)),
@@ -92,6 +95,11 @@ impl Env {
         self.client_config_dir
             .clone()
             .or_else(|| self.home.as_ref().map(|h| h.join(".claude")))
+    }
+
+    /// Codex's state directory: `$CODEX_HOME`, else `~/.codex`.
+    pub fn codex_home(&self) -> Option<PathBuf> {
+        crate::codex::home(self.codex_home_var.as_deref(), self.home.as_deref())
     }
 
     /// Now: `CTXGUARD_NOW` when set, else the clock.

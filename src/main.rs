@@ -31,6 +31,7 @@ mod checkpoint;
 mod checkpointing;
 mod cli;
 mod client;
+mod codex;
 mod commands;
 mod config;
 mod daily_log;

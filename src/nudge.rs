@@ -31,11 +31,12 @@ pub fn observe(
     now: DateTime<Utc>,
 ) -> Observation {
     let marker = marker.knowing_auto_compaction(reading.auto_compacted_at);
+    // Codex reports its window with every count; Claude Code's transcript reports none.
     let limits = facts::limits_for(
         ctx,
         &marker,
         reading.model.as_deref(),
-        None,
+        reading.window,
         reading.tokens,
         now,
     );
@@ -211,6 +212,7 @@ pub fn give(
     let reading = read_transcript(&store, input, reporting, diag);
     let config = Config::for_hook(&paths, env, diag);
     let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    ctx.client = input.client();
     let version = reading.as_ref().and_then(|r| r.client_version.clone());
     ctx.client_version = version.as_deref();
     // A reply older than the status line's last (fresh) report is older news than the marker

@@ -304,7 +304,14 @@ mod tests {
         ),
         (
             "formats and the client's own files",
-            &["client", "hook_list", "input", "program", "version"],
+            &[
+                "client",
+                "codex",
+                "hook_list",
+                "input",
+                "program",
+                "version",
+            ],
         ),
         ("the window's rules", &["window"]),
         ("readers and rules", &["config", "transcript"]),

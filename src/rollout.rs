@@ -26,6 +26,16 @@ pub fn is_rollout(path: &Path) -> bool {
     Client::of_transcript(&path.to_string_lossy()) == Client::Codex
 }
 
+/// The session id in a rollout's file stem (`rollout-<time>-<id>`): its last 36 characters, a
+/// UUID, when they look like one; else the whole stem.
+pub fn session_id_of(stem: &str) -> &str {
+    let n = stem.len();
+    match stem.get(n.saturating_sub(36)..) {
+        Some(id) if n > 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') => id,
+        _ => stem,
+    }
+}
+
 /// The line reader for the file at `path`: a rollout's, or a Claude Code transcript's.
 pub fn classifier(path: &Path) -> fn(&[u8]) -> Verdict {
     if is_rollout(path) {
@@ -54,6 +64,14 @@ struct ItemMetadata {
     /// The compaction's own summary.
     #[serde(default)]
     compaction_output: Option<bool>,
+}
+
+/// `token_usage_record`'s payload (0.169.0): the usage of one model response, written as soon
+/// as the response completes, before its tool calls run.
+#[derive(Deserialize)]
+struct UsageRecord {
+    #[serde(default)]
+    usage: Option<TokenUsage>,
 }
 
 /// `event_msg` `token_count`'s payload.
@@ -107,11 +125,14 @@ fn parse_line(line: &[u8]) -> Option<(Line<'_>, &str)> {
 }
 
 /// What a rollout line says about usage: a `token_count` is a reading (the context after the
-/// newest request, and the window Codex reported), a `compacted` line a compaction.
+/// newest request, and the window Codex reported), and so is a `token_usage_record` (the same
+/// request's usage, written before its tool calls run, so that `PreToolUse` reads the reply
+/// that made the call, not the one before); a `compacted` line is a compaction.
 pub fn classify(line: &[u8]) -> Verdict {
-    // Most lines are neither; parsing is the expensive part.
+    // Most lines are none of these; parsing is the expensive part.
     let counts = memchr::memmem::find(line, b"\"token_count\"").is_some();
-    if !counts && memchr::memmem::find(line, b"\"compacted\"").is_none() {
+    let record = memchr::memmem::find(line, b"\"token_usage_record\"").is_some();
+    if !counts && !record && memchr::memmem::find(line, b"\"compacted\"").is_none() {
         return Verdict::Irrelevant;
     }
     let Some((parsed, _)) = parse_line(line) else {
@@ -123,6 +144,23 @@ pub fn classify(line: &[u8]) -> Verdict {
             at,
             auto_pre_tokens: None,
         },
+        Some("token_usage_record") if record => {
+            let tokens = parsed
+                .payload
+                .and_then(|p| serde_json::from_str::<UsageRecord>(p.get()).ok())
+                .and_then(|r| r.usage)
+                .and_then(|u| u.in_context());
+            match tokens {
+                Some(tokens) => Verdict::Usage {
+                    tokens,
+                    model: None,
+                    at,
+                    version: None,
+                    window: None,
+                },
+                None => Verdict::Irrelevant,
+            }
+        }
         Some("event_msg") if counts => {
             let Some(count) = parsed
                 .payload

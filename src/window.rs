@@ -80,6 +80,8 @@ pub enum CompactSource {
     /// it): it sends every request, and compacts when the API refuses one as too long for the
     /// window (its "reactive" compaction). The point is the window's end.
     Reactive(String),
+    /// Codex's own default: 90% of the model's window.
+    CodexDefault,
 }
 
 impl CompactSource {
@@ -97,6 +99,7 @@ impl CompactSource {
                 "the window's end: Claude Code compacts {model} only when a request no longer \
                  fits the window, not at a threshold"
             ),
+            CompactSource::CodexDefault => "90% of the model's window (Codex's default)".into(),
         }
     }
 
@@ -290,9 +293,89 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
     (limits, source)
 }
 
+/// What is known about a Codex session's compaction: the window Codex reported in its rollout
+/// (`model_context_window`, the share of the model's window it lets a conversation use) and its
+/// `config.toml`'s `model_context_window` and `model_auto_compact_token_limit`, each with where
+/// it was set.
+#[derive(Debug, Clone, Default)]
+pub struct CodexFacts {
+    pub reported: Option<u64>,
+    pub window: Option<(u64, String)>,
+    pub limit: Option<(u64, String)>,
+}
+
+/// The share of the model's window Codex reports as `model_context_window` (its default
+/// `effective_context_window_percent`).
+pub const CODEX_EFFECTIVE_PCT: u64 = 95;
+
+/// Where Codex compacts, as it decides: at its auto-compact limit, which is 90% of the model's
+/// window unless `model_auto_compact_token_limit` sets a lower one (a higher one is capped at
+/// 90%). The model's window is the configured `model_context_window`, else the one the rollout
+/// reported, scaled back from its 95%. `None` when neither is known. The window shown is the
+/// reported one: what Codex itself counts the session's context against.
+pub fn codex_limits(facts: &CodexFacts, policy: &Policy) -> Option<(Limits, CompactSource)> {
+    let model_window = facts.window.as_ref().map(|(w, _)| *w).or_else(|| {
+        facts
+            .reported
+            .map(|r| (r * 100).div_ceil(CODEX_EFFECTIVE_PCT))
+    })?;
+    if model_window == 0 {
+        return None;
+    }
+    let shown = facts
+        .reported
+        .unwrap_or(model_window * CODEX_EFFECTIVE_PCT / 100);
+    let default = model_window * 9 / 10;
+    let (compact_at, source) = match &facts.limit {
+        Some((limit, origin)) if *limit > 0 && *limit < default => {
+            (*limit, CompactSource::Setting(origin.clone()))
+        }
+        _ => (default, CompactSource::CodexDefault),
+    };
+    let limits = Limits::compute(shown, policy).compacting_at(compact_at, policy);
+    Some((limits, source))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codex_compacts_at_its_limit_or_at_90_percent_of_the_model_window() {
+        let policy = Policy::default();
+        // The recorded run: a 100k window reported as 95k, a limit of 20k.
+        let facts = CodexFacts {
+            reported: Some(95_000),
+            window: None,
+            limit: Some((
+                20_000,
+                "model_auto_compact_token_limit in config.toml".into(),
+            )),
+        };
+        let (limits, source) = codex_limits(&facts, &policy).unwrap();
+        assert_eq!((limits.window, limits.compact_at), (95_000, 20_000));
+        assert!(matches!(source, CompactSource::Setting(_)));
+        // No limit: 90% of the model's window (272k reported as 258.4k).
+        let facts = CodexFacts {
+            reported: Some(258_400),
+            ..CodexFacts::default()
+        };
+        let (limits, source) = codex_limits(&facts, &policy).unwrap();
+        assert_eq!(limits.compact_at, 244_800);
+        assert_eq!(limits.trigger_at, 244_800 - policy.headroom_tokens);
+        assert_eq!(source, CompactSource::CodexDefault);
+        // A limit above 90% is capped there; a configured window wins over the reported one.
+        let facts = CodexFacts {
+            reported: Some(258_400),
+            window: Some((200_000, "model_context_window in config.toml".into())),
+            limit: Some((250_000, "x".into())),
+        };
+        let (limits, source) = codex_limits(&facts, &policy).unwrap();
+        assert_eq!(limits.compact_at, 180_000);
+        assert_eq!(source, CompactSource::CodexDefault);
+        // Nothing known: no limits.
+        assert!(codex_limits(&CodexFacts::default(), &policy).is_none());
+    }
 
     #[test]
     fn a_1m_hint_for_the_same_model_wins_over_the_transcripts_id() {

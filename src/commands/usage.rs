@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::facts::{self, Context};
+use crate::input::Client;
 use crate::marker::Store;
 use crate::transcript;
 use crate::usage::{percent, Level};
@@ -57,7 +58,12 @@ pub fn run(
     json: bool,
 ) -> Result<()> {
     let (env, paths, config) = crate::commands::setup()?;
-    let scan = transcript::tail_usage(path)?;
+    let codex = crate::rollout::is_rollout(path);
+    let scan = if codex {
+        crate::rollout::tail_usage(path)?
+    } else {
+        transcript::tail_usage(path)?
+    };
     if scan.gave_up {
         eprintln!(
             "warning: no usage found in the last {} MiB of {}; giving up",
@@ -68,9 +74,17 @@ pub fn run(
     // Claude Code names a transcript after its session: what the hooks know of this session
     // (a window the status line reported, an observed auto-compaction) applies, as it does for
     // the hooks.
+    // Codex names a rollout `rollout-<time>-<session id>.jsonl`.
     let marker = path
         .file_stem()
         .and_then(|s| s.to_str())
+        .map(|stem| {
+            if codex {
+                crate::rollout::session_id_of(stem)
+            } else {
+                stem
+            }
+        })
         .and_then(|id| Store::new(&paths, id).peek().ok().flatten())
         .unwrap_or_default();
     let config = Config {
@@ -86,8 +100,19 @@ pub fn run(
         project: here.as_deref(),
         flag: autocompact,
         client_version: scan.version.as_deref(),
+        client: if codex {
+            Client::Codex
+        } else {
+            Client::ClaudeCode
+        },
     };
-    let resolved = facts::resolve(&ctx, &marker, scan.model.as_deref(), None, scan.tokens);
+    let resolved = facts::resolve(
+        &ctx,
+        &marker,
+        scan.model.as_deref(),
+        scan.window,
+        scan.tokens,
+    );
     let limits = resolved.limits;
     let window = limits.window;
     let report = UsageReport {

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use crate::client;
 use crate::config::{Config, Env};
 use crate::files;
+use crate::input::Client;
 use crate::marker::{Marker, Observation, Source};
 use crate::paths::Paths;
 use crate::usage::Limits;
@@ -106,6 +107,8 @@ pub struct Context<'a> {
     pub flag: Option<u64>,
     /// The client's version, when the hook's input or the transcript tells it.
     pub client_version: Option<&'a str>,
+    /// The coding agent the session runs in: Codex's compaction follows its own rules.
+    pub client: Client,
 }
 
 impl<'a> Context<'a> {
@@ -118,6 +121,7 @@ impl<'a> Context<'a> {
             project: (!cwd.is_empty()).then(|| Path::new(cwd)),
             flag: None,
             client_version: None,
+            client: Client::ClaudeCode,
         }
     }
 }
@@ -242,8 +246,53 @@ pub fn resolve(
     tokens: Option<u64>,
 ) -> Resolved {
     let model = model.or(marker.model.as_deref());
+    if ctx.client == Client::Codex {
+        let facts = codex_facts(ctx.env, reported.or(marker.reported_window));
+        if let Some(resolved) = resolve_codex(ctx.config, &facts) {
+            return resolved;
+        }
+    }
     let gathered = gather(ctx, model);
     resolve_with(ctx.config, marker, model, reported, tokens, &gathered)
+}
+
+/// What Codex's `config.toml` and its rollout's reported window tell about its compaction.
+pub fn codex_facts(env: &Env, reported: Option<u64>) -> window::CodexFacts {
+    let compaction = env
+        .codex_home()
+        .and_then(|home| {
+            let shown = crate::codex::config_path(&home).display().to_string();
+            crate::codex::read_compaction(&home, &shown).ok()
+        })
+        .unwrap_or_default();
+    window::CodexFacts {
+        reported,
+        window: compaction.window,
+        limit: compaction.limit,
+    }
+}
+
+/// A Codex session's limits from what its config and rollout tell (no I/O): `None` when no
+/// window is known yet. A window set in ctxguard's config is the user's word and is shown.
+pub fn resolve_codex(config: &Config, facts: &window::CodexFacts) -> Option<Resolved> {
+    let mut facts = facts.clone();
+    if let Some(forced) = config.window_tokens {
+        facts.reported = Some(forced);
+    }
+    let (limits, compact_source) = window::codex_limits(&facts, &config.policy())?;
+    Some(Resolved {
+        limits,
+        window_source: if config.window_tokens.is_some() {
+            WindowSource::Config
+        } else if facts.reported.is_some() {
+            WindowSource::Reported
+        } else {
+            WindowSource::Config
+        },
+        compact_source,
+        // Codex does not compact an idle session.
+        idle_compaction: None,
+    })
 }
 
 /// [`resolve`] on facts already gathered: no I/O (`replay` calls it with what a transcript

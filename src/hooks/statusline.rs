@@ -190,6 +190,7 @@ mod tests {
             project: None,
             flag: None,
             client_version: None,
+            client: crate::input::Client::ClaudeCode,
         };
         observe(input, &Marker::new("s"), &ctx, transcript, Utc::now())
     }

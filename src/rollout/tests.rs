@@ -45,6 +45,29 @@ fn a_token_count_is_a_reading_with_the_reported_window() {
 }
 
 #[test]
+fn a_usage_record_is_a_reading_written_before_the_tool_runs() {
+    let line = br#"{"timestamp":"2026-11-25T17:26:56.860Z","ordinal":12,"type":"token_usage_record","payload":{"response_id":"resp_1","usage":{"input_tokens":50000,"output_tokens":50,"total_tokens":50050},"turn_token_usage":{"total_tokens":99999}}}"#;
+    assert!(matches!(
+        classify(line),
+        Verdict::Usage {
+            tokens: 50_050,
+            window: None,
+            ..
+        }
+    ));
+    // In the recorded rollout it comes right after the call, before the command's output.
+    let lines: Vec<&str> = MID_TURN.lines().collect();
+    let call = lines
+        .iter()
+        .position(|l| l.contains("\"function_call\""))
+        .unwrap();
+    assert!(matches!(
+        classify(lines[call + 1].as_bytes()),
+        Verdict::Usage { tokens: 50_050, .. }
+    ));
+}
+
+#[test]
 fn a_compacted_line_is_a_boundary_and_other_lines_say_nothing() {
     let compacted =
         br#"{"timestamp":"2026-11-25T17:26:57.290Z","type":"compacted","payload":{"message":"x"}}"#;

@@ -427,6 +427,7 @@ fn observations_match_the_hooks() {
         project: None,
         flag: None,
         client_version: None,
+        client: crate::input::Client::ClaudeCode,
     };
     let now = t(0);
     let reading = Reading {
