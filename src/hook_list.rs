@@ -118,6 +118,39 @@ additionalContext, which makes the agent save and then end its turn; never twice
     },
 ];
 
+/// One hook as Codex CLI registers it: its event (Codex's name) and the subcommand it runs.
+pub struct CodexHook {
+    pub event: &'static str,
+    pub command: &'static str,
+}
+
+/// The hooks ctxguard registers for Codex, in `hooks.json`'s order. Codex has no status line,
+/// so the nudge reads usage from the rollout in `PreToolUse` (whose `additionalContext` reaches
+/// the model before its next request) and `UserPromptSubmit`; Codex never compacts an idle
+/// session (no `Stop` nudge) and its `PostCompact` carries no summary (nothing to keep).
+pub const CODEX_HOOKS: &[CodexHook] = &[
+    CodexHook {
+        event: event::SESSION_START,
+        command: "sessionstart",
+    },
+    CodexHook {
+        event: event::USER_PROMPT_SUBMIT,
+        command: "userpromptsubmit",
+    },
+    CodexHook {
+        event: event::PRE_TOOL_USE,
+        command: "pretooluse",
+    },
+    CodexHook {
+        event: event::PRE_COMPACT,
+        command: "precompact",
+    },
+    CodexHook {
+        event: event::SESSION_END,
+        command: "sessionend",
+    },
+];
+
 /// The status line, which settings register under `statusLine` rather than `hooks`.
 pub const STATUSLINE: &HookInfo = &HOOKS[0];
 
