@@ -96,7 +96,8 @@ fn handle(
     if !silent_drop(before, &after, None) {
         return Ok(None);
     }
-    let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
+    let path = Path::new(&input.transcript_path);
+    let boundary = transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
         .ok()
         .flatten();
     if !silent_drop(before, &after, boundary) {

@@ -142,14 +142,31 @@ pub fn after_boundary(transcript: &str) -> Option<AfterBoundary> {
         return None;
     }
     let (mut file, len) = files::open_regular(Path::new(transcript), "transcript").ok()?;
-    scan(&mut file, len)
+    // A Codex rollout's compaction is its `compacted` line; its SessionStart context is written
+    // after it, as a developer message.
+    scan_with(
+        &mut file,
+        len,
+        crate::rollout::classifier(Path::new(transcript)),
+    )
 }
 
 /// [`after_boundary`] on a reader of `len` bytes.
+#[cfg(test)]
 pub fn scan<R: Read + Seek>(reader: &mut R, len: u64) -> Option<AfterBoundary> {
+    scan_with(reader, len, transcript::classify)
+}
+
+/// [`scan`] with a reader of lines of its own (another client's).
+fn scan_with<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    classify: fn(&[u8]) -> transcript::Verdict,
+) -> Option<AfterBoundary> {
     // Bounded: right after a compaction the boundary is near the end; one farther away has not
     // landed yet as far as this check goes (a later hook looks again, for at most [`WAIT`]).
-    let boundary = transcript::newest_boundary_start_within(reader, len, TAIL).ok()??;
+    let boundary =
+        transcript::newest_boundary_start_within_with(reader, len, TAIL, classify).ok()??;
     reader.seek(SeekFrom::Start(boundary)).ok()?;
     let mut line = Vec::new();
     reader

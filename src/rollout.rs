@@ -198,28 +198,6 @@ pub fn tail_usage(path: &Path) -> Result<TailUsage> {
         .with_context(|| format!("reading rollout {}", path.display()))
 }
 
-/// The offset where the part of the rollout after its newest `compacted` line starts (0 when it
-/// has none). Reads backwards, so its cost is the size of that part.
-pub fn since_newest_compaction<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<u64> {
-    let mut after = 0;
-    transcript::scan_backwards(
-        reader,
-        len,
-        FIRST_CHUNK,
-        u64::MAX,
-        MAX_LINE,
-        |line, offset| {
-            if matches!(classify(line), Verdict::Boundary { .. }) {
-                after = offset + line.len() as u64 + 1;
-                true
-            } else {
-                false
-            }
-        },
-    )?;
-    Ok(after.min(len))
-}
-
 /// Where the newest `compacted` line starts and where the line after it starts, if the rollout
 /// has one.
 pub fn newest_compaction<R: Read + Seek>(
@@ -265,6 +243,41 @@ pub fn newest_compaction_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
     )
     .with_context(|| format!("reading rollout {}", path.display()))?;
     Ok(found)
+}
+
+/// How much of a rollout's first line is read for its `session_meta`.
+const META_BYTES: u64 = 256 * 1024;
+
+/// Was the session of the rollout at `path` started by `codex exec` (a scripted run, nobody at
+/// the keyboard)? Read from its first line, the `session_meta`; false when unreadable or not
+/// written yet.
+pub fn is_exec(path: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct Source {
+        #[serde(default)]
+        source: Option<serde_json::Value>,
+        #[serde(default)]
+        originator: Option<String>,
+    }
+    let Ok((file, _)) = crate::files::open_regular(path, "rollout") else {
+        return false;
+    };
+    let mut lines = transcript::LineReader::new(file.take(META_BYTES), META_BYTES as usize);
+    let Ok(Some(transcript::Line::Text(first))) = lines.next_line() else {
+        return false;
+    };
+    let Some((line, _)) = parse_line(first) else {
+        return false;
+    };
+    if line.kind.as_deref() != Some("session_meta") {
+        return false;
+    }
+    line.payload
+        .and_then(|p| serde_json::from_str::<Source>(p.get()).ok())
+        .is_some_and(|s| {
+            s.source.as_ref().and_then(|v| v.as_str()) == Some("exec")
+                || s.originator.as_deref() == Some("codex_exec")
+        })
 }
 
 /// What a rollout line says about the work, in the terms the checkpoint builder reads.

@@ -20,7 +20,7 @@ use crate::daily_log;
 use crate::event;
 use crate::files;
 use crate::hooks::{Diag, Outcome};
-use crate::input::HookInput;
+use crate::input::{Client, HookInput};
 use crate::marker::{self, Event, Marker, State, Store};
 use crate::summary_facts;
 use crate::tasks;
@@ -120,7 +120,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let config = Config::for_hook(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
-    if config.gate_auto_compaction && input.trigger == "auto" {
+    let codex = input.client() == Client::Codex;
+    // The gate holds a compaction by Claude Code's exit code 2; Codex's is not known to, so a
+    // Codex compaction is never held.
+    if config.gate_auto_compaction && input.trigger == "auto" && !codex {
         match try_gate(&input, &store, &config, now, diag) {
             Ok(true) => return Ok(Outcome::Block(GATE_REASON.to_string())),
             Ok(false) => {}
@@ -141,12 +144,18 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
 
     // The newest boundary, to tell a repeated PreCompact from a new compaction.
-    let boundary = transcript::newest_boundary_time(Path::new(&input.transcript_path))
-        .ok()
-        .flatten();
+    let boundary = if codex {
+        crate::rollout::newest_compaction_time(Path::new(&input.transcript_path))
+    } else {
+        transcript::newest_boundary_time(Path::new(&input.transcript_path))
+    }
+    .ok()
+    .flatten();
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
+    // Claude Code's own task store (Codex keeps its plan in the rollout).
     let task_store = env
         .client_dir()
+        .filter(|_| !codex)
         .and_then(|d| tasks::dir(&d, &input.session_id))
         .and_then(|d| tasks::read(&d));
     let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
@@ -238,6 +247,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let (cp, cp_path, written, retry_of) = written;
     if written {
         log(&paths, &cp, &cp_path, retry_of, now, diag);
+    }
+    // Codex does not use PreCompact's output: its summary cannot be steered (the recovery
+    // brings the facts back instead).
+    if codex {
+        return Ok(Outcome::Quiet);
     }
     Ok(facts(&cp, client_version.as_deref(), &config).into())
 }

@@ -19,7 +19,7 @@ use crate::config::{Config, Env};
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
-use crate::input::HookInput;
+use crate::input::{Client, HookInput};
 use crate::marker::{self, Event, Marker, Store};
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
@@ -28,6 +28,10 @@ use crate::transcript;
 
 /// A new session only hears about a previous one this recent.
 const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// A Codex `SessionStart(resume)` this soon after a compaction is followed by that
+/// compaction's `SessionStart(compact)`.
+const CODEX_COMPACT_FOLLOWS: Duration = Duration::from_secs(120);
 
 /// A pending recovery this young may still be claimed by the session that compacted.
 const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
@@ -137,9 +141,28 @@ fn own(
     let store = Store::new(paths, &input.session_id);
     // Most session starts have nothing pending: answer without the lock.
     let peeked = store.peek().ok().flatten();
+    let codex = input.client() == Client::Codex;
+    // Codex resuming a session compacts before the turn, then starts it twice: `resume`, then
+    // `compact`. The compaction's own start gives its recovery.
+    if codex
+        && input.source == "resume"
+        && peeked.as_ref().is_some_and(|m| {
+            m.recovery_pending
+                && m.compacted_at
+                    .is_some_and(|c| marker::within(c, now, CODEX_COMPACT_FOLLOWS))
+        })
+    {
+        return Ok(None);
+    }
     if !peeked.as_ref().is_some_and(|m| m.recovery_pending) {
         let compacted = peeked.is_some_and(|m| m.compactions > 0);
-        if input.source == "resume" && compacted && recovery_lost(&input.transcript_path) {
+        // A recovery kept in memory only, lost to a resume, is Claude Code 2.1.14's (Codex
+        // writes SessionStart's context into its rollout).
+        if input.source == "resume"
+            && compacted
+            && !codex
+            && recovery_lost(&input.transcript_path)
+        {
             // Handed over, but it never reached the conversation: again, for this start.
             let found = CheckpointStore::new(paths, &input.session_id)
                 .latest_compaction()
@@ -311,7 +334,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if let Err(e) = record_model(&paths, &input, diag) {
         diag.note(format!("{e:#}"));
     }
-    let (found, kind) = match plan(&input.source, &config, env.unattended)? {
+    // `codex exec` is a scripted run, as `claude -p` is.
+    let unattended = env.unattended
+        || (input.client() == Client::Codex
+            && crate::rollout::is_exec(Path::new(&input.transcript_path)));
+    let (found, kind) = match plan(&input.source, &config, unattended)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, &input, stale, now, env.client_pid, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
@@ -330,7 +357,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     };
     // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
     // the turns between the checkpoint and the boundary too.
-    let (cp, path) = if matches!(kind, Kind::Compact | Kind::Resume) {
+    // (Claude Code's; Codex prepares no summary ahead.)
+    let (cp, path) = if matches!(kind, Kind::Compact | Kind::Resume) && input.client() != Client::Codex {
         crate::precomputed::refresh(env, &config, &input, cp, path, diag)
     } else {
         (cp, path)

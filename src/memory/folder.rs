@@ -16,7 +16,10 @@ pub(super) fn client_memory_dir(
     transcript_path: &str,
     cwd: &str,
 ) -> Option<PathBuf> {
-    if settings.auto_memory_off().is_some() {
+    // Claude Code's auto memory is Claude Code's: a Codex session has none.
+    if settings.auto_memory_off().is_some()
+        || crate::input::Client::of_transcript(transcript_path) == crate::input::Client::Codex
+    {
         return None;
     }
     // The client takes the value of the first file that sets one, managed settings first then

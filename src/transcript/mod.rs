@@ -336,6 +336,14 @@ pub fn scan_backwards<R: Read + Seek>(
 /// The time of the newest `compact_boundary` in the file at `path`, reading backwards at most
 /// [`MAX_SCAN`] bytes. `Ok(None)` when there is none that recent (or it has no time).
 pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
+    newest_boundary_time_with(path, classify)
+}
+
+/// [`newest_boundary_time`] with a reader of lines of its own (another client's).
+pub fn newest_boundary_time_with(
+    path: &Path,
+    classify: fn(&[u8]) -> Verdict,
+) -> Result<Option<DateTime<Utc>>> {
     let (mut file, len) = crate::files::open_regular(path, "transcript")?;
     let mut found = None;
     scan_backwards(
@@ -394,6 +402,16 @@ pub fn newest_boundary_start_within<R: Read + Seek>(
     len: u64,
     max_read: u64,
 ) -> io::Result<Option<u64>> {
+    newest_boundary_start_within_with(reader, len, max_read, classify)
+}
+
+/// [`newest_boundary_start_within`] with a reader of lines of its own (another client's).
+pub fn newest_boundary_start_within_with<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    max_read: u64,
+    classify: fn(&[u8]) -> Verdict,
+) -> io::Result<Option<u64>> {
     let mut start = None;
     scan_backwards(
         reader,
@@ -402,7 +420,7 @@ pub fn newest_boundary_start_within<R: Read + Seek>(
         max_read,
         MAX_LINE,
         |line, offset| {
-            if is_boundary(line) {
+            if matches!(classify(line), Verdict::Boundary { .. }) {
                 start = Some(offset);
                 true
             } else {
