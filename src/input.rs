@@ -147,14 +147,6 @@ impl Client {
             Client::ClaudeCode
         }
     }
-
-    /// Its name, as users know it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Client::ClaudeCode => "Claude Code",
-            Client::Codex => "Codex",
-        }
-    }
 }
 
 /// The fields every hook event shares (`PreToolUse`, `PreCompact`, `SessionStart`, ...).

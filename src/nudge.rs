@@ -228,7 +228,10 @@ pub fn give(
         .is_none_or(Reading::client_reads_pretooluse_context);
     let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
     // On such a client the prompt is the nudge's only route: it is never withheld there.
-    let at_prompt = hook_event == event::USER_PROMPT_SUBMIT && modern;
+    // Codex compacts as soon as a reply's tool calls have run when that reply reached its limit:
+    // past the point, a nudge with a tool call would reach only the summarizer.
+    let at_prompt = (hook_event == event::USER_PROMPT_SUBMIT && modern)
+        || ctx.client == crate::input::Client::Codex;
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));

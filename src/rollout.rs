@@ -402,14 +402,14 @@ fn content_text(raw: &RawValue) -> Option<String> {
 
 /// A function call's output as text: a string, or an object's `content` (a string or parts).
 fn output_text(raw: &RawValue) -> Option<String> {
-    let s = raw.get();
-    if s.starts_with('"') {
-        return serde_json::from_str::<String>(s).ok();
-    }
     #[derive(Deserialize)]
     struct Object<'a> {
         #[serde(borrow, default)]
         content: Option<&'a RawValue>,
+    }
+    let s = raw.get();
+    if s.starts_with('"') {
+        return serde_json::from_str::<String>(s).ok();
     }
     let object = serde_json::from_str::<Object>(s).ok()?;
     content_text(object.content?)

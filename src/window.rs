@@ -38,6 +38,8 @@ pub enum WindowSource {
     /// `CLAUDE_CODE_MAX_CONTEXT_TOKENS`.
     ClientMax,
     Reported,
+    /// Codex's `model_context_window`, in its rollout.
+    Rollout,
     Learned,
     Model,
     Usage,
@@ -51,6 +53,7 @@ impl WindowSource {
             WindowSource::Config => "window_tokens in the config",
             WindowSource::ClientMax => "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
             WindowSource::Reported => "reported by the status line",
+            WindowSource::Rollout => "reported by Codex in its rollout (model_context_window)",
             WindowSource::Learned => "learned from an earlier status line for this model",
             WindowSource::Model => "known for this model",
             WindowSource::Usage => "usage above 200k",

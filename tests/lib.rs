@@ -8,6 +8,8 @@ mod util;
 mod dropped;
 #[cfg(unix)]
 mod e2e;
+#[cfg(unix)]
+mod e2e_codex;
 mod faults;
 mod gate;
 mod golden;

@@ -3,7 +3,7 @@
 //! client-neutral steps. Codex's tools become the calls the tool log knows: a shell command
 //! (`exec_command`, `shell`, `shell_command`, `local_shell_call`) is a `Bash` command, each file
 //! of an `apply_patch` a `Write` (added) or an `Edit`, and `update_plan` the todo list (its steps
-//! and their statuses, which are TodoWrite's). The exit code Codex writes in a command's output
+//! and their statuses, which are `TodoWrite`'s). The exit code Codex writes in a command's output
 //! says whether it failed.
 
 use std::collections::VecDeque;

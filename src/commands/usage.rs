@@ -51,6 +51,7 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+#[allow(clippy::too_many_lines)] // one report, read, resolved and printed
 pub fn run(
     path: &std::path::Path,
     window: Option<u64>,

@@ -285,7 +285,7 @@ pub fn resolve_codex(config: &Config, facts: &window::CodexFacts) -> Option<Reso
         window_source: if config.window_tokens.is_some() {
             WindowSource::Config
         } else if facts.reported.is_some() {
-            WindowSource::Reported
+            WindowSource::Rollout
         } else {
             WindowSource::Config
         },

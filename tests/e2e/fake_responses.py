@@ -18,10 +18,12 @@ message that is not Codex's own (environment context, compaction summary, tags):
   - `RUN_TOOL <cmd>` (to the end of the line; may appear several times): while fewer tool outputs
     than RUN_TOOL lines follow the prompt, the reply is a function call to `exec_command`
     ({"cmd": <cmd>}, call_id call_<n>; Codex shows it to hooks as tool_name "Bash"); then a text
-    answer "MOCK-ANSWER <n>".
+    answer "MOCK-ANSWER <n>". Once the turn was compacted (the summary follows the prompt), the
+    `AFTER_TOOL <cmd>` lines are played instead, counted from the summary.
   - `USAGE=<N>`: every reply of that turn reports input_tokens N (default --input-tokens, 1000),
     unless the conversation was already compacted (the summary is in the input): then
-    `AFTER_USAGE=<N>` or the default. `OUTPUT=<N>` sets output_tokens (default 10).
+    `AFTER_USAGE=<N>` or the default. `USAGES=<a>,<b>,...`: the turn's first reply reports a,
+    the next (after one tool output) b, and so on, the last value repeating (until compacted). `OUTPUT=<N>` sets output_tokens (default 10).
     total_tokens = input + output.
   - A compaction request (header or client_metadata x-codex-turn-metadata with
     "request_kind":"compaction", or Codex's "CONTEXT CHECKPOINT COMPACTION" prompt) gets
@@ -104,8 +106,18 @@ def reply_events(n, kind, body):
         compacted = any(SUMMARY_PREFIX in t for i in items for t in texts(i))
         usage_in = number("AFTER_USAGE", prompt, ARGS.input_tokens) if compacted else number(r"(?<!_)USAGE", prompt, ARGS.input_tokens)
         usage_out = number("OUTPUT", prompt, 10)
-        cmds = re.findall(r"RUN_TOOL[ \t]+([^\n]+)", prompt)
-        done = sum(1 for i in items[idx + 1:] if i.get("type") == "function_call_output")
+        summary = max([k for k, i in enumerate(items) if any(SUMMARY_PREFIX in t for t in texts(i))], default=-1)
+        if summary > idx:  # compacted within this turn: the RUN_TOOL calls are behind the summary
+            cmds, since = re.findall(r"AFTER_TOOL[ \t]+([^\n]+)", prompt), summary
+        else:
+            cmds, since = re.findall(r"RUN_TOOL[ \t]+([^\n]+)", prompt), idx
+        done = sum(1 for i in items[since + 1:] if i.get("type") == "function_call_output")
+        # USAGES=a,b,c: the turn's replies report a, then b, then c (the last one after that).
+        series = re.search(r"USAGES=([\d,]+)", prompt)
+        if series and not compacted:
+            values = [int(v) for v in series.group(1).split(",") if v]
+            if values:
+                usage_in = values[min(done, len(values) - 1)]
         if done < len(cmds):
             out.append({"type": "function_call", "id": "fc_%d" % n, "call_id": "call_%d" % n,
                         "name": "exec_command", "arguments": json.dumps({"cmd": cmds[done].strip()})})
