@@ -5,6 +5,7 @@ mod util;
 
 // The real client the end-to-end tests drive is its Linux build, and `statusline --then` is
 // watched through `sh` and /proc: neither is built for Windows (see below).
+mod codex;
 mod dropped;
 #[cfg(unix)]
 mod e2e;

@@ -1,0 +1,187 @@
+//! Codex CLI sessions through the real binary, without the client: the hooks on Codex 0.169.0's
+//! payloads (`fixtures/codex/`), a rollout in `$CODEX_HOME/sessions/`, its `config.toml`. What
+//! the real Codex does with them is tests/e2e_codex.rs; this runs everywhere (Windows too).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const SESSION: &str = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000";
+
+/// A Codex home with a session's rollout (the first `lines` lines of the work fixture) and a
+/// `config.toml` setting the auto-compact limit.
+struct Codex {
+    env: TestEnv,
+    rollout: PathBuf,
+}
+
+impl Codex {
+    fn new(limit: u64) -> Codex {
+        let mut env = TestEnv::new();
+        let home = env.dir.path().join("codex");
+        let day = home.join("sessions/2026/11/25");
+        fs::create_dir_all(&day).unwrap();
+        fs::write(
+            home.join("config.toml"),
+            format!("# mine\nmodel_auto_compact_token_limit = {limit}\n"),
+        )
+        .unwrap();
+        let rollout = day.join(format!("rollout-2026-11-25T18-00-00-{SESSION}.jsonl"));
+        fs::write(&rollout, "").unwrap();
+        env.set("CODEX_HOME", home.to_str().unwrap());
+        Codex { env, rollout }
+    }
+
+    /// The work fixture up to (not including) its `compacted` line, or whole.
+    fn write(&self, whole: bool) {
+        let text = fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex/rollout-work.jsonl"),
+        )
+        .unwrap();
+        let cut = text.find("\"type\": \"compacted\"").unwrap();
+        let cut = text[..cut].rfind('\n').unwrap() + 1;
+        fs::write(&self.rollout, if whole { &text[..] } else { &text[..cut] }).unwrap();
+    }
+
+    fn payload(&self, event: &str, extra: Value) -> String {
+        let mut p = json!({
+            "session_id": SESSION,
+            "transcript_path": self.rollout.to_str().unwrap(),
+            "cwd": "/home/user/proj",
+            "hook_event_name": event,
+            "model": "gpt-5.1-codex",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p.to_string()
+    }
+
+    fn hook(&self, name: &str, event: &str, extra: Value) -> Run {
+        self.env.run(&[name], self.payload(event, extra))
+    }
+
+    fn pretooluse(&self) -> Run {
+        self.hook(
+            "pretooluse",
+            "PreToolUse",
+            json!({"turn_id": "t1", "tool_name": "Bash", "tool_input": {"command": "ls"},
+                   "tool_use_id": "call_9", "permission_mode": "bypassPermissions"}),
+        )
+    }
+}
+
+fn context_of(stdout: &str, event: &str) -> String {
+    let v: Value = serde_json::from_str(stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], event, "{stdout}");
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        1,
+        "only hookSpecificOutput: {stdout}"
+    );
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_nudge_counts_to_codexs_own_limit_from_config_toml_once() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    // 180k in context, Codex compacts at 200k (its config.toml): 20k left, past the trigger.
+    let run = codex.pretooluse();
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = context_of(&run.stdout, "PreToolUse");
+    assert!(
+        text.contains("about 20k tokens are left before auto-compaction, which comes at 200k"),
+        "{text}"
+    );
+    // Once per cycle.
+    assert_eq!(codex.pretooluse().stdout, "");
+    // Without a limit in config.toml: 90% of the model's window (258.4k reported = 272k).
+    let codex = Codex::new(0);
+    codex.write(false);
+    assert_eq!(
+        codex.pretooluse().stdout,
+        "",
+        "180k is below 244.8k less 40k"
+    );
+}
+
+#[test]
+fn precompact_is_silent_and_sessionstart_gives_the_rollouts_facts_once() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    let run = codex.hook(
+        "precompact",
+        "PreCompact",
+        json!({"turn_id": "t1", "trigger": "auto"}),
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    codex.write(true);
+    // Codex resuming before a turn: `resume` first, then `compact`; the compaction's gives it.
+    let resume = codex.hook("sessionstart", "SessionStart", json!({"source": "resume"}));
+    assert_eq!((resume.code, resume.stdout.as_str()), (0, ""), "{resume:?}");
+    let run = codex.hook("sessionstart", "SessionStart", json!({"source": "compact"}));
+    let block = context_of(&run.stdout, "SessionStart");
+    for fact in [
+        "ctxguard recovery: compaction #1 of this session",
+        "Fix the failing parser tests in src/parser.rs and open a PR",
+        "branch feat/parser",
+        "pull request #57 (created) https://github.com/acme/proj/pull/57",
+        "[in_progress] Open a pull request",
+        "[passed] cargo test --test parse → test result: ok. 5 passed",
+        "src/parser.rs",
+        "Bash: cat /nonexistent/file → cat: /nonexistent/file: No such file or directory",
+        "Should I also update the changelog?",
+    ] {
+        assert!(block.contains(fact), "missing {fact:?} in:\n{block}");
+    }
+    // Nothing Claude Code's: no memory folder, no /compact focus, no summary left out.
+    assert!(!block.contains("Claude Code"), "{block}");
+    // Once.
+    let again = codex.hook("sessionstart", "SessionStart", json!({"source": "compact"}));
+    assert_eq!(again.stdout, "");
+    // The whole block, as the model gets it.
+    let tmp = codex.env.dir.path().to_str().unwrap().to_string();
+    compare_golden(
+        "recovery-codex.md",
+        &block.replace(&tmp, "<TMP>").replace('\\', "/"),
+    );
+}
+
+#[test]
+fn usage_reads_a_rollout_against_codexs_limit() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    let out = codex
+        .env
+        .run(&["usage", codex.rollout.to_str().unwrap(), "--json"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["tokens"], 180_000);
+    assert_eq!(v["window"], 258_400);
+    assert_eq!(v["compact_at"], 200_000);
+}
+
+/// Compares `actual` with `fixtures/golden/NAME` (`CTXGUARD_BLESS=1` rewrites it).
+fn compare_golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden")
+        .join(name);
+    if std::env::var_os("CTXGUARD_BLESS").is_some_and(|v| !v.is_empty()) {
+        fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = fs::read_to_string(&path)
+        .unwrap_or_default()
+        .replace("\r\n", "\n");
+    assert_eq!(
+        actual, expected,
+        "{name} differs; if intended: CTXGUARD_BLESS=1 cargo test --test integration codex"
+    );
+}
