@@ -344,3 +344,144 @@ fn codex_before_a_turn_the_recovery_reaches_the_first_request_once() {
     let log = String::from_utf8_lossy(&rig.ctxguard(&["log"]).stdout).to_string();
     assert!(log.contains("compaction #1 (auto)"), "{log}");
 }
+
+/// Kills every process whose command line names `dir` (Codex's app-server daemon, which the TUI
+/// leaves running from its copy under `$CODEX_HOME/packages`).
+fn kill_processes_under(dir: &Path) {
+    let needle = dir.to_string_lossy().to_string();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// The Codex TUI in tmux, stopped (with its daemon) on drop.
+struct Tui<'a> {
+    rig: &'a Rig,
+    name: String,
+}
+
+impl Tui<'_> {
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Types `text`, presses Enter, and waits until the stand-in has received `requests`
+    /// requests in all (at most 20 s).
+    fn send(&self, text: &str, requests: usize) {
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, "-l", text])
+            .status()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, "Enter"])
+            .status()
+            .unwrap();
+        for _ in 0..200 {
+            if self.rig.requests().len() >= requests {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // The turn's hooks and its last requests settle.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+    }
+}
+
+impl Drop for Tui<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+        let mut stop = Command::new(&self.rig.codex);
+        self.rig.env(&mut stop);
+        let _ = stop
+            .args(["app-server", "daemon", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        kill_processes_under(self.rig.dir.path());
+    }
+}
+
+#[test]
+fn codex_tui_manual_compact_checkpoints_and_the_next_turn_gets_the_recovery_once() {
+    let Some(rig) = Rig::new() else { return };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("Codex TUI test skipped: tmux is not installed");
+        return;
+    }
+    // The TUI runs only trusted hooks (no bypass flag there): trusted as the user would.
+    let out = rig.ctxguard(&["install", "--client", "codex", "--trust"]);
+    assert!(out.status.success(), "{out:?}");
+    let name = format!("ctxguard-codex-{}", std::process::id());
+    let mut launch = String::from("env -i");
+    for (k, v) in [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", rig.path("home").display().to_string()),
+        ("CODEX_HOME", rig.path("codex").display().to_string()),
+        ("CTXGUARD_HOME", rig.path("state").display().to_string()),
+        ("CTXGUARD_HEADROOM_TOKENS", "5000".into()),
+        ("CTXGUARD_CRITICAL_HEADROOM_TOKENS", "2000".into()),
+        ("TERM", "xterm-256color".into()),
+    ] {
+        launch.push_str(&format!(" {k}='{v}'"));
+    }
+    launch.push_str(&format!(" '{}'; sleep 60", rig.codex.display()));
+    let status = Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "-c",
+        ])
+        .arg(rig.path("proj"))
+        .arg(launch)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let tui = Tui { rig: &rig, name };
+    for _ in 0..100 {
+        if tui.screen().contains("Ask Codex") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let before = rig.requests().len();
+    tui.send("RUN_TOOL echo one USAGES=16000", before + 2);
+    tui.send("/compact", rig.requests().len() + 1);
+    let compacted = rig.requests().len();
+    tui.send("what next", compacted + 1);
+    let requests = rig.requests();
+    let at = compaction_at(&requests);
+    // The nudge reached the model before the compaction; the screen shows none of it.
+    assert!(requests[..at].iter().any(|(_, b)| count(b, NUDGE) == 1));
+    let screen = tui.screen();
+    assert!(!screen.contains("ctxguard"), "{screen}");
+    // A manual compaction's checkpoint, and its recovery in the next turn's first request,
+    // once (it waits for the user's next turn).
+    let cps = rig.compactions();
+    assert_eq!(cps.len(), 1, "{cps:#?}");
+    assert_eq!(cps[0]["meta"]["trigger"], "manual");
+    assert_eq!(count(&requests[at].1, RECOVERY), 0);
+    let next = requests[at + 1..]
+        .iter()
+        .find(|(_, b)| b.contains("what next"))
+        .expect("the next turn's request");
+    assert_eq!(count(&next.1, RECOVERY), 1, "{}", next.1);
+}
