@@ -341,6 +341,17 @@ def session_of(entries):
     return sid, cwd
 
 
+def line_time(line):
+    """A transcript line's timestamp, or None."""
+    m = re.search(r'"timestamp":\s*"([^"]+)"', line)
+    if not m:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 class Run:
     """One state directory: compactions of one session, each followed by SessionStart."""
 
@@ -362,6 +373,11 @@ class Run:
     def compact(self, lines, trigger, instructions):
         """PreCompact on `lines`, then SessionStart(compact); the checkpoint part of the block."""
         self.clock += datetime.timedelta(minutes=10)
+        # Hooks run after what they read was written: a clock before the transcript's own times
+        # would make every line look newer than the checkpoint (a summary prepared ahead).
+        newest = max((t for t in map(line_time, lines[-200:]) if t), default=None)
+        if newest and newest + datetime.timedelta(minutes=1) > self.clock:
+            self.clock = newest + datetime.timedelta(minutes=1)
         path = self.dir / ("t%d.jsonl" % int(self.clock.timestamp()))
         path.write_text("".join(lines))
         common = {"session_id": self.session, "transcript_path": str(path), "cwd": self.cwd}
@@ -430,8 +446,17 @@ def unquoted(line):
     return re.sub(r"'[^']*'|\"[^\"]*\"", lambda m: " " * len(m.group(0)), line)
 
 
+# A package manager asked about a package, or installing one, runs none of it ("npm view vitest").
+PACKAGE_QUERY = re.compile(
+    r"^\s*((npm|pnpm|yarn|bun) (view|info|show|install|i|add|remove|outdated|ls|list|why)|"
+    r"(uv )?pip3? (install|show|download)|brew (install|info)|which|type|man)\b")
+
+
 def verifies(command):
-    return bool(VERIFY.search(unquoted(command.split("\n")[0])))
+    first = unquoted(command.split("\n")[0])
+    # Each part of a `;`/`&&` chain is judged: `npm view vitest; npm test` still tests.
+    parts = re.split(r"\s*(?:&&|\|\||;)\s*", first)
+    return any(VERIFY.search(p) and not PACKAGE_QUERY.search(p) for p in parts)
 
 
 def from_runner(command):
@@ -899,6 +924,9 @@ def self_test():
               {"type": "queue-operation", "operation": "enqueue", "content": "also add tests"},
               {"type": "queue-operation", "operation": "enqueue", "content": '{"task_id":"x"}'},
               {"type": "queue-operation", "operation": "enqueue", "content": "c"}]
+    check("npm view is no test run", verifies("npm view vitest peerDependencies | grep ts"), False)
+    check("a test run after a query is", verifies("npm view vitest; npx vitest run"), True)
+    check("cd then pytest is", verifies("cd /p && pytest -q"), True)
     check("queued yes", score_queued("[queued] also add tests", queued), "1/1")
     check("queued no", score_queued("start the work", queued), "0/1")
     check("newest ask counts a queued one", measure("start the work", queued, "")[0], "no")
