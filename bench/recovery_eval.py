@@ -455,8 +455,17 @@ PACKAGE_QUERY = re.compile(
 def verifies(command):
     first = unquoted(command.split("\n")[0])
     # Each part of a `;`/`&&` chain is judged: `npm view vitest; npm test` still tests.
-    parts = re.split(r"\s*(?:&&|\|\||;)\s*", first)
-    return any(VERIFY.search(p) and not PACKAGE_QUERY.search(p) for p in parts)
+    # A runner counts where a command starts (after variables and wrappers such as `time`),
+    # not as a word in a list (`for pkg in vite vitest; do npm view $pkg; done`).
+    parts = re.split(r"\s*(?:&&|\|\||;|\bdo\b|\bthen\b)\s*", first)
+    return any(VERIFY.match(command_start(p)) and not PACKAGE_QUERY.search(p) for p in parts)
+
+
+def command_start(part):
+    """`part` from its command on: leading variables and wrappers (time, env, timeout N, uv
+    run, poetry run) dropped."""
+    return re.sub(r"^\s*((\w+=\S*|time|env|nice|timeout \d+\w?|(uv|poetry|pipenv|hatch) run)\s+)*",
+                  "", part)
 
 
 def from_runner(command):
@@ -927,6 +936,8 @@ def self_test():
     check("npm view is no test run", verifies("npm view vitest peerDependencies | grep ts"), False)
     check("a test run after a query is", verifies("npm view vitest; npx vitest run"), True)
     check("cd then pytest is", verifies("cd /p && pytest -q"), True)
+    check("a runner in a word list is not", verifies("for p in vite vitest; do npm view $p; done"), False)
+    check("with variables first it is", verifies("CI=1 FOO=bar npx vitest run"), True)
     check("queued yes", score_queued("[queued] also add tests", queued), "1/1")
     check("queued no", score_queued("start the work", queued), "0/1")
     check("newest ask counts a queued one", measure("start the work", queued, "")[0], "no")
