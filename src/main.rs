@@ -125,6 +125,8 @@ fn run() -> Exit {
         }
         Command::Install {
             target,
+            client,
+            trust,
             statusline,
             client_version,
         } => {
@@ -133,9 +135,13 @@ fn run() -> Exit {
                 StatusLineArg::Replace => settings::StatusLineMode::Replace,
                 StatusLineArg::Skip => settings::StatusLineMode::Skip,
             };
-            commands::install::install(&target, mode, client_version.as_deref())
+            commands::install::install(client, &target, mode, client_version.as_deref(), trust)
         }
-        Command::Uninstall { target, purge } => commands::install::uninstall(&target, purge),
+        Command::Uninstall {
+            target,
+            client,
+            purge,
+        } => commands::install::uninstall(client, &target, purge),
         Command::Doctor {
             json,
             client_version,

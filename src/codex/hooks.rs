@@ -114,7 +114,7 @@ fn canonical(value: &Value) -> String {
 
 /// The hash Codex trusts a command handler of `event` by (`sha256:<hex>`): of the canonical
 /// JSON `{"event_name", "matcher"?, "hooks": [{"type", "command", "timeout", "async",
-/// "statusMessage"?}]}`, with the timeout as Codex clamps it and the matcher only for an event
+/// "statusMessage"?, "additionalContextLimit"?}]}`, with the timeout as Codex clamps it and the matcher only for an event
 /// that takes one. Checked against the real 0.169.0 (`hooks/list`'s `currentHash`).
 pub fn trust_hash(event: &str, matcher: Option<&Value>, handler: &Map<String, Value>) -> String {
     let mut normal = Map::new();
@@ -126,10 +126,15 @@ pub fn trust_hash(event: &str, matcher: Option<&Value>, handler: &Map<String, Va
     normal.insert("timeout".into(), json!(timeout(event, handler)));
     normal.insert(
         "async".into(),
-        json!(handler.get("async").and_then(Value::as_bool).unwrap_or(false)),
+        json!(handler
+            .get("async")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)),
     );
-    if let Some(message) = handler.get("statusMessage").filter(|m| !m.is_null()) {
-        normal.insert("statusMessage".into(), message.clone());
+    for key in ["statusMessage", "additionalContextLimit"] {
+        if let Some(v) = handler.get(key).filter(|v| !v.is_null()) {
+            normal.insert(key.into(), v.clone());
+        }
     }
     let mut whole = Map::new();
     whole.insert("event_name".into(), json!(snake_case(event)));
@@ -407,7 +412,10 @@ fn state(doc: &DocumentMut) -> Option<&Table> {
 
 /// What `doc` records for the handler at `key`, whose hash is now `hash`.
 pub fn trust(doc: &DocumentMut, key: &str, hash: &str) -> Trust {
-    let Some(entry) = state(doc).and_then(|s| s.get(key)).and_then(Item::as_table_like) else {
+    let Some(entry) = state(doc)
+        .and_then(|s| s.get(key))
+        .and_then(Item::as_table_like)
+    else {
         return Trust::Untrusted;
     };
     if entry.get("enabled").and_then(Item::as_bool) == Some(false) {

@@ -158,10 +158,7 @@ fn own(
         let compacted = peeked.is_some_and(|m| m.compactions > 0);
         // A recovery kept in memory only, lost to a resume, is Claude Code 2.1.14's (Codex
         // writes SessionStart's context into its rollout).
-        if input.source == "resume"
-            && compacted
-            && !codex
-            && recovery_lost(&input.transcript_path)
+        if input.source == "resume" && compacted && !codex && recovery_lost(&input.transcript_path)
         {
             // Handed over, but it never reached the conversation: again, for this start.
             let found = CheckpointStore::new(paths, &input.session_id)
@@ -358,11 +355,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
     // the turns between the checkpoint and the boundary too.
     // (Claude Code's; Codex prepares no summary ahead.)
-    let (cp, path) = if matches!(kind, Kind::Compact | Kind::Resume) && input.client() != Client::Codex {
-        crate::precomputed::refresh(env, &config, &input, cp, path, diag)
-    } else {
-        (cp, path)
-    };
+    let (cp, path) =
+        if matches!(kind, Kind::Compact | Kind::Resume) && input.client() != Client::Codex {
+            crate::precomputed::refresh(env, &config, &input, cp, path, diag)
+        } else {
+            (cp, path)
+        };
     let block =
         crate::recovering::handed_over(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(

@@ -122,7 +122,10 @@ fn the_newest_compaction_is_found_and_its_retained_asks_read() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(newest_compaction(&mut Cursor::new("{}\n"), 3).unwrap(), None);
+    assert_eq!(
+        newest_compaction(&mut Cursor::new("{}\n"), 3).unwrap(),
+        None
+    );
 }
 
 #[test]

@@ -99,7 +99,8 @@ fn the_trust_hash_is_the_one_codex_computes() {
         "SessionStart": [{"matcher": "x", "hooks": [{"type": "command", "command": "i", "statusMessage": ""}]}],
         "PreCompact": [{"hooks": [{"type": "command", "command": "g", "async": true}]}],
         "Stop": [{"matcher": "m4", "hooks": [{"type": "command", "command": "d"}]}],
-        "Interrupt": [{"matcher": "x", "hooks": [{"type": "command", "command": "h", "timeout": 5}]}]
+        "Interrupt": [{"matcher": "x", "hooks": [{"type": "command", "command": "h", "timeout": 5}]}],
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x", "timeout": 30, "additionalContextLimit": 100}]}]
     }});
     for (key, hash) in [
         (
@@ -149,6 +150,10 @@ fn the_trust_hash_is_the_one_codex_computes() {
         (
             "interrupt:0:0",
             "c98104dd1a46ef8e7ca7aa5d6f706a064bb2e8458ad8eefa9e55232ff8f4aef7",
+        ),
+        (
+            "post_tool_use:0:0",
+            "0fd7e2c4a94d684e9b9601033b662149515d003a679f7d1893afcfb7b590aceb",
         ),
     ] {
         assert_eq!(hash_of(&doc, key), format!("sha256:{hash}"), "{key}");
@@ -301,7 +306,11 @@ fn uninstall_says_which_hooks_of_the_user_moved_up() {
 
 #[test]
 fn a_file_that_is_not_an_object_or_hooks_of_the_wrong_type_is_refused() {
-    for bad in [json!([]), json!({"hooks": []}), json!({"hooks": {"PreToolUse": {}}})] {
+    for bad in [
+        json!([]),
+        json!({"hooks": []}),
+        json!({"hooks": {"PreToolUse": {}}}),
+    ] {
         let mut doc = bad.clone();
         let w = wanted();
         let w: Vec<(&str, &str, &str)> = w.iter().map(|(e, s, c)| (*e, *s, c.as_str())).collect();
@@ -311,9 +320,13 @@ fn a_file_that_is_not_an_object_or_hooks_of_the_wrong_type_is_refused() {
 
 #[test]
 fn trust_is_recorded_moved_and_taken_out_keeping_the_rest_of_config_toml() {
-    let original = "# my settings\nmodel = \"gpt-5\"  # the default\n\n[profiles.fast]\nmodel = \"mini\"\n";
+    let original =
+        "# my settings\nmodel = \"gpt-5\"  # the default\n\n[profiles.fast]\nmodel = \"mini\"\n";
     let mut doc: DocumentMut = original.parse().unwrap();
-    assert_eq!(trust(&doc, "k:pre_tool_use:0:0", "sha256:1"), Trust::Untrusted);
+    assert_eq!(
+        trust(&doc, "k:pre_tool_use:0:0", "sha256:1"),
+        Trust::Untrusted
+    );
     assert!(set_trusted(&mut doc, "/h/hooks.json:pre_tool_use:0:0", "sha256:1").unwrap());
     assert!(!set_trusted(&mut doc, "/h/hooks.json:pre_tool_use:0:0", "sha256:1").unwrap());
     assert!(set_trusted(&mut doc, "/h/hooks.json:session_end:0:0", "sha256:2").unwrap());
