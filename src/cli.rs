@@ -157,13 +157,17 @@ memory file."
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(
-        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n\n\
+        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n  ctxguard doctor --client codex\n\n\
 Exits 1 when something is broken; every finding says how to fix it."
     )]
     Doctor {
         /// Print the findings as JSON
         #[arg(long)]
         json: bool,
+        /// Check only this client's setup (default: Claude Code's, and Codex CLI's when
+        /// $CODEX_HOME or ~/.codex exists)
+        #[arg(long, value_enum)]
+        client: Option<ClientArg>,
         /// The Claude Code version to check for, instead of asking the `claude` on PATH
         #[arg(long, value_name = "VERSION")]
         client_version: Option<String>,

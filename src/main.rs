@@ -144,9 +144,10 @@ fn run() -> Exit {
         } => commands::install::uninstall(client, &target, purge),
         Command::Doctor {
             json,
+            client,
             client_version,
         } => {
-            return match commands::doctor::run(json, client_version.as_deref()) {
+            return match commands::doctor::run(json, client_version.as_deref(), client) {
                 Ok(exit) => exit,
                 Err(e) => {
                     eprintln!("ctxguard: {e:#}");
