@@ -123,10 +123,13 @@ trusts them itself only with --trust."
         /// The client to register with
         #[arg(long, value_enum, default_value = "claude-code")]
         client: ClientArg,
-        /// With --client codex: trust ctxguard's hooks, as Codex's /hooks would, by writing their
-        /// hashes to $CODEX_HOME/config.toml ([hooks.state."…"] trusted_hash; backed up first,
-        /// comments and layout kept). Without it, Codex skips the hooks until you trust them
-        #[arg(long)]
+        #[arg(
+            long,
+            help = "With --client codex: trust ctxguard's hooks, as Codex's /hooks would, by \
+                    writing their hashes to $CODEX_HOME/config.toml ([hooks.state.\"…\"] \
+                    trusted_hash; backed up first, comments and layout kept). Without it, Codex \
+                    skips the hooks until you trust them"
+        )]
         trust: bool,
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
@@ -164,9 +167,12 @@ Exits 1 when something is broken; every finding says how to fix it."
         /// Print the findings as JSON
         #[arg(long)]
         json: bool,
-        /// Check only this client's setup (default: Claude Code's, and Codex CLI's when
-        /// $CODEX_HOME or ~/.codex exists)
-        #[arg(long, value_enum)]
+        #[arg(
+            long,
+            value_enum,
+            help = "Check only this client's setup (default: Claude Code's, and Codex CLI's when \
+                    $CODEX_HOME or ~/.codex exists)"
+        )]
         client: Option<ClientArg>,
         /// The Claude Code version to check for, instead of asking the `claude` on PATH
         #[arg(long, value_name = "VERSION")]

@@ -49,7 +49,7 @@ pub struct SettingsTarget {
 pub enum ClientArg {
     /// Claude Code: its settings.json (~/.claude/settings.json, or --settings, --project)
     ClaudeCode,
-    /// Codex CLI: $CODEX_HOME/hooks.json (default ~/.codex/hooks.json)
+    #[value(help = "Codex CLI: $CODEX_HOME/hooks.json (default ~/.codex/hooks.json)")]
     Codex,
 }
 
