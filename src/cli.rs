@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-pub use crate::commands::install::SettingsTarget;
+pub use crate::commands::install::{ClientArg, SettingsTarget};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -106,17 +106,31 @@ shown as a failed attempt, not as a second compaction of the same number."
         #[arg(long)]
         all: bool,
     },
-    /// Register ctxguard's hooks and status line in Claude Code's settings
+    /// Register ctxguard's hooks and status line in Claude Code's settings (or Codex CLI's hooks.json)
     #[command(
-        after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n\n\
+        after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n  ctxguard install --client codex\n  ctxguard install --client codex --trust\n\n\
 Idempotent; keeps every other key and hook in its order; backs the file up first. An existing \
 status line is wrapped by default: `ctxguard statusline --then '<yours>'`. Registers what the \
 Claude Code on PATH accepts: before 2.1.330, shell lines and no PostCompact hook (an older \
-client ignores a settings file naming an event it does not know)."
+client ignores a settings file naming an event it does not know).\n\n\
+With --client codex: the hooks go to $CODEX_HOME/hooks.json (default ~/.codex). Codex runs \
+them only once you trust them (in its TUI, /hooks); install says which it would skip, and \
+trusts them itself only with --trust."
     )]
     Install {
         #[command(flatten)]
         target: SettingsTarget,
+        /// The client to register with
+        #[arg(long, value_enum, default_value = "claude-code")]
+        client: ClientArg,
+        #[arg(
+            long,
+            help = "With --client codex: trust ctxguard's hooks, as Codex's /hooks would, by \
+                    writing their hashes to $CODEX_HOME/config.toml ([hooks.state.\"…\"] \
+                    trusted_hash; backed up first, comments and layout kept). Without it, Codex \
+                    skips the hooks until you trust them"
+        )]
+        trust: bool,
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
         statusline: StatusLineArg,
@@ -126,7 +140,9 @@ client ignores a settings file naming an event it does not know)."
     },
     /// Remove exactly what install added (restoring a wrapped status line)
     #[command(
-        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n\n\
+        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n  ctxguard uninstall --client codex\n\n\
+With --client codex: ctxguard's hooks leave $CODEX_HOME/hooks.json, and their trust (if any) \
+config.toml; a file install created goes when nothing else is in it.\n\n\
 The settings' backups stay beside them (at most two: the settings before ctxguard first changed \
 them, and the newest). --purge also removes ctxguard's state directory ($CTXGUARD_HOME, default \
 ~/.claude-memory/ctxguard) after saying what it holds: only ctxguard's own entries, never a \
@@ -135,19 +151,29 @@ memory file."
     Uninstall {
         #[command(flatten)]
         target: SettingsTarget,
+        /// The client to take ctxguard out of
+        #[arg(long, value_enum, default_value = "claude-code")]
+        client: ClientArg,
         /// Also remove ctxguard's state directory (sessions, checkpoints, logs, indexes, its config)
         #[arg(long)]
         purge: bool,
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(
-        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n\n\
+        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n  ctxguard doctor --client codex\n\n\
 Exits 1 when something is broken; every finding says how to fix it."
     )]
     Doctor {
         /// Print the findings as JSON
         #[arg(long)]
         json: bool,
+        #[arg(
+            long,
+            value_enum,
+            help = "Check only this client's setup (default: Claude Code's, and Codex CLI's when \
+                    $CODEX_HOME or ~/.codex exists)"
+        )]
+        client: Option<ClientArg>,
         /// The Claude Code version to check for, instead of asking the `claude` on PATH
         #[arg(long, value_name = "VERSION")]
         client_version: Option<String>,

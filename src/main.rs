@@ -125,6 +125,8 @@ fn run() -> Exit {
         }
         Command::Install {
             target,
+            client,
+            trust,
             statusline,
             client_version,
         } => {
@@ -133,14 +135,19 @@ fn run() -> Exit {
                 StatusLineArg::Replace => settings::StatusLineMode::Replace,
                 StatusLineArg::Skip => settings::StatusLineMode::Skip,
             };
-            commands::install::install(&target, mode, client_version.as_deref())
+            commands::install::install(client, &target, mode, client_version.as_deref(), trust)
         }
-        Command::Uninstall { target, purge } => commands::install::uninstall(&target, purge),
+        Command::Uninstall {
+            target,
+            client,
+            purge,
+        } => commands::install::uninstall(client, &target, purge),
         Command::Doctor {
             json,
+            client,
             client_version,
         } => {
-            return match commands::doctor::run(json, client_version.as_deref()) {
+            return match commands::doctor::run(json, client_version.as_deref(), client) {
                 Ok(exit) => exit,
                 Err(e) => {
                     eprintln!("ctxguard: {e:#}");

@@ -16,6 +16,7 @@ mod gate;
 mod golden;
 mod hostile;
 mod install;
+mod install_codex;
 mod lifecycle;
 mod manual;
 mod outside_files;

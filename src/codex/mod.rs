@@ -3,6 +3,8 @@
 //! (`model_context_window`, `model_auto_compact_token_limit`, at the top level or in the
 //! profile `profile` selects). Pure but for the one bounded read of the file.
 
+pub mod hooks;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;

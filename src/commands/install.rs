@@ -13,6 +13,8 @@
 //! the settings rather than under `$CTXGUARD_HOME`: it follows the file (through a symlinked
 //! settings file, to its target's directory), whatever `CTXGUARD_HOME` is when uninstalling.
 
+mod codex;
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,15 @@ pub struct SettingsTarget {
     /// Print the change as a diff and write nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// The client `install` and `uninstall` work on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClientArg {
+    /// Claude Code: its settings.json (~/.claude/settings.json, or --settings, --project)
+    ClaudeCode,
+    #[value(help = "Codex CLI: $CODEX_HOME/hooks.json (default ~/.codex/hooks.json)")]
+    Codex,
 }
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
@@ -78,12 +89,18 @@ fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
 /// it: only a regular file (through a link), at most [`client::MAX_SETTINGS`] bytes, never
 /// blocking; anything else is refused before anything is written.
 fn read_settings(path: &Path) -> Result<(Option<String>, Value)> {
-    let Some(bytes) = files::read_regular(path, "settings", client::MAX_SETTINGS)? else {
+    read_json(path, "settings", client::MAX_SETTINGS)
+}
+
+/// A JSON file of the user's (`what` names it in errors) as text and parsed, as
+/// [`read_settings`] reads it, with at most `limit` bytes.
+fn read_json(path: &Path, what: &str, limit: u64) -> Result<(Option<String>, Value)> {
+    let Some(bytes) = files::read_regular(path, what, limit)? else {
         return Ok((None, Value::Object(serde_json::Map::default())));
     };
     let text = String::from_utf8(bytes).map_err(|_| {
         anyhow!(
-            "settings {} is not UTF-8 text; fix it first (ctxguard left it untouched)",
+            "{what} {} is not UTF-8 text; fix it first (ctxguard left it untouched)",
             path.display()
         )
     })?;
@@ -92,13 +109,13 @@ fn read_settings(path: &Path) -> Result<(Option<String>, Value)> {
     }
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         anyhow!(
-            "settings {} is not valid JSON ({e}); fix it first (ctxguard left it untouched)",
+            "{what} {} is not valid JSON ({e}); fix it first (ctxguard left it untouched)",
             path.display()
         )
     })?;
     if !value.is_object() {
         bail!(
-            "settings {} is not a JSON object; fix it first (ctxguard left it untouched)",
+            "{what} {} is not a JSON object; fix it first (ctxguard left it untouched)",
             path.display()
         );
     }
@@ -276,9 +293,6 @@ fn remove_created(path: &Path, backups: &[PathBuf], dry_run: bool) -> Result<()>
     for b in backups {
         println!("{verb} its backup {}", b.display());
     }
-    if dry_run {
-        println!("(dry run: nothing written)");
-    }
     Ok(())
 }
 
@@ -339,6 +353,22 @@ fn write_settings(
     Ok(backup)
 }
 
+/// Says where the backup `b` of `path` is, and keeps only it and the first of the older ones.
+fn report_backup(path: &Path, b: &Path) {
+    println!("backup: {}", b.display());
+    // The file is written: a backup that cannot be removed is only one too many.
+    match trim_backups(path, b) {
+        Ok(removed) if !removed.is_empty() => println!(
+            "removed {} older backup{} (kept the first, from before ctxguard changed the file, \
+             and this one)",
+            removed.len(),
+            if removed.len() == 1 { "" } else { "s" }
+        ),
+        Ok(_) => {}
+        Err(e) => println!("notice: older backups were not removed: {e:#}"),
+    }
+}
+
 /// Applies `edit`, then prints what changed (or the diff with `--dry-run`).
 fn apply(
     path: &Path,
@@ -390,18 +420,7 @@ fn apply(
     }
     notices();
     if let Some(b) = backup {
-        println!("backup: {}", b.display());
-        // The file is written: a backup that cannot be removed is only one too many.
-        match trim_backups(path, &b) {
-            Ok(removed) if !removed.is_empty() => println!(
-                "removed {} older backup{} (kept the first, from before ctxguard changed the \
-                 file, and this one)",
-                removed.len(),
-                if removed.len() == 1 { "" } else { "s" }
-            ),
-            Ok(_) => {}
-            Err(e) => println!("notice: older backups were not removed: {e:#}"),
-        }
+        report_backup(path, &b);
     }
     match edit.note {
         Note::Save(_) => println!("replaced status line kept in {}", note.display()),
@@ -438,11 +457,38 @@ fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
     Ok((bin, same))
 }
 
+/// The Claude Code flags, refused for Codex (which has a file of its own and no version to
+/// register for).
+fn codex_target(target: &SettingsTarget, client_version: Option<&str>) -> Result<()> {
+    if target.settings.is_some() || target.project {
+        bail!(
+            "--settings and --project name Claude Code's settings; Codex's hooks go to \
+             $CODEX_HOME/hooks.json (default ~/.codex)"
+        );
+    }
+    if client_version.is_some() {
+        bail!("--client-version is Claude Code's; Codex takes the same hooks in every version");
+    }
+    Ok(())
+}
+
 pub fn install(
+    client: ClientArg,
     target: &SettingsTarget,
     mode: StatusLineMode,
     client_version: Option<&str>,
+    trust: bool,
 ) -> Result<()> {
+    if client == ClientArg::Codex {
+        codex_target(target, client_version)?;
+        return codex::install(target.dry_run, trust);
+    }
+    if trust {
+        bail!(
+            "--trust is for --client codex: Claude Code runs the hooks of its settings without \
+             asking"
+        );
+    }
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
     let (bin, same) = this_binary(&env)?;
@@ -487,8 +533,19 @@ fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
 
 /// Takes ctxguard out of the settings; with `purge`, then removes its state directory too
 /// ([`super::purge`]), which a settings file that cannot be edited stops.
-pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
+pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Result<()> {
     let env = Env::from_process();
+    if client == ClientArg::Codex {
+        codex_target(target, None)?;
+        if purge {
+            super::purge::check(&env)?;
+        }
+        codex::uninstall(target.dry_run)?;
+        if purge {
+            super::purge::run(&env, target.dry_run)?;
+        }
+        return Ok(());
+    }
     let path = settings_path(target, &env)?;
     if purge {
         // A state directory that must not be purged stops everything, settings included.
@@ -500,6 +557,9 @@ pub fn uninstall(target: &SettingsTarget, purge: bool) -> Result<()> {
         let edit = |v: &mut Value| settings::uninstall(v, &bin, &same, replaced.as_ref());
         if let Some(backups) = created_by_install(&path, &edit)? {
             remove_created(&path, &backups, target.dry_run)?;
+            if target.dry_run {
+                println!("(dry run: nothing written)");
+            }
         } else {
             apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
             // What is left is the user's now, however it began.

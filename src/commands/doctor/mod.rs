@@ -5,6 +5,7 @@
 //! exit code 1.
 
 mod checks;
+mod codex;
 mod compaction;
 pub mod version;
 
@@ -80,6 +81,38 @@ const CHECKS: &[Check] = &[
     compaction::window_variables,
     compaction::auto_memory,
     compaction::sources,
+    codex::hooks,
+    codex::compaction,
+];
+
+/// The checks of `doctor --client claude-code`: all but Codex's.
+const CLAUDE_CODE_CHECKS: &[Check] = &[
+    version::version,
+    version::summary_facts,
+    checks::settings_files,
+    checks::hooks,
+    checks::binaries,
+    checks::state,
+    checks::config,
+    checks::status_line,
+    compaction::auto_compaction,
+    compaction::autocompact_pct,
+    compaction::autocompact_window,
+    compaction::idle_compaction,
+    compaction::window_variables,
+    compaction::auto_memory,
+    compaction::sources,
+];
+
+/// The checks of `doctor --client codex`: ctxguard's own, then Codex's, which fail without
+/// Codex's directory.
+const CODEX_CHECKS: &[Check] = &[
+    version::version,
+    checks::state,
+    checks::config,
+    codex::present,
+    codex::hooks_required,
+    codex::compaction,
 ];
 
 /// What the checks look at, read once.
@@ -98,6 +131,10 @@ pub struct Context {
     pub config: Option<Result<Loaded, String>>,
     /// The `claude` on `PATH` and its version (asked once).
     pub claude: version::Client,
+    /// Codex CLI's files, when its directory exists.
+    pub codex: Option<codex::Setup>,
+    /// Codex's directory (`$CODEX_HOME`, else `~/.codex`), whether or not it exists.
+    pub codex_home: Option<PathBuf>,
 }
 
 impl Context {
@@ -131,21 +168,38 @@ impl Context {
             paths,
             config,
             claude: version::Client::NotFound,
+            codex: codex::Setup::gather(env),
+            codex_home: env.codex_home(),
         }
     }
 }
 
-pub fn check(env: &Env, client_version: Option<&str>) -> Result<Report> {
+/// Which client's setup doctor checks: both by default (Codex's when its directory exists).
+pub type Only = Option<crate::commands::install::ClientArg>;
+
+pub fn check(env: &Env, client_version: Option<&str>, only: Only) -> Result<Report> {
     let mut ctx = Context::gather_without_client(env);
     ctx.claude = version::client(env, client_version)?;
-    Ok(report(&ctx))
+    Ok(report(&ctx, only))
 }
 
-/// Runs every check, in order, and works out the thresholds.
-fn report(ctx: &Context) -> Report {
-    let findings: Vec<Finding> = CHECKS.iter().flat_map(|check| check(ctx)).collect();
-    let thresholds = [200_000, 1_000_000]
-        .into_iter()
+/// Runs every check, in order, and works out the thresholds (Claude Code's).
+fn report(ctx: &Context, only: Only) -> Report {
+    use crate::commands::install::ClientArg;
+    let checks = match only {
+        None => CHECKS,
+        Some(ClientArg::ClaudeCode) => CLAUDE_CODE_CHECKS,
+        Some(ClientArg::Codex) => CODEX_CHECKS,
+    };
+    let findings: Vec<Finding> = checks.iter().flat_map(|check| check(ctx)).collect();
+    let windows: &[u64] = if only == Some(ClientArg::Codex) {
+        &[]
+    } else {
+        &[200_000, 1_000_000]
+    };
+    let thresholds = windows
+        .iter()
+        .copied()
         .map(|w| {
             let l = compaction::limits(ctx, w);
             Threshold {
@@ -178,6 +232,9 @@ fn render(report: &Report) -> String {
             out.push_str(&format!("     {:<11} fix: {fix}\n", ""));
         }
     }
+    if report.thresholds.is_empty() {
+        return out;
+    }
     out.push('\n');
     out.push_str("thresholds   window  nudge at  critical at  compacts at\n");
     for t in &report.thresholds {
@@ -192,9 +249,9 @@ fn render(report: &Report) -> String {
     out
 }
 
-pub fn run(json: bool, client_version: Option<&str>) -> Result<Exit> {
+pub fn run(json: bool, client_version: Option<&str>, only: Only) -> Result<Exit> {
     let env = Env::from_process();
-    let report = check(&env, client_version)?;
+    let report = check(&env, client_version, only)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -222,6 +279,8 @@ pub(super) mod tests {
             paths: Err("cannot find the home directory: set CTXGUARD_HOME".into()),
             config: None,
             claude: super::version::Client::NotFound,
+            codex: None,
+            codex_home: None,
         }
     }
 
@@ -280,7 +339,7 @@ pub(super) mod tests {
             Scope::User,
             r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}"#,
         )]);
-        let r = report(&ctx);
+        let r = report(&ctx, None);
         assert!(!r.ok, "no hooks and no state root");
         assert_eq!(
             (r.thresholds[0].compact_at, r.thresholds[0].trigger_at),

@@ -1,0 +1,331 @@
+//! The checks of ctxguard's Codex CLI setup, made only when Codex's directory (`$CODEX_HOME`,
+//! else `~/.codex`) exists, so that a user of Claude Code alone sees nothing of them: each of
+//! ctxguard's Codex hooks is registered once in `hooks.json`, and trusted (`config.toml` holds the
+//! hash of the handler as it is now; Codex skips it otherwise), and what `config.toml` sets for
+//! compaction. [`Setup::gather`] reads the files; the checks are pure.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use toml_edit::{DocumentMut, Item};
+
+use super::{finding, Context, Finding, Status};
+use crate::codex::hooks::{self, Handler, Trust};
+use crate::codex::{self as codex_files, MAX_CONFIG_BYTES};
+use crate::config::Env;
+use crate::files;
+use crate::hook_list::{CODEX_HOOKS, HOOKS};
+use crate::settings;
+use crate::usage::human;
+
+/// Codex's files, read once.
+#[derive(Debug)]
+pub struct Setup {
+    /// Codex's directory, as found.
+    pub home: PathBuf,
+    /// `hooks.json` as Codex names it in trust keys (under the canonical directory).
+    pub key_file: String,
+    /// `hooks.json` parsed (`None`: there is none), or why it cannot be read.
+    pub hooks: Result<Option<Value>, String>,
+    /// `config.toml`'s text (`None`: there is none), or why it cannot be read.
+    pub config: Result<Option<String>, String>,
+}
+
+impl Setup {
+    /// What doctor looks at, when Codex's directory exists.
+    pub fn gather(env: &Env) -> Option<Setup> {
+        let home = env.codex_home().filter(|h| h.is_dir())?;
+        let real = files::canonicalize(&home).unwrap_or_else(|_| home.clone());
+        let path = hooks::hooks_path(&home);
+        let hooks = files::read_regular(&path, "Codex's hooks.json", hooks::MAX_HOOKS_BYTES)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|bytes| {
+                bytes
+                    .map(|b| {
+                        serde_json::from_slice(&b)
+                            .map_err(|e| format!("{} is not valid JSON ({e})", path.display()))
+                    })
+                    .transpose()
+            });
+        let config = files::read_regular(
+            &codex_files::config_path(&home),
+            "Codex's config.toml",
+            MAX_CONFIG_BYTES,
+        )
+        .map(|b| b.map(|b| String::from_utf8_lossy(&b).into_owned()))
+        .map_err(|e| format!("{e:#}"));
+        Some(Setup {
+            key_file: hooks::hooks_path(&real).to_string_lossy().into_owned(),
+            home,
+            hooks,
+            config,
+        })
+    }
+}
+
+/// The ctxguard hook subcommand a command line runs, by the rules every caller shares.
+fn sub_of(line: &str) -> Option<String> {
+    HOOKS
+        .iter()
+        .find(|h| settings::runs_ctxguard(line, h.name))
+        .map(|h| h.name.to_string())
+}
+
+const CHECK: &str = "codex";
+const INSTALL: &str = "run `ctxguard install --client codex`";
+
+/// For `doctor --client codex`: Codex's directory exists.
+pub fn present(ctx: &Context) -> Vec<Finding> {
+    if ctx.codex.is_some() {
+        return Vec::new();
+    }
+    let message = match &ctx.codex_home {
+        Some(home) => format!("no Codex directory at {}", home.display()),
+        None => "no Codex directory: neither CODEX_HOME nor a home directory is set".to_string(),
+    };
+    vec![finding(
+        CHECK,
+        Status::Fail,
+        message,
+        Some("set CODEX_HOME to Codex's directory, or run Codex once to make ~/.codex"),
+    )]
+}
+
+/// [`hooks`] for `doctor --client codex`, where hooks not registered at all are a failure.
+pub fn hooks_required(ctx: &Context) -> Vec<Finding> {
+    let mut out = hooks(ctx);
+    for f in &mut out {
+        if f.status == Status::Info {
+            f.status = Status::Fail;
+        }
+    }
+    out
+}
+
+/// Each of ctxguard's Codex hooks registered once and trusted as it is now.
+pub fn hooks(ctx: &Context) -> Vec<Finding> {
+    let Some(setup) = &ctx.codex else {
+        return Vec::new();
+    };
+    let path = hooks::hooks_path(&setup.home);
+    let doc = match &setup.hooks {
+        Err(e) => {
+            return vec![finding(
+                CHECK,
+                Status::Fail,
+                format!("{e}: Codex cannot read it either"),
+                Some("fix the JSON (a backup made by `ctxguard install` sits beside it)"),
+            )]
+        }
+        Ok(doc) => doc.clone().unwrap_or(Value::Null),
+    };
+    let ours = hooks::ours(&doc, &sub_of);
+    if ours.is_empty() {
+        return vec![finding(
+            CHECK,
+            Status::Info,
+            format!(
+                "ctxguard is not registered with Codex CLI ({} has none of its hooks)",
+                path.display()
+            ),
+            Some(&format!("to use ctxguard with Codex, {INSTALL}")),
+        )];
+    }
+    let mut out = Vec::new();
+    let mut found: Vec<&Handler> = Vec::new();
+    let mut missing = Vec::new();
+    for c in CODEX_HOOKS {
+        let mine: Vec<&Handler> = ours
+            .iter()
+            .filter(|(h, sub)| h.at.event == c.event && sub == c.command)
+            .map(|(h, _)| h)
+            .collect();
+        match mine.len() {
+            0 => missing.push(format!("{} (`ctxguard {}`)", c.event, c.command)),
+            1 => {}
+            n => out.push(finding(
+                CHECK,
+                Status::Warn,
+                format!(
+                    "{} runs `ctxguard {}` {n} times in {}",
+                    c.event,
+                    c.command,
+                    path.display()
+                ),
+                Some(&format!("{INSTALL}: it keeps one")),
+            )),
+        }
+        found.extend(mine.first());
+    }
+    if !missing.is_empty() {
+        out.push(finding(
+            CHECK,
+            Status::Fail,
+            format!("{} lacks {}", path.display(), missing.join(", ")),
+            Some(INSTALL),
+        ));
+    }
+    out.extend(trust(setup, &found));
+    out.extend(config_hooks(setup));
+    out
+}
+
+/// Whether Codex trusts each handler found.
+fn trust(setup: &Setup, found: &[&Handler]) -> Vec<Finding> {
+    let config = match &setup.config {
+        Ok(text) => text.as_deref().unwrap_or("").parse::<DocumentMut>(),
+        Err(e) => {
+            return vec![finding(
+                CHECK,
+                Status::Warn,
+                format!("cannot say which hooks Codex trusts: {e}"),
+                None,
+            )]
+        }
+    };
+    let Ok(config) = config else {
+        return vec![finding(
+            CHECK,
+            Status::Fail,
+            format!(
+                "{} is not valid TOML: Codex cannot read it either, nor which hooks are trusted",
+                codex_files::config_path(&setup.home).display()
+            ),
+            Some("fix it (a backup made by `ctxguard install --trust` may sit beside it)"),
+        )];
+    };
+    let skipped: Vec<String> = found
+        .iter()
+        .filter_map(|h| {
+            let hash = h.hash.as_deref().unwrap_or_default();
+            let why = match hooks::trust(&config, &h.at.key(&setup.key_file), hash) {
+                Trust::Trusted => return None,
+                Trust::Untrusted => "not trusted",
+                Trust::Modified => "changed since it was trusted",
+                Trust::Disabled => "turned off (enabled = false)",
+            };
+            Some(format!("{} ({why})", h.at.event))
+        })
+        .collect();
+    if skipped.is_empty() {
+        return vec![finding(
+            CHECK,
+            Status::Ok,
+            format!(
+                "Codex runs ctxguard's {} hooks from {}, each trusted",
+                found.len(),
+                hooks::hooks_path(&setup.home).display()
+            ),
+            None,
+        )];
+    }
+    vec![finding(
+        CHECK,
+        Status::Fail,
+        format!(
+            "Codex skips ctxguard's {}: it runs a hook of hooks.json only once trusted",
+            skipped.join(", ")
+        ),
+        Some(
+            "review and trust them in Codex (start `codex`, type /hooks), or run `ctxguard \
+             install --client codex --trust`",
+        ),
+    )]
+}
+
+/// ctxguard's hooks in `config.toml`'s `[hooks]` too: Codex loads both files, so they would run
+/// twice.
+fn config_hooks(setup: &Setup) -> Vec<Finding> {
+    let Some(Ok(doc)) = setup
+        .config
+        .as_ref()
+        .ok()
+        .and_then(Option::as_deref)
+        .map(str::parse::<DocumentMut>)
+    else {
+        return Vec::new();
+    };
+    let Some(table) = doc.get("hooks").and_then(Item::as_table_like) else {
+        return Vec::new();
+    };
+    let mut events: Vec<String> = Vec::new();
+    for (event, groups) in table.iter().filter(|(k, _)| *k != "state") {
+        let Some(groups) = groups.as_array_of_tables() else {
+            continue;
+        };
+        let runs = groups.iter().any(|g| {
+            g.get("hooks")
+                .and_then(Item::as_array_of_tables)
+                .is_some_and(|list| {
+                    list.iter().any(|h| {
+                        h.get("command")
+                            .and_then(Item::as_str)
+                            .and_then(sub_of)
+                            .is_some()
+                    })
+                })
+        });
+        if runs {
+            events.push(event.to_string());
+        }
+    }
+    if events.is_empty() {
+        return Vec::new();
+    }
+    vec![finding(
+        CHECK,
+        Status::Warn,
+        format!(
+            "{} registers ctxguard under [hooks] too ({}): Codex loads both it and hooks.json, so \
+             those hooks run twice",
+            codex_files::config_path(&setup.home).display(),
+            events.join(", ")
+        ),
+        Some("take ctxguard's entries out of config.toml's [hooks] (hooks.json has them)"),
+    )]
+}
+
+/// Where Codex compacts, as `config.toml` sets it.
+pub fn compaction(ctx: &Context) -> Vec<Finding> {
+    let Some(setup) = &ctx.codex else {
+        return Vec::new();
+    };
+    let Ok(text) = &setup.config else {
+        return Vec::new();
+    };
+    let shown = codex_files::config_path(&setup.home).display().to_string();
+    let c = codex_files::compaction(text.as_deref().unwrap_or(""), &shown);
+    let message = match (&c.limit, &c.window) {
+        (Some((limit, from)), Some((window, wfrom))) if *limit > window * 9 / 10 => format!(
+            "Codex compacts at {} tokens, 90% of the {}-token window ({wfrom}): {from} asks for {} \
+             and Codex caps it",
+            human(window * 9 / 10),
+            human(*window),
+            human(*limit)
+        ),
+        (Some((limit, from)), Some((window, wfrom))) => format!(
+            "Codex compacts at {} tokens ({from}) of a {}-token window ({wfrom})",
+            human(*limit),
+            human(*window)
+        ),
+        (Some((limit, from)), None) => format!(
+            "Codex compacts at {} tokens ({from}), or at 90% of the model's window if that is less",
+            human(*limit)
+        ),
+        (None, Some((window, wfrom))) => format!(
+            "Codex compacts at 90% of the {}-token window ({wfrom}): {} tokens",
+            human(*window),
+            human(window * 9 / 10)
+        ),
+        (None, None) if text.is_none() => {
+            format!("no {shown}: Codex compacts at 90% of the model's window")
+        }
+        (None, None) => {
+            format!("{shown} sets no compaction limit: Codex compacts at 90% of the model's window")
+        }
+    };
+    vec![finding(CHECK, Status::Info, message, None)]
+}
+
+#[cfg(test)]
+mod tests;
