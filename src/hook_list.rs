@@ -118,8 +118,6 @@ additionalContext, which makes the agent save and then end its turn; never twice
     },
 ];
 
-// Read by `install --client codex` (being built; the allow goes with it).
-#[allow(dead_code)]
 /// One hook as Codex CLI registers it: its event (Codex's name) and the subcommand it runs.
 pub struct CodexHook {
     pub event: &'static str,
@@ -130,7 +128,6 @@ pub struct CodexHook {
 /// so the nudge reads usage from the rollout in `PreToolUse` (whose `additionalContext` reaches
 /// the model before its next request) and `UserPromptSubmit`; Codex never compacts an idle
 /// session (no `Stop` nudge) and its `PostCompact` carries no summary (nothing to keep).
-#[allow(dead_code)]
 pub const CODEX_HOOKS: &[CodexHook] = &[
     CodexHook {
         event: event::SESSION_START,

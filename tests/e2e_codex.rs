@@ -147,25 +147,10 @@ impl Rig {
         );
         fs::write(dir.path().join("codex/config.toml"), config).unwrap();
         let rig = Rig { api, dir, codex };
-        let bin = env!("CARGO_BIN_EXE_ctxguard");
-        let hooks: serde_json::Map<String, Value> = [
-            ("SessionStart", "sessionstart"),
-            ("UserPromptSubmit", "userpromptsubmit"),
-            ("PreToolUse", "pretooluse"),
-            ("PreCompact", "precompact"),
-            ("SessionEnd", "sessionend"),
-        ]
-        .into_iter()
-        .map(|(event, sub)| {
-            let entry = serde_json::json!([{"hooks": [{"type": "command", "command": format!("{bin} {sub}")}]}]);
-            (event.to_string(), entry)
-        })
-        .collect();
-        fs::write(
-            rig.path("codex/hooks.json"),
-            serde_json::json!({ "hooks": hooks }).to_string(),
-        )
-        .unwrap();
+        // Registered and trusted as a user would: Codex then runs them without
+        // --dangerously-bypass-hook-trust.
+        let out = rig.ctxguard(&["install", "--client", "codex", "--trust"]);
+        assert!(out.status.success(), "install failed: {out:?}");
         Some(rig)
     }
 
@@ -197,7 +182,6 @@ impl Rig {
         cmd.current_dir(self.path("proj"))
             .arg("exec")
             .arg("--skip-git-repo-check")
-            .arg("--dangerously-bypass-hook-trust")
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -421,9 +405,6 @@ fn codex_tui_manual_compact_checkpoints_and_the_next_turn_gets_the_recovery_once
         eprintln!("Codex TUI test skipped: tmux is not installed");
         return;
     }
-    // The TUI runs only trusted hooks (no bypass flag there): trusted as the user would.
-    let out = rig.ctxguard(&["install", "--client", "codex", "--trust"]);
-    assert!(out.status.success(), "{out:?}");
     let name = format!("ctxguard-codex-{}", std::process::id());
     let mut launch = String::from("env -i");
     for (k, v) in [

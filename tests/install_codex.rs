@@ -86,10 +86,12 @@ fn install_writes_the_hooks_once_and_says_codex_skips_them_until_trusted() {
     let want: serde_json::Map<String, Value> = CODEX_HOOKS
         .iter()
         .map(|(event, sub)| {
-            (
-                (*event).to_string(),
-                json!([{"hooks": [{"type": "command", "command": format!("{bin} {sub}")}]}]),
-            )
+            let mut handler = json!({"type": "command", "command": format!("{bin} {sub}")});
+            // SessionEnd gets Codex's cap, 3 s (its default is 1).
+            if *event == "SessionEnd" {
+                handler["timeout"] = json!(3);
+            }
+            ((*event).to_string(), json!([{ "hooks": [handler] }]))
         })
         .collect();
     let text = fs::read_to_string(hooks_json(&env)).unwrap();

@@ -79,7 +79,11 @@ impl TestEnv {
         cmd.args(args);
         // Nothing from the developer's environment leaks in.
         for (key, _) in std::env::vars() {
-            if key.starts_with("CTXGUARD_") || key.starts_with("CLAUDE_") || key == "NO_COLOR" {
+            if key.starts_with("CTXGUARD_")
+                || key.starts_with("CLAUDE_")
+                || key.starts_with("CODEX_")
+                || key == "NO_COLOR"
+            {
                 cmd.env_remove(key);
             }
         }

@@ -82,6 +82,9 @@ const WITHOUT_MATCHER: &[&str] = &["UserPromptSubmit", "Stop", "PreModelRequest"
 /// 600.
 const SHORT_TIMEOUT: &[&str] = &["SessionEnd", "Interrupt"];
 
+/// The timeout ctxguard's `SessionEnd` hook asks of Codex: its cap for that event.
+pub const SESSION_END_TIMEOUT: u64 = 3;
+
 /// The timeout Codex gives a handler of `event`, in seconds.
 fn timeout(event: &str, handler: &Map<String, Value>) -> u64 {
     let given = handler.get("timeout").and_then(Value::as_u64);
@@ -313,12 +316,27 @@ pub fn install(
                 }
             }
         }
+        // Codex gives SessionEnd 1 s unless told (at most 3): a checkpoint of a long rollout
+        // gets the 3.
+        let wanted_timeout = (event == "SessionEnd").then_some(SESSION_END_TIMEOUT);
         let Some((g, h)) = first else {
-            groups.push(json!({"hooks": [{"type": "command", "command": command}]}));
+            let mut handler = json!({"type": "command", "command": command});
+            if let Some(t) = wanted_timeout {
+                handler["timeout"] = json!(t);
+            }
+            groups.push(json!({ "hooks": [handler] }));
             edit.changes.push(format!("{event}: added `{command}`"));
             continue;
         };
         let handler = &mut groups[g]["hooks"][h];
+        if let Some(t) = wanted_timeout {
+            if handler.get("timeout").and_then(Value::as_u64) != Some(t) {
+                handler["timeout"] = json!(t);
+                edit.changes.push(format!(
+                    "{event}: timeout {t} s for `{command}` (Codex asks to trust it again)"
+                ));
+            }
+        }
         if handler.get("command").and_then(Value::as_str) != Some(command) {
             let old = handler["command"].as_str().unwrap_or_default().to_string();
             handler["command"] = json!(command);

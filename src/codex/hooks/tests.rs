@@ -73,9 +73,13 @@ fn the_trust_hash_is_the_one_codex_computes() {
             "pre_compact:0:0",
             "sha256:93ef1aa9ee5bc62fcc4e7fee4ccb172063edf19a3624607c6768eae2d4c95232",
         ),
+        // With `"timeout": 3` (Codex's cap for SessionEnd): computed here, and the real Codex's
+        // `hooks/list` reports the entry install writes trusted with it
+        // (tests/install_codex.rs, the_real_codex_trusts_what_install_trust_writes). Without a
+        // timeout (1 s) the real Codex gave sha256:6dad707ab95e7a8a2ce797b2b443e7efeff87511063b587ce078ca88852514c6.
         (
             "session_end:0:0",
-            "sha256:6dad707ab95e7a8a2ce797b2b443e7efeff87511063b587ce078ca88852514c6",
+            "sha256:ae32f93008f5067ca32a277568c69e1246320280f35c90951a94db96f907338f",
         ),
     ] {
         assert_eq!(hash_of(&doc, key), hash, "{key}");
