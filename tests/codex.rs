@@ -168,10 +168,10 @@ fn usage_reads_a_rollout_against_codexs_limit() {
     assert_eq!(v["compact_at"], 200_000);
 }
 
-/// Compares `actual` with `fixtures/golden/NAME` (`CTXGUARD_BLESS=1` rewrites it).
+/// Compares `actual` with `fixtures/codex/golden/NAME` (`CTXGUARD_BLESS=1` rewrites it).
 fn compare_golden(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/golden")
+        .join("fixtures/codex/golden")
         .join(name);
     if std::env::var_os("CTXGUARD_BLESS").is_some_and(|v| !v.is_empty()) {
         fs::write(&path, actual).unwrap();

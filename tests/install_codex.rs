@@ -376,6 +376,12 @@ fn doctor_says_which_codex_hooks_are_missing_untrusted_or_trusted() {
                 "info: {} sets no compaction limit: Codex compacts at 90% of the model's window",
                 home.join("config.toml").display()
             ),
+            // What ctxguard cannot do the same way on Codex, said, not faked.
+            "info: on Codex, the nudge reads the rollout's token counts (Codex has no status \
+             line, so no gauge), and Codex's summary can be neither steered nor kept (its \
+             PreCompact and PostCompact carry no instructions and no summary): the recovery \
+             block brings every fact back after the compaction (docs/clients.md)"
+                .to_string(),
         ]
     );
 

@@ -324,8 +324,17 @@ pub fn compaction(ctx: &Context) -> Vec<Finding> {
             format!("{shown} sets no compaction limit: Codex compacts at 90% of the model's window")
         }
     };
-    vec![finding(CHECK, Status::Info, message, None)]
+    vec![
+        finding(CHECK, Status::Info, message, None),
+        finding(CHECK, Status::Info, LIMITS.to_string(), None),
+    ]
 }
+
+/// What ctxguard cannot do the same way on Codex, said once (docs/clients.md has the rest).
+const LIMITS: &str = "on Codex, the nudge reads the rollout's token counts (Codex has no status \
+line, so no gauge), and Codex's summary can be neither steered nor kept (its PreCompact and \
+PostCompact carry no instructions and no summary): the recovery block brings every fact back \
+after the compaction (docs/clients.md)";
 
 #[cfg(test)]
 mod tests;

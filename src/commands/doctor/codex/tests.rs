@@ -151,7 +151,15 @@ fn unreadable_files_and_hooks_in_config_toml_too() {
 
 #[test]
 fn compaction_as_config_toml_sets_it() {
-    let say = |config: Option<&str>| lines(&compaction(&with(None, config)));
+    // The first line; the second says what ctxguard cannot do on Codex, whatever the config.
+    let all = |config: Option<&str>| lines(&compaction(&with(None, config)));
+    let say = |config: Option<&str>| all(config)[..1].to_vec();
+    let limits = all(None);
+    assert_eq!(limits.len(), 2);
+    assert!(
+        limits[1].contains("can be neither steered nor kept"),
+        "{limits:?}"
+    );
     assert_eq!(
         say(None),
         ["info: no /h/.codex/config.toml: Codex compacts at 90% of the model's window"]
