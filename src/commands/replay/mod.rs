@@ -17,6 +17,7 @@ mod line;
 mod render;
 mod report;
 mod rollout;
+mod sessions;
 mod simulate;
 
 use std::path::{Path, PathBuf};
@@ -30,7 +31,7 @@ use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
-pub use all::Filter;
+pub use sessions::Filter;
 
 use crate::facts::Gathered;
 

@@ -68,8 +68,13 @@ impl Simulation {
             self.rollout.model = shape.model;
         }
         match rollout::classify(line) {
-            // The compaction's own request: not a reply of the conversation.
-            Line::Usage { .. } if self.rollout.compacting => {}
+            // The compaction's own request: not a reply of the conversation (the estimate of the
+            // new context Codex writes after the `compacted` line repeats its total).
+            Line::Usage { .. } if self.rollout.compacting => {
+                if shape.total.is_some() {
+                    self.rollout.total = shape.total;
+                }
+            }
             usage @ Line::Usage { tokens, .. } => {
                 self.reading.apply(usage);
                 let new_reply = shape.total.is_none() || shape.total != self.rollout.total;
@@ -149,3 +154,6 @@ impl Simulation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
