@@ -14,7 +14,9 @@ use std::time::SystemTime;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::sessions::{folder_name, newest_first, rollouts, transcripts, Filter, MAX_ROLLOUTS};
+use super::sessions::{
+    folder_name, newest_first, rollouts, transcripts, Filter, Found, MAX_ROLLOUTS,
+};
 use crate::input::Client;
 
 use super::render::plural;
@@ -167,28 +169,17 @@ fn render(summary: &Summary) -> String {
     out
 }
 
-/// `replay --all`.
-pub fn run(
-    filter: &Filter,
-    window: Option<u64>,
-    autocompact: Option<u64>,
-    statusline: bool,
-    json: bool,
-) -> Result<()> {
-    let (env, _, config) = crate::commands::setup()?;
-    let projects = env.client_dir().map(|c| c.join("projects"));
-    let sessions = env.codex_home().map(|c| c.join("sessions"));
-    if projects.is_none() && sessions.is_none() {
-        bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
-    }
+/// The sessions `--all` replays, newest first: Claude Code's under `projects`, Codex's under
+/// `sessions`. None at all is an error naming where they were looked for.
+fn listed(projects: Option<&Path>, sessions: Option<&Path>, filter: &Filter) -> Result<Vec<Found>> {
     let now = SystemTime::now();
-    let mut files = match &projects {
+    let mut files = match projects {
         Some(projects) => transcripts(projects, filter, now)?,
         None => Vec::new(),
     };
     // Codex's sessions come beside Claude Code's: a folder that cannot be listed is said, and
     // the rest replayed.
-    if let Some(sessions) = &sessions {
+    if let Some(sessions) = sessions {
         match rollouts(sessions, filter, now) {
             Ok((rollouts, more)) => {
                 if more {
@@ -208,7 +199,7 @@ pub fn run(
     }
     let files = newest_first(files);
     if files.is_empty() {
-        let folders: Vec<String> = [&projects, &sessions]
+        let folders: Vec<String> = [projects, sessions]
             .into_iter()
             .flatten()
             .map(|f| f.display().to_string())
@@ -224,6 +215,24 @@ pub fn run(
                 .unwrap_or_default()
         );
     }
+    Ok(files)
+}
+
+/// `replay --all`.
+pub fn run(
+    filter: &Filter,
+    window: Option<u64>,
+    autocompact: Option<u64>,
+    statusline: bool,
+    json: bool,
+) -> Result<()> {
+    let (env, _, config) = crate::commands::setup()?;
+    let projects = env.client_dir().map(|c| c.join("projects"));
+    let sessions = env.codex_home().map(|c| c.join("sessions"));
+    if projects.is_none() && sessions.is_none() {
+        bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
+    }
+    let files = listed(projects.as_deref(), sessions.as_deref(), filter)?;
     let mut summary = Summary {
         sessions: Vec::new(),
         skipped: Vec::new(),

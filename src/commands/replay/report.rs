@@ -39,7 +39,8 @@ pub struct Report {
     pub recoveries_missing: usize,
 }
 
-/// A client as `--json` names it.
+/// A client as `--json` names it (by reference: serde's `serialize_with` passes one).
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn client_id<S: Serializer>(client: &Client, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(match client {
         Client::ClaudeCode => "claude_code",

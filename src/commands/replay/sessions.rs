@@ -305,7 +305,7 @@ mod tests {
                 project: Some(project.into()),
                 ..Filter::default()
             };
-            assert_eq!(paths(&f, same), [old.clone()], "{project}");
+            assert_eq!(paths(&f, same), std::slice::from_ref(&old), "{project}");
         }
         let f = Filter {
             since_days: Some(1),

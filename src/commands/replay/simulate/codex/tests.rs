@@ -208,7 +208,7 @@ fn verdicts(report: &Report) -> Vec<Verdict> {
     report.cycles.iter().map(|c| c.verdict).collect()
 }
 
-/// A turn of tool calls: the response that crosses 12,000 makes a call, and its PreToolUse
+/// A turn of tool calls: the response that crosses 12,000 makes a call, and its `PreToolUse`
 /// (after the response's usage record, as Codex writes it before running the call) nudges; the
 /// critical nudge past 17,000; Codex compacts mid-turn past 20,000, after the call's output.
 #[test]
