@@ -79,7 +79,7 @@ fn a_rollout_nudged_before_codexs_own_compaction() {
     assert_eq!(report["client"], "codex");
     assert_eq!(report["statusline"], false);
     assert_eq!(report["model"], "gpt-5.1-codex");
-    assert_eq!(report["window_source"], "reported");
+    assert_eq!(report["window_source"], "rollout");
     assert_eq!(report["compact_source"], "codex_default");
     assert_eq!(
         (
@@ -115,7 +115,8 @@ fn a_rollout_nudged_before_codexs_own_compaction() {
     for expected in [
         "\nclient       Codex\n",
         "\nmode         no status line (Codex has none): the hooks read the rollout\n",
-        "\nwindow       258,400 (reported by the rollout: 95% of the model's); model gpt-5.1-codex\n",
+        "\nwindow       258,400 (reported by Codex in its rollout (model_context_window)); model \
+         gpt-5.1-codex\n",
         "(compaction point: 90% of the model's window (Codex's default))",
         "reply 11   nudge       207,500 tokens, 37,300 before compaction (PreToolUse)",
         "compaction  auto (last reply 247,000)",

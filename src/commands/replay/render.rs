@@ -8,7 +8,6 @@ use crate::commands::usage::grouped;
 use crate::input::Client;
 use crate::text::{cut, sanitize};
 use crate::usage::human;
-use crate::window::WindowSource;
 
 /// Columns of the chart's bar.
 const BAR: usize = 70;
@@ -40,7 +39,11 @@ pub(super) fn plural(n: usize, one: &str) -> String {
 pub fn render(report: &Report) -> String {
     let mut out = Vec::new();
     out.push(format!("ctxguard replay: {}", report.transcript));
-    out.push(format!("client       {}", report.client.name()));
+    let client = match report.client {
+        Client::ClaudeCode => "Claude Code",
+        Client::Codex => "Codex",
+    };
+    out.push(format!("client       {client}"));
     out.push(if report.client == Client::Codex {
         "mode         no status line (Codex has none): the hooks read the rollout".into()
     } else if report.statusline {
@@ -66,12 +69,7 @@ pub fn render(report: &Report) -> String {
             .unwrap_or_default();
         let source = report
             .window_source
-            .map(|s| match (s, report.client) {
-                (WindowSource::Reported, Client::Codex) => {
-                    " (reported by the rollout: 95% of the model's)".to_string()
-                }
-                _ => format!(" ({})", s.describe()),
-            })
+            .map(|s| format!(" ({})", s.describe()))
             .unwrap_or_default();
         out.push(format!("window       {}{source}{model}", grouped(l.window)));
         out.push(format!(
