@@ -27,6 +27,7 @@ mod receipt;
 mod recovery;
 mod recovery_build;
 mod replay;
+mod replay_codex;
 mod security;
 mod statusline;
 mod stop;

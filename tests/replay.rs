@@ -15,6 +15,7 @@ use crate::util::*;
 #[allow(dead_code)] // fields are checked by deserialising
 struct Report {
     transcript: String,
+    client: String,
     statusline: bool,
     window: Option<u64>,
     lines: usize,
@@ -343,7 +344,8 @@ fn the_text_report() {
     let expected = format!(
         "ctxguard replay: {}\n{}",
         path.display(),
-        r"mode         no status line: the hooks read the transcript (as in -p mode)
+        r"client       Claude Code
+mode         no status line: the hooks read the transcript (as in -p mode)
 replies      5 in 9 lines; 1 compaction, 2 cycles
 window       200,000 (known for this model); model claude-opus-4-6
 limits       nudge at 127,000, critical at 152,000, compacts at 167,000

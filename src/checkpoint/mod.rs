@@ -31,6 +31,7 @@ use crate::files;
 
 pub use build::{clean_prompt, read_transcript, read_transcript_until, same_ask, Reading};
 pub(crate) use prs::remember as remember_pr;
+pub use rollout::is_codex_text;
 pub use store::{checkpoints_dir, CheckpointStore};
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few

@@ -37,8 +37,9 @@ const CODEX_WRAPPERS: &[&str] = &[
     "Another language model started to solve this problem",
 ];
 
-/// Is this user message Codex's own text rather than the user's?
-fn is_codex_text(text: &str) -> bool {
+/// Is this user message Codex's own text rather than the user's (`replay` asks it too: only
+/// the user's own text is a prompt)?
+pub fn is_codex_text(text: &str) -> bool {
     let t = text.trim_start();
     CODEX_WRAPPERS.iter().any(|w| t.starts_with(w))
 }

@@ -1,17 +1,23 @@
 //! `ctxguard replay --all`: every session transcript under the client's projects folder
-//! (`~/.claude/projects/<project>/<session>.jsonl`, or `$CLAUDE_CONFIG_DIR/projects`), replayed
-//! as [`super::run`] replays one, each with the client's settings of its own working directory
-//! (the `cwd` its lines name), as the hooks would have read them. One line per session with its
-//! verdicts, then the verdicts summed across sessions and a chart of them. Progress goes to
-//! stderr; a transcript that cannot be read is skipped and named there.
+//! (`~/.claude/projects/<project>/<session>.jsonl`, or `$CLAUDE_CONFIG_DIR/projects`), and every
+//! Codex rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, `~/.codex` without the
+//! variable), replayed as [`super::run`] replays one, each with the client's settings of its own
+//! working directory (the `cwd` its lines name), as the hooks would have read them. One line per
+//! session with its verdicts (a Codex session's named so), then the verdicts summed across
+//! sessions and a chart of them. Progress goes to stderr; a transcript that cannot be read is
+//! skipped and named there.
 
-use std::fs;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::SystemTime;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
+
+use super::sessions::{
+    folder_name, newest_first, rollouts, transcripts, Filter, Found, MAX_ROLLOUTS,
+};
+use crate::input::Client;
 
 use super::render::plural;
 use super::report::{Report, Verdict};
@@ -30,20 +36,14 @@ const VERDICTS: [Verdict; 8] = [
     Verdict::NoData,
 ];
 
-/// Which transcripts `--all` takes.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Only transcripts written in the last this many days.
-    pub since_days: Option<u64>,
-    /// Only projects whose folder name contains this (a path is first named as the client
-    /// names its folder: every character but letters and digits becomes `-`).
-    pub project: Option<String>,
-}
-
 /// One session's line.
 #[derive(Debug, Serialize)]
 struct Session {
+    /// Its file, under the projects folder (Claude Code) or the sessions folder (Codex).
     transcript: String,
+    /// `claude_code`, or `codex`.
+    client: &'static str,
+    /// The project's folder name, as Claude Code names it (a Codex session's from its `cwd`).
     project: String,
     replies: usize,
     compactions: usize,
@@ -65,62 +65,29 @@ struct Summary {
     recoveries_missing: usize,
 }
 
-/// The folder name the client gives a project at `path`.
-fn folder_name(path: &str) -> String {
-    path.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
+/// A session's file as printed: under its folder, with `/` on every platform, sanitised as the
+/// hooks sanitise every name they print (a name is anyone's to choose, and a newline or an
+/// escape sequence in it must neither forge a line nor reach the terminal).
+fn shown_under(path: &Path, under: Option<&Path>) -> String {
+    let relative = under
+        .and_then(|u| path.strip_prefix(u).ok())
+        .unwrap_or(path);
+    super::shown_name(
+        &relative
+            .iter()
+            .map(|c| c.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+    )
 }
 
-/// The session transcripts under `projects`, newest first, that pass `filter` (subagents'
-/// transcripts, in a session's own folder, are not sessions).
-fn transcripts(projects: &Path, filter: &Filter, now: SystemTime) -> Result<Vec<PathBuf>> {
-    let entries = match fs::read_dir(projects) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", projects.display())),
-    };
-    let wanted = filter.project.as_deref().map(|p| {
-        if p.contains('/') || p.contains('\\') {
-            folder_name(p)
-        } else {
-            p.to_string()
-        }
-    });
-    let oldest = filter
-        .since_days
-        .and_then(|d| now.checked_sub(Duration::from_secs(d.saturating_mul(86_400))));
-    let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
-    for project in entries.flatten() {
-        // Real folders only: a link is not followed out of the projects folder.
-        if !project.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let name = project.file_name().to_string_lossy().into_owned();
-        if wanted.as_deref().is_some_and(|w| !name.contains(w)) {
-            continue;
-        }
-        let Ok(files) = fs::read_dir(project.path()) else {
-            continue;
-        };
-        for file in files.flatten() {
-            let path = file.path();
-            let is_file = file.file_type().is_ok_and(|t| t.is_file());
-            if !is_file || path.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            let modified = file
-                .metadata()
-                .and_then(|m| m.modified())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            if oldest.is_some_and(|o| modified < o) {
-                continue;
-            }
-            found.push((modified, path));
-        }
+/// How a session's line begins: a Codex session's names its client.
+fn label(client: &str) -> &'static str {
+    if client == "codex" {
+        "Codex: "
+    } else {
+        ""
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    Ok(found.into_iter().map(|(_, p)| p).collect())
 }
 
 fn verdict_counts(sessions: &[Session]) -> Vec<(Verdict, usize)> {
@@ -151,7 +118,8 @@ fn render(summary: &Summary) -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "{}  {}, {}: {verdicts}\n",
+            "{}{}  {}, {}: {verdicts}\n",
+            label(s.client),
             s.transcript,
             plural(s.replies, "reply"),
             plural(s.compactions, "compaction")
@@ -159,9 +127,19 @@ fn render(summary: &Summary) -> String {
     }
     let cycles: usize = summary.totals.iter().map(|(_, n)| n).sum();
     let compactions: usize = summary.sessions.iter().map(|s| s.compactions).sum();
+    let codex = summary
+        .sessions
+        .iter()
+        .filter(|s| s.client == "codex")
+        .count();
     out.push_str(&format!(
-        "\n{}, {}, {} ({} whose recovery never arrived){}\n",
+        "\n{}{}, {}, {} ({} whose recovery never arrived){}\n",
         plural(summary.sessions.len(), "session"),
+        if codex > 0 {
+            format!(" ({codex} of Codex)")
+        } else {
+            String::new()
+        },
         plural(cycles, "cycle"),
         plural(compactions, "compaction"),
         summary.recoveries_missing,
@@ -191,6 +169,55 @@ fn render(summary: &Summary) -> String {
     out
 }
 
+/// The sessions `--all` replays, newest first: Claude Code's under `projects`, Codex's under
+/// `sessions`. None at all is an error naming where they were looked for.
+fn listed(projects: Option<&Path>, sessions: Option<&Path>, filter: &Filter) -> Result<Vec<Found>> {
+    let now = SystemTime::now();
+    let mut files = match projects {
+        Some(projects) => transcripts(projects, filter, now)?,
+        None => Vec::new(),
+    };
+    // Codex's sessions come beside Claude Code's: a folder that cannot be listed is said, and
+    // the rest replayed.
+    if let Some(sessions) = sessions {
+        match rollouts(sessions, filter, now) {
+            Ok((rollouts, more)) => {
+                if more {
+                    eprintln!(
+                        "ctxguard: only the newest {MAX_ROLLOUTS} Codex rollouts under {} are \
+                         replayed (narrow with --since or --project)",
+                        super::shown_name(&sessions.display().to_string())
+                    );
+                }
+                files.extend(rollouts);
+            }
+            Err(e) => eprintln!(
+                "skipped Codex's sessions: {}",
+                super::shown_name(&format!("{e:#}"))
+            ),
+        }
+    }
+    let files = newest_first(files);
+    if files.is_empty() {
+        let folders: Vec<String> = [projects, sessions]
+            .into_iter()
+            .flatten()
+            .map(|f| f.display().to_string())
+            .collect();
+        bail!(
+            "no session transcript under {}{}: nothing to replay (check --project and --since, \
+             or CLAUDE_CONFIG_DIR and CODEX_HOME)",
+            folders.join(" or "),
+            filter
+                .project
+                .as_deref()
+                .map(|p| format!(" for a project matching {p:?}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(files)
+}
+
 /// `replay --all`.
 pub fn run(
     filter: &Filter,
@@ -200,23 +227,12 @@ pub fn run(
     json: bool,
 ) -> Result<()> {
     let (env, _, config) = crate::commands::setup()?;
-    let Some(client) = env.client_dir() else {
+    let projects = env.client_dir().map(|c| c.join("projects"));
+    let sessions = env.codex_home().map(|c| c.join("sessions"));
+    if projects.is_none() && sessions.is_none() {
         bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
-    };
-    let projects = client.join("projects");
-    let files = transcripts(&projects, filter, SystemTime::now())?;
-    if files.is_empty() {
-        bail!(
-            "no session transcript under {}{}: nothing to replay (check --project and --since, \
-             or CLAUDE_CONFIG_DIR)",
-            projects.display(),
-            filter
-                .project
-                .as_deref()
-                .map(|p| format!(" for a project matching {p:?}"))
-                .unwrap_or_default()
-        );
     }
+    let files = listed(projects.as_deref(), sessions.as_deref(), filter)?;
     let mut summary = Summary {
         sessions: Vec::new(),
         skipped: Vec::new(),
@@ -224,33 +240,41 @@ pub fn run(
         recoveries_missing: 0,
     };
     let terminal = std::io::stderr().is_terminal();
-    for (i, path) in files.iter().enumerate() {
-        // `<project folder>/<session>.jsonl`, with `/` on every platform, sanitised as the
-        // hooks sanitise every name they print: a name is anyone's to choose, and a newline or
-        // an escape sequence in it must neither forge a line nor reach the terminal.
-        let shown = super::shown_name(
-            &path
-                .strip_prefix(&projects)
-                .unwrap_or(path)
-                .iter()
-                .map(|c| c.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/"),
-        );
+    // Codex's config.toml, read once for every rollout.
+    let codex = super::codex_facts(&env, Client::Codex);
+    for (i, found) in files.iter().enumerate() {
+        let path = &found.path;
+        // `<project folder>/<session>.jsonl`, or `YYYY/MM/DD/rollout-*.jsonl`.
+        let (shown, client) = match found.client {
+            Client::ClaudeCode => (shown_under(path, projects.as_deref()), "claude_code"),
+            Client::Codex => (shown_under(path, sessions.as_deref()), "codex"),
+        };
+        let named = format!("{}{shown}", label(client));
         if terminal {
-            eprint!("\rreplaying {}/{}: {shown}\x1b[K", i + 1, files.len());
+            eprint!("\rreplaying {}/{}: {named}\x1b[K", i + 1, files.len());
         } else {
-            eprintln!("replaying {}/{}: {shown}", i + 1, files.len());
+            eprintln!("replaying {}/{}: {named}", i + 1, files.len());
         }
-        let options = |cwd: Option<&Path>| Options {
-            statusline,
-            window,
-            gathered: Gathered::for_command(&env, cwd, autocompact),
+        let mut directory = None;
+        let options = |cwd: Option<&Path>, client| {
+            directory = cwd.map(Path::to_path_buf);
+            Options {
+                statusline,
+                window,
+                gathered: Gathered::for_command(&env, cwd, autocompact),
+                codex: codex.clone().filter(|_| client == Client::Codex),
+            }
         };
         match super::replay_file_with(path, &config, options) {
             Ok(report) => {
                 let mut s = session(shown, &report);
                 s.recoveries_missing = report.recoveries_missing;
+                if report.client == Client::Codex {
+                    s.client = "codex";
+                    s.project = directory
+                        .map(|d| folder_name(&d.to_string_lossy()))
+                        .unwrap_or_default();
+                }
                 summary.sessions.push(s);
             }
             Err(e) => {
@@ -259,8 +283,8 @@ pub fn run(
                 }
                 // The error names the path too.
                 let why = super::shown_name(&format!("{e:#}"));
-                eprintln!("skipped {shown}: {why}");
-                summary.skipped.push((shown, why));
+                eprintln!("skipped {named}: {why}");
+                summary.skipped.push((named, why));
             }
         }
     }
@@ -282,6 +306,7 @@ fn session(shown: String, report: &Report) -> Session {
     Session {
         project: shown.split('/').next().unwrap_or_default().to_string(),
         transcript: shown,
+        client: "claude_code",
         replies: report.replies,
         compactions: report.compactions,
         verdicts: report.cycles.iter().map(|c| c.verdict).collect(),
@@ -292,6 +317,8 @@ fn session(shown: String, report: &Report) -> Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::path::PathBuf;
 
     /// Each transcript is read once: its options come from the first `cwd` its lines name, and
     /// the lines before it are replayed all the same.
@@ -305,7 +332,7 @@ mod tests {
         fs::write(&path, format!("{reply}\n{prompt}\n{reply}\n")).unwrap();
         let mut seen = None;
         let report =
-            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd, _| {
                 seen = cwd.map(Path::to_path_buf);
                 Options::default()
             })
@@ -316,7 +343,7 @@ mod tests {
         fs::write(&path, format!("{reply}\n{reply}\n")).unwrap();
         let mut called = 0;
         let report =
-            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd| {
+            super::super::replay_file_with(&path, &crate::config::Config::default(), |cwd, _| {
                 called += 1;
                 assert_eq!(cwd, None);
                 Options::default()
@@ -326,50 +353,11 @@ mod tests {
     }
 
     #[test]
-    fn transcripts_are_the_sessions_of_the_wanted_projects_newest_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let projects = dir.path().join("projects");
-        let a = projects.join("-home-u-alpha");
-        let b = projects.join("-home-u-beta");
-        fs::create_dir_all(a.join("s1/subagents")).unwrap();
-        fs::create_dir_all(&b).unwrap();
-        fs::write(a.join("s1.jsonl"), "{}\n").unwrap();
-        fs::write(a.join("s1/subagents/agent-x.jsonl"), "{}\n").unwrap();
-        fs::write(a.join("notes.txt"), "x").unwrap();
-        fs::write(b.join("s2.jsonl"), "{}\n").unwrap();
-        let all = transcripts(&projects, &Filter::default(), SystemTime::now()).unwrap();
-        let names: Vec<_> = all
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names.len(), 2, "{names:?}");
-        assert!(names.contains(&"s1.jsonl".into()) && names.contains(&"s2.jsonl".into()));
-        // A project by a part of its folder name, or by its path.
-        for p in ["beta", "/home/u/beta"] {
-            let f = Filter {
-                project: Some(p.into()),
-                ..Filter::default()
-            };
-            let only = transcripts(&projects, &f, SystemTime::now()).unwrap();
-            assert_eq!(only, [b.join("s2.jsonl")], "{p}");
-        }
-        // Written more than a day ago: not since 1 day.
-        let later = SystemTime::now() + Duration::from_secs(3 * 86_400);
-        let f = Filter {
-            since_days: Some(1),
-            ..Filter::default()
-        };
-        assert!(transcripts(&projects, &f, later).unwrap().is_empty());
-        assert!(transcripts(&dir.path().join("none"), &f, later)
-            .unwrap()
-            .is_empty());
-    }
-
-    #[test]
     fn the_summary_counts_every_cycle_and_draws_a_bar_per_verdict() {
         let sessions = vec![
             Session {
                 transcript: "-p/a.jsonl".into(),
+                client: "claude_code",
                 project: "-p".into(),
                 replies: 10,
                 compactions: 2,
@@ -378,6 +366,7 @@ mod tests {
             },
             Session {
                 transcript: "-p/b.jsonl".into(),
+                client: "codex",
                 project: "-p".into(),
                 replies: 1,
                 compactions: 0,
@@ -399,7 +388,14 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("2 sessions, 4 cycles, 2 compactions (1 whose recovery never arrived)\n"),
+            text.contains(
+                "2 sessions (1 of Codex), 4 cycles, 2 compactions (1 whose recovery never \
+                 arrived)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Codex: -p/b.jsonl  1 reply, 0 compactions: in time\n"),
             "{text}"
         );
         let bar = |name: &str| {

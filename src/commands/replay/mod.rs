@@ -5,25 +5,33 @@
 //!
 //! [`simulate`] is the replay (pure: lines in, a [`report::Report`] out), [`report`] what it finds, and
 //! [`render`] the text form; [`all`] replays every transcript of the client's projects folder
-//! and sums the verdicts. Nothing is written; the config, the client's settings (as the hooks
-//! read them) and the transcripts are read, no marker and no learned window.
+//! (and every Codex rollout) and sums the verdicts. Nothing is written; the config, the client's
+//! settings (as the hooks read them: Claude Code's, or Codex's `config.toml`) and the
+//! transcripts are read, no marker and no learned window.
+//!
+//! A Codex rollout (a file named `rollout-*.jsonl`, or one whose first line is a
+//! `session_meta`) is replayed as Codex's hooks see it ([`rollout`]).
 
 mod all;
 mod line;
 mod render;
 mod report;
+mod rollout;
+mod sessions;
 mod simulate;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
-use crate::config::Config;
+use crate::config::{Config, Env};
+use crate::input::Client;
+use crate::rollout::Item;
 use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
-pub use all::Filter;
+pub use sessions::Filter;
 
 use crate::facts::Gathered;
 
@@ -38,12 +46,12 @@ pub fn run(
     // The same client settings as the hooks would read, for the directory replay runs in.
     let here = std::env::current_dir().ok();
     let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
-    let options = Options {
+    let report = replay_file_with(path, &config, |_, client| Options {
         statusline,
         window,
         gathered,
-    };
-    let report = replay_file(path, &config, options)?;
+        codex: codex_facts(&env, client),
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -67,21 +75,23 @@ pub fn run_either(
     }
 }
 
-/// One transcript replayed with these options.
-fn replay_file(path: &Path, config: &Config, options: Options) -> Result<report::Report> {
-    replay_file_with(path, config, |_| options)
+/// What Codex's `config.toml` sets for compaction, for a rollout: the hooks read it on every
+/// call, `replay` once.
+fn codex_facts(env: &Env, client: Client) -> Option<crate::window::CodexFacts> {
+    (client == Client::Codex).then(|| crate::facts::codex_facts(env, None))
 }
 
 /// How far into a transcript its working directory is looked for.
 const CWD_WITHIN: usize = 256 * 1024;
 
 /// One transcript replayed, read once, with the options `options_for` gives for the working
-/// directory its lines name (the first `"cwd"` in its first 256 KiB): `replay --all` replays
-/// each with the settings of its own directory. The lines before it wait in memory.
+/// directory its lines name (the first `"cwd"` in its first 256 KiB; a rollout's
+/// `session_meta` or `turn_context`) and the client that wrote it: `replay --all` replays each
+/// with the settings of its own directory. The lines before it wait in memory.
 fn replay_file_with(
     path: &Path,
     config: &Config,
-    options_for: impl FnOnce(Option<&Path>) -> Options,
+    options_for: impl FnOnce(Option<&Path>, Client) -> Options,
 ) -> Result<report::Report> {
     let (file, _) = crate::files::open_regular(path, "transcript")?;
     let mut lines = LineReader::new(file, MAX_LINE);
@@ -89,8 +99,10 @@ fn replay_file_with(
     let mut head_bytes = 0;
     let mut options_for = Some(options_for);
     let mut sim: Option<Simulation> = None;
-    let mut start = |cwd: Option<PathBuf>, head: &mut Vec<Vec<u8>>| {
-        let options = options_for.take().map(|f| f(cwd.as_deref()));
+    // A rollout by its name, as the hooks tell it, else by its first line.
+    let mut client = crate::rollout::is_rollout(path).then_some(Client::Codex);
+    let mut start = |cwd: Option<PathBuf>, client: Client, head: &mut Vec<Vec<u8>>| {
+        let options = options_for.take().map(|f| f(cwd.as_deref(), client));
         let mut sim = Simulation::new(config, options.unwrap_or_default());
         for line in head.drain(..) {
             sim.feed(&line);
@@ -110,16 +122,17 @@ fn replay_file_with(
             sim.feed(text);
             continue;
         }
-        let cwd = cwd_of(text);
+        let client = *client.get_or_insert_with(|| client_of(text));
+        let cwd = cwd_of(text, client);
         head.push(text.to_vec());
         head_bytes += text.len() + 1;
         if cwd.is_some() || head_bytes >= CWD_WITHIN {
-            sim = Some(start(cwd, &mut head));
+            sim = Some(start(cwd, client, &mut head));
         }
     }
     let sim = match sim {
         Some(sim) => sim,
-        None => start(None, &mut head),
+        None => start(None, client.unwrap_or_default(), &mut head),
     };
     let mut report = sim.finish();
     report.transcript = shown_name(&path.display().to_string());
@@ -133,10 +146,28 @@ fn shown_name(name: &str) -> String {
     crate::text::cut(&crate::text::sanitize(name, true), 300)
 }
 
+/// The client whose transcript begins with this line: Codex's rollouts begin with a
+/// `session_meta`.
+fn client_of(first: &[u8]) -> Client {
+    match crate::rollout::item(first) {
+        Item::Meta { .. } => Client::Codex,
+        _ => Client::ClaudeCode,
+    }
+}
+
 /// The working directory a transcript line names, if any.
-fn cwd_of(line: &[u8]) -> Option<PathBuf> {
-    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-    let cwd = v.get("cwd")?.as_str()?;
+fn cwd_of(line: &[u8], client: Client) -> Option<PathBuf> {
+    let cwd = match client {
+        Client::Codex => match crate::rollout::item(line) {
+            Item::Meta { cwd, .. } => cwd?,
+            Item::Cwd(cwd) => cwd,
+            _ => return None,
+        },
+        Client::ClaudeCode => {
+            let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+            v.get("cwd")?.as_str()?.to_string()
+        }
+    };
     (!cwd.is_empty()).then(|| PathBuf::from(cwd))
 }
 

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::report::{Cycle, Event, Level, Report, Sample, What};
 use crate::commands::usage::grouped;
+use crate::input::Client;
 use crate::text::{cut, sanitize};
 use crate::usage::human;
 
@@ -38,7 +39,14 @@ pub(super) fn plural(n: usize, one: &str) -> String {
 pub fn render(report: &Report) -> String {
     let mut out = Vec::new();
     out.push(format!("ctxguard replay: {}", report.transcript));
-    out.push(if report.statusline {
+    let client = match report.client {
+        Client::ClaudeCode => "Claude Code",
+        Client::Codex => "Codex",
+    };
+    out.push(format!("client       {client}"));
+    out.push(if report.client == Client::Codex {
+        "mode         no status line (Codex has none): the hooks read the rollout".into()
+    } else if report.statusline {
         let window = report
             .window
             .map_or("the model's known window".into(), grouped);
@@ -137,6 +145,12 @@ fn event(e: &Event) -> String {
             tokens(*t),
             by.name()
         ),
+        // A Codex rollout says nothing of the tokens a compaction started at.
+        What::Compaction {
+            trigger,
+            pre_tokens: None,
+            tokens: t,
+        } => format!("compaction  {} (last reply {})", trigger.name(), tokens(*t)),
         What::Compaction {
             trigger,
             pre_tokens,
@@ -181,7 +195,10 @@ fn cycle(c: &Cycle) -> String {
         None => "-".into(),
     };
     let ended = match &c.compaction {
-        Some(comp) => format!("{} {}", comp.trigger.name(), tokens(comp.pre_tokens)),
+        Some(comp) => match comp.pre_tokens {
+            Some(pre) => format!("{} {}", comp.trigger.name(), grouped(pre)),
+            None => comp.trigger.name().into(),
+        },
         None => "-".into(),
     };
     format!(
@@ -246,12 +263,9 @@ fn separator(report: &Report, cycle: usize) -> String {
         .cycles
         .get(cycle - 1)
         .and_then(|c| c.compaction.as_ref())
-        .map(|comp| {
-            format!(
-                " {} compaction at {} ",
-                comp.trigger.name(),
-                comp.pre_tokens.map_or("?".into(), human)
-            )
+        .map(|comp| match comp.pre_tokens {
+            Some(pre) => format!(" {} compaction at {} ", comp.trigger.name(), human(pre)),
+            None => format!(" {} compaction ", comp.trigger.name()),
         })
         .unwrap_or_default();
     let verdict = report

@@ -2,15 +2,19 @@
 //! compaction cycle with its verdict. Typed, so the output is exactly these fields.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::event;
+use crate::input::Client;
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub transcript: String,
+    /// The client that wrote it: `claude_code`, or `codex` for a Codex rollout.
+    #[serde(serialize_with = "client_id")]
+    pub client: Client,
     /// A status line was simulated.
     pub statusline: bool,
     /// `--window`, when given.
@@ -33,6 +37,15 @@ pub struct Report {
     /// Compactions whose recovery never reached the conversation (`replay --all` sums them).
     #[serde(skip)]
     pub recoveries_missing: usize,
+}
+
+/// A client as `--json` names it (by reference: serde's `serialize_with` passes one).
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn client_id<S: Serializer>(client: &Client, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match client {
+        Client::ClaudeCode => "claude_code",
+        Client::Codex => "codex",
+    })
 }
 
 /// One event of the timeline.

@@ -10,6 +10,8 @@
 //!   up to that line ([`Reading::apply`], the hooks' own incremental reading);
 //! - a `compact_boundary` is a `PreCompact`: [`marker::Event::Compacted`].
 //!
+//! A Codex rollout is fed by [`codex`]'s reader instead, into the same decisions.
+//!
 //! The decisions are the hooks' own code. What the hooks gather by I/O is rebuilt here without
 //! it: [`limits_for`] is [`facts::limits_for`] with nothing learned and the client settings given, and
 //! [`transcript_observation`] and [`statusline_observation`] build the observations
@@ -25,14 +27,16 @@ use super::report::{
     What,
 };
 use crate::config::Config;
-use crate::facts::{self, Gathered, LimitsFor};
+use crate::facts::{self, Gathered, LimitsFor, Resolved};
 use crate::gauge;
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
 use crate::nudge;
 use crate::reading::Reading;
 use crate::transcript::{self, Verdict as Line};
 use crate::usage::Limits;
-use crate::window;
+use crate::window::{self, CodexFacts};
+
+mod codex;
 
 /// How the replay runs.
 #[derive(Debug, Clone, Default)]
@@ -44,16 +48,31 @@ pub struct Options {
     pub window: Option<u64>,
     /// The client's settings and `--autocompact`, as the hooks would gather them.
     pub gathered: Gathered,
+    /// For a Codex rollout: what Codex's `config.toml` sets for compaction
+    /// ([`facts::codex_facts`]; the window each reading reports is added to it). `None` for a
+    /// Claude Code transcript.
+    pub codex: Option<CodexFacts>,
+}
+
+impl Options {
+    /// Which client wrote the transcript these options replay.
+    pub fn client(&self) -> crate::input::Client {
+        if self.codex.is_some() {
+            crate::input::Client::Codex
+        } else {
+            crate::input::Client::ClaudeCode
+        }
+    }
 }
 
 /// [`facts::limits_for`] without I/O: the hooks' own cache ([`facts::cached_or`]) and
-/// resolution ([`facts::resolve_with`]), with the client's settings and `--autocompact` as
-/// `replay` gathered them once ([`Gathered::for_command`]) and no learned windows. The config,
-/// the reported window, the model, the usage and where this session was seen auto-compacting all
-/// apply.
+/// resolution ([`resolve`]), with the client's settings and `--autocompact` as `replay`
+/// gathered them once ([`Gathered::for_command`], and Codex's `config.toml`) and no learned
+/// windows. The config, the reported window, the model, the usage and where this session was
+/// seen auto-compacting all apply.
 pub fn limits_for(
     config: &Config,
-    gathered: &Gathered,
+    options: &Options,
     marker: &Marker,
     model: Option<&str>,
     reported: Option<u64>,
@@ -61,25 +80,48 @@ pub fn limits_for(
     now: DateTime<Utc>,
 ) -> LimitsFor {
     facts::cached_or(config, marker, model, reported, tokens, now, || {
-        facts::resolve_with(config, marker, model, reported, tokens, gathered)
+        resolve(config, options, marker, model, reported, tokens)
     })
 }
 
-/// The observation [`nudge::observe`] makes of a transcript reading.
+/// [`facts::resolve`] on what `replay` gathered: a Codex session's limits as Codex decides
+/// them once a window is known ([`facts::resolve_codex`]), else [`facts::resolve_with`]'s.
+fn resolve(
+    config: &Config,
+    options: &Options,
+    marker: &Marker,
+    model: Option<&str>,
+    reported: Option<u64>,
+    tokens: Option<u64>,
+) -> Resolved {
+    if let Some(codex) = &options.codex {
+        let facts = CodexFacts {
+            reported: reported.or(marker.reported_window),
+            ..codex.clone()
+        };
+        if let Some(resolved) = facts::resolve_codex(config, &facts) {
+            return resolved;
+        }
+    }
+    facts::resolve_with(config, marker, model, reported, tokens, &options.gathered)
+}
+
+/// The observation [`nudge::observe`] makes of a transcript reading (with the window a
+/// Codex rollout reports).
 pub fn transcript_observation(
     reading: &Reading,
     marker: &Marker,
     config: &Config,
-    gathered: &Gathered,
+    options: &Options,
     now: DateTime<Utc>,
 ) -> Observation {
     let marker = marker.knowing_auto_compaction(reading.auto_compacted_at);
     let limits = limits_for(
         config,
-        gathered,
+        options,
         &marker,
         reading.model.as_deref(),
-        None,
+        reading.window,
         reading.tokens,
         now,
     );
@@ -93,12 +135,12 @@ pub fn statusline_observation(
     reported: Option<u64>,
     marker: &Marker,
     config: &Config,
-    gathered: &Gathered,
+    options: &Options,
     now: DateTime<Utc>,
 ) -> Observation {
     let reported = reported.filter(|w| *w > 0);
     let tokens = Some(tokens).filter(|t| *t > 0);
-    let limits = limits_for(config, gathered, marker, model, reported, tokens, now);
+    let limits = limits_for(config, options, marker, model, reported, tokens, now);
     let mut obs = limits.observation(tokens, Source::Statusline);
     obs.reported_window = reported;
     obs.model = model.map(str::to_string);
@@ -136,16 +178,20 @@ pub struct Simulation {
     events: Vec<Event>,
     samples: Vec<Sample>,
     recoveries: crate::receipt::Tally,
+    /// What a Codex rollout's lines leave for the next.
+    rollout: codex::Rollout,
     cycles: Vec<Cycle>,
     open: Open,
 }
 
 impl Simulation {
-    pub fn new(config: &Config, options: Options) -> Simulation {
+    pub fn new(config: &Config, mut options: Options) -> Simulation {
         let config = Config {
             window_tokens: options.window.or(config.window_tokens),
             ..config.clone()
         };
+        // Codex has no status line.
+        options.statusline &= options.codex.is_none();
         Simulation {
             stale: Duration::from_secs(config.stale_after_secs),
             config,
@@ -160,6 +206,7 @@ impl Simulation {
             events: Vec::new(),
             samples: Vec::new(),
             recoveries: crate::receipt::Tally::default(),
+            rollout: codex::Rollout::default(),
             cycles: Vec::new(),
             open: Open {
                 first_line: 1,
@@ -175,6 +222,10 @@ impl Simulation {
     /// The next line of the transcript (without its newline).
     pub fn feed(&mut self, line: &[u8]) {
         self.line += 1;
+        if self.options.codex.is_some() {
+            self.feed_rollout(line);
+            return;
+        }
         self.recoveries.feed(line);
         let shape = Shape::parse(line);
         if let Some(at) = shape.as_ref().and_then(Shape::time) {
@@ -268,7 +319,7 @@ impl Simulation {
             reported,
             &self.marker,
             &self.config,
-            &self.options.gathered,
+            &self.options,
             now,
         );
         let (next, _gauge) = gauge::decide(&self.marker, obs, &self.config, now);
@@ -290,7 +341,7 @@ impl Simulation {
                 &self.reading,
                 &self.marker,
                 &self.config,
-                &self.options.gathered,
+                &self.options,
                 now,
             )
         });
@@ -318,7 +369,7 @@ impl Simulation {
             &self.reading,
             &self.marker,
             &self.config,
-            &self.options.gathered,
+            &self.options,
             now,
         );
         let (next, nudged) = nudge::decide_idle(
@@ -452,20 +503,22 @@ impl Simulation {
                 critical_at: m.critical_at,
             }
         } else {
-            let reported = if self.options.statusline {
+            let reported = if self.options.codex.is_some() {
+                self.reading.window
+            } else if self.options.statusline {
                 self.options
                     .window
                     .or_else(|| self.reading.model.as_deref().and_then(window::known))
             } else {
                 None
             };
-            facts::resolve_with(
+            resolve(
                 &self.config,
+                &self.options,
                 m,
                 self.reading.model.as_deref(),
                 reported,
                 Some(tokens),
-                &self.options.gathered,
             )
             .limits
         }
@@ -525,6 +578,8 @@ impl Simulation {
 
     /// The whole replay: every cycle closed, with its verdict.
     pub fn finish(mut self) -> Report {
+        // A call the rollout ends on still ran its hook.
+        self.run_pending_calls();
         // A transcript that ends right after a compaction has no cycle after it.
         if self.open.replies > 0 || self.open.nudges > 0 || self.cycles.is_empty() {
             self.close(None);
@@ -539,8 +594,10 @@ impl Simulation {
             }),
             _ => self.samples.last().map(|s| s.limits),
         };
+        let codex = self.options.codex.is_some();
         Report {
             transcript: String::new(),
+            client: self.options.client(),
             statusline: self.options.statusline,
             window: self.options.window,
             lines: self.line,
@@ -550,11 +607,20 @@ impl Simulation {
                 .iter()
                 .filter(|c| c.compaction.is_some())
                 .count(),
-            model: self.reading.model.clone().or(m.model.clone()),
+            model: self
+                .reading
+                .model
+                .clone()
+                .or(m.model.clone())
+                .or(self.rollout.model.clone()),
             limits,
             window_source: m.window_source,
             compact_source: m.compact_source.clone(),
-            recoveries_missing: self.recoveries.total(),
+            recoveries_missing: if codex {
+                self.rollout.recoveries_missing()
+            } else {
+                self.recoveries.total()
+            },
             events: self.events,
             cycles: self.cycles,
             samples: self.samples,

@@ -8,7 +8,6 @@ use super::report::{Hook, Level, Report, Verdict, What};
 use super::simulate::{statusline_observation, transcript_observation, Options, Simulation};
 use crate::config::{Config, Env};
 use crate::facts::Context;
-use crate::facts::Gathered;
 use crate::gauge;
 use crate::marker::Marker;
 use crate::nudge;
@@ -465,7 +464,7 @@ fn observations_match_the_hooks() {
     };
     for marker in [&fresh, &observed, &cached] {
         assert_eq!(
-            transcript_observation(&reading, marker, &config, &Gathered::default(), now),
+            transcript_observation(&reading, marker, &config, &Options::default(), now),
             nudge::observe(&reading, marker, &ctx, now),
             "{marker:?}"
         );
@@ -477,7 +476,7 @@ fn observations_match_the_hooks() {
                     Some(window),
                     marker,
                     &config,
-                    &Gathered::default(),
+                    &Options::default(),
                     now,
                 ),
                 gauge::observe(&payload(window), marker, &ctx, None, now),
