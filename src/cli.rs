@@ -192,10 +192,10 @@ Exits 1 when something is broken; every finding says how to fix it."
     Checkpoint(CheckpointCommand),
     /// Compute context usage from a transcript file
     #[command(
-        after_help = "Example:\n  ctxguard usage ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl --json"
+        after_help = "Examples:\n  ctxguard usage ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl --json\n  ctxguard usage ~/.codex/sessions/2026/11/25/rollout-2026-11-25T17-26-48-01a213be-e8c1-76e1-be8e-e0a1bfdaaeed.jsonl"
     )]
     Usage {
-        /// Path of a Claude Code transcript (.jsonl)
+        /// Path of a Claude Code transcript or a Codex rollout (.jsonl)
         transcript: PathBuf,
         /// Context window in tokens (default: `window_tokens` from the config, else guessed)
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -210,18 +210,19 @@ Exits 1 when something is broken; every finding says how to fix it."
     },
     /// Replay the hooks' decisions over a transcript and judge each compaction cycle
     #[command(
-        after_help = "Examples:\n  ctxguard replay ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl\n  ctxguard replay session.jsonl --statusline --window 200000 --json\n  ctxguard replay --all --since 30 --project ~/src/app\n\n\
+        after_help = "Examples:\n  ctxguard replay ~/.claude/projects/-home-me-proj/225d8c26-5cbd-4b52-b720-e8fe94443567.jsonl\n  ctxguard replay session.jsonl --statusline --window 200000 --json\n  ctxguard replay --all --since 30 --project ~/src/app\n  ctxguard replay ~/.codex/sessions/2026/11/25/rollout-2026-11-25T17-26-48-01a213be-e8c1-76e1-be8e-e0a1bfdaaeed.jsonl\n\n\
 Each reply, tool call, prompt and compaction of the transcript goes through the hooks' own \
 decision code, in memory (nothing is read but the config and the transcript, nothing is written). \
 Prints the timeline (armed, nudges, compactions), a verdict per cycle (in time, late, missed, \
 false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
     )]
     Replay {
-        /// Path of a Claude Code transcript (.jsonl)
+        /// Path of a Claude Code transcript or a Codex rollout (.jsonl)
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         transcript: Option<PathBuf>,
-        /// Every session transcript under the client's projects folder (~/.claude/projects):
-        /// one line per session, then the verdicts across sessions
+        /// Every session transcript under Claude Code's projects folder (~/.claude/projects) and
+        /// every Codex rollout (~/.codex/sessions): one line per session, then the verdicts
+        /// across sessions
         #[arg(long)]
         all: bool,
         /// With --all: only transcripts written in the last DAYS days

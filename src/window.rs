@@ -40,6 +40,10 @@ pub enum WindowSource {
     Reported,
     /// Codex's `model_context_window`, in its rollout.
     Rollout,
+    /// `model_context_window` in Codex's `config.toml`.
+    CodexConfig,
+    /// The window of Codex's own models (272k), before the rollout reports one.
+    CodexDefault,
     Learned,
     Model,
     Usage,
@@ -54,6 +58,10 @@ impl WindowSource {
             WindowSource::ClientMax => "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
             WindowSource::Reported => "reported by the status line",
             WindowSource::Rollout => "reported by Codex in its rollout (model_context_window)",
+            WindowSource::CodexConfig => "model_context_window in Codex's config.toml",
+            WindowSource::CodexDefault => {
+                "the window of Codex's own models (272k), until its rollout reports one"
+            }
             WindowSource::Learned => "learned from an earlier status line for this model",
             WindowSource::Model => "known for this model",
             WindowSource::Usage => "usage above 200k",
@@ -311,17 +319,27 @@ pub struct CodexFacts {
 /// `effective_context_window_percent`).
 pub const CODEX_EFFECTIVE_PCT: u64 = 95;
 
+/// The window of the models Codex 0.169.0 bundles (all but two of its twelve): what a session's
+/// first tool call is judged against, before any response has reported a window.
+pub const CODEX_DEFAULT_WINDOW: u64 = 272_000;
+
 /// Where Codex compacts, as it decides: at its auto-compact limit, which is 90% of the model's
 /// window unless `model_auto_compact_token_limit` sets a lower one (a higher one is capped at
 /// 90%). The model's window is the configured `model_context_window`, else the one the rollout
-/// reported, scaled back from its 95%. `None` when neither is known. The window shown is the
-/// reported one: what Codex itself counts the session's context against.
+/// reported, scaled back from its 95%, else that of Codex's own models ([`CODEX_DEFAULT_WINDOW`]).
+/// The window shown is the reported one: what Codex itself counts the session's context
+/// against.
 pub fn codex_limits(facts: &CodexFacts, policy: &Policy) -> Option<(Limits, CompactSource)> {
-    let model_window = facts.window.as_ref().map(|(w, _)| *w).or_else(|| {
-        facts
-            .reported
-            .map(|r| (r * 100).div_ceil(CODEX_EFFECTIVE_PCT))
-    })?;
+    let model_window = facts
+        .window
+        .as_ref()
+        .map(|(w, _)| *w)
+        .or_else(|| {
+            facts
+                .reported
+                .map(|r| (r * 100).div_ceil(CODEX_EFFECTIVE_PCT))
+        })
+        .unwrap_or(CODEX_DEFAULT_WINDOW);
     if model_window == 0 {
         return None;
     }
@@ -376,8 +394,9 @@ mod tests {
         let (limits, source) = codex_limits(&facts, &policy).unwrap();
         assert_eq!(limits.compact_at, 180_000);
         assert_eq!(source, CompactSource::CodexDefault);
-        // Nothing known: no limits.
-        assert!(codex_limits(&CodexFacts::default(), &policy).is_none());
+        // Nothing known yet (a session's first tool call): Codex's own models' window.
+        let (limits, _) = codex_limits(&CodexFacts::default(), &policy).unwrap();
+        assert_eq!((limits.window, limits.compact_at), (258_400, 244_800));
     }
 
     #[test]

@@ -286,8 +286,10 @@ pub fn resolve_codex(config: &Config, facts: &window::CodexFacts) -> Option<Reso
             WindowSource::Config
         } else if facts.reported.is_some() {
             WindowSource::Rollout
+        } else if facts.window.is_some() {
+            WindowSource::CodexConfig
         } else {
-            WindowSource::Config
+            WindowSource::CodexDefault
         },
         compact_source,
         // Codex does not compact an idle session.
