@@ -65,6 +65,7 @@ ROWS = [
     ("pretooluse-fast", "ctxguard `pretooluse`: idle, fresh status line (fast path)"),
     ("pretooluse-transcript", "ctxguard `pretooluse`: idle, no status line, 100 MB transcript"),
     ("pretooluse-armed", "ctxguard `pretooluse`: armed, prints the nudge"),
+    ("pretooluse-codex", "ctxguard `pretooluse` on Codex 0.169.0: 50 MB rollout, no status line"),
     ("stop-transcript", "ctxguard `stop`: end of a turn, below idle compaction, 100 MB transcript"),
     ("alt-bash-guard", "alternative: bash `test -f marker` guard"),
     ("alt-bash-jq-statusline", "alternative: bash + jq status line (sums the usage fields)"),

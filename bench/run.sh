@@ -72,6 +72,21 @@ for t in 10 50 50whole; do
     jq -c --arg t "$work/t$t.jsonl" '.session_id="bench-precompact" | .transcript_path=$t' \
         "$fx/PreCompact-auto.json" >"$work/precompact-$t.json"
 done
+# A Codex session: a 50 MB rollout (the work fixture's lines, repeated, with no compaction), the
+# PreToolUse payload of Codex 0.169.0 pointing at it.
+mkdir -p "$work/codex/sessions/2026/11/25"
+rollout=$work/codex/sessions/2026/11/25/rollout-2026-11-25T18-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000.jsonl
+python3 - "$rollout" <<'PY'
+import sys
+lines = [l for l in open("fixtures/codex/rollout-work.jsonl") if '"compacted"' not in l]
+with open(sys.argv[1], "w") as out:
+    n = 0
+    while out.tell() < 50 * 1024 * 1024:
+        out.writelines(lines)
+        n += 1
+PY
+jq -c --arg t "$rollout" '.stdin | .session_id="bench-codex" | .transcript_path=$t' \
+    fixtures/codex/PreToolUse.json >"$work/pre-codex.json"
 refresh="sh -c '$bin statusline --quiet < $work/sl-fast.json'"
 rearm="sh -c '$bin reset --session $S_ARMED >/dev/null 2>&1; $bin statusline --quiet < $work/sl-armed.json'"
 
@@ -92,6 +107,9 @@ measure pretooluse-fast "$work/pre-fast.json" --prepare "$refresh" "$bin pretool
 # the transcript (100 MB): the tail once, then only what was appended since (here nothing).
 CTXGUARD_WINDOW_TOKENS=1000000 measure pretooluse-transcript "$work/pre-transcript.json" "$bin pretooluse"
 measure pretooluse-armed "$work/pre-armed.json" --prepare "$rearm" "$bin pretooluse"
+# Codex: no status line ever, so every call reads the rollout (the tail once, then what was
+# appended since).
+CODEX_HOME=$work/codex measure pretooluse-codex "$work/pre-codex.json" "$bin pretooluse"
 CTXGUARD_WINDOW_TOKENS=1000000 measure stop-transcript "$work/stop.json" "$bin stop"
 # What the shell form of a hook costs per call: Claude Code runs a shell-form command with
 # `/bin/sh -c`, and an exec-form one (what `ctxguard install` registers) directly. The same
@@ -133,6 +151,7 @@ if [ -x /usr/bin/time ]; then
     CTXGUARD_WINDOW_TOKENS=1000000 rss pretooluse-transcript "$work/pre-transcript.json" "$bin" pretooluse
     sh -c "$rearm"
     rss pretooluse-armed "$work/pre-armed.json" "$bin" pretooluse
+    CODEX_HOME=$work/codex rss pretooluse-codex "$work/pre-codex.json" "$bin" pretooluse
     rss usage-100mb /dev/null "$bin" usage "$work/t100.jsonl"
     rss precompact-10mb "$work/precompact-10.json" "$bin" precompact
     rss precompact-50mb-whole "$work/precompact-50whole.json" "$bin" precompact
@@ -156,6 +175,7 @@ if command -v valgrind >/dev/null 2>&1; then
     CTXGUARD_WINDOW_TOKENS=1000000 instr pretooluse-transcript "$work/pre-transcript.json" "$bin" pretooluse
     sh -c "$rearm"
     instr pretooluse-armed "$work/pre-armed.json" "$bin" pretooluse
+    CODEX_HOME=$work/codex instr pretooluse-codex "$work/pre-codex.json" "$bin" pretooluse
     sh -c "$refresh"
     instr shell-form "$work/pre-fast.json" sh -c "$bin pretooluse"
     instr usage-100mb /dev/null "$bin" usage "$work/t100.jsonl"
