@@ -75,7 +75,12 @@ pub(crate) fn remember(list: &mut Vec<String>, pr: &str, cap: usize) {
     }
     if let Some(at) = list.iter().position(|old| Pr::parse(old).same(&new)) {
         let old = Pr::parse(&list.remove(at));
-        new.state = new.state.or(old.state);
+        // Looking at a pull request again says less than what was done to it: one the session
+        // created and then checked stays "created".
+        new.state = match (new.state, old.state) {
+            (Some(seen), Some(done)) if seen == "viewed" => Some(done),
+            (new, old) => new.or(old),
+        };
         new.url = new.url.or(old.url);
     }
     list.push(new.render());
@@ -195,6 +200,22 @@ fn printed_state(output: &str) -> Option<&'static str> {
     }
 }
 
+/// Is `url` a pull request's own page, `https://host/owner/repo/pull/N` (as `gh` prints it),
+/// rather than another site's page about it (a review bot's `…/review/owner/repo/pull/N`)?
+fn pull_shape(url: &str) -> bool {
+    let path = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default();
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    parts.len() >= 5
+        && parts[3] == "pull"
+        && is_number(parts[4])
+        && parts[1..3].iter().all(|p| !p.is_empty())
+}
+
 /// The pull-request URLs in `text` (`https://github.com/o/r/pull/183`), at most a few.
 fn urls(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -204,7 +225,7 @@ fn urls(text: &str) -> Vec<String> {
             .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ')' | '>' | ']'))
             .take(PR_CHARS)
             .collect();
-        if url_number(&url).is_some() {
+        if url_number(&url).is_some() && pull_shape(&url) {
             let url = sanitize(&url, true);
             if !out.contains(&url) {
                 out.push(url);
@@ -223,6 +244,36 @@ mod tests {
 
     fn all(command: &str, output: &str) -> Vec<String> {
         in_command(command, output, false)
+    }
+
+    /// ReviewStage/luke's session: `gh pr create` then `gh pr checks`, whose output links a
+    /// review bot's page about the pull request.
+    #[test]
+    fn a_created_pull_request_stays_created_with_its_own_url() {
+        let mut list = Vec::new();
+        for pr in all(
+            "gh pr create --title x --body y",
+            "https://github.com/ReviewStage/luke/pull/549\n",
+        )
+        .into_iter()
+        .chain(all(
+            "sleep 15 && gh pr checks 549 2>&1",
+            "Devin Review\tpass\t0\thttps://app.devin.ai/review/reviewstage/luke/pull/549\tFull review skipped",
+        )) {
+            remember(&mut list, &pr, 5);
+        }
+        assert_eq!(
+            list,
+            ["#549 (created) https://github.com/ReviewStage/luke/pull/549"]
+        );
+        assert!(!pull_shape("https://app.devin.ai/review/o/r/pull/5"));
+        assert!(pull_shape("https://github.example.com/o/r/pull/5/files"));
+        // A later action does replace it.
+        remember(&mut list, "#549 (merged)", 5);
+        assert_eq!(
+            list,
+            ["#549 (merged) https://github.com/ReviewStage/luke/pull/549"]
+        );
     }
 
     /// As the real sessions have them (../shared/transcripts: entirecontext-d29c2adb,
