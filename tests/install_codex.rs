@@ -4,9 +4,14 @@
 //! writes.
 
 use std::fs;
+#[cfg(unix)]
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::path::Path;
+use std::path::PathBuf;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -426,7 +431,9 @@ fn doctor_says_nothing_of_codex_without_its_directory() {
     assert_eq!(codex, 0, "{report}");
 }
 
-/// The real Codex CLI, where `.ci/run` installed it; `None` (said) where it is not.
+/// The real Codex CLI, where `.ci/run` installed it; `None` (said) where it is not. (Its Linux
+/// build: not on Windows.)
+#[cfg(unix)]
 fn real_codex() -> Option<PathBuf> {
     let bin =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("target/codex-0.169.0/node_modules/.bin/codex");
@@ -441,6 +448,7 @@ fn real_codex() -> Option<PathBuf> {
 }
 
 /// `hooks/list` from the real `codex app-server` (stdio JSON-RPC) on `codex_home`.
+#[cfg(unix)]
 fn hooks_list(codex: &Path, env: &TestEnv) -> Value {
     let mut child = Command::new(codex)
         .arg("app-server")
