@@ -35,6 +35,22 @@ fn codex_env() -> TestEnv {
     env
 }
 
+/// The table header of the trust entry `<hooks.json>:<key>` as `toml_edit` writes it: the
+/// canonical `hooks.json` (on Windows without the `\\?\` prefix), in a basic string, or a
+/// literal one when it holds backslashes (Windows).
+fn state_header(env: &TestEnv, key: &str) -> String {
+    let path = fs::canonicalize(codex_home(env))
+        .unwrap()
+        .join("hooks.json");
+    let path = path.to_str().unwrap();
+    let path = path.strip_prefix(r"\\?\").unwrap_or(path);
+    if path.contains('\\') {
+        format!("[hooks.state.'{path}:{key}']")
+    } else {
+        format!("[hooks.state.\"{path}:{key}\"]")
+    }
+}
+
 fn codex_home(env: &TestEnv) -> PathBuf {
     env.dir.path().join("codex")
 }
@@ -178,10 +194,7 @@ fn install_keeps_the_users_files_backs_them_up_and_uninstall_gives_them_back_byt
     // The trust: one table per hook, after the user's own lines, which are kept.
     let config = fs::read_to_string(config_toml(&env)).unwrap();
     assert!(config.starts_with(THEIR_CONFIG), "{config}");
-    let key_file = fs::canonicalize(codex_home(&env))
-        .unwrap()
-        .join("hooks.json");
-    let key_file = key_file.to_str().unwrap();
+
     for key in [
         "session_start:0:0",
         "user_prompt_submit:0:0",
@@ -191,7 +204,8 @@ fn install_keeps_the_users_files_backs_them_up_and_uninstall_gives_them_back_byt
     ] {
         assert!(
             config.contains(&format!(
-                "[hooks.state.\"{key_file}:{key}\"]\ntrusted_hash = \"sha256:"
+                "{}\ntrusted_hash = \"sha256:",
+                state_header(&env, key)
             )),
             "{key}: {config}"
         );
@@ -264,13 +278,11 @@ fn uninstall_removes_the_files_install_created_and_keeps_a_hook_added_since_trus
         .unwrap()
         .push(json!({"hooks": [{"type": "command", "command": "mine"}]}));
     fs::write(hooks_json(&env), doc.to_string()).unwrap();
-    let key_file = fs::canonicalize(codex_home(&env))
-        .unwrap()
-        .join("hooks.json");
-    let key_file = key_file.to_str().unwrap();
+
     let mut config = fs::read_to_string(config_toml(&env)).unwrap();
     config.push_str(&format!(
-        "\n[hooks.state.\"{key_file}:pre_tool_use:1:0\"]\ntrusted_hash = \"sha256:mine\"\n"
+        "\n{}\ntrusted_hash = \"sha256:mine\"\n",
+        state_header(&env, "pre_tool_use:1:0")
     ));
     fs::write(config_toml(&env), &config).unwrap();
     let out = run(&env, &["uninstall", "--client", "codex"]);
@@ -282,7 +294,10 @@ fn uninstall_removes_the_files_install_created_and_keeps_a_hook_added_since_trus
     );
     assert_eq!(
         fs::read_to_string(config_toml(&env)).unwrap().trim_start(),
-        format!("[hooks.state.\"{key_file}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:mine\"\n")
+        format!(
+            "{}\ntrusted_hash = \"sha256:mine\"\n",
+            state_header(&env, "pre_tool_use:0:0")
+        )
     );
 }
 
