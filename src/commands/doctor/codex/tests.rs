@@ -1,9 +1,17 @@
 use serde_json::json;
 
 use super::*;
-use crate::commands::doctor::tests::{ctx, lines};
+use crate::commands::doctor::tests::ctx;
 
 const KEY_FILE: &str = "/h/.codex/hooks.json";
+
+/// The findings as lines, paths with forward slashes (Windows joins with `\\`).
+fn lines(findings: &[Finding]) -> Vec<String> {
+    crate::commands::doctor::tests::lines(findings)
+        .into_iter()
+        .map(|l| l.replace('\\', "/"))
+        .collect()
+}
 
 fn entry(sub: &str) -> Value {
     json!([{"hooks": [{"type": "command", "command": format!("/bin/ctxguard {sub}")}]}])
