@@ -14,7 +14,7 @@ use crate::config::{nudge_templates, render_text, Config, Env, NudgeNumbers};
 use crate::diag::Diag;
 use crate::event;
 use crate::facts::{self, Context, LimitsFor};
-use crate::input::HookInput;
+use crate::input::{Client, HookInput};
 use crate::marker::{
     self, Event, LastNudge, Marker, Nudge, Observation, Source, State, Store, REFRESH,
 };
@@ -227,11 +227,7 @@ pub fn give(
         .as_ref()
         .is_none_or(Reading::client_reads_pretooluse_context);
     let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
-    // On such a client the prompt is the nudge's only route: it is never withheld there.
-    // Codex compacts as soon as a reply's tool calls have run when that reply reached its limit:
-    // past the point, a nudge with a tool call would reach only the summarizer.
-    let at_prompt = (hook_event == event::USER_PROMPT_SUBMIT && modern)
-        || ctx.client == crate::input::Client::Codex;
+    let at_prompt = withheld_past_the_point(hook_event, modern, ctx.client);
     let observation = reading
         .filter(newer)
         .map(|r| observe(&r, &marker, &ctx, now));
@@ -261,6 +257,16 @@ pub fn give(
     let (place, make_room) =
         memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
     Ok(Some(nudge_text(level, &next, &config, &place, make_room)))
+}
+
+/// Is a nudge on this route withheld once usage is past the compaction point (the `at_prompt`
+/// of [`decide_route`])? At a prompt, on a client that also reads `PreToolUse`'s context
+/// (`modern`): the client compacts before the model sees the prompt (on an older client the
+/// prompt is the nudge's only route, and it is never withheld there). On Codex, on every route:
+/// Codex compacts as soon as the tool calls of a reply that reached its limit have run, so a
+/// nudge with one of them would reach only the summarizer. `replay` asks the same.
+pub fn withheld_past_the_point(hook_event: &str, modern: bool, client: Client) -> bool {
+    (hook_event == event::USER_PROMPT_SUBMIT && modern) || client == Client::Codex
 }
 
 /// Is usage at or past the point where the client auto-compacts (never when that is off)?

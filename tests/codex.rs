@@ -100,8 +100,31 @@ fn the_nudge_counts_to_codexs_own_limit_from_config_toml_once() {
         text.contains("about 20k tokens are left before auto-compaction, which comes at 200k"),
         "{text}"
     );
+    // Where to save: in the project, which Codex's default sandbox (workspace-write) lets the
+    // agent write, not under the home directory.
+    assert!(
+        text.contains("in /home/user/proj/.claude/memory/MEMORY.md (ctxguard shows it again"),
+        "{text}"
+    );
     // Once per cycle.
     assert_eq!(codex.pretooluse().stdout, "");
+    // Codex never compacts an idle session, and fails a Stop hook that answers with context:
+    // even at 450k in context (where Claude Code's idle compaction would be near), nothing.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&codex.rollout)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"timestamp\":\"2026-11-25T18:30:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"info\":{\"last_token_usage\":{\"total_tokens\":450000},\"model_context_window\":950000}}}\n",
+    )
+    .unwrap();
+    let stop = codex.hook(
+        "stop",
+        "Stop",
+        json!({"turn_id": "t1", "stop_hook_active": false, "last_assistant_message": "done"}),
+    );
+    assert_eq!((stop.code, stop.stdout.as_str()), (0, ""), "{stop:?}");
     // Without a limit in config.toml: 90% of the model's window (258.4k reported = 272k).
     let codex = Codex::new(0);
     codex.write(false);

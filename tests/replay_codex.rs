@@ -167,9 +167,10 @@ fn codexs_config_toml_sets_the_compaction_point() {
 }
 
 /// The real 0.169.0 excerpts, recorded with a 20,000 limit: a reply jumping from nothing to
-/// 50,050 tokens. Mid-turn, its tool call is nudged (critical: already past the limit) and
-/// Codex compacts right after: late. Before a turn, the reply had no tool call and the next
-/// prompt came after the compaction: missed.
+/// 50,050 tokens. Mid-turn, its tool call is not nudged, as the hook does not nudge it: it is
+/// already past the limit, and Codex compacts once the call has run, before the model could
+/// act on a nudge. Before a turn, the reply had no tool call and the next prompt came after
+/// the compaction. Both missed: nothing ever crossed the trigger before the limit.
 #[test]
 fn the_recorded_excerpts_on_their_own_limit() {
     let (env, _) = codex_env(Some(
@@ -181,13 +182,9 @@ fn the_recorded_excerpts_on_their_own_limit() {
     );
     assert_eq!(
         timeline(&mid),
-        [
-            "armed 50050 pretooluse",
-            "critical 50050 pretooluse",
-            "auto compaction 50050 -",
-        ]
+        ["armed 50050 pretooluse", "auto compaction 50050 -",]
     );
-    assert_eq!(verdicts(&mid), ["late", "quiet"]);
+    assert_eq!(verdicts(&mid), ["missed", "quiet"]);
     let pre = replay_json(
         &env,
         &fixture_path("codex/rollout-excerpt-pre-turn-compaction.jsonl"),

@@ -63,7 +63,9 @@ fn read_settled(
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::STOP)?;
-    if !input.agent_id.is_empty() || input.stop_hook_active || env.unattended {
+    // Codex never compacts an idle session, and fails a Stop hook that answers with context.
+    let codex = input.client() == crate::input::Client::Codex;
+    if !input.agent_id.is_empty() || input.stop_hook_active || env.unattended || codex {
         return Ok(Outcome::Quiet);
     }
     let paths = env.paths()?;

@@ -93,10 +93,19 @@ pub fn save_place_for(
         "/compact or /clear"
     };
     let client = client_memory_dir(env, &settings, transcript_path, cwd);
-    let own = config
+    let files: Vec<String> = config
         .memory_files
-        .as_ref()
-        .and_then(|l| l.first().cloned())
+        .clone()
+        .unwrap_or_else(|| DEFAULT_FILES.iter().map(|f| (*f).to_string()).collect());
+    // Codex's default sandbox (workspace-write) lets the agent write inside the project only:
+    // there, the first memory file in the project (a relative entry) is where to save.
+    let codex = crate::input::Client::of_transcript(transcript_path) == crate::input::Client::Codex;
+    let in_project = |f: &&String| !f.starts_with("~/") && !Path::new(f.as_str()).is_absolute();
+    let own = codex
+        .then(|| files.iter().find(in_project))
+        .flatten()
+        .or_else(|| files.first())
+        .cloned()
         .unwrap_or_else(|| DEFAULT_FILES[0].to_string());
     let own = resolve(
         &own,

@@ -135,7 +135,8 @@ impl Ours<'_> {
             args.first()
                 .is_some_and(|a| a.literal && crate::hook_list::find(&a.text).is_some())
         };
-        name.starts_with("ctxguard")
+        // A script of the user's named after it (`ctxguard-notify.sh`) is theirs.
+        (name.starts_with("ctxguard") && !is_script(name))
             || self.bin == Some(text)
             || is_launcher(text)
             || (hook_shaped() && program_to_check(word).is_some_and(|p| (self.same_binary)(&p)))
@@ -161,6 +162,16 @@ fn program_to_check(word: &Word) -> Option<String> {
     let plain =
         !rest.is_empty() && !rest.contains(|c: char| "$`~*?[]{}".contains(c) || c.is_whitespace());
     plain.then(|| format!("~/{rest}"))
+}
+
+/// Does a program's file name end like a script's (`.sh`, `.py`, ...)? ctxguard is a binary.
+fn is_script(name: &str) -> bool {
+    const SCRIPTS: &[&str] = &[
+        ".sh", ".bash", ".zsh", ".fish", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1",
+        ".bat", ".cmd",
+    ];
+    let lower = name.to_ascii_lowercase();
+    SCRIPTS.iter().any(|ext| lower.ends_with(ext))
 }
 
 /// The plugin's `hooks/run.sh`, as its hooks.json names it or as a path into a checkout.
@@ -374,6 +385,9 @@ mod tests {
             "/opt/tools/cg2 pretooluse",
             "/home/u/src/other/hooks/run.sh pretooluse",
             "$(which ctxguard) pretooluse",
+            // A script of the user's named after ctxguard is theirs.
+            "/home/u/bin/ctxguard-notify.sh sessionend",
+            "ctxguard-log.py pretooluse",
             "",
         ] {
             assert!(call(line, ours()).is_none(), "{line}");

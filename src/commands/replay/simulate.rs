@@ -27,8 +27,10 @@ use super::report::{
     What,
 };
 use crate::config::Config;
+use crate::event;
 use crate::facts::{self, Gathered, LimitsFor, Resolved};
 use crate::gauge;
+use crate::input::Client;
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
 use crate::nudge;
 use crate::reading::Reading;
@@ -347,15 +349,24 @@ impl Simulation {
         });
         // Clients before 2.1 drop PreToolUse's context: the hook keeps the nudge for the next
         // prompt there, and so does the replay.
-        let can_deliver =
-            hook != Hook::PreToolUse || self.reading.client_reads_pretooluse_context();
+        let modern = self.reading.client_reads_pretooluse_context();
+        let can_deliver = hook != Hook::PreToolUse || modern;
+        let client = if self.options.codex.is_some() {
+            Client::Codex
+        } else {
+            Client::ClaudeCode
+        };
+        let event = match hook {
+            Hook::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
+            _ => event::PRE_TOOL_USE,
+        };
         let (next, nudge) = nudge::decide_route(
             &self.marker,
             observation.as_ref(),
             &self.config,
             now,
             can_deliver,
-            hook == Hook::UserPromptSubmit && self.reading.client_reads_pretooluse_context(),
+            nudge::withheld_past_the_point(event, modern, client),
         );
         self.record(hook, next, nudge);
     }
