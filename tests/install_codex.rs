@@ -544,3 +544,21 @@ fn the_real_codex_trusts_what_install_trust_writes() {
     want.sort();
     assert_eq!(commands, want);
 }
+
+/// A config.toml that parses but cannot take a trust entry (its `hooks` an inline table): `--trust`
+/// is refused before anything is written, so no hook is left registered and untrusted.
+#[test]
+fn trust_that_cannot_be_recorded_writes_nothing() {
+    let env = codex_env();
+    let config = "hooks = { foo = 1 }\n";
+    fs::write(config_toml(&env), config).unwrap();
+    let out = env.run(&["install", "--client", "codex", "--trust"], "");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("cannot record trust there, nothing written"),
+        "{out:?}"
+    );
+    assert!(!hooks_json(&env).exists());
+    assert_eq!(fs::read_to_string(config_toml(&env)).unwrap(), config);
+}

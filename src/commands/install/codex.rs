@@ -257,6 +257,17 @@ pub fn install(dry_run: bool, trust: bool) -> Result<()> {
         Err(e) if trust => return Err(e),
         config => config,
     };
+    // A config.toml that parses but cannot take a trust entry (its `hooks` an inline table, a
+    // value) is refused before hooks.json is written: no hooks left registered and untrusted.
+    if let (true, Ok((_, parsed))) = (trust, &config) {
+        let mut probe = parsed.clone();
+        hooks::set_trusted(&mut probe, "ctxguard-probe", "sha256:0").map_err(|e| {
+            anyhow!(
+                "{}: {e}; cannot record trust there, nothing written",
+                files.config.display()
+            )
+        })?;
+    }
     let edit = hooks_edit(
         &files,
         hooks_old.as_deref(),
