@@ -102,8 +102,10 @@ fn the_nudge_counts_to_codexs_own_limit_from_config_toml_once() {
     );
     // Where to save: in the project, which Codex's default sandbox (workspace-write) lets the
     // agent write, not under the home directory.
+    // (Windows joins the project and the file with a backslash.)
     assert!(
-        text.contains("in /home/user/proj/.claude/memory/MEMORY.md (ctxguard shows it again"),
+        text.replace('\\', "/")
+            .contains("in /home/user/proj/.claude/memory/MEMORY.md (ctxguard shows it again"),
         "{text}"
     );
     // Once per cycle.
