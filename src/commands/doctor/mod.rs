@@ -1,6 +1,6 @@
 //! `ctxguard doctor`: checks that ctxguard is registered and can work, and explains what the
 //! auto-compaction settings mean for the trigger. Everything is read once into a [`Context`];
-//! doctor is then a list of small checks ([`CHECKS`]), each a function from the context to
+//! doctor is then a list of small checks ([`CLAUDE_CODE_CHECKS`], then Codex's), each a function from the context to
 //! findings, unit-tested with literals. Each finding says how to fix it; any failure makes the
 //! exit code 1.
 
@@ -64,28 +64,8 @@ fn finding(check: &'static str, status: Status, message: String, fix: Option<&st
 
 type Check = fn(&Context) -> Vec<Finding>;
 
-/// Every check, in the order of the report.
-const CHECKS: &[Check] = &[
-    version::version,
-    version::summary_facts,
-    checks::settings_files,
-    checks::hooks,
-    checks::binaries,
-    checks::state,
-    checks::config,
-    checks::status_line,
-    compaction::auto_compaction,
-    compaction::autocompact_pct,
-    compaction::autocompact_window,
-    compaction::idle_compaction,
-    compaction::window_variables,
-    compaction::auto_memory,
-    compaction::sources,
-    codex::hooks,
-    codex::compaction,
-];
-
-/// The checks of `doctor --client claude-code`: all but Codex's.
+/// The checks of `doctor --client claude-code`; plain `doctor` runs these, then
+/// [`CODEX_WHEN_PRESENT`].
 const CLAUDE_CODE_CHECKS: &[Check] = &[
     version::version,
     version::summary_facts,
@@ -103,6 +83,9 @@ const CLAUDE_CODE_CHECKS: &[Check] = &[
     compaction::auto_memory,
     compaction::sources,
 ];
+
+/// Codex's checks in plain `doctor`: they say nothing without Codex's directory.
+const CODEX_WHEN_PRESENT: &[Check] = &[codex::hooks, codex::compaction];
 
 /// The checks of `doctor --client codex`: ctxguard's own, then Codex's, which fail without
 /// Codex's directory.
@@ -186,12 +169,16 @@ pub fn check(env: &Env, client_version: Option<&str>, only: Only) -> Result<Repo
 /// Runs every check, in order, and works out the thresholds (Claude Code's).
 fn report(ctx: &Context, only: Only) -> Report {
     use crate::commands::install::ClientArg;
-    let checks = match only {
-        None => CHECKS,
-        Some(ClientArg::ClaudeCode) => CLAUDE_CODE_CHECKS,
-        Some(ClientArg::Codex) => CODEX_CHECKS,
+    let checks: &[&[Check]] = match only {
+        None => &[CLAUDE_CODE_CHECKS, CODEX_WHEN_PRESENT],
+        Some(ClientArg::ClaudeCode) => &[CLAUDE_CODE_CHECKS],
+        Some(ClientArg::Codex) => &[CODEX_CHECKS],
     };
-    let findings: Vec<Finding> = checks.iter().flat_map(|check| check(ctx)).collect();
+    let findings: Vec<Finding> = checks
+        .iter()
+        .flat_map(|list| list.iter())
+        .flat_map(|check| check(ctx))
+        .collect();
     let windows: &[u64] = if only == Some(ClientArg::Codex) {
         &[]
     } else {
