@@ -45,25 +45,27 @@ pub fn classifier(path: &Path) -> fn(&[u8]) -> Verdict {
     }
 }
 
-/// One rollout line, reduced to its kind and time; the payload stays raw until a reader needs it.
+/// One rollout line, reduced to its kind and time; the payload stays raw until a reader needs it
+/// (the replay reads its own parts of it).
 #[derive(Deserialize)]
-struct Line<'a> {
+pub struct Line<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    pub kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
+    pub timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    payload: Option<&'a RawValue>,
+    pub payload: Option<&'a RawValue>,
     /// Codex's bookkeeping of a history item (0.169.0 writes it beside the payload).
     #[serde(default)]
-    metadata: Option<ItemMetadata>,
+    pub metadata: Option<ItemMetadata>,
 }
 
+/// A history item's bookkeeping, beside its payload (0.169.0) or inside it.
 #[derive(Deserialize, Default)]
-struct ItemMetadata {
+pub struct ItemMetadata {
     /// The compaction's own summary.
     #[serde(default)]
-    compaction_output: Option<bool>,
+    pub compaction_output: Option<bool>,
 }
 
 /// `token_usage_record`'s payload (0.169.0): the usage of one model response, written as soon
@@ -111,13 +113,16 @@ impl TokenUsage {
     }
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+/// A line's `timestamp`.
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|t| t.with_timezone(&Utc))
 }
 
-fn parse_line(line: &[u8]) -> Option<(Line<'_>, &str)> {
+/// A rollout line parsed (a trailing CR and a BOM dropped), with its text; `None` when it is not
+/// one.
+pub fn parse_line(line: &[u8]) -> Option<(Line<'_>, &str)> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let text = std::str::from_utf8(line).ok()?;

@@ -4,11 +4,10 @@
 //! and repeats a `token_count` on a rate-limit update: only a new total is a new reply), whether
 //! it is the compaction's own summary, and the model a turn runs.
 
-use std::borrow::Cow;
-
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::value::RawValue;
+
+use crate::rollout::{self, ItemMetadata};
 
 /// What the replay reads of a rollout line. Read leniently: a line that does not fit says
 /// nothing.
@@ -28,24 +27,6 @@ pub struct Shape {
     pub ends_turn: bool,
 }
 
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    payload: Option<&'a RawValue>,
-    #[serde(default)]
-    metadata: Option<Metadata>,
-}
-
-#[derive(Deserialize, Default)]
-struct Metadata {
-    #[serde(default)]
-    compaction_output: Option<bool>,
-}
-
 /// The payloads read here, each field optional: a `token_count`'s `info`, a
 /// `token_usage_record`'s `thread_token_usage`, a `turn_context`'s `model`, a `response_item`'s
 /// `metadata`.
@@ -60,7 +41,7 @@ struct Payload {
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
-    metadata: Option<Metadata>,
+    metadata: Option<ItemMetadata>,
 }
 
 #[derive(Deserialize)]
@@ -77,16 +58,10 @@ struct Usage {
 
 impl Shape {
     pub fn parse(line: &[u8]) -> Shape {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Ok(parsed) = serde_json::from_slice::<Line>(line) else {
+        let Some((parsed, _)) = rollout::parse_line(line) else {
             return Shape::default();
         };
-        let time = parsed
-            .timestamp
-            .as_deref()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.with_timezone(&Utc));
+        let time = parsed.timestamp.as_deref().and_then(rollout::parse_time);
         let kind = parsed.kind.as_deref().unwrap_or_default();
         let wanted = matches!(
             kind,
