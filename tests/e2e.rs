@@ -727,20 +727,31 @@ mod summary_facts;
 /// `@anthropic-ai/claude-code@VERSION`, installed once into `target/claude-code-VERSION` like
 /// [`client`]; `None` when npm is absent.
 fn client_at(version: &str) -> Option<PathBuf> {
-    // One install at a time: tests run in parallel and share the directory.
+    npm_client(
+        &format!("claude-code-{version}"),
+        &format!("@anthropic-ai/claude-code@{version}"),
+        "claude",
+        &format!("Claude Code {version}"),
+    )
+}
+
+/// `package` (`name@version`), installed once into `target/DIR` with npm; its `bin` under
+/// `node_modules/.bin`, or `None` (said) when npm is absent. One install at a time: tests run in
+/// parallel and share the directory. `what` names the client in the skip message.
+pub(crate) fn npm_client(dir: &str, package: &str, bin: &str, what: &str) -> Option<PathBuf> {
     static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _installing = INSTALL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
-        .join(format!("claude-code-{version}"));
-    let bin = dir.join("node_modules/.bin/claude");
+        .join(dir);
+    let bin = dir.join("node_modules/.bin").join(bin);
     if bin.exists() {
         return Some(bin);
     }
     if Command::new("npm").arg("--version").output().is_err() {
-        eprintln!("e2e tests of Claude Code {version} skipped: npm is not installed");
+        eprintln!("e2e tests of {what} skipped: npm is not installed");
         return None;
     }
     fs::create_dir_all(&dir).unwrap();
@@ -753,14 +764,11 @@ fn client_at(version: &str) -> Option<PathBuf> {
             "--prefix",
         ])
         .arg(&dir)
-        .arg(format!("@anthropic-ai/claude-code@{version}"))
+        .arg(package)
         .stdout(Stdio::null())
         .status()
         .expect("running npm");
-    assert!(
-        status.success(),
-        "npm install @anthropic-ai/claude-code@{version} failed"
-    );
+    assert!(status.success(), "npm install {package} failed");
     assert!(bin.exists(), "{} missing after npm install", bin.display());
     Some(bin)
 }

@@ -21,39 +21,12 @@ fn codex() -> Option<&'static Path> {
     static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
     CODEX
         .get_or_init(|| {
-            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("target")
-                .join(format!("codex-{CODEX_VERSION}"));
-            let bin = dir.join("node_modules/.bin/codex");
-            if bin.exists() {
-                return Some(bin);
-            }
-            if Command::new("npm").arg("--version").output().is_err() {
-                eprintln!(
-                    "Codex e2e tests skipped: npm is not installed, so the Codex CLI cannot be"
-                );
-                return None;
-            }
-            fs::create_dir_all(&dir).unwrap();
-            let status = Command::new("npm")
-                .args([
-                    "install",
-                    "--no-save",
-                    "--no-audit",
-                    "--no-fund",
-                    "--prefix",
-                ])
-                .arg(&dir)
-                .arg(format!("@openai/codex@{CODEX_VERSION}"))
-                .stdout(Stdio::null())
-                .status()
-                .expect("running npm");
-            assert!(
-                status.success(),
-                "npm install @openai/codex@{CODEX_VERSION} failed"
-            );
-            assert!(bin.exists(), "{} missing after npm install", bin.display());
-            Some(bin)
+            crate::e2e::npm_client(
+                &format!("codex-{CODEX_VERSION}"),
+                &format!("@openai/codex@{CODEX_VERSION}"),
+                "codex",
+                &format!("Codex CLI {CODEX_VERSION}"),
+            )
         })
         .as_deref()
 }
