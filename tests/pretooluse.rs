@@ -253,13 +253,16 @@ fn parallel_hooks_nudge_exactly_once() {
         let env = TestEnv::new();
         env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
         let payload = pretooluse_payload(SESSION, &missing_transcript(&env)).to_string();
-        // Start all 64 first, then feed them, so they race for the lock.
+        // Start all 64 first, then feed them, so they race for the lock. Their output goes to
+        // files, not pipes: under wine, draining 64 pairs of pipes at once fails now and then
+        // with an internal error (1359) of wine's own.
+        let out = |i: usize, name: &str| env.dir.path().join(format!("{name}-{round}-{i}"));
         let mut children: Vec<_> = (0..64)
-            .map(|_| {
+            .map(|i| {
                 env.command(&["pretooluse"])
                     .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
+                    .stdout(std::fs::File::create(out(i, "stdout")).unwrap())
+                    .stderr(std::fs::File::create(out(i, "stderr")).unwrap())
                     .spawn()
                     .unwrap()
             })
@@ -274,7 +277,12 @@ fn parallel_hooks_nudge_exactly_once() {
         }
         let outputs: Vec<_> = children
             .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
+            .enumerate()
+            .map(|(i, mut c)| std::process::Output {
+                status: c.wait().unwrap(),
+                stdout: std::fs::read(out(i, "stdout")).unwrap(),
+                stderr: std::fs::read(out(i, "stderr")).unwrap(),
+            })
             .collect();
         assert!(outputs.iter().all(|o| o.status.code() == Some(0)));
         let nudges: Vec<_> = outputs.iter().filter(|o| !o.stdout.is_empty()).collect();
