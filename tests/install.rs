@@ -191,6 +191,32 @@ fn install_keeps_their_settings_backs_up_and_uninstall_restores() {
 }
 
 #[test]
+fn a_settings_file_kept_with_crlf_line_endings_keeps_them() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS.replace('\n', "\r\n")).unwrap();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let text = fs::read_to_string(settings(&env)).unwrap();
+    assert!(text.contains("pretooluse"), "{text}");
+    assert_eq!(
+        text.matches('\n').count(),
+        text.matches("\r\n").count(),
+        "{text:?}"
+    );
+    assert_eq!(env.run(&["uninstall"], "").code, 0);
+    let text = fs::read_to_string(settings(&env)).unwrap();
+    assert!(
+        !text.contains("pretooluse") && text.contains("\r\n"),
+        "{text:?}"
+    );
+    assert_eq!(
+        text.matches('\n').count(),
+        text.matches("\r\n").count(),
+        "{text:?}"
+    );
+}
+
+#[test]
 fn an_unparsable_settings_file_is_refused_and_left_untouched() {
     let env = TestEnv::new();
     fs::create_dir_all(env.home().join(".claude")).unwrap();

@@ -562,3 +562,40 @@ fn trust_that_cannot_be_recorded_writes_nothing() {
     assert!(!hooks_json(&env).exists());
     assert_eq!(fs::read_to_string(config_toml(&env)).unwrap(), config);
 }
+
+#[test]
+fn files_kept_with_crlf_line_endings_keep_them() {
+    let env = codex_env();
+    let crlf = |text: &str| text.replace('\n', "\r\n");
+    fs::write(hooks_json(&env), crlf(THEIR_HOOKS)).unwrap();
+    fs::write(config_toml(&env), crlf(THEIR_CONFIG)).unwrap();
+
+    run(&env, &["install", "--client", "codex", "--trust"]);
+    for path in [hooks_json(&env), config_toml(&env)] {
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("ctxguard") || text.contains("trusted_hash"));
+        assert_eq!(
+            text.matches('\n').count(),
+            text.matches("\r\n").count(),
+            "{}: {text:?}",
+            path.display()
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(config_toml(&env))
+            .unwrap()
+            .matches("trusted_hash")
+            .count(),
+        5
+    );
+
+    run(&env, &["uninstall", "--client", "codex"]);
+    assert_eq!(
+        fs::read_to_string(hooks_json(&env)).unwrap(),
+        crlf(THEIR_HOOKS)
+    );
+    assert_eq!(
+        fs::read_to_string(config_toml(&env)).unwrap(),
+        crlf(THEIR_CONFIG)
+    );
+}

@@ -126,6 +126,15 @@ fn render(value: &Value) -> Result<String> {
     Ok(serde_json::to_string_pretty(value).context("encoding settings")? + "\n")
 }
 
+/// `new` with the line endings of `old`: a file the user keeps with CRLF (Windows editors) is
+/// written back with CRLF, not half LF.
+fn keep_line_endings(old: Option<&str>, new: &str) -> String {
+    match old {
+        Some(old) if old.contains("\r\n") => new.replace("\r\n", "\n").replace('\n', "\r\n"),
+        _ => new.to_string(),
+    }
+}
+
 fn directory(path: &Path) -> Result<&Path> {
     match path.parent() {
         Some(p) if p.as_os_str().is_empty() => Ok(Path::new(".")),
@@ -349,7 +358,7 @@ fn write_settings(
     if let (note_path, Note::Save(line)) = note {
         write_note(note_path, path, line, mode)?;
     }
-    files::replace_with_mode(path, new.as_bytes(), mode)?;
+    files::replace_with_mode(path, keep_line_endings(old, new).as_bytes(), mode)?;
     Ok(backup)
 }
 

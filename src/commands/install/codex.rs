@@ -19,8 +19,8 @@ use serde_json::Value;
 use toml_edit::DocumentMut;
 
 use super::{
-    backups, created_path, directory, file_name, forget_created, read_json, remove_created, render,
-    report_backup, this_binary, write_backup,
+    backups, created_path, directory, file_name, forget_created, keep_line_endings, read_json,
+    remove_created, render, report_backup, this_binary, write_backup,
 };
 use crate::codex::hooks::{self, Handler, Trust};
 use crate::codex::{self as codex_files, MAX_CONFIG_BYTES};
@@ -157,7 +157,7 @@ fn write(path: &Path, old: Option<&str>, new: &str, mode: u32) -> Result<Option<
         )
         .with_context(|| format!("writing {}", created.display()))?;
     }
-    files::replace_with_mode(path, new.as_bytes(), mode)?;
+    files::replace_with_mode(path, keep_line_endings(old, new).as_bytes(), mode)?;
     Ok(backup)
 }
 
