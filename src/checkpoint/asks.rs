@@ -173,9 +173,16 @@ pub(super) fn plan(text: &str, max: usize) -> Option<String> {
     let title = headings
         .first()
         .map(|(_, t)| t.trim_start_matches("Plan:").trim());
-    // The steps: numbered headings if there are any ("### 1. Type changes"), else every
-    // heading below the title.
-    let numbered = |t: &&str| t.starts_with(|c: char| c.is_ascii_digit()) || t.starts_with("Step");
+    // The steps: numbered headings if there are any ("### 1. Type changes", "## Part 2: Fix
+    // the merge"), else every heading below the title.
+    let numbered = |t: &&str| {
+        t.starts_with(|c: char| c.is_ascii_digit())
+            || t.starts_with("Step")
+            || ["Part ", "Phase "].iter().any(|p| {
+                t.strip_prefix(p)
+                    .is_some_and(|n| n.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            })
+    };
     let rest = headings.iter().skip(1).map(|(_, t)| *t);
     let mut steps: Vec<&str> = rest.clone().filter(numbered).collect();
     if steps.is_empty() {
@@ -392,6 +399,26 @@ mod tests {
             Some("Implement the following plan: Fix login. Steps: Reproduce; Patch")
         );
         assert_eq!(plan("Please implement this", 200), None);
+    }
+
+    /// context-evaluator-c336b942 (2.1.45): a plan in parts, the first with numbered changes,
+    /// the second with one unnumbered change. Each part is a step, so the second is not lost.
+    #[test]
+    fn a_plan_in_parts_keeps_every_part() {
+        let text = "Implement the following plan:\n\n# Plan: Surface All 4 Remediation Prompts\n\n## Context\n\nTwo tasks.\n\n## Part 1: Surface All 4 Prompts\n\n### Changes\n\n#### 1. `src/api/db/remediation-repository.ts`\n\n#### 2. `frontend/src/types/remediation.ts`\n\n## Part 2: Fix CLAUDE.md Consolidation in fullPatch\n\n### Change\n\n## Verification\n";
+        assert_eq!(
+            plan(text, 400).unwrap(),
+            "Implement the following plan: Surface All 4 Remediation Prompts. Steps: Part 1: Surface All 4 Prompts; 1. `src/api/db/remediation-repository.ts`; 2. `frontend/src/types/remediation.ts`; Part 2: Fix CLAUDE.md Consolidation in fullPatch"
+        );
+        // "Partners" or "Phase out" are no parts.
+        assert_eq!(
+            plan(
+                "Implement the following plan:\n# Fix login\n## Partners\n## Phase out the old form\n",
+                200
+            )
+            .as_deref(),
+            Some("Implement the following plan: Fix login. Steps: Partners; Phase out the old form")
+        );
     }
 
     #[test]
