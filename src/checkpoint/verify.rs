@@ -87,7 +87,7 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("astro", &["build", "check"]),
     ("dotnet", &["test", "build"]),
     ("swift", &["test", "build"]),
-    ("ruff", &["check"]),
+    ("ruff", &["check", "format"]),
     ("biome", &["check", "lint", "ci"]),
     ("prettier", &["--check"]),
     ("playwright", &["test"]),
@@ -95,6 +95,9 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("python", &["-m"]),
     ("python3", &["-m"]),
 ];
+
+/// Subcommands that rewrite files unless told to check them.
+const FORMATTERS: &[&str] = &["fmt", "format"];
 
 /// Wrappers that run the command after them.
 const WRAPPERS: &[&str] = &[
@@ -177,6 +180,11 @@ fn verifies(words: Vec<&str>) -> bool {
             .iter()
             .skip(1)
             .find(|w| !w.starts_with('-') || subs.contains(w));
+        // A formatter verifies only when it checks (`cargo fmt --check`, `mix format
+        // --check-formatted`); bare, it rewrites the files and says nothing of them.
+        if first.is_some_and(|w| FORMATTERS.contains(w)) {
+            return words.iter().any(|w| w.starts_with("--check"));
+        }
         return first.is_some_and(|w| subs.contains(w));
     }
     false
@@ -471,6 +479,10 @@ mod tests {
             "eslint src",
             "go test ./...",
             "npx webpack --mode production",
+            "cargo fmt --check",
+            "cargo fmt --all -- --check",
+            "mix format --check-formatted",
+            "ruff format --check .",
         ] {
             assert!(is_verification(command), "{command}");
         }
@@ -486,6 +498,10 @@ mod tests {
             "gh pr create --title test",
             "npx vite",
             "make clean install",
+            // spotter-ae4a77f8: a bare `mix format` after `mix test` is no verdict on the tests.
+            "mix format",
+            "cargo fmt",
+            "ruff format .",
         ] {
             assert!(!is_verification(command), "{command}");
         }
