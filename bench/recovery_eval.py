@@ -13,7 +13,10 @@ SessionStart(compact) in a temporary CTXGUARD_HOME and HOME, at four kinds of mo
             the whole transcript. A transcript without a boundary gets one inserted before its
             middle prompt (marked *), so the second run reads only what came after it;
   sampled   cut before up to six prompts spread over the session (more moments for the
-            rarer items).
+            rarer items);
+  midturn   cut just after up to four tool results spread over the session: where an
+            automatic compaction lands, in the middle of a turn (tasks still open, a plan
+            half done).
 
 For each it checks the block against what the transcript says at that moment:
 
@@ -51,9 +54,9 @@ For each it checks the block against what the transcript says at that moment:
   chars       the size of the checkpoint part of the block.
 
 Then a summary: each of items 1-5 over every moment with something to recall, the largest
-checkpoint part, and the headline: the share of compactions (boundary, second and sampled
-moments) whose block names the newest ask, the goal, the open tasks, the last verdict and the
-branch all together.
+checkpoint part, and the headline: the share of compactions (boundary, second, sampled and
+midturn moments) whose block names the newest ask, the goal, the open tasks, the last verdict
+and the branch all together.
 
 --self-test runs every scorer on literal cases it must pass and on ones it must fail.
 
@@ -811,7 +814,7 @@ def evaluate(binary, path, workdir):
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
     entries = parse(lines)
     session, cwd = session_of(entries)
-    rows = {"boundary": [], "end": [], "second": [], "sampled": []}
+    rows = {"boundary": [], "end": [], "second": [], "sampled": [], "midturn": []}
     for b in boundaries(entries):
         trigger, instructions = compaction_of(entries, b)
         block = Run(binary, workdir, session, cwd).compact(lines[:b], trigger, instructions)
@@ -849,11 +852,34 @@ def evaluate(binary, path, workdir):
         block = run.compact(lines[:cut], "auto", "")
         rows["sampled"].append(["%s @ line %d" % (path.name, cut + 1)]
                                + measure(block, entries[:cut], cwd))
+    # An automatic compaction comes in the middle of a turn, right after a tool's result.
+    results_at = [i for i, e in enumerate(entries) if isinstance(e, dict) and is_tool_result(e)]
+    taken = set(cuts) | set(found) | {first}
+    mids = sorted({results_at[k * len(results_at) // (MIDTURN + 1)] + 1
+                   for k in range(1, MIDTURN + 1)} - taken) if results_at else []
+    for cut in mids:
+        run = Run(binary, workdir, session, cwd)
+        for b in (b for b in found if b < cut):
+            run.compact(lines[:b], *compaction_of(entries, b))
+        block = run.compact(lines[:cut], "auto", "")
+        rows["midturn"].append(["%s @ line %d" % (path.name, cut + 1)]
+                               + measure(block, entries[:cut], cwd))
     return rows
+
+
+def is_tool_result(entry):
+    """A user line that carries a tool's result (on the main chain)."""
+    if entry.get("type") != "user" or not main_chain(entry):
+        return False
+    content = (entry.get("message") or {}).get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 # Cuts per session, before prompts spread over it, besides the moments above.
 SAMPLES = 6
+# Cuts per session, just after tool results spread over it.
+MIDTURN = 4
 
 
 HEADER = ["transcript", "last ask named", "queued prompts named", "goal kept", "3 plan",
@@ -878,7 +904,7 @@ def summary(all_rows):
     """Each of items 1-5 over every moment that had something to recall; the largest block;
     and the headline: the share of compactions whose block names the newest ask, the goal, the
     open tasks, the last verdict and the branch all together."""
-    rows = [r for moment in ("boundary", "end", "second", "sampled") for r in all_rows[moment]]
+    rows = [r for moment in ("boundary", "end", "second", "sampled", "midturn") for r in all_rows[moment]]
     out = ["| item | moments passed | share |", "|---|---|---|"]
     for name, col in ITEMS.items():
         cells = [r[col] for r in rows if r[col] != "–"]
@@ -889,7 +915,8 @@ def summary(all_rows):
     out.append("| largest checkpoint part | %d chars | %s |"
                % (biggest, "within 3200" if biggest <= 3200 else "OVER 3200"))
     # Every moment a compaction happened or is simulated (a cut, then PreCompact).
-    compactions = all_rows["boundary"] + all_rows["second"] + all_rows["sampled"]
+    compactions = (all_rows["boundary"] + all_rows["second"] + all_rows["sampled"]
+                   + all_rows["midturn"])
     whole = sum(all(good(r[c]) for c in HEADLINE.values()) for r in compactions)
     out.append("")
     out.append("**Headline: at %d of %d compactions (%d%%) the block names the newest ask, the "
@@ -900,7 +927,9 @@ TITLES = {
     "boundary": "Cut just before each compact_boundary",
     "end": "At the end of the transcript",
     "second": "Second compaction in the same state directory (at the end)",
-    "sampled": "Cut before prompts spread over each session (up to %d a session)" % 6,
+    "sampled": "Cut before prompts spread over each session (up to %d a session)" % SAMPLES,
+    "midturn": "Cut just after tool results spread over each session (up to %d a session)"
+               % MIDTURN,
 }
 
 
@@ -1065,12 +1094,12 @@ def main():
         print("no .jsonl transcripts in %s: nothing to evaluate" % ", ".join(map(str, dirs)))
         return 0
     binary = find_binary(args.binary)
-    all_rows = {"boundary": [], "end": [], "second": [], "sampled": []}
+    all_rows = {"boundary": [], "end": [], "second": [], "sampled": [], "midturn": []}
     with tempfile.TemporaryDirectory() as workdir:
         for path in paths:
             for moment, rows in evaluate(binary, path, workdir).items():
                 all_rows[moment] += rows
-    for moment in ("boundary", "end", "second", "sampled"):
+    for moment in ("boundary", "end", "second", "sampled", "midturn"):
         print("### %s\n" % TITLES[moment])
         print(table(all_rows[moment]) if all_rows[moment] else "(none)")
         print()
