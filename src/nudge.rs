@@ -180,6 +180,39 @@ fn read_transcript(
     }
 }
 
+/// Is this transcript reading news to the marker, or older news than the status line's last
+/// (fresh) report? A reply stamped before that report is older news as a rule: the report counts
+/// it, or a newer reply not on disk yet (the client writes a reply once it is whole, at times
+/// after the status line has its usage), and applying it would take the marker back.
+///
+/// Unless the report is of an earlier reply than this one: the client stamps a reply when its
+/// content has streamed, but gives the status line a request's usage only once the request is
+/// done, and a report is stamped when `ctxguard statusline` runs, not when the client built its
+/// payload. A status line drawn in between reports the previous reply's usage, stamped after
+/// this reply (seen on 2.1.330: a 940k reply stamped 20-60 ms before a report still of 300k,
+/// which then kept every route of that turn from reading the 940k). So when the marker holds
+/// the usage of an earlier reply, and not this one's, the reading is news: an earlier reply of
+/// this reading (its `recent`), or the reply the marker last read, stamped before this one (a
+/// first reading, a tail scan, knows only the newest reply). `replay` asks the same.
+pub fn is_news(reading: &Reading, marker: &Marker, now: DateTime<Utc>) -> bool {
+    let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
+    match (reading.reply_at, marker.statusline_at) {
+        (Some(reply), Some(report)) if reporting && reply < report => {
+            let earlier = &reading.recent[..reading.recent.len().saturating_sub(1)];
+            let of_an_earlier_reply = |t: u64| {
+                earlier.contains(&t)
+                    || marker
+                        .last_reply
+                        .is_some_and(|(tokens, at, _)| tokens == t && at < reply)
+            };
+            marker
+                .tokens
+                .is_some_and(|t| reading.tokens != Some(t) && of_an_earlier_reply(t))
+        }
+        _ => true,
+    }
+}
+
 /// The nudge due with this `PreToolUse` or `UserPromptSubmit` event (`hook_event`), if any,
 /// recorded in the session's marker before it is returned.
 ///
@@ -215,12 +248,7 @@ pub fn give(
     ctx.client = input.client();
     let version = reading.as_ref().and_then(|r| r.client_version.clone());
     ctx.client_version = version.as_deref();
-    // A reply older than the status line's last (fresh) report is older news than the marker
-    // holds.
-    let newer = |r: &Reading| match (r.reply_at, marker.statusline_at) {
-        (Some(reply), Some(report)) if reporting => reply >= report,
-        _ => true,
-    };
+    let newer = |r: &Reading| is_news(r, &marker, now);
     // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
     // given with the next prompt (UserPromptSubmit), which such clients do pass on.
     let modern = reading
@@ -382,6 +410,60 @@ mod tests {
         new.reply_at = Some(t(110));
         let (m, nudge) = decide(&compacted, Some(&new), &config, t(111));
         assert_eq!((m.tokens, nudge), (Some(20_000), None));
+    }
+
+    #[test]
+    fn a_reply_before_the_status_lines_report_is_news_only_if_the_report_is_of_an_earlier_reply() {
+        // The status line reported 300k at t(10); the transcript read incrementally: a 300k reply
+        // at t(0), then a 940k one at t(9).
+        let reported = Marker {
+            tokens: Some(300_000),
+            statusline_at: Some(t(10)),
+            ..Marker::new("s")
+        };
+        let reading = Reading {
+            tokens: Some(940_000),
+            reply_at: Some(t(9)),
+            recent: vec![300_000, 940_000],
+            ..Reading::default()
+        };
+        assert!(is_news(&reading, &reported, t(11)));
+        // The report ahead of the transcript (a reply not on disk yet): older news.
+        let ahead = Marker {
+            tokens: Some(960_000),
+            ..reported.clone()
+        };
+        assert!(!is_news(&reading, &ahead, t(11)));
+        // The report of this very reply: nothing new.
+        let same = Marker {
+            tokens: Some(940_000),
+            ..reported.clone()
+        };
+        assert!(!is_news(&reading, &same, t(11)));
+        // A first reading knows only the newest reply: the reply the marker last read tells.
+        let tail = Reading {
+            recent: vec![940_000],
+            ..reading.clone()
+        };
+        assert!(!is_news(&tail, &reported, t(11)));
+        let read_before = Marker {
+            last_reply: Some((300_000, t(0), 1_000_000)),
+            ..reported.clone()
+        };
+        assert!(is_news(&tail, &read_before, t(11)));
+        let read_after = Marker {
+            last_reply: Some((300_000, t(9) + chrono::Duration::milliseconds(1), 1_000_000)),
+            ..reported.clone()
+        };
+        assert!(!is_news(&tail, &read_after, t(11)));
+        // A reply at or after the report, no report, or one no longer fresh: news.
+        let later = Reading {
+            reply_at: Some(t(10)),
+            ..reading.clone()
+        };
+        assert!(is_news(&later, &ahead, t(11)));
+        assert!(is_news(&reading, &Marker::new("s"), t(11)));
+        assert!(is_news(&reading, &ahead, t(71)));
     }
 
     #[test]

@@ -176,6 +176,61 @@ fn a_reported_1m_window_applies_to_transcript_readings() {
     assert!(decode_nudge(&run.stdout).contains("(940k are in context now)"));
 }
 
+/// The status line's report is stamped when `ctxguard statusline` runs, and the client builds its
+/// payload from the last finished request: a report still of the previous reply can be stamped
+/// after the next reply was (2.1.330, in the TUI: a 940k reply stamped 20-60 ms before a status
+/// line still saying 300k). That reply is news all the same, and nudges; a reply older than a
+/// report of usage no reply on disk has (the report is ahead of the transcript) is not.
+#[test]
+fn a_reply_stamped_before_a_status_line_report_of_the_previous_reply_still_counts() {
+    let env = TestEnv::new();
+    let earlier = assistant_line(300_000, &time_from_now(-10));
+    let path = env.write(
+        "t.jsonl",
+        &[
+            fixture("transcript-with-compaction.jsonl"),
+            earlier.clone() + "\n",
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,
+        ""
+    );
+    // The new reply is stamped now; the status line, drawn a moment later, still reports the
+    // previous reply.
+    let reply = assistant_line(940_000, &time_from_now(0));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    env.statusline(&statusline_payload(SESSION, Some(300_000), Some(1_000_000)));
+    append_lines(&path, &[reply]);
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert!(
+        decode_nudge(&run.stdout).contains("(940k are in context now)"),
+        "{run:?}"
+    );
+    // Critically: one more reply of that growth reaches the point.
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["state"].as_str(), m["tokens"].as_u64()),
+        (Some("critical_nudged"), Some(940_000))
+    );
+
+    // The report ahead of the transcript: its usage is no reply's on disk, and the older reply
+    // does not take the marker back.
+    let env = TestEnv::new();
+    let path = env.write(
+        "t.jsonl",
+        &[fixture("transcript-with-compaction.jsonl"), earlier + "\n"].concat(),
+    );
+    env.statusline(&statusline_payload(SESSION, Some(940_000), Some(1_000_000)));
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert!(
+        decode_nudge(&run.stdout).contains("(940k are in context now)"),
+        "{run:?}"
+    );
+    assert_eq!(env.marker(SESSION)["tokens"], 940_000);
+}
+
 #[test]
 fn a_stale_marker_expires_and_rearms() {
     let env = TestEnv::new();

@@ -332,12 +332,8 @@ impl Simulation {
     fn nudge_hook(&mut self, hook: Hook) {
         let now = self.clock();
         // A reply older than the status line's last fresh report is older news than the
-        // marker holds.
-        let reporting = self.marker.statusline_fresh(now, facts::LIMITS_FRESH);
-        let newer = match (self.reading.reply_at, self.marker.statusline_at) {
-            (Some(reply), Some(report)) if reporting => reply >= report,
-            _ => true,
-        };
+        // marker holds, unless that report was of an earlier reply.
+        let newer = nudge::is_news(&self.reading, &self.marker, now);
         let observation = newer.then(|| {
             transcript_observation(
                 &self.reading,
