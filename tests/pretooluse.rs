@@ -232,6 +232,40 @@ fn a_reply_stamped_before_a_status_line_report_of_the_previous_reply_still_count
 }
 
 #[test]
+fn a_status_line_still_reporting_the_previous_reply_after_a_nudge_repeats_nothing() {
+    let env = TestEnv::new();
+    let path = env.write(
+        "t.jsonl",
+        &[
+            fixture("transcript-with-compaction.jsonl"),
+            assistant_line(300_000, &time_from_now(-10)) + "\n",
+            assistant_line(940_000, &time_from_now(0)) + "\n",
+        ]
+        .concat(),
+    );
+    let run = env.pretooluse(&pretooluse_payload(SESSION, &path));
+    assert!(
+        decode_nudge(&run.stdout).contains("(940k are in context now)"),
+        "{run:?}"
+    );
+    // The status line drawn right after still reports the reply before: no drop, no new cycle;
+    // its next report, of the 940k, asks nothing again.
+    env.statusline(&statusline_payload(SESSION, Some(300_000), Some(1_000_000)));
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["cycle"].as_u64(), m["tokens"].as_u64()),
+        (Some(0), Some(940_000)),
+        "{m}"
+    );
+    env.statusline(&statusline_payload(SESSION, Some(940_000), Some(1_000_000)));
+    assert_eq!(
+        env.pretooluse(&pretooluse_payload(SESSION, &path)).stdout,
+        ""
+    );
+    assert_eq!(env.marker(SESSION)["cycle"], 0);
+}
+
+#[test]
 fn a_stale_marker_expires_and_rearms() {
     let env = TestEnv::new();
     let path = transcript_with(&env, 130_000);

@@ -305,9 +305,11 @@ fn a_fifo_marker_never_hangs_a_hook() {
     let dir = env.state().join("sessions").join(SESSION);
     fs::create_dir_all(&dir).unwrap();
     mkfifo(&dir.join("marker.json"));
+    // A reply from a minute ago: a status line reporting less than a reply of the last seconds
+    // would be taken for a report of the reply before it.
     let t = env.write(
         "t.jsonl",
-        &(assistant_line(10_000, &time_from_now(-1)) + "\n"),
+        &(assistant_line(10_000, &time_from_now(-60)) + "\n"),
     );
     let limit = Duration::from_secs(10);
     let heap = 256 << 20;

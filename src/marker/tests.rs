@@ -186,6 +186,39 @@ fn armed_by_growth_far_below_the_trigger_the_cycle_holds_until_a_real_drop() {
 }
 
 #[test]
+fn a_status_line_still_reporting_the_previous_reply_is_no_drop() {
+    // The transcript shows a 140k reply written at t(10); a route reads it and nudges.
+    let mut read = Observation::new(Some(140_000), limits(), Source::Transcript);
+    read.reply_at = Some(t(10));
+    let m = run(&[
+        (10, Event::Observe(read)),
+        (10, Event::Nudged(Nudge::Normal)),
+    ]);
+    assert_eq!(
+        (m.state, m.cycle, m.tokens),
+        (State::Nudged, 0, Some(140_000))
+    );
+    // A status line drawn a moment later still reports the reply before it (20k): neither a
+    // drop nor a new cycle, so the next report of 140k nudges nobody again.
+    let m = transition(&m, &observe(Some(20_000)), t(11), STALE);
+    assert_eq!(
+        (m.state, m.cycle, m.tokens),
+        (State::Nudged, 0, Some(140_000))
+    );
+    assert_eq!(m.statusline_at, None);
+    let m = transition(&m, &observe(Some(140_000)), t(12), STALE);
+    assert_eq!(
+        (m.state, m.cycle, m.pending_nudge()),
+        (State::Nudged, 0, None)
+    );
+    // Higher reports are taken at once; and past STALE_REPORT a drop is a drop again.
+    let m = transition(&m, &observe(Some(145_000)), t(13), STALE);
+    assert_eq!(m.tokens, Some(145_000));
+    let m = transition(&m, &observe(Some(20_000)), t(16), STALE);
+    assert_eq!((m.state, m.cycle), (State::Idle, 1));
+}
+
+#[test]
 fn one_fast_reply_from_compaction_is_critical() {
     // 140k, below the critical point (152k), but the last replies grew 30k: the next one
     // reaches 167k.
