@@ -599,3 +599,18 @@ fn files_kept_with_crlf_line_endings_keep_them() {
         crlf(THEIR_CONFIG)
     );
 }
+
+#[test]
+fn an_empty_hooks_object_comes_back_as_it_was() {
+    let env = codex_env();
+    fs::write(hooks_json(&env), "{\"hooks\":{}}").unwrap();
+    run(&env, &["install", "--client", "codex"]);
+    assert!(fs::read_to_string(hooks_json(&env))
+        .unwrap()
+        .contains("pretooluse"));
+    run(&env, &["uninstall", "--client", "codex"]);
+    assert_eq!(
+        fs::read_to_string(hooks_json(&env)).unwrap(),
+        "{\"hooks\":{}}"
+    );
+}

@@ -187,11 +187,21 @@ fn save(
 }
 
 /// The text of the newest backup of `path` whose content renders as `new` does: uninstall gives
-/// back the user's own bytes, not a re-rendering, when nothing else changed since.
+/// back the user's own bytes, not a re-rendering, when nothing else changed since. An empty
+/// `"hooks": {}` in the backup counts as none (uninstall takes out the `hooks` it emptied).
 fn backup_like(path: &Path, new: &str) -> Option<String> {
     let list = backups(path).ok()?;
     list.iter().rev().find_map(|b| {
-        let (text, value) = read_json(b, "backup", hooks::MAX_HOOKS_BYTES).ok()?;
+        let (text, mut value) = read_json(b, "backup", hooks::MAX_HOOKS_BYTES).ok()?;
+        if let Some(root) = value.as_object_mut() {
+            if root
+                .get("hooks")
+                .and_then(Value::as_object)
+                .is_some_and(serde_json::Map::is_empty)
+            {
+                root.shift_remove("hooks");
+            }
+        }
         (render(&value).ok()? == new).then_some(text?)
     })
 }
