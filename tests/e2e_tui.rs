@@ -43,8 +43,10 @@ fn tmux_available() -> bool {
 /// The requests of the conversation itself, in order: to /v1/messages, with tools, and
 /// neither 2.1.14's warmup nor its prompt suggestions.
 fn conversation(api: &FakeApi) -> Vec<Value> {
-    fs::read_to_string(&api.log)
-        .unwrap_or_default()
+    let log = fs::read_to_string(&api.log).unwrap_or_default();
+    // A line the stand-in is still writing is read at the next poll.
+    let whole = &log[..log.rfind('\n').map_or(0, |end| end + 1)];
+    whole
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|r| {
