@@ -391,9 +391,18 @@ fn render_checkpoint(
     place.extend(cp.prs.iter().rev().map(|pr| format!("pull request {pr}")));
     // The compaction's label only where a compaction is what happened.
     let compacted_here = matches!(kind, Kind::Compact | Kind::Resume) && !m.at_session_end();
-    let gist_title = match kind {
+    // A message from before the newest ask is no answer to it (a compaction mid-turn).
+    let gist_title = match (kind, cp.gist_before_ask) {
+        (Kind::Previous, false) => "Its last assistant message (gist):",
+        (Kind::Previous, true) => {
+            "Its last assistant message (gist; it came before its newest request, which it had \
+             not answered yet):"
+        }
+        (_, true) => {
+            "Your last message (gist; it came before the newest request, which you had not \
+             answered yet):"
+        }
         _ if compacted_here => "Your last message before the compaction (gist):",
-        Kind::Previous => "Its last assistant message (gist):",
         _ => "Your last message (gist):",
     };
     // Earlier asks come from the checkpoint before this one: a compaction's, or when this

@@ -232,6 +232,8 @@ pub(super) struct Builder {
     asked: bool,
     tools: ToolLog,
     last_assistant: Option<String>,
+    /// A (non-queued) ask came after `last_assistant`.
+    gist_before_ask: bool,
     /// The question the agent's last message ended on, while the user has not replied.
     question: Option<String>,
     tokens: Option<u64>,
@@ -371,6 +373,9 @@ impl Builder {
                 return;
             }
         }
+        if !queued && self.last_assistant.is_some() {
+            self.gist_before_ask = true;
+        }
         self.asks.push_back(Ask { text, queued });
         self.cap_asks(queued);
     }
@@ -487,6 +492,7 @@ impl Builder {
     pub(super) fn reply(&mut self, text: &str) {
         if let Some(gist) = gist(text).filter(|_| !self.forced_turn) {
             self.last_assistant = Some(gist);
+            self.gist_before_ask = false;
         }
         self.question = asks::question(text, QUESTION_CHARS);
     }
@@ -551,6 +557,7 @@ impl Builder {
                 asks: self.asks.into_iter().map(|a| a.text).collect(),
                 queued,
                 last_assistant: self.last_assistant,
+                gist_before_ask: self.gist_before_ask,
                 ..tools
             },
             tokens: self.tokens,

@@ -91,6 +91,10 @@ pub struct Checkpoint {
     /// Oldest first.
     pub failures: Vec<Failure>,
     pub last_assistant: Option<String>,
+    /// `last_assistant` came before the newest ask: the agent had not answered it in text yet
+    /// (a compaction in the middle of its turn), so that message is not its answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gist_before_ask: bool,
     /// The last test, build, lint or type check and how it went.
     pub verification: Option<Verification>,
     /// The plan the agent wrote in plan mode (its title and steps), when it wrote one.
@@ -286,6 +290,7 @@ mod tests {
                 MAX_FAILURES
             ],
             last_assistant: Some(text(GIST_CHARS)),
+            gist_before_ask: true,
             verification: Some(Verification {
                 command: text(failures::SUBJECT_CHARS),
                 verdict: text(verify::VERDICT_CHARS),

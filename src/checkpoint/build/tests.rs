@@ -246,6 +246,35 @@ fn files_tools_failures_and_gist() {
 }
 
 #[test]
+fn a_gist_from_before_the_newest_ask_says_so() {
+    let first = [
+        user(json!("Write the parser")),
+        assistant(json!([{"type": "text", "text": "Done. The parser is in src/parser.rs."}])),
+        user(json!("Now finish the module")),
+        tool_use("t1", "Bash", json!({"command": "echo hi"})),
+    ];
+    // Compacted mid-turn: the agent's last text answered the earlier ask.
+    let cp = build(&first);
+    assert_eq!(
+        cp.last_assistant.as_deref(),
+        Some("Done. The parser is in src/parser.rs.")
+    );
+    assert!(cp.gist_before_ask);
+    // Its answer to the newest ask is the gist again; a queued prompt changes nothing.
+    let mut more = first.to_vec();
+    more.push(assistant(
+        json!([{"type": "text", "text": "The module is finished."}]),
+    ));
+    more.push(enqueue("and add docs"));
+    let cp = build(&more);
+    assert_eq!(
+        cp.last_assistant.as_deref(),
+        Some("The module is finished.")
+    );
+    assert!(!cp.gist_before_ask);
+}
+
+#[test]
 fn garbage_lines_are_skipped_not_fatal() {
     let mut b = Builder::default();
     for l in [
