@@ -71,16 +71,21 @@ pub fn decide(
     }
 }
 
-/// The nudges of the marker's cycle, oldest first: the idle one (`Stop`) and the newest of the
-/// trigger's and the critical one, each with the usage it was given at.
+/// The nudges of the marker's cycle, oldest first (the trigger's, the critical one, the idle
+/// one), each with the usage it was given at. A marker written before `cycle_nudges` existed
+/// knows only the idle one and the newest of the others.
 fn cycle_nudges(marker: &Marker) -> Vec<String> {
     let this_cycle = |n: &&crate::marker::LastNudge| marker.compacted_at.is_none_or(|c| n.at > c);
-    let mut nudges: Vec<&crate::marker::LastNudge> = marker
-        .idle_nudge
-        .iter()
-        .chain(marker.last_nudge.iter().filter(|n| !n.idle))
-        .filter(this_cycle)
-        .collect();
+    let mut nudges: Vec<&crate::marker::LastNudge> = if marker.cycle_nudges.is_empty() {
+        marker
+            .idle_nudge
+            .iter()
+            .chain(marker.last_nudge.iter().filter(|n| !n.idle))
+            .filter(this_cycle)
+            .collect()
+    } else {
+        marker.cycle_nudges.iter().filter(this_cycle).collect()
+    };
     nudges.sort_by_key(|n| n.at);
     nudges
         .iter()

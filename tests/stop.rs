@@ -160,3 +160,29 @@ fn the_idle_nudge_leaves_the_regular_nudge_to_come() {
         "{log}"
     );
 }
+
+/// Every nudge of the cycle is in the compaction's log entry, not only the newest: a normal one
+/// and then a critical one.
+#[test]
+fn the_log_names_every_nudge_of_the_cycle() {
+    let env = TestEnv::new();
+    let t = transcript(&env, 900_000);
+    let reply =
+        |tokens: u64, at: i64| assistant_line_of("claude-opus-5-5", tokens, &time_from_now(at));
+    append_lines(&t, &[reply(928_000, -3)]);
+    let text = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    assert!(text.contains("928k"), "{text}");
+    assert_eq!(env.marker(SESSION)["state"], "nudged");
+    append_lines(&t, &[reply(960_000, -2)]);
+    decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
+    assert_eq!(env.marker(SESSION)["state"], "critical_nudged");
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &t, "auto", Value::Null).to_string(),
+    );
+    let log = env.run(&["log"], "").stdout;
+    assert!(
+        log.contains("asked to save: normal 928k, critical 960k"),
+        "{log}"
+    );
+}

@@ -61,6 +61,9 @@ impl Source {
     }
 }
 
+/// How many nudges `cycle_nudges` keeps: a cycle gives at most three (normal, critical, idle).
+pub const MAX_CYCLE_NUDGES: usize = 4;
+
 /// The two nudges of a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Nudge {
@@ -166,6 +169,10 @@ pub struct Marker {
     /// at most once per cycle, which never takes the place of the trigger's and the critical
     /// nudge. This cycle's when it is newer than `compacted_at`.
     pub idle_nudge: Option<LastNudge>,
+    /// Every nudge of the newest cycles, oldest first (at most [`MAX_CYCLE_NUDGES`]): what a
+    /// checkpoint and the log record of a cycle (those after `compacted_at`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycle_nudges: Vec<LastNudge>,
     /// A compaction whose recovery `SessionStart` handed over, waiting for the next hook to
     /// check that it arrived (see `receipt`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -390,6 +397,13 @@ impl Marker {
         }
     }
 
+    /// Adds `nudge` to `cycle_nudges`, forgetting the oldest past [`MAX_CYCLE_NUDGES`].
+    fn remember_nudge(&mut self, nudge: &LastNudge) {
+        self.cycle_nudges.push(nudge.clone());
+        let over = self.cycle_nudges.len().saturating_sub(MAX_CYCLE_NUDGES);
+        self.cycle_nudges.drain(..over);
+    }
+
     fn clear_cycle(&mut self) {
         self.state = State::Idle;
         self.armed_at = None;
@@ -461,6 +475,7 @@ pub fn transition(
                 });
                 if boundary_after_arming || dropped {
                     m.clear_cycle();
+                    m.cycle_nudges.clear();
                     m.cycle += 1;
                     m.tokens = None;
                 }
@@ -545,12 +560,14 @@ pub fn transition(
                 Nudge::Critical => State::CriticalNudged,
             };
             m.nudged_at = Some(now);
-            m.last_nudge = Some(LastNudge {
+            let nudge = LastNudge {
                 at: now,
                 tokens: m.tokens,
                 critical: *level == Nudge::Critical,
                 idle: false,
-            });
+            };
+            m.remember_nudge(&nudge);
+            m.last_nudge = Some(nudge);
         }
         Event::IdleNudged => {
             let nudge = LastNudge {
@@ -559,6 +576,7 @@ pub fn transition(
                 critical: false,
                 idle: true,
             };
+            m.remember_nudge(&nudge);
             m.last_nudge = Some(nudge.clone());
             m.idle_nudge = Some(nudge);
         }
