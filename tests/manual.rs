@@ -196,11 +196,18 @@ fn usage_on_the_real_transcript() {
     // The transcript's model, claude-opus-5-5, has a 1M window.
     assert_eq!(
         run.stdout,
-        "tokens       150,510 (15% of a 1,000,000 window, below)\n\
+        "tokens       150,510 (15% of a 1,000,000 window, below the nudge point)\n\
          window       1,000,000 (known for this model; model claude-opus-5-5)\n\
          compacts at  967,000 (816,490 to go; from the window)\n\
          nudge at     927,000\n\
          critical at  952,000\n"
+    );
+    let run = env.run(&["usage", p, "--window", "200000"], "");
+    assert!(
+        run.stdout
+            .starts_with("tokens       150,510 (75% of a 200,000 window, past the nudge point)\n"),
+        "{}",
+        run.stdout
     );
     let run = env.run(&["usage", p, "--window", "200000", "--json"], "");
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -272,7 +279,7 @@ fn usage_uses_the_window_the_status_line_reported_for_that_session() {
     let run = env.run(&["usage", path.to_str().unwrap()], "");
     assert!(
         run.stdout
-            .starts_with("tokens       150,510 (15% of a 1,000,000 window, below)"),
+            .starts_with("tokens       150,510 (15% of a 1,000,000 window, below the nudge point)"),
         "{}",
         run.stdout
     );

@@ -140,7 +140,11 @@ pub fn run(
             grouped(t),
             percent(t, window),
             grouped(window),
-            level_name(limits.level(t))
+            match limits.level(t) {
+                Level::Below => "below the nudge point",
+                Level::Armed => "past the nudge point",
+                Level::Critical => "past the critical point",
+            }
         ),
         None if report.just_compacted => println!(
             "tokens       unknown: just compacted, no reply since (window {})",
