@@ -88,7 +88,8 @@ fn a_recovery_recorded_in_the_transcript_is_not_given_again() {
         (r[0]["pre_tokens"].as_u64(), r[0]["post_tokens"].as_u64()),
         (Some(120530), Some(2645))
     );
-    assert!(r[0]["facts_chars"].as_u64().unwrap() > 0, "{r:?}");
+    // A manual `/compact` gets no facts: the user's words steer its summary.
+    assert_eq!(r[0]["facts_chars"], 0, "{r:?}");
     assert!(log(&env).contains("recovery of compaction #1 (manual): arrived (in the transcript)"));
 }
 
@@ -162,6 +163,8 @@ fn a_recovery_no_session_start_took_is_given_by_the_prompt_once_the_boundary_lan
         (Some("given_again"), Some("UserPromptSubmit"))
     );
     assert_eq!(r[0]["pre_tokens"], 160000);
+    // An automatic compaction's summarizer got the facts.
+    assert!(r[0]["facts_chars"].as_u64().unwrap() > 0, "{r:?}");
     // No receipt file is left torn or twice.
     let dir = env.state().join("checkpoints").join(SESSION);
     let files: Vec<_> = fs::read_dir(dir)
