@@ -66,6 +66,8 @@ pub fn decide(
             transcript_path: input.transcript_path.clone(),
             transcript_error: error,
             nudges: cycle_nudges(marker),
+            // Set by `PreCompact` once it knows what it prints.
+            facts_chars: 0,
         },
         ..body
     }
@@ -219,6 +221,7 @@ pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
         c.meta.created_at = None;
         c.meta.previous = None;
         c.meta.trigger.clear();
+        c.meta.facts_chars = 0;
         c
     };
     plain(a) == plain(b)

@@ -356,18 +356,6 @@ pub fn decide(m: &Marker, seen: &AfterBoundary, client_pid: Option<u32>) -> Arri
     }
 }
 
-/// How many characters of facts `PreCompact` gave the summarizer for `cp`: none on a manual
-/// `/compact` (the user's words steer it) or on Codex (its summary cannot be steered); see
-/// `hooks::precompact::facts`.
-fn facts_given(cp: &Checkpoint) -> usize {
-    let codex = crate::input::Client::of_transcript(&cp.meta.transcript_path)
-        == crate::input::Client::Codex;
-    if cp.meta.trigger == "manual" || codex {
-        return 0;
-    }
-    crate::summary_facts::render(cp).map_or(0, |f| f.chars().count())
-}
-
 /// The receipt of a compaction (pure).
 pub fn build(
     cp: Option<&Checkpoint>,
@@ -384,7 +372,7 @@ pub fn build(
         compaction: cp.map_or(0, |c| c.meta.compaction),
         trigger: cp.map(|c| c.meta.trigger.clone()).unwrap_or_default(),
         checkpoint: checkpoint.to_string(),
-        facts_chars: cp.map_or(0, facts_given),
+        facts_chars: cp.map_or(0, |c| c.meta.facts_chars),
         summary_chars,
         pre_tokens: number("preTokens"),
         post_tokens: number("postTokens"),

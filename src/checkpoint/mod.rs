@@ -161,6 +161,16 @@ pub struct Meta {
     /// `critical 955k`), oldest first: what `log` shows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nudges: Vec<String>,
+    /// How many characters of facts `PreCompact` printed for the summarizer with this
+    /// checkpoint (none on a manual `/compact`, on Codex, with `summary_facts` off, for a client
+    /// that does not take them): what the compaction's receipt reports.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub facts_chars: usize,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Meta {

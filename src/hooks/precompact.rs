@@ -207,6 +207,9 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             cp.meta.cycle = current.cycle.saturating_sub(1);
             cp.meta.previous = carried_from.map(|c| c.id);
         }
+        // What this run prints for the summarizer, recorded for the compaction's receipt.
+        let given = facts(&cp, client_version.as_deref(), &config).filter(|_| !codex);
+        cp.meta.facts_chars = given.as_ref().map_or(0, |f| f.chars().count());
         // Nothing new since the first run: its checkpoint stays, and nothing is written or
         // logged again (the marker still records this run's time, which the staleness of
         // readings is judged against).
@@ -241,19 +244,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
                 cp_path,
                 written,
                 current.compacted_at.filter(|_| repeat),
+                given,
             ),
         ))
     })?;
-    let (cp, cp_path, written, retry_of) = written;
+    let (cp, cp_path, written, retry_of, given) = written;
     if written {
         log(&paths, &cp, &cp_path, retry_of, now, diag);
     }
     // Codex does not use PreCompact's output: its summary cannot be steered (the recovery
-    // brings the facts back instead).
-    if codex {
-        return Ok(Outcome::Quiet);
-    }
-    Ok(facts(&cp, client_version.as_deref(), &config).into())
+    // brings the facts back instead); `given` is none there.
+    Ok(given.into())
 }
 
 /// The daily log's entry for a checkpoint just written (a failure costs the entry, never the
