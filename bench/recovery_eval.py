@@ -840,31 +840,27 @@ def evaluate(binary, path, workdir):
                                 + measure(block, entries[:first], cwd))
     block = run.compact(later, "manual", "")
     rows["second"].append([name] + measure(block, entries, cwd))
-    # More moments for the rarer items: cut before prompts spread over the session.
+    # More moments for the rarer items: cut before prompts spread over the session; and, as an
+    # automatic compaction comes in the middle of a turn, just after tool results spread over it.
     prompts = [i for i, e in enumerate(entries) if isinstance(e, dict) and ask_of(e)]
-    cuts = sorted({prompts[k * len(prompts) // (SAMPLES + 1)] for k in range(1, SAMPLES + 1)}
-                  - {prompts[0], first}) if prompts else []
-    for cut in cuts:
-        # The compactions before the cut happened in the same state directory.
-        run = Run(binary, workdir, session, cwd)
-        for b in (b for b in found if b < cut):
-            run.compact(lines[:b], *compaction_of(entries, b))
-        block = run.compact(lines[:cut], "auto", "")
-        rows["sampled"].append(["%s @ line %d" % (path.name, cut + 1)]
-                               + measure(block, entries[:cut], cwd))
-    # An automatic compaction comes in the middle of a turn, right after a tool's result.
+    cuts = sorted(spread(prompts, SAMPLES) - {prompts[0], first}) if prompts else []
     results_at = [i for i, e in enumerate(entries) if isinstance(e, dict) and is_tool_result(e)]
-    taken = set(cuts) | set(found) | {first}
-    mids = sorted({results_at[k * len(results_at) // (MIDTURN + 1)] + 1
-                   for k in range(1, MIDTURN + 1)} - taken) if results_at else []
-    for cut in mids:
-        run = Run(binary, workdir, session, cwd)
-        for b in (b for b in found if b < cut):
-            run.compact(lines[:b], *compaction_of(entries, b))
-        block = run.compact(lines[:cut], "auto", "")
-        rows["midturn"].append(["%s @ line %d" % (path.name, cut + 1)]
-                               + measure(block, entries[:cut], cwd))
+    mids = sorted({i + 1 for i in spread(results_at, MIDTURN)} - set(cuts) - set(found) - {first})
+    for moment, at in (("sampled", cuts), ("midturn", mids)):
+        for cut in at:
+            # The compactions before the cut happened in the same state directory.
+            run = Run(binary, workdir, session, cwd)
+            for b in (b for b in found if b < cut):
+                run.compact(lines[:b], *compaction_of(entries, b))
+            block = run.compact(lines[:cut], "auto", "")
+            rows[moment].append(["%s @ line %d" % (path.name, cut + 1)]
+                                + measure(block, entries[:cut], cwd))
     return rows
+
+
+def spread(at, n):
+    """Up to `n` of the indices `at`, spread evenly over them (neither end)."""
+    return {at[k * len(at) // (n + 1)] for k in range(1, n + 1)} if at else set()
 
 
 def is_tool_result(entry):
