@@ -342,20 +342,30 @@ fn parallel_hooks_nudge_exactly_once() {
         let env = TestEnv::new();
         env.statusline(&statusline_payload(SESSION, Some(130_000), Some(200_000)));
         let payload = pretooluse_payload(SESSION, &missing_transcript(&env)).to_string();
-        // Start all 64 first, then feed them, so they race for the lock. Their output goes to
-        // files, not pipes: under wine, draining 64 pairs of pipes at once fails now and then
-        // with an internal error (1359) of wine's own.
+        // Start all 64 first, then feed them, so they race for the lock. Under wine, starting
+        // (or draining) that many processes at once fails now and then with an internal error
+        // (1359) of wine's own: their output goes to files, and a start that fails is tried
+        // again (the race is the same).
         let out = |i: usize, name: &str| env.dir.path().join(format!("{name}-{round}-{i}"));
-        let mut children: Vec<_> = (0..64)
-            .map(|i| {
-                env.command(&["pretooluse"])
+        let spawn = |i: usize| {
+            let mut tries = 0;
+            loop {
+                let started = env
+                    .command(&["pretooluse"])
                     .stdin(Stdio::piped())
                     .stdout(std::fs::File::create(out(i, "stdout")).unwrap())
                     .stderr(std::fs::File::create(out(i, "stderr")).unwrap())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
+                    .spawn();
+                match started {
+                    Err(e) if cfg!(windows) && e.raw_os_error() == Some(1359) && tries < 5 => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    started => break started.unwrap(),
+                }
+            }
+        };
+        let mut children: Vec<_> = (0..64).map(spawn).collect();
         for child in &mut children {
             child
                 .stdin
