@@ -487,6 +487,12 @@ pub struct Loaded {
 }
 
 impl Config {
+    /// How long a marker keeps its cycle without a refresh (`stale_after_secs`): every site that
+    /// ages a marker asks this, so the user's setting applies everywhere.
+    pub fn stale(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.stale_after_secs)
+    }
+
     /// Strict load, for manual commands: an unreadable or invalid file, or an invalid override,
     /// is an error naming the file (or variable) and the problem.
     pub fn load(paths: &Paths, env: &Env) -> Result<Loaded> {

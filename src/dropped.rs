@@ -1,77 +1,82 @@
 //! Context lost without a boundary: a large drop in usage between two readings of the session's
 //! own transcript, with no `compact_boundary`, no `PreCompact` and no `/clear` between them, is
 //! treated as a compaction (users report 903k → 275k after an idle gap, with compaction off and no
-//! notice). `PreToolUse` or `UserPromptSubmit` then checkpoints what the transcript holds (the
-//! client does not rewrite the file, so the part before the drop is still there), gives the
-//! recovery once by its own route, and logs "context dropped without a compaction".
+//! notice). The first hook that can give context (`PreToolUse`, `UserPromptSubmit`,
+//! `PostToolBatch`) then checkpoints what the transcript holds (the client does not rewrite the
+//! file, so the part before the drop is still there), gives the recovery once by its own route,
+//! and logs "context dropped without a compaction".
+//!
+//! Whichever hook reads the drop first records it: the marker's transition sees it (the newer
+//! reply's tokens against `last_reply`'s) and keeps it as [`PendingDrop`], written at once. A hook
+//! that cannot give context there (`Stop`, or `PreToolUse` on a client that drops its context)
+//! leaves it in the marker for the next one that can.
 //!
 //! Only readings that can be trusted count: both are main-chain replies of this session's own
 //! transcript (the marker's `last_reply`: never a sidechain, a subagent, a synthetic or API-error
 //! line, a null status-line frame, or another session's status line), the newer written after the
-//! older. A `/clear` starts another session id, so it never shows here.
+//! older. A `/clear` starts another session id, so it never shows here. A rewind (the user edited
+//! an earlier prompt: the newer reply's chain of `parentUuid` does not pass through the older
+//! one) is no drop: the conversation is shorter because the user took part of it back, and
+//! nothing of the branch they left is shown ([`crate::checkpoint::chain`]).
 
 use std::path::Path;
 
 use anyhow::Result;
-use chrono::{DateTime, Local, Utc};
+use chrono::Local;
 
 use crate::config::Env;
 use crate::daily_log;
 use crate::diag::Diag;
 use crate::input::HookInput;
-use crate::marker::{self, Marker, Store};
+use crate::marker::{self, Marker, PendingDrop, Store};
 use crate::receipt;
 use crate::transcript;
 
-/// A drop is only looked for from this many tokens: below, a context has little to lose.
-pub const MIN_BEFORE: u64 = 100_000;
-/// It must lose at least this many tokens...
-pub const MIN_LOST: u64 = 50_000;
-/// ...and leave at most this share (in percent) of what was there.
-pub const MAX_LEFT_PCT: u64 = 60;
-
-/// Is `after` tokens a large enough drop from `before` (pure)?
-pub fn is_drop(before: u64, after: u64) -> bool {
-    before >= MIN_BEFORE
-        && before.saturating_sub(after) >= MIN_LOST
-        && after.saturating_mul(100) <= before.saturating_mul(MAX_LEFT_PCT)
+/// What a pending drop turned out to be, once the transcript was read (pure inputs: the drop,
+/// the newest boundary's time, whether the newer reply descends from the older one).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Context lost: checkpoint it and give the recovery.
+    Lost,
+    /// A compaction the transcript shows after the older reading: the receipt's, not ours.
+    Compacted,
+    /// The user rewound the conversation: nothing was lost that they still want.
+    Rewound,
 }
 
-/// Is the change from `before` to `after` (the same session's marker around one hook's reading)
-/// context lost without a compaction, given the time of the transcript's newest boundary (pure)?
-pub fn silent_drop(before: &Marker, after: &Marker, boundary: Option<DateTime<Utc>>) -> bool {
-    let (Some((p, p_at, _)), Some((n, n_at, _))) = (before.last_reply, after.last_reply) else {
-        return false;
-    };
-    n_at > p_at
-        && is_drop(p, n)
-        // No compaction the hooks saw, and none the transcript shows, since the older reading.
-        && after.compactions == before.compactions
-        && after.compacted_at.is_none_or(|c| c < p_at)
-        && boundary.is_none_or(|b| b < p_at)
-        // Not handled already.
-        && after.dropped_at != Some(n_at)
+/// Is this pending drop context lost, a compaction, or a rewind (pure)? `descends`: whether
+/// the newer reply's `parentUuid` chain passes through the older reply (`None`: the transcript
+/// cannot tell, taken as a drop).
+pub fn judge(
+    drop: &PendingDrop,
+    boundary: Option<chrono::DateTime<chrono::Utc>>,
+    descends: Option<bool>,
+) -> Verdict {
+    if boundary.is_some_and(|b| b >= drop.before_at) {
+        Verdict::Compacted
+    } else if descends == Some(false) {
+        Verdict::Rewound
+    } else {
+        Verdict::Lost
+    }
 }
 
-/// For `PreToolUse` and `UserPromptSubmit`, after the reading was applied (`before` is the
-/// marker peeked before it): on a silent drop, the checkpoint, the log line and the recovery
-/// block to give; `None` otherwise. Cheap unless the previous reading was large. Never fails the
-/// hook: a problem is one note.
-pub fn check(
+/// For the hooks that can give context, with the marker as it stands after this call's reading
+/// (`marker`): on a drop no hook has acted on, the recovery block to give (checkpointed and
+/// logged); `None` otherwise. Free unless the marker holds a pending drop. Never fails the hook:
+/// a problem is one note.
+pub fn act(
     input: &HookInput,
     env: &Env,
-    before: Option<&Marker>,
+    marker: &Marker,
     hook_event: &str,
     diag: &mut Diag,
 ) -> Option<String> {
     if !input.agent_id.is_empty() || input.transcript_path.is_empty() {
         return None;
     }
-    let (p, _, _) = before?.last_reply?;
-    if p < MIN_BEFORE {
-        return None;
-    }
-    match handle(input, env, before?, hook_event, diag) {
+    let drop = marker.pending_drop?;
+    match handle(input, env, drop, hook_event, diag) {
         Ok(block) => block,
         Err(e) => {
             diag.note(format!("context drop: {e:#}"));
@@ -83,45 +88,47 @@ pub fn check(
 fn handle(
     input: &HookInput,
     env: &Env,
-    before: &Marker,
+    drop: PendingDrop,
     hook_event: &str,
     diag: &mut Diag,
 ) -> Result<Option<String>> {
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
-    let Some(after) = store.peek()? else {
-        return Ok(None);
-    };
-    // The transcript is read only for a drop the marker already shows.
-    if !silent_drop(before, &after, None) {
-        return Ok(None);
-    }
     let path = Path::new(&input.transcript_path);
     let boundary = transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
         .ok()
         .flatten();
-    if !silent_drop(before, &after, boundary) {
-        return Ok(None);
-    }
-    let Some((n, n_at, _)) = after.last_reply else {
-        return Ok(None);
-    };
-    let (p, _, _) = before.last_reply.unwrap_or_default();
+    let descends = crate::checkpoint::chain::descends(path, drop.after_at, drop.before_at);
+    let verdict = judge(&drop, boundary, descends);
     // Claimed once under the lock: of parallel hooks, one handles the drop.
     let claimed = store.update(&input.session_id, diag, |m, _| {
-        if m.dropped_at == Some(n_at) || m.compactions != after.compactions {
+        if m.pending_drop != Some(drop) {
             return Ok((m.clone(), false));
         }
         let mut next = m.clone();
-        next.dropped_at = Some(n_at);
+        next.pending_drop = None;
+        next.dropped_at = Some(drop.after_at);
         Ok((next, true))
     })?;
     if !claimed {
         return Ok(None);
     }
+    match verdict {
+        Verdict::Lost => {}
+        Verdict::Compacted => return Ok(None),
+        Verdict::Rewound => {
+            diag.note(format!(
+                "context fell from {} to {} tokens after a rewind: no drop",
+                drop.before, drop.after
+            ));
+            return Ok(None);
+        }
+    }
+    let (p, n) = (drop.before, drop.after);
     let now = env.now();
-    checkpoint_now(&paths, env, input, diag)?;
-    let stale = std::time::Duration::from_secs(1800);
+    let config = crate::config::Config::for_hook(&paths, env, diag);
+    checkpoint_now(&paths, env, &config, input, diag)?;
+    let stale = config.stale();
     let taken = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         let mut next = if path.is_some() {
@@ -170,7 +177,6 @@ fn handle(
         cp.id,
     );
     daily_log::append(&paths, local.date_naive(), &line)?;
-    let config = crate::config::Config::for_hook(&paths, env, diag);
     Ok(Some(crate::recovering::handed_over(
         &paths,
         env,
@@ -189,14 +195,14 @@ fn handle(
 fn checkpoint_now(
     paths: &crate::paths::Paths,
     env: &Env,
+    config: &crate::config::Config,
     input: &HookInput,
     diag: &mut Diag,
 ) -> Result<()> {
     use crate::checkpoint::CheckpointStore;
     use crate::checkpointing;
-    let config = crate::config::Config::for_hook(paths, env, diag);
     let now = env.now();
-    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let reading = crate::checkpoint::read_transcript(Path::new(&input.transcript_path))
         .map_err(|e| format!("{e:#}"));
     let drop_input = HookInput {
@@ -226,7 +232,7 @@ fn checkpoint_now(
             current,
             checkpoints.next_id()?,
             latest.as_ref().map(|c| c.id.clone()),
-            &config,
+            config,
             now,
         );
         checkpointing::note_saved_memories(
@@ -264,16 +270,19 @@ pub const TRIGGER: &str = "dropped";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
+    use crate::marker::is_drop;
+    use chrono::{DateTime, TimeZone, Utc};
 
     fn t(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + s, 0).unwrap()
     }
 
-    fn at(tokens: u64, s: i64) -> Marker {
-        Marker {
-            last_reply: Some((tokens, t(s), 1_000_000)),
-            ..Marker::default()
+    fn drop_of(before: u64, after: u64) -> PendingDrop {
+        PendingDrop {
+            before,
+            before_at: t(0),
+            after,
+            after_at: t(60),
         }
     }
 
@@ -283,23 +292,13 @@ mod tests {
         assert!(!is_drop(90_000, 10_000), "too small to matter");
         assert!(!is_drop(300_000, 260_000), "a small drop");
         assert!(!is_drop(120_000, 80_000), "less than 50k lost");
-        assert!(silent_drop(&at(903_000, 0), &at(275_000, 60), None));
-        // A boundary, a PreCompact, or an older reading: not silent.
-        assert!(!silent_drop(&at(903_000, 0), &at(275_000, 60), Some(t(30))));
-        assert!(silent_drop(&at(903_000, 0), &at(275_000, 60), Some(t(-30))));
-        let mut compacted = at(275_000, 60);
-        compacted.compactions = 1;
-        assert!(!silent_drop(&at(903_000, 0), &compacted, None));
-        let mut precompacted = at(275_000, 60);
-        precompacted.compacted_at = Some(t(30));
-        assert!(!silent_drop(&at(903_000, 0), &precompacted, None));
-        assert!(!silent_drop(&at(903_000, 60), &at(275_000, 0), None));
-        // Handled already.
-        let mut handled = at(275_000, 60);
-        handled.dropped_at = Some(t(60));
-        assert!(!silent_drop(&at(903_000, 0), &handled, None));
-        // No reading on either side (a null frame, a first reply).
-        assert!(!silent_drop(&Marker::default(), &at(275_000, 60), None));
+        let d = drop_of(903_000, 275_000);
+        assert_eq!(judge(&d, None, None), Verdict::Lost);
+        assert_eq!(judge(&d, Some(t(-30)), Some(true)), Verdict::Lost);
+        // A boundary after the older reading: a compaction, the receipt's to check.
+        assert_eq!(judge(&d, Some(t(30)), Some(true)), Verdict::Compacted);
+        // The newer reply does not descend from the older one: a rewind.
+        assert_eq!(judge(&d, None, Some(false)), Verdict::Rewound);
     }
 
     /// The drops a transcript's readings would show, compared the strictest way a hook could

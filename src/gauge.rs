@@ -114,7 +114,7 @@ pub fn decide(
     config: &Config,
     now: DateTime<Utc>,
 ) -> (Marker, Gauge) {
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let limits = observation.limits;
     let had_tokens = observation.tokens.is_some();
     let next = marker::transition(marker, &Event::Observe(observation), now, stale);

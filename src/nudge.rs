@@ -5,7 +5,6 @@
 //! what it judges is what the hooks do.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -66,7 +65,7 @@ pub fn decide(
     config: &Config,
     now: DateTime<Utc>,
 ) -> (Marker, Option<Nudge>) {
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let mut m = marker.clone();
     if let Some(obs) = observation {
         m = marker::transition(&m, &Event::Observe(obs.clone()), now, stale);
@@ -100,7 +99,7 @@ pub fn decide_idle(
     now: DateTime<Utc>,
     attended: bool,
 ) -> (Marker, bool) {
-    let stale = std::time::Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let m = observation.map_or_else(
         || marker.clone(),
         |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),
@@ -224,11 +223,11 @@ pub fn give(
     diag: &mut Diag,
     hook_event: &'static str,
     peeked: Option<Marker>,
-) -> Result<Option<String>> {
+) -> Result<Given> {
     if !input.agent_id.is_empty() {
         // A subagent's call: its context is not the main thread's, and its transcript is not
         // the main thread's usage.
-        return Ok(None);
+        return Ok(Given::default());
     }
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
@@ -271,7 +270,12 @@ pub fn give(
     };
     let (next, nudge) = decide_here(&marker);
     if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
-        return Ok(None);
+        // Nothing worth a write: a drop (which is) would have been written.
+        return Ok(Given {
+            text: None,
+            marker: Some(next),
+            can_deliver,
+        });
     }
     // Decided again under the lock, on the marker as it is now. If the nudge cannot be
     // recorded, it is not given: an unrecorded nudge would repeat on every call.
@@ -279,12 +283,26 @@ pub fn give(
         let (next, nudge) = decide_here(current);
         Ok((next.clone(), (next, nudge)))
     })?;
-    let Some(level) = nudge else {
-        return Ok(None);
-    };
-    let (place, make_room) =
-        memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
-    Ok(Some(nudge_text(level, &next, &config, &place, make_room)))
+    let text = nudge.map(|level| {
+        let (place, make_room) =
+            memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
+        nudge_text(level, &next, &config, &place, make_room)
+    });
+    Ok(Given {
+        text,
+        marker: Some(next),
+        can_deliver,
+    })
+}
+
+/// What [`give`] did: the nudge to give (if any), and the session's marker as this call left it
+/// (what the drop check reads next, without reading the file again).
+#[derive(Debug, Default)]
+pub struct Given {
+    pub text: Option<String>,
+    pub marker: Option<Marker>,
+    /// This route's context reaches the model (not `PreToolUse` on a client before 2.1).
+    pub can_deliver: bool,
 }
 
 /// Is a nudge on this route withheld once usage is past the compaction point (the `at_prompt`
@@ -324,7 +342,7 @@ pub fn decide_route(
             return decided;
         }
     }
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let observed = observation.map_or_else(
         || marker.clone(),
         |o| marker::transition(marker, &Event::Observe(o.clone()), now, stale),

@@ -131,8 +131,9 @@ pub struct AfterBoundary {
     /// The boundary line's time and `compactMetadata`.
     pub at: Option<DateTime<Utc>>,
     pub metadata: Option<Value>,
-    /// A line after it holds a recovery block.
-    pub holds_block: bool,
+    /// The compactions whose recovery block the client recorded after it, as its own record
+    /// of a hook's context ([`recorded_block`]).
+    pub blocks: Vec<u64>,
 }
 
 /// Reads the part of the transcript after its newest `compact_boundary` (bounded); `None` when
@@ -183,13 +184,57 @@ fn scan_with<R: Read + Seek>(
             .and_then(Value::as_str)
             .and_then(|t| t.parse().ok()),
         metadata: boundary.get("compactMetadata").cloned(),
-        holds_block: false,
+        blocks: Vec::new(),
     };
     let mut rest = Vec::new();
     reader.seek(SeekFrom::Start(start)).ok()?;
     reader.take(TAIL).read_to_end(&mut rest).ok()?;
-    found.holds_block = memchr::memmem::find(&rest, BLOCK_MARK).is_some();
+    found.blocks = rest.split(|b| *b == b'\n').filter_map(recorded_block).collect();
     Some(found)
+}
+
+/// The compaction number of the recovery block this transcript line records as the client's
+/// own record of a hook's context, if it is one: Claude Code's `attachment` of type
+/// `hook_additional_context` from `SessionStart` (or from the hook that gave it again), Codex's
+/// `developer` message. The block must open the context: a CLAUDE.md or AGENTS.md snapshot, a
+/// kept tool result or a prompt that merely quotes its first words is never a delivery.
+pub fn recorded_block(line: &[u8]) -> Option<u64> {
+    memchr::memmem::find(line, BLOCK_MARK)?;
+    let v: Value = serde_json::from_slice(line).ok()?;
+    let texts: Vec<&str> = if v.get("type").and_then(Value::as_str) == Some("attachment") {
+        let a = v.get("attachment")?;
+        if a.get("type").and_then(Value::as_str) != Some("hook_additional_context") {
+            return None;
+        }
+        match a.get("content")? {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => return None,
+        }
+    } else if v.get("type").and_then(Value::as_str) == Some("response_item") {
+        let p = v.get("payload")?;
+        if p.get("type").and_then(Value::as_str) != Some("message")
+            || p.get("role").and_then(Value::as_str) != Some("developer")
+        {
+            return None;
+        }
+        p.get("content")?
+            .as_array()?
+            .iter()
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect()
+    } else {
+        return None;
+    };
+    texts.iter().find_map(|t| block_number(t))
+}
+
+/// The compaction number a recovery block opens with (`## ctxguard recovery: compaction #N`).
+fn block_number(text: &str) -> Option<u64> {
+    let rest = text.trim_start().strip_prefix("## ")?;
+    let rest = rest.strip_prefix(std::str::from_utf8(BLOCK_MARK).ok()?)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Did the client prepare this compaction's summary ahead of its boundary? 2.1.332 marks such a
@@ -241,7 +286,7 @@ pub fn check(
     let pid = env.client_pid;
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
-    let stale = std::time::Duration::from_secs(1800);
+    let stale = crate::config::Config::for_hook(&paths, env, diag).stale();
     // Under the lock: exactly one hook settles it, whatever runs in parallel.
     let settled = store.update(&input.session_id, diag, |m, _| {
         if !waiting(m) {
@@ -341,7 +386,11 @@ pub fn waiting(m: &Marker) -> bool {
 
 /// How the recovery stands, from what the client recorded (pure).
 pub fn decide(m: &Marker, seen: &AfterBoundary, client_pid: Option<u32>) -> Arrival {
-    if seen.holds_block {
+    let number = m
+        .receipt_pending
+        .as_ref()
+        .map_or(m.compactions, |p| p.compaction);
+    if seen.blocks.contains(&number) {
         return Arrival::Transcript;
     }
     match &m.receipt_pending {
@@ -483,7 +532,7 @@ impl Tally {
             transcript::Verdict::Irrelevant => {}
         }
         if let Some(o) = self.open.as_mut() {
-            if !o.1 && memchr::memmem::find(line, BLOCK_MARK).is_some() {
+            if !o.1 && recorded_block(line).is_some() {
                 o.1 = true;
             }
         }
@@ -514,27 +563,29 @@ mod tests {
     #[test]
     fn the_part_after_the_newest_boundary_says_whether_the_block_is_there() {
         let s = seen(&[REPLY, BOUNDARY, SUMMARY, KEPT]).unwrap();
-        assert!(s.holds_block);
+        assert_eq!(s.blocks, [1]);
         assert_eq!(s.metadata.as_ref().unwrap()["preTokens"], 120530);
         assert_eq!(s.at.unwrap().to_rfc3339(), "2026-11-25T10:00:00+00:00");
         assert!(
-            !seen(&[REPLY, BOUNDARY, SUMMARY, REPLY])
+            seen(&[REPLY, BOUNDARY, SUMMARY, REPLY])
                 .unwrap()
-                .holds_block
+                .blocks
+                .is_empty()
         );
         // An older boundary's block does not count.
         assert!(
-            !seen(&[BOUNDARY, KEPT, REPLY, BOUNDARY, SUMMARY])
+            seen(&[BOUNDARY, KEPT, REPLY, BOUNDARY, SUMMARY])
                 .unwrap()
-                .holds_block
+                .blocks
+                .is_empty()
         );
         assert_eq!(seen(&[REPLY, SUMMARY]), None);
     }
 
     #[test]
     fn arrival_from_the_transcript_the_process_or_neither() {
-        let s = |holds_block| AfterBoundary {
-            holds_block,
+        let s = |holds_block: bool| AfterBoundary {
+            blocks: if holds_block { vec![1] } else { Vec::new() },
             ..AfterBoundary::default()
         };
         let handed = |pid| Marker {
@@ -569,6 +620,35 @@ mod tests {
         assert!(waiting(&never));
         assert_eq!(decide(&never, &s(false), Some(7)), Arrival::GivenAgain);
         assert!(!waiting(&Marker::default()));
+    }
+
+    #[test]
+    fn only_the_clients_record_of_a_hooks_context_counts_as_a_delivery() {
+        // The client's own records: Claude Code's attachment, Codex's developer message.
+        assert_eq!(recorded_block(KEPT.as_bytes()), Some(1));
+        let codex = r###"{"type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"## ctxguard recovery: compaction #3 of this session\n..."}]}}"###;
+        assert_eq!(recorded_block(codex.as_bytes()), Some(3));
+        // Repository text that quotes the block's first words: a CLAUDE.md snapshot in a user
+        // message, AGENTS.md as Codex writes it, a kept tool result, a prompt.
+        for line in [
+            r###"{"type":"user","message":{"content":"Contents of CLAUDE.md: ## ctxguard recovery: compaction #1 of this session"}}"###,
+            r###"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"## ctxguard recovery: compaction #1 of this session"}]}}"###,
+            r###"{"type":"attachment","attachment":{"type":"nested_memory","content":"## ctxguard recovery: compaction #1 of this session"}}"###,
+            r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["see CLAUDE.md: ## ctxguard recovery: compaction #1"]}}"###,
+            r###"{"type":"user","message":{"content":[{"type":"tool_result","content":"## ctxguard recovery: compaction #1 of this session"}]}}"###,
+        ] {
+            assert_eq!(recorded_block(line.as_bytes()), None, "{line}");
+        }
+        // Another compaction's number is not this one's.
+        let two = KEPT.replace("#1 ", "#2 ");
+        let s = seen(&[REPLY, BOUNDARY, SUMMARY, &two]).unwrap();
+        let waiting_for_one = Marker {
+            recovery_pending: true,
+            compactions: 1,
+            compacted_at: Some(Utc::now()),
+            ..Marker::default()
+        };
+        assert_eq!(decide(&waiting_for_one, &s, None), Arrival::GivenAgain);
     }
 
     #[test]

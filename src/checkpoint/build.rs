@@ -635,6 +635,15 @@ pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
         .with_context(|| format!("reading transcript {}", path.display()))?;
     io::Seek::seek(&mut file, io::SeekFrom::Start(start))
         .with_context(|| format!("reading transcript {}", path.display()))?;
+    // The branches the user rewound away from: read first, never fed (`chain`).
+    let gone = {
+        let (mut again, _) = files::open_regular(path, "transcript")?;
+        io::Seek::seek(&mut again, io::SeekFrom::Start(start))
+            .with_context(|| format!("reading transcript {}", path.display()))?;
+        super::chain::tree_of(io::Read::take(again, len - start))
+            .with_context(|| format!("reading transcript {}", path.display()))?
+            .abandoned()
+    };
     let mut builder = Builder::default();
     let mut lines = LineReader::new(io::Read::take(file, len - start), transcript::MAX_LINE);
     while let Some(line) = lines
@@ -643,6 +652,10 @@ pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
     {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
+            if !gone.is_empty() && super::chain::uuid_of(text).is_some_and(|u| gone.contains(&u))
+            {
+                continue;
+            }
             builder.feed(text);
         }
     }

@@ -12,6 +12,7 @@ mod asks;
 mod block;
 mod bounded;
 mod build;
+pub mod chain;
 mod failures;
 mod prs;
 mod rollout;

@@ -33,7 +33,7 @@ fn reset_one(
 pub fn run(session: Option<String>, all: bool) -> Result<()> {
     let env = Env::from_process();
     let paths = env.paths()?;
-    let stale = Duration::from_secs(Config::load(&paths, &env)?.config.stale_after_secs);
+    let stale = Config::load(&paths, &env)?.config.stale();
     if all {
         let sessions = super::sessions(&paths)?;
         for (store, _) in &sessions {

@@ -223,7 +223,7 @@ pub fn run(query: Query) -> Result<()> {
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    let stale = Duration::from_secs(loaded.config.stale_after_secs);
+    let stale = loaded.config.stale();
     let now = env.now();
     if let Some(id) = &query.session {
         let (id, store) = super::known_session(&paths, id)?;

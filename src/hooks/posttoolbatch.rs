@@ -88,8 +88,18 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     settle(&input.transcript_path, bytes);
-    let nudge = nudge::give(&input, env, diag, event::POST_TOOL_BATCH, None)?;
-    Ok(nudge
+    let given = nudge::give(&input, env, diag, event::POST_TOOL_BATCH, None)?;
+    // A drop this batch's reply shows (PostToolBatch often reads a new reply first): acted on
+    // here, once.
+    let dropped = given
+        .marker
+        .as_ref()
+        .and_then(|m| crate::dropped::act(&input, env, m, event::POST_TOOL_BATCH, diag));
+    let text = [dropped, given.text]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}\n\n{b}"));
+    Ok(text
         .map(|text| additional_context(event::POST_TOOL_BATCH, text))
         .into())
 }

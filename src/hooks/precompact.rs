@@ -41,7 +41,7 @@ pub fn gate(
     window: u64,
     now: DateTime<Utc>,
 ) -> bool {
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let delivered = matches!(
         marker.effective_state(now, stale),
         State::Nudged | State::CriticalNudged
@@ -64,7 +64,7 @@ fn trusted_window(
     tokens: Option<u64>,
     now: DateTime<Utc>,
 ) -> Option<u64> {
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let window = config.window_tokens.or_else(|| {
         marker
             .reported_window
@@ -82,7 +82,7 @@ fn try_gate(
     diag: &mut Diag,
 ) -> Result<bool> {
     let scan = transcript::tail_usage(Path::new(&input.transcript_path)).ok();
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     store.update(&input.session_id, diag, |m, _| {
         let tokens = scan.and_then(|s| s.tokens).or(m.tokens);
         let held = trusted_window(config, m, tokens, now)
@@ -164,7 +164,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         home: env.home.as_deref(),
         project: &project,
     };
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let written = store.update(&input.session_id, diag, |current, diag| {
         // A repeat with a reply since the first run replaces its checkpoint with a fresher
         // one of the same compaction: same number, same cycle.

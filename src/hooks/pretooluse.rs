@@ -30,9 +30,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let peeked = before
         .clone()
         .filter(|m| again.is_none() && m.receipt_pending.is_none());
-    let nudge = nudge::give(&input, env, diag, event::PRE_TOOL_USE, peeked)?;
-    // Context lost without a compaction: checkpointed, and its recovery given here, once.
-    let dropped = crate::dropped::check(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
+    let given = nudge::give(&input, env, diag, event::PRE_TOOL_USE, peeked)?;
+    // Context lost without a compaction (read by this call or an earlier hook): checkpointed,
+    // and its recovery given here, once.
+    let dropped = given
+        .marker
+        .as_ref()
+        .filter(|_| given.can_deliver)
+        .and_then(|m| crate::dropped::act(&input, env, m, event::PRE_TOOL_USE, diag));
+    let nudge = given.text;
     let text = [again, dropped, nudge]
         .into_iter()
         .flatten()

@@ -5,7 +5,6 @@
 //! `SessionEnd` accepts no output. A session that did nothing worth recalling writes nothing.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 
@@ -59,7 +58,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         home: env.home.as_deref(),
         project: &project,
     };
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     store.update(&input.session_id, diag, |current, diag| {
         let latest = checkpoints.latest().unwrap_or_else(|e| {
             diag.note(format!("{e:#}"));

@@ -326,7 +326,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::SESSION_START)?;
     let paths = env.paths()?;
     let config = Config::for_hook(&paths, env, diag);
-    let stale = Duration::from_secs(config.stale_after_secs);
+    let stale = config.stale();
     let now = env.now();
     if let Err(e) = record_model(&paths, &input, diag) {
         diag.note(format!("{e:#}"));

@@ -99,7 +99,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let observation = reading
         .as_ref()
         .map(|r| nudge::observe(r, &marker, &ctx, now));
-    if !decide(&marker, observation.as_ref(), &config, now, true).1 {
+    let (next, nudge) = decide(&marker, observation.as_ref(), &config, now, true);
+    // A drop of context this reading shows is recorded for the next hook that can give its
+    // recovery (this one's context reaches the user, not as a recovery should).
+    let new_drop = next.pending_drop.is_some() && next.pending_drop != marker.pending_drop;
+    if !nudge && !new_drop {
         return Ok(Outcome::Quiet);
     }
     let (nudged, tokens) = store.update(&input.session_id, diag, |current, _| {
@@ -172,7 +176,7 @@ mod tests {
                 repeat: false,
             },
             t(40 * 60),
-            std::time::Duration::from_secs(config.stale_after_secs),
+            config.stale(),
         );
         assert!(decide(&compacted, Some(&obs(250_000)), &config, t(41 * 60), true).1);
         // Unattended (`-p`, the SDK), or turned off: never.

@@ -181,6 +181,38 @@ pub struct Marker {
     /// (see [`crate::dropped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped_at: Option<DateTime<Utc>>,
+    /// A drop of context without a compaction that a reading showed and no hook has acted on
+    /// yet: recorded by whichever hook read it first (written at once, never held back by the
+    /// refresh interval), acted on by the first hook that can give context (see
+    /// [`crate::dropped`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_drop: Option<PendingDrop>,
+}
+
+/// A drop of context between two main-chain replies of the session's own transcript, with no
+/// compaction between them that the hooks or the transcript saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingDrop {
+    /// The older reply: its tokens and when it was written.
+    pub before: u64,
+    pub before_at: DateTime<Utc>,
+    /// The newer, smaller one.
+    pub after: u64,
+    pub after_at: DateTime<Utc>,
+}
+
+/// A drop is only looked for from this many tokens: below, a context has little to lose.
+pub const DROP_MIN_BEFORE: u64 = 100_000;
+/// It must lose at least this many tokens...
+pub const DROP_MIN_LOST: u64 = 50_000;
+/// ...and leave at most this share (in percent) of what was there.
+pub const DROP_MAX_LEFT_PCT: u64 = 60;
+
+/// Is `after` tokens a large enough drop from `before` (pure)?
+pub fn is_drop(before: u64, after: u64) -> bool {
+    before >= DROP_MIN_BEFORE
+        && before.saturating_sub(after) >= DROP_MIN_LOST
+        && after.saturating_mul(100) <= before.saturating_mul(DROP_MAX_LEFT_PCT)
 }
 
 /// A compaction whose recovery still waits for its receipt (kept in the marker).
@@ -517,6 +549,22 @@ pub fn transition(
                     if at > prev_at && prev_w == w && no_boundary && t >= prev && higher {
                         m.uncompacted_max = Some((prev, w));
                     }
+                    // Context lost between the two with no compaction the hooks (PreCompact) or
+                    // the transcript (a boundary) saw: recorded here, by whichever hook read it.
+                    let compacted_since = m.compacted_at.is_some_and(|c| c >= prev_at);
+                    if at > prev_at
+                        && no_boundary
+                        && !compacted_since
+                        && is_drop(prev, t)
+                        && m.dropped_at != Some(at)
+                    {
+                        m.pending_drop = Some(PendingDrop {
+                            before: prev,
+                            before_at: prev_at,
+                            after: t,
+                            after_at: at,
+                        });
+                    }
                 }
                 m.last_reply = Some((t, at, w));
             }
@@ -598,6 +646,8 @@ pub fn transition(
             m.tokens = None;
             m.growth = None;
             m.last_reply = None;
+            // The compaction's checkpoint covers a drop no hook had acted on yet.
+            m.pending_drop = None;
             m.compacted_at = Some(now);
             m.tokens_at_compaction = before;
             // A new compaction point may have been observed: resolve the limits again.

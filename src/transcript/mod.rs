@@ -131,7 +131,7 @@ pub enum Verdict {
     Irrelevant,
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|t| t.with_timezone(&Utc))

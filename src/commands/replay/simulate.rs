@@ -195,7 +195,7 @@ impl Simulation {
         // Codex has no status line.
         options.statusline &= options.codex.is_none();
         Simulation {
-            stale: Duration::from_secs(config.stale_after_secs),
+            stale: config.stale(),
             config,
             options,
             marker: Marker::new("replay"),

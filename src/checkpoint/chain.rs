@@ -1,0 +1,373 @@
+//! The live conversation of a transcript that holds a rewind. When the user edits an earlier
+//! prompt (Esc Esc, `/rewind`), Claude Code keeps both branches in the same file: the new prompt
+//! is written with the `parentUuid` of the prompt it replaces, and the conversation goes on from
+//! it. What the user took back (a prompt, with whatever it carried, and the work that followed
+//! it) is no longer part of the session, and nothing of it may come back in a recovery.
+//!
+//! A fork counts as a rewind only where two typed prompts share a parent (or are both roots):
+//! other forks are the client's own shape (a tool result's `parentUuid` is the assistant record
+//! that made the call, `sourceToolAssistantUUID`, so parallel calls fork the chain; progress and
+//! attachment records hang off the record they belong to), and their lines are the live
+//! conversation's. Of two prompts so forked, the one whose subtree holds the newest record is
+//! live; the other's subtree is abandoned. Records without a `uuid` (queue operations, titles)
+//! cannot be placed and are kept.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::files;
+use crate::transcript::{self, parse_time, Line, LineReader};
+
+/// What a line tells about its place in the conversation.
+#[derive(Deserialize)]
+struct Ids<'a> {
+    #[serde(borrow, default)]
+    uuid: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "parentUuid", borrow, default)]
+    parent: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: Option<bool>,
+    #[serde(rename = "isMeta", default)]
+    meta: Option<bool>,
+    #[serde(rename = "isCompactSummary", default)]
+    summary: Option<bool>,
+    #[serde(borrow, default)]
+    timestamp: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Msg<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    #[serde(borrow, default)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// One record of the tree.
+#[derive(Debug, Clone)]
+struct Node {
+    uuid: String,
+    parent: Option<String>,
+    /// A prompt the user typed (not a tool result, not the client's own text).
+    prompt: bool,
+    /// An assistant reply: its time and its message id (the records of one reply share it).
+    reply: Option<(Option<DateTime<Utc>>, Option<String>)>,
+    sidechain: bool,
+}
+
+/// The records of a transcript (or its part after the newest boundary), as a tree.
+#[derive(Debug, Default)]
+pub struct Tree {
+    nodes: Vec<Node>,
+    index: HashMap<String, usize>,
+}
+
+/// Is this content a typed prompt's: text, and no tool result?
+fn typed(content: Option<&RawValue>) -> bool {
+    let Some(raw) = content else {
+        return false;
+    };
+    let s = raw.get().trim_start();
+    if s.starts_with('"') {
+        return true;
+    }
+    // An array of blocks: a prompt has a text block and no tool result.
+    s.starts_with('[') && s.contains("\"type\":\"text\"") && !s.contains("\"type\":\"tool_result\"")
+}
+
+impl Tree {
+    /// Adds one transcript line (lines that are not records are ignored).
+    pub fn feed(&mut self, line: &[u8]) {
+        let Ok(ids) = serde_json::from_slice::<Ids>(line) else {
+            return;
+        };
+        let Some(uuid) = ids.uuid.filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let kind = ids.kind.as_deref().unwrap_or_default();
+        let prompt = kind == "user"
+            && ids.meta != Some(true)
+            && ids.summary != Some(true)
+            && typed(ids.message.as_ref().and_then(|m| m.content));
+        let reply = (kind == "assistant").then(|| {
+            (
+                ids.timestamp.as_deref().and_then(parse_time),
+                ids.message
+                    .as_ref()
+                    .and_then(|m| m.id.as_deref().map(str::to_string)),
+            )
+        });
+        let node = Node {
+            uuid: uuid.into_owned(),
+            parent: ids.parent.map(std::borrow::Cow::into_owned),
+            prompt,
+            reply,
+            sidechain: ids.sidechain == Some(true),
+        };
+        self.index.insert(node.uuid.clone(), self.nodes.len());
+        self.nodes.push(node);
+    }
+
+    fn parent_of(&self, i: usize) -> Option<usize> {
+        self.nodes[i]
+            .parent
+            .as_deref()
+            .and_then(|p| self.index.get(p).copied())
+    }
+
+    /// The records from `leaf` up to its root (bounded: a cycle ends the walk).
+    fn path_up(&self, leaf: usize) -> Vec<usize> {
+        let mut path = vec![leaf];
+        let mut at = leaf;
+        while let Some(p) = self.parent_of(at) {
+            if path.len() > self.nodes.len() {
+                break;
+            }
+            path.push(p);
+            at = p;
+        }
+        path
+    }
+
+    /// The newest record of the main conversation: the leaf the client resumes from.
+    fn newest(&self) -> Option<usize> {
+        self.nodes.iter().rposition(|n| !n.sidechain)
+    }
+
+    /// The records on branches the user rewound away from, as seen from `leaf` (see the module
+    /// doc): every record below a typed prompt that shares its parent with a typed prompt on the
+    /// way up from `leaf`.
+    fn abandoned_from(&self, leaf: usize) -> HashSet<usize> {
+        let live: Vec<usize> = self.path_up(leaf);
+        let live_set: HashSet<usize> = live.iter().copied().collect();
+        let mut children: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            children.entry(n.parent.as_deref()).or_default().push(i);
+        }
+        let mut roots = Vec::new();
+        for &c in &live {
+            if !self.nodes[c].prompt {
+                continue;
+            }
+            let parent = self.nodes[c].parent.as_deref();
+            for &s in children.get(&parent).map_or(&[][..], Vec::as_slice) {
+                if s != c && self.nodes[s].prompt && !live_set.contains(&s) {
+                    roots.push(s);
+                }
+            }
+        }
+        let mut out = HashSet::new();
+        while let Some(i) = roots.pop() {
+            if live_set.contains(&i) || !out.insert(i) {
+                continue;
+            }
+            let uuid = self.nodes[i].uuid.as_str();
+            roots.extend(children.get(&Some(uuid)).into_iter().flatten().copied());
+        }
+        out
+    }
+
+    /// The uuids of the records on abandoned branches, seen from the newest record.
+    pub fn abandoned(&self) -> HashSet<String> {
+        self.newest().map_or_else(HashSet::new, |leaf| {
+            self.abandoned_from(leaf)
+                .into_iter()
+                .map(|i| self.nodes[i].uuid.clone())
+                .collect()
+        })
+    }
+
+    /// Does the reply written at `after` descend from the one written at `before`? `Some(false)`
+    /// only when the older reply is on a branch the user rewound away from; `None` when the tree
+    /// cannot tell (a reply not found, a chain broken off).
+    pub fn descends(&self, after: DateTime<Utc>, before: DateTime<Utc>) -> Option<bool> {
+        let reply_at = |n: &Node, t: DateTime<Utc>| {
+            !n.sidechain && n.reply.as_ref().is_some_and(|(at, _)| *at == Some(t))
+        };
+        let leaf = self.nodes.iter().rposition(|n| reply_at(n, after))?;
+        // The records of the older reply: those written then, and their reply's other records.
+        let ids: HashSet<&str> = self
+            .nodes
+            .iter()
+            .filter(|n| reply_at(n, before))
+            .filter_map(|n| n.reply.as_ref().and_then(|(_, id)| id.as_deref()))
+            .collect();
+        let older: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| {
+                let n = &self.nodes[i];
+                reply_at(n, before)
+                    || (!n.sidechain
+                        && n.reply
+                            .as_ref()
+                            .and_then(|(_, id)| id.as_deref())
+                            .is_some_and(|id| ids.contains(id)))
+            })
+            .collect();
+        if older.is_empty() {
+            return None;
+        }
+        let up: HashSet<usize> = self.path_up(leaf).into_iter().collect();
+        if older.iter().any(|i| up.contains(i)) {
+            return Some(true);
+        }
+        let gone = self.abandoned_from(leaf);
+        older.iter().all(|i| gone.contains(i)).then_some(false)
+    }
+}
+
+/// The transcript's part after its newest boundary, as a tree (bounded like the checkpoint's
+/// read: lines over the line limit are skipped). `None` for a file that cannot be read, or a
+/// Codex rollout (which has no `parentUuid`).
+pub fn read(path: &Path, end: u64) -> Option<Tree> {
+    if crate::rollout::is_rollout(path) {
+        return None;
+    }
+    let (mut file, len) = files::open_regular(path, "transcript").ok()?;
+    let len = len.min(end);
+    let start = transcript::since_newest_boundary(&mut file, len).ok()?;
+    file.seek(SeekFrom::Start(start)).ok()?;
+    tree_of(io::Read::take(file, len - start)).ok()
+}
+
+/// The tree of every line `reader` gives.
+pub fn tree_of<R: Read>(reader: R) -> io::Result<Tree> {
+    let mut tree = Tree::default();
+    let mut lines = LineReader::new(reader, transcript::MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        if let Line::Text(text) = line {
+            tree.feed(text);
+        }
+    }
+    Ok(tree)
+}
+
+/// [`Tree::descends`] on the transcript at `path` (see [`crate::dropped`]).
+pub fn descends(path: &Path, after: DateTime<Utc>, before: DateTime<Utc>) -> Option<bool> {
+    read(path, u64::MAX)?.descends(after, before)
+}
+
+/// The uuid of a transcript line, for skipping the records of an abandoned branch.
+pub fn uuid_of(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Uuid<'a> {
+        #[serde(borrow, default)]
+        uuid: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Uuid>(line)
+        .ok()?
+        .uuid
+        .map(std::borrow::Cow::into_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(uuid: &str, parent: Option<&str>, kind: &str, content: &str, at: &str) -> String {
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"uuid":"{uuid}","parentUuid":{parent},"type":"{kind}","timestamp":"{at}","message":{{"id":"m-{uuid}","content":{content}}}}}"#
+        )
+    }
+
+    fn tree(lines: &[String]) -> Tree {
+        tree_of((lines.join("\n") + "\n").as_bytes()).unwrap()
+    }
+
+    fn t(s: u32) -> String {
+        format!("2026-11-27T10:00:{s:02}Z")
+    }
+
+    fn at(s: u32) -> DateTime<Utc> {
+        t(s).parse().unwrap()
+    }
+
+    /// p1 → a1 → p2(secret) → a2, then the user edits p2: p2' with p2's parent, → a3.
+    fn rewound() -> Vec<String> {
+        vec![
+            line("p1", None, "user", r#""build the parser""#, &t(0)),
+            line("a1", Some("p1"), "assistant", "[]", &t(1)),
+            line("p2", Some("a1"), "user", r#""use key sk-SECRET""#, &t(2)),
+            line("a2", Some("p2"), "assistant", "[]", &t(3)),
+            line(
+                "r2",
+                Some("a2"),
+                "user",
+                r#"[{"type":"tool_result","content":"ok"}]"#,
+                &t(4),
+            ),
+            line(
+                "p3",
+                Some("a1"),
+                "user",
+                r#"[{"type":"text","text":"no key, read it from env"}]"#,
+                &t(5),
+            ),
+            line("a3", Some("p3"), "assistant", "[]", &t(6)),
+        ]
+    }
+
+    #[test]
+    fn a_rewound_prompt_and_what_followed_it_are_abandoned() {
+        let tr = tree(&rewound());
+        let mut gone: Vec<String> = tr.abandoned().into_iter().collect();
+        gone.sort();
+        assert_eq!(gone, ["a2", "p2", "r2"]);
+        assert_eq!(tr.descends(at(6), at(3)), Some(false));
+        assert_eq!(tr.descends(at(6), at(1)), Some(true));
+        assert_eq!(tr.descends(at(6), at(59)), None, "no such reply");
+    }
+
+    #[test]
+    fn parallel_tool_results_are_no_rewind() {
+        // One reply in two records (a1, a1b: same message id), each call's result parented on
+        // the record that made it, the next reply on the last result.
+        let mut lines = vec![
+            line("p1", None, "user", r#""go""#, &t(0)),
+            line("a1", Some("p1"), "assistant", "[]", &t(1)),
+            line("a1b", Some("a1"), "assistant", "[]", &t(2)),
+            line(
+                "r1",
+                Some("a1"),
+                "user",
+                r#"[{"type":"tool_result","content":"x"}]"#,
+                &t(3),
+            ),
+            line(
+                "r2",
+                Some("a1b"),
+                "user",
+                r#"[{"type":"tool_result","content":"y"}]"#,
+                &t(4),
+            ),
+            line("a2", Some("r1"), "assistant", "[]", &t(5)),
+        ];
+        lines[2] = lines[2].replace("m-a1b", "m-a1");
+        let tr = tree(&lines);
+        assert!(tr.abandoned().is_empty());
+        // The newer reply hangs off the first result: the older reply's other record counts.
+        assert_eq!(tr.descends(at(5), at(2)), Some(true));
+    }
+
+    #[test]
+    fn an_edited_first_prompt_abandons_the_first_root() {
+        let lines = vec![
+            line("p1", None, "user", r#""first try""#, &t(0)),
+            line("a1", Some("p1"), "assistant", "[]", &t(1)),
+            line("p1b", None, "user", r#""second try""#, &t(2)),
+            line("a2", Some("p1b"), "assistant", "[]", &t(3)),
+        ];
+        let mut gone: Vec<String> = tree(&lines).abandoned().into_iter().collect();
+        gone.sort();
+        assert_eq!(gone, ["a1", "p1"]);
+    }
+}
