@@ -189,7 +189,10 @@ fn scan_with<R: Read + Seek>(
     let mut rest = Vec::new();
     reader.seek(SeekFrom::Start(start)).ok()?;
     reader.take(TAIL).read_to_end(&mut rest).ok()?;
-    found.blocks = rest.split(|b| *b == b'\n').filter_map(recorded_block).collect();
+    found.blocks = rest
+        .split(|b| *b == b'\n')
+        .filter_map(recorded_block)
+        .collect();
     Some(found)
 }
 
@@ -566,19 +569,15 @@ mod tests {
         assert_eq!(s.blocks, [1]);
         assert_eq!(s.metadata.as_ref().unwrap()["preTokens"], 120530);
         assert_eq!(s.at.unwrap().to_rfc3339(), "2026-11-25T10:00:00+00:00");
-        assert!(
-            seen(&[REPLY, BOUNDARY, SUMMARY, REPLY])
-                .unwrap()
-                .blocks
-                .is_empty()
-        );
+        assert!(seen(&[REPLY, BOUNDARY, SUMMARY, REPLY])
+            .unwrap()
+            .blocks
+            .is_empty());
         // An older boundary's block does not count.
-        assert!(
-            seen(&[BOUNDARY, KEPT, REPLY, BOUNDARY, SUMMARY])
-                .unwrap()
-                .blocks
-                .is_empty()
-        );
+        assert!(seen(&[BOUNDARY, KEPT, REPLY, BOUNDARY, SUMMARY])
+            .unwrap()
+            .blocks
+            .is_empty());
         assert_eq!(seen(&[REPLY, SUMMARY]), None);
     }
 

@@ -652,8 +652,7 @@ pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
     {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
-            if !gone.is_empty() && super::chain::uuid_of(text).is_some_and(|u| gone.contains(&u))
-            {
+            if !gone.is_empty() && super::chain::uuid_of(text).is_some_and(|u| gone.contains(&u)) {
                 continue;
             }
             builder.feed(text);
