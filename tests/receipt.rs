@@ -174,3 +174,74 @@ fn a_recovery_no_session_start_took_is_given_by_the_prompt_once_the_boundary_lan
         .collect();
     assert_eq!(files.len(), 1);
 }
+
+/// Repository text after the boundary that holds the block's first words (a CLAUDE.md snapshot,
+/// a kept tool result) is no delivery: SessionStart never ran, so the next hook gives the
+/// recovery, and the receipt says so.
+#[test]
+fn text_that_quotes_the_block_is_no_delivery() {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &before_first_compaction());
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    let claude_md = json!({"type": "user", "isMeta": true, "timestamp": time_from_now(3),
+        "message": {"role": "user", "content":
+            "Contents of /repo/CLAUDE.md:\n\n## ctxguard recovery: compaction #1 of this session\nis the header our hook prints"}});
+    let tool_result = json!({"type": "user", "timestamp": time_from_now(4),
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": "## ctxguard recovery: compaction #1 of this session"}]}});
+    append_lines(
+        &path,
+        &[
+            boundary_line(&time_from_now(2)),
+            claude_md.to_string(),
+            tool_result.to_string(),
+        ],
+    );
+    let mut prompt = fixture_json("UserPromptSubmit.json");
+    prompt["session_id"] = json!(SESSION);
+    prompt["transcript_path"] = json!(path.to_str().unwrap());
+    let run = env.run(&["userpromptsubmit"], prompt.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let out: Value = serde_json::from_str(&run.stdout).expect("the recovery, given again");
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("ctxguard recovery: compaction #1"), "{text}");
+    let r = receipts(&env);
+    assert_eq!(r[0]["arrived"], "given_again");
+}
+
+/// The user's `stale_after_secs` applies where a receipt settles, as everywhere: with two hours
+/// set, a cycle nudged 40 minutes ago is still on when the receipt is settled (a hard-coded 30
+/// minutes ended it there, and the agent was asked to save again).
+#[test]
+fn the_receipt_ages_the_marker_by_the_users_stale_after_secs() {
+    let mut env = TestEnv::new();
+    env.set("CTXGUARD_STALE_AFTER_SECS", "7200");
+    let path = env.write("t.jsonl", &before_first_compaction());
+    env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    // Nudged after the compaction (the context grew fast), 40 minutes ago; the receipt still
+    // waits.
+    env.edit_marker(SESSION, |m| {
+        m["state"] = json!("nudged");
+        m["armed_at"] = json!(time_from_now(-2401));
+        m["nudged_at"] = json!(time_from_now(-2400));
+        m["updated_at"] = json!(time_from_now(-2400));
+        m["compacted_at"] = json!(time_from_now(-2410));
+    });
+    append_lines(&path, &[boundary_line(&time_from_now(-2405))]);
+    let mut prompt = fixture_json("UserPromptSubmit.json");
+    prompt["session_id"] = json!(SESSION);
+    prompt["transcript_path"] = json!(path.to_str().unwrap());
+    let run = env.run(&["userpromptsubmit"], prompt.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let m = env.marker(SESSION);
+    assert_eq!(m["recovery_pending"], false);
+    assert_eq!(m["state"], "nudged", "{m}");
+}
