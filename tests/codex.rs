@@ -210,3 +210,32 @@ fn compare_golden(name: &str, actual: &str) {
         "{name} differs; if intended: CTXGUARD_BLESS=1 cargo test --test integration codex"
     );
 }
+
+/// The nudge promises the memory file comes back after the compaction: it never names one
+/// ctxguard would refuse to read back (a link the repository committed, here to the user's
+/// shell profile), and names no file at all when the project has no other.
+#[cfg(unix)]
+#[test]
+fn the_nudge_never_names_a_linked_memory_file() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    let project = codex.env.dir.path().join("proj");
+    fs::create_dir_all(project.join(".claude/memory")).unwrap();
+    let bashrc = codex.env.home().join(".bashrc");
+    fs::write(&bashrc, "export TOKEN=secret\n").unwrap();
+    std::os::unix::fs::symlink(&bashrc, project.join(".claude/memory/MEMORY.md")).unwrap();
+    let run = codex.hook(
+        "pretooluse",
+        "PreToolUse",
+        json!({"turn_id": "t1", "tool_name": "Bash", "tool_input": {"command": "ls"},
+               "tool_use_id": "call_9", "cwd": project.to_str().unwrap()}),
+    );
+    let text = context_of(&run.stdout, "PreToolUse");
+    assert!(!text.contains("MEMORY.md"), "{text}");
+    assert!(!text.contains("shows it again"), "{text}");
+    assert!(text.contains("in your memory file or tool"), "{text}");
+    assert_eq!(
+        fs::read_to_string(&bashrc).unwrap(),
+        "export TOKEN=secret\n"
+    );
+}

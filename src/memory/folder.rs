@@ -101,20 +101,18 @@ pub fn save_place_for(
     // there, the first memory file in the project (a relative entry) is where to save.
     let codex = crate::input::Client::of_transcript(transcript_path) == crate::input::Client::Codex;
     let in_project = |f: &&String| !f.starts_with("~/") && !Path::new(f.as_str()).is_absolute();
-    let own = codex
-        .then(|| files.iter().find(in_project))
-        .flatten()
-        .or_else(|| files.first())
-        .cloned()
-        .unwrap_or_else(|| DEFAULT_FILES[0].to_string());
-    let own = resolve(
-        &own,
-        &Places {
-            home: env.home.as_deref(),
-            project: project.unwrap_or(Path::new(".")),
-        },
-    );
-    (save_place(client.as_deref(), Some(&own)), make_room)
+    let places = Places {
+        home: env.home.as_deref(),
+        project: project.unwrap_or(Path::new(".")),
+    };
+    // Only a file ctxguard would read back (never a link, never out of its place): the nudge
+    // promises it comes back after the compaction.
+    let own = files
+        .iter()
+        .filter(|f| !codex || in_project(f))
+        .map(|f| resolve(f, &places))
+        .find(|p| super::read(p, &places).is_ok());
+    (save_place(client.as_deref(), own.as_deref()), make_room)
 }
 
 /// Claude Code's memory folder for a session in `cwd` whose transcript is `transcript_path`,
