@@ -297,6 +297,70 @@ fn project_settings_and_replace() {
     );
 }
 
+/// A cloned repository's `.claude/settings.json` (or `.claude`) that links out of the project
+/// would turn a project install into a user-wide one: refused, with nothing written anywhere;
+/// a link that stays in the project is followed.
+#[cfg(unix)]
+#[test]
+fn a_project_settings_link_out_of_the_project_is_refused() {
+    use std::os::unix::fs::symlink;
+    let env = TestEnv::new();
+    fs::create_dir_all(env.home().join(".claude")).unwrap();
+    fs::write(settings(&env), THEIRS).unwrap();
+    let before = env.snapshot();
+    for how in ["file", "dir"] {
+        let project = env.dir.path().join(format!("proj-{how}"));
+        if how == "file" {
+            fs::create_dir_all(project.join(".claude")).unwrap();
+            symlink(
+                "../../home/.claude/settings.json",
+                project.join(".claude/settings.json"),
+            )
+            .unwrap();
+        } else {
+            fs::create_dir_all(&project).unwrap();
+            symlink(env.home().join(".claude"), project.join(".claude")).unwrap();
+        }
+        for verb in ["install", "uninstall"] {
+            let out = env
+                .command(&[verb, "--project"])
+                .current_dir(&project)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{how} {verb}: {stderr}");
+            assert!(stderr.contains("leads out of the project"), "{stderr}");
+            assert!(stderr.contains("without --project"), "{stderr}");
+        }
+        assert_eq!(
+            read(&settings(&env)),
+            serde_json::from_str::<Value>(THEIRS).unwrap()
+        );
+    }
+    assert_eq!(env.snapshot(), before, "nothing written");
+    // A link inside the project is the project's own choice: followed.
+    let project = env.dir.path().join("proj-inside");
+    fs::create_dir_all(project.join("config")).unwrap();
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    fs::write(project.join("config/claude.json"), "{}\n").unwrap();
+    symlink(
+        "../config/claude.json",
+        project.join(".claude/settings.json"),
+    )
+    .unwrap();
+    let out = env
+        .command(&["install", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(read(&project.join("config/claude.json"))["hooks"].is_object());
+}
+
 #[cfg(unix)]
 #[test]
 fn a_hanging_wrapped_status_line_is_cut_off() {

@@ -14,6 +14,9 @@
 //! settings file, to its target's directory), whatever `CTXGUARD_HOME` is when uninstalling.
 
 mod codex;
+mod target;
+
+use target::settings_path;
 
 use std::fs;
 use std::io;
@@ -55,35 +58,6 @@ pub enum ClientArg {
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
 const BACKUP_ATTEMPTS: u32 = 1000;
-
-/// `--settings PATH`, else `.claude/settings.json` with `--project`, else the user's. A settings
-/// file that is a symlink (dotfile managers make them) is followed, so the link survives the
-/// atomic replacement and the file it points to is the one edited.
-fn settings_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
-    let path = chosen_path(target, env)?;
-    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return files::canonicalize(&path)
-            .with_context(|| format!("following the link {}", path.display()));
-    }
-    Ok(path)
-}
-
-fn chosen_path(target: &SettingsTarget, env: &Env) -> Result<PathBuf> {
-    if let Some(p) = &target.settings {
-        return Ok(p.clone());
-    }
-    if target.project {
-        return Ok(std::env::current_dir()
-            .context("finding the current directory")?
-            .join(".claude")
-            .join("settings.json"));
-    }
-    let home = env
-        .home
-        .as_ref()
-        .ok_or_else(|| anyhow!("cannot find the home directory: pass --settings PATH"))?;
-    Ok(home.join(".claude").join("settings.json"))
-}
 
 /// The settings as text and parsed; a missing file is an empty object. Read as the hooks read
 /// it: only a regular file (through a link), at most [`client::MAX_SETTINGS`] bytes, never
