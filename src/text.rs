@@ -35,6 +35,21 @@ pub fn sanitize(s: &str, one_line: bool) -> String {
     neutralize_markup(&out)
 }
 
+/// `s` without its ANSI escape sequences, and nothing else changed (line breaks, carriage
+/// returns and all): a coloured test summary read as the plain line it shows.
+pub fn strip_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' || c == '\u{9b}' {
+            skip_escape(c, &mut chars);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Code points that draw nothing (or nothing definite) and so can hide or reorder text: a whole
 /// instruction fits in tag characters that no terminal shows. Sorted, disjoint, inclusive.
 ///

@@ -58,6 +58,11 @@ const ERROR_TAGS: &[&str] = &["<tool_use_error>", "</tool_use_error>"];
 /// user's own reason.
 const REJECTED: &str = "The user doesn't want to proceed with this tool use.";
 
+/// Did the user refuse this call (it never ran)?
+pub(super) fn rejected(raw: &str) -> bool {
+    raw.contains(REJECTED)
+}
+
 /// Sentences the client adds to a refused, stopped or skipped call. They say nothing about what
 /// failed, so they are removed; a result made of nothing else is not a failure worth keeping.
 const BOILERPLATE: &[&str] = &[

@@ -347,7 +347,9 @@ impl ToolLog {
             self.todos.settle(key, !failed && !refused, &text);
         }
         let subject = call.subject.as_deref();
-        let passed = if call.verify {
+        // A run the user refused never ran: it says nothing of the code, and the run before it
+        // stays the last verification.
+        let passed = if call.verify && !failures::rejected(raw) {
             self.judge(&call.tool, subject, raw, &text, failed)
         } else {
             !failed

@@ -17,7 +17,7 @@ const LINE_BYTES: usize = 1024;
 /// Package runners whose script names say what they run (`npm run test`, `pnpm --filter api
 /// test`, `bun run lint`).
 const RUNNERS: &[&str] = &[
-    "npm", "pnpm", "yarn", "bun", "deno", "just", "make", "turbo", "nx",
+    "npm", "pnpm", "yarn", "bun", "deno", "just", "make", "turbo", "nx", "mise", "task", "moon",
 ];
 
 /// Script or target names that verify.
@@ -106,22 +106,52 @@ const WRAPPERS: &[&str] = &[
 ];
 
 /// Does this command (the start of a Bash call's command) run a verification? Any part of a
-/// pipeline or a `&&` chain counts (`cd app && npm test 2>&1 | tail -5`).
+/// pipeline or a `&&` chain counts (`cd app && npm test 2>&1 | tail -5`), on any of its lines
+/// (`cd /work/app` then `npx vitest run` on the next), but not inside a here-document (a commit
+/// message that mentions `cargo test`).
 pub(super) fn is_verification(command: &str) -> bool {
     runner_at(command).is_some()
 }
 
-/// Where the first part of `command`'s first line that verifies starts.
+/// Where the first part of `command` that verifies starts.
 fn runner_at(command: &str) -> Option<usize> {
-    let first_line = command.lines().next().unwrap_or_default();
     let mut at = 0;
-    for part in first_line.split(['&', ';', '|']) {
-        if verifies(part.split_whitespace().collect()) {
-            return Some(at + (part.len() - part.trim_start().len()));
+    let mut heredoc: Option<String> = None;
+    for line in command.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let body = line.trim_end_matches(['\n', '\r']);
+        if let Some(end) = &heredoc {
+            if body.trim() == end {
+                heredoc = None;
+            }
+            continue;
         }
-        at += part.len() + 1;
+        heredoc = heredoc_end(body);
+        let mut offset = start;
+        for part in body.split(['&', ';', '|']) {
+            if verifies(part.split_whitespace().collect()) {
+                return Some(offset + (part.len() - part.trim_start().len()));
+            }
+            offset += part.len() + 1;
+        }
     }
     None
+}
+
+/// The word that ends a here-document this line opens (`<<EOF`, `<<'EOF'`, `<<-"END"`).
+fn heredoc_end(line: &str) -> Option<String> {
+    let (_, rest) = line.split_once("<<")?;
+    let rest = rest.trim_start_matches('-').trim_start();
+    if rest.starts_with('<') {
+        return None; // a here-string (`<<<`)
+    }
+    let word: String = rest
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!word.is_empty()).then_some(word)
 }
 
 /// A verification's command from its runner on: `cd /long/path && npx jest -t parser 2>&1`
@@ -221,6 +251,14 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     let mut summary_fail: Option<&str> = None;
     let mut summary_pass: Option<&str> = None;
     // Progress lines may be separated by carriage returns only (`flutter test`).
+    // vitest and jest colour their summary (`ESC[31m1 failedESC[39m`).
+    let plain;
+    let output = if output.contains(['\x1b', '\u{9b}']) {
+        plain = crate::text::strip_escapes(output);
+        plain.as_str()
+    } else {
+        output
+    };
     for line in output.split(['\n', '\r']) {
         let l = line.trim();
         // A verdict is a short line: a longer one is output (a minified bundle, a dump).
@@ -372,6 +410,9 @@ fn class(line: &str) -> Option<Class> {
 /// `Tests  241 passed`, cargo's `test result:`, bun's `Ran N tests`, pytest's `=== 3 passed in
 /// 0.16s ===`, go's `ok  \tpkg`, vite's `✓ built in`, gradle's `BUILD SUCCESSFUL`.
 fn is_summary(line: &str) -> bool {
+    if is_count_summary(line) {
+        return true;
+    }
     // A workspace runner's prefix (turbo's `apps/desktop build: ✓ built in 2.57s`).
     if let Some((prefix, rest)) = line.split_once(": ") {
         if prefix.split_whitespace().count() <= 2 && is_summary_start(rest) {
@@ -379,6 +420,27 @@ fn is_summary(line: &str) -> bool {
         }
     }
     is_summary_start(line)
+}
+
+/// pytest's short summary (`-q`, or its last line): counts, then the time: `2 failed, 1074
+/// passed in 3.21s`, `12 passed, 1 skipped in 0.5s`.
+fn is_count_summary(line: &str) -> bool {
+    let l = line.trim().trim_matches('=').trim();
+    let Some((counts_part, time)) = l.rsplit_once(" in ") else {
+        return false;
+    };
+    let time = time.trim_end_matches(|c: char| c == ')' || c.is_whitespace());
+    let timed = time
+        .strip_suffix('s')
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        || time.contains(':');
+    timed
+        && counts_part.starts_with(|c: char| c.is_ascii_digit())
+        && counts_part.split(", ").all(|c| {
+            c.split_once(' ').is_some_and(|(n, w)| {
+                n.parse::<u64>().is_ok() && w.chars().all(char::is_alphabetic)
+            })
+        })
 }
 
 /// A line of a compiler's source excerpt: a line number, then `|` (after any workspace
@@ -445,206 +507,4 @@ fn is_failed_test(line: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verification_commands() {
-        for command in [
-            "cargo test",
-            "cargo clippy --all-targets -- -D warnings",
-            "npm test",
-            "npm run build",
-            "pnpm --filter @cipherbox/crypto test -- --reporter=verbose 2>&1",
-            "bun run test 2>&1 | tail -5",
-            "bun run typecheck 2>&1",
-            "cd app && npx jest --testPathPattern='shares' --no-coverage 2>&1 | tail -50",
-            "MIX_ENV=test mix test --seed 0 2>&1 | tail -30",
-            "mix credo --strict 2>&1 | tail -15",
-            "flutter test test/features/vpn_profiles/ 2>&1",
-            "python3 -m pytest tests/test_find_project_sessions.py -v",
-            "pytest -x",
-            "go vet ./...",
-            "dart analyze",
-            "tsc --noEmit",
-            "just check 2>&1",
-            "uv run pytest",
-            "make test",
-            "make",
-            "npx vite build",
-            "npx playwright test e2e/login.spec.ts",
-            "dotnet test",
-            "./gradlew test",
-            "ruff check .",
-            "eslint src",
-            "go test ./...",
-            "npx webpack --mode production",
-            "cargo fmt --check",
-            "cargo fmt --all -- --check",
-            "mix format --check-formatted",
-            "ruff format --check .",
-        ] {
-            assert!(is_verification(command), "{command}");
-        }
-        for command in [
-            "git status",
-            "bun run lint:fix 2>&1",
-            "ls tests/",
-            "cargo run -- --help",
-            "python3 export.py --test",
-            "echo test",
-            "mkdir -p test/features",
-            "npm install",
-            "gh pr create --title test",
-            "npx vite",
-            "make clean install",
-            // spotter-ae4a77f8: a bare `mix format` after `mix test` is no verdict on the tests.
-            "mix format",
-            "cargo fmt",
-            "ruff format .",
-        ] {
-            assert!(!is_verification(command), "{command}");
-        }
-    }
-
-    #[test]
-    fn a_verification_is_named_from_its_runner_on() {
-        assert_eq!(
-            from_runner("cd /Users/me/work/very/long/path/app && npx jest --testPathPattern='src/shares' 2>&1 | tail -50"),
-            "npx jest --testPathPattern='src/shares' 2>&1 | tail -50"
-        );
-        assert_eq!(from_runner("cargo test -p core"), "cargo test -p core");
-        assert_eq!(from_runner("git status"), "git status");
-    }
-
-    fn v(output: &str, errored: bool) -> (String, bool) {
-        let v = verdict(output, errored);
-        (v.line, v.passed)
-    }
-
-    /// Verdict lines as the real transcripts have them (../shared/transcripts, see
-    /// fixtures/transcripts/SOURCES.txt).
-    #[test]
-    fn verdicts_of_real_runs() {
-        // spotter-ae4a77f8.jsonl: `mix test | tail` exits 0 with failures.
-        assert_eq!(
-            v("....\nFinished in 1.9 seconds (0.4s async, 1.5s sync)\n14 doctests, 297 tests, 11 failures", false),
-            ("14 doctests, 297 tests, 11 failures".into(), false)
-        );
-        assert_eq!(
-            v(
-                "....\nFinished in 2.2 seconds\n14 doctests, 297 tests, 0 failures",
-                false
-            ),
-            ("14 doctests, 297 tests, 0 failures".into(), true)
-        );
-        // cybervpn-cdd85d16.jsonl: flutter.
-        assert_eq!(
-            v("Exit code 1\n00:06 +0 -6: /x/a_test.dart: adds a profile [E]\n00:06 +0 -6: Some tests failed.", true),
-            ("00:06 +0 -6: Some tests failed.; first failure: 00:06 +0 -6: /x/a_test.dart: adds a profile [E]".into(), false)
-        );
-        assert_eq!(
-            v(
-                "00:01 +53: /x/b_test.dart: Subscrip\n00:01 +54: All tests passed!",
-                false
-            ),
-            ("00:01 +54: All tests passed!".into(), true)
-        );
-        // ctxeval-8209f1c2.jsonl: bun, biome.
-        assert_eq!(
-            v(" 1309 pass\n 0 fail\n 2849 expect() calls\nRan 1309 tests across 58 files. [766.00ms]", false),
-            (
-                "0 fail; Ran 1309 tests across 58 files. [766.00ms]".into(),
-                true
-            )
-        );
-        assert_eq!(
-            v("Exit code 1\n$ biome check --error-on-warnings\n  × Some errors were emitted while running checks.\nerror: script \"lint\" exited with code 1", true),
-            ("error: script \"lint\" exited with code 1".into(), false)
-        );
-        assert_eq!(
-            v(
-                "$ biome check --error-on-warnings\nChecked 286 files in 85ms. No fixes applied.",
-                false
-            ),
-            ("Checked 286 files in 85ms. No fixes applied.".into(), true)
-        );
-        // cipherbox-f7594e2b.jsonl: jest and vitest.
-        assert_eq!(
-            v("FAIL src/shares/shares.service.spec.ts\nTests:       1 failed, 13 passed, 14 total\nSnapshots:   0 total\nRan all test suites.", false),
-            ("Tests: 1 failed, 13 passed, 14 total; first failure: FAIL src/shares/shares.service.spec.ts".into(), false)
-        );
-        assert_eq!(
-            v(
-                "      Tests  241 passed (241)\n   Start at  17:13:04",
-                false
-            ),
-            ("Tests 241 passed (241)".into(), true)
-        );
-        // cctrace-phase0.jsonl: pytest; reliability: cargo.
-        assert!(
-            v(
-                "============================== 3 passed in 0.16s ===============================",
-                false
-            )
-            .1
-        );
-        assert_eq!(
-            v("test a ... ok\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored", true),
-            ("test result: FAILED. 1 passed; 1 failed; 0 ignored; first failure: test b ... FAILED".into(), false)
-        );
-        // Nothing to go on.
-        assert_eq!(
-            v("", false),
-            ("exit 0, no summary line in its output".into(), true)
-        );
-    }
-
-    /// Issue 27: the verdict lines of more runners.
-    #[test]
-    fn verdicts_of_more_runners() {
-        // omp-6c0a282a.jsonl and issue 27: vite, jest with a test that names errors, gradle.
-        assert_eq!(
-            v("vite v5.4.2 building for production...\n✓ 1284 modules transformed.\ndist/index.html  0.46 kB\n✓ built in 3.39s", false),
-            ("✓ built in 3.39s".into(), true)
-        );
-        assert_eq!(
-            v("PASS src/a.test.ts\n  ✓ reports 2 errors on a bad file (4 ms)\nTest Suites: 5 passed, 5 total\nTests:       49 passed, 49 total\nSnapshots:   0 total\nRan all test suites.", false),
-            ("Tests: 49 passed, 49 total".into(), true)
-        );
-        assert_eq!(
-            v(
-                "> Task :app:test\n\nBUILD SUCCESSFUL in 12s\n7 actionable tasks: 7 executed",
-                false
-            ),
-            ("BUILD SUCCESSFUL in 12s".into(), true)
-        );
-        // omp-6c0a282a.jsonl: go test filtered to its package lines.
-        assert_eq!(
-            v("ok  \tgithub.com/x/omp/src/cli\t5.510s\nok  \tgithub.com/x/omp/src/cli/auth\t(cached)", false),
-            ("ok github.com/x/omp/src/cli/auth (cached)".into(), true)
-        );
-        assert!(
-            !v(
-                "--- FAIL: TestRender (0.00s)\nFAIL\tgithub.com/x/omp/src/cli\t0.2s\nFAIL",
-                false
-            )
-            .1
-        );
-        // cipherbox-f7594e2b.jsonl: turbo's prefixed lines, rustc's source excerpts naming errors.
-        assert_eq!(
-            v("apps/desktop build: 11 |     #[error(\"Invalid hex string\")]\napps/desktop build: ✓ built in 2.57s\napps/desktop build: Done", false),
-            ("apps/desktop build: ✓ built in 2.57s".into(), true)
-        );
-        assert_eq!(
-            v(
-                "Exit code 2\nsrc/a.ts(3,1): error TS2304: Cannot find name 'x'.",
-                true
-            ),
-            (
-                "src/a.ts(3,1): error TS2304: Cannot find name 'x'.".into(),
-                false
-            )
-        );
-    }
-}
+mod tests;
