@@ -63,6 +63,12 @@ pub(super) struct Call {
     /// A Bash command that runs tests, a build, a linter or a type check: its result is the
     /// last verification's verdict.
     pub(super) verify: bool,
+    /// A Bash call's command, whole (bounded): a success clears the failures of the same run in
+    /// another form ([`super::runs`]).
+    pub(super) command: Option<String>,
+    /// What another tool acted on (its input's identifiers: a path, a URL, an id): a success of
+    /// the same tool on the same target clears its failures.
+    pub(super) target: Option<String>,
 }
 
 /// The newest [`MAX_CALLS`] tool calls by id; ids over [`ID_BYTES`] are never stored.

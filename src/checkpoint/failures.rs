@@ -83,6 +83,8 @@ struct Seen {
     tool: String,
     text: String,
     count: u64,
+    /// What the tool acted on, for a tool other than Bash and the file tools.
+    target: Option<String>,
 }
 
 /// The last [`MAX_FAILURES`] distinct failures, oldest first.
@@ -95,6 +97,17 @@ impl Failures {
     /// Records a failure of `tool`; the same tool, subject and line as a recorded one counts it
     /// again and makes it the newest.
     pub(super) fn push(&mut self, tool: &str, subject: Option<&str>, line: &str) {
+        self.push_on(tool, subject, line, None);
+    }
+
+    /// [`Self::push`], for a tool that acted on `target`.
+    pub(super) fn push_on(
+        &mut self,
+        tool: &str,
+        subject: Option<&str>,
+        line: &str,
+        target: Option<&str>,
+    ) {
         let text = match subject {
             Some(subject) => format!("{subject} → {line}"),
             None => line.to_string(),
@@ -112,6 +125,7 @@ impl Failures {
                 tool: tool.to_string(),
                 text,
                 count: 1,
+                target: target.map(str::to_string),
             },
         };
         self.items.push_back(seen);
@@ -125,6 +139,22 @@ impl Failures {
     pub(super) fn resolve(&mut self, subject: &str) {
         let prefix = format!("{subject} → ");
         self.items.retain(|f| !f.text.starts_with(&prefix));
+    }
+
+    /// A command that succeeded: failed commands it ran again in another form are history
+    /// ([`super::runs::covers`]; `verified`: it is a verification read as passing).
+    pub(super) fn resolve_runs(&mut self, command: &str, verified: bool) {
+        self.items.retain(|f| {
+            let shell = f.tool == "Bash" || f.tool == super::tools::BACKGROUND;
+            let failed = f.text.split_once(" → ").map(|(c, _)| c);
+            !(shell && failed.is_some_and(|c| super::runs::covers(command, c, verified)))
+        });
+    }
+
+    /// A tool that succeeded on `target`: its earlier failures on the same target are history.
+    pub(super) fn resolve_target(&mut self, tool: &str, target: &str) {
+        self.items
+            .retain(|f| !(f.tool == tool && f.target.as_deref() == Some(target)));
     }
 
     pub(super) fn finish(self) -> Vec<Failure> {

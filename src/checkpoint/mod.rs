@@ -16,6 +16,7 @@ pub mod chain;
 mod failures;
 mod prs;
 mod rollout;
+mod runs;
 mod store;
 pub mod summary;
 mod todos;

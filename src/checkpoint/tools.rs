@@ -75,7 +75,7 @@ struct OutputInput<'a> {
 const BACKGROUND_STARTED: &str = "running in background with ID: ";
 
 /// The label of a background command's failure.
-const BACKGROUND: &str = "Bash (background)";
+pub(super) const BACKGROUND: &str = "Bash (background)";
 
 #[derive(Debug)]
 pub(super) struct ToolLog {
@@ -141,6 +141,33 @@ fn command_subject(command: &str) -> String {
         .nth(SUBJECT_CHARS * 8)
         .map_or(command.len(), |(i, _)| i);
     cut(&sanitize(&command[..end], true), SUBJECT_CHARS)
+}
+
+/// What a tool's input names as its target, for tools other than Bash and the file tools (an
+/// MCP tool's `path`, `url`, `issue_number`...): the values of its identifying keys, or the
+/// whole input when it has none; at most [`SUBJECT_CHARS`] characters.
+fn target_of(input: &str) -> Option<String> {
+    let serde_json::Value::Object(map) = serde_json::from_str(input).ok()? else {
+        return None;
+    };
+    const KEYS: &[&str] = &[
+        "id", "path", "file", "url", "uri", "name", "repo", "owner", "number", "issue", "pull",
+        "project", "table", "key", "branch", "page", "channel",
+    ];
+    let ids: Vec<String> = map
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            KEYS.iter().any(|id| k.contains(id))
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let target = if ids.is_empty() {
+        serde_json::Value::Object(map).to_string()
+    } else {
+        ids.join(" ")
+    };
+    Some(cut(&target, SUBJECT_CHARS))
 }
 
 /// Pushes `item` to a small list of recent items, forgetting the oldest past `cap`.
@@ -243,6 +270,7 @@ impl ToolLog {
                             .nth(SUBJECT_CHARS * 8)
                             .map_or(command.as_ref(), |(i, _)| &command[..i]);
                         call.verify = verify::is_verification(start);
+                        call.command = Some(start.to_string());
                         // A verification is named from its runner on (past `cd /long/path &&`).
                         let shown = if call.verify {
                             verify::from_runner(&command)
@@ -265,7 +293,7 @@ impl ToolLog {
                 "TodoWrite" => call.todo = self.todos.write(input),
                 "TaskCreate" => call.todo = self.todos.create(input),
                 "TaskUpdate" => call.todo = self.todos.update(input),
-                _ => {}
+                _ => call.target = target_of(input),
             }
         }
         let unpaired = match block.id.as_deref() {
@@ -326,6 +354,8 @@ impl ToolLog {
                 file: call.file.take(),
                 todo: call.todo.take(),
                 verify: std::mem::take(&mut call.verify),
+                command: call.command.take(),
+                target: call.target.take(),
             },
             None => Call {
                 tool: "tool".into(),
@@ -356,7 +386,8 @@ impl ToolLog {
         };
         if failed {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
-                self.failures.push(&call.tool, subject, &line);
+                self.failures
+                    .push_on(&call.tool, subject, &line, call.target.as_deref());
             }
             if call.tool == "Bash" {
                 self.pull_requests(subject, raw, &text, true);
@@ -371,6 +402,18 @@ impl ToolLog {
         );
         if let Some(subject) = subject.filter(|_| passed && fixes) {
             self.failures.resolve(subject);
+        }
+        // The same run in another form (piped, other flags, in a compound, the whole suite).
+        let run = match call.tool.as_str() {
+            "Bash" => call.command.as_deref(),
+            "TaskOutput" | "BashOutput" if call.verify => subject,
+            _ => None,
+        };
+        if let Some(run) = run.filter(|_| passed) {
+            self.failures.resolve_runs(run, call.verify);
+        }
+        if let Some(target) = call.target.as_deref() {
+            self.failures.resolve_target(&call.tool, target);
         }
         match call.tool.as_str() {
             "Bash" if raw.contains(BACKGROUND_STARTED) => {

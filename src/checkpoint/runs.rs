@@ -1,0 +1,193 @@
+//! The same run in another form: a failed command is history once a later command ran the same
+//! program the same way and succeeded, whether piped (`npm run build 2>&1 | tail -30`), with
+//! other flags, inside a compound (`git pull --rebase && git push origin x`), or over the whole
+//! suite (`cargo test` after `cargo test -p core` failed).
+//!
+//! A command is split into its parts (lines, `&&`, `||`, `;`, `|`; a here-document's body is
+//! text). A part is known by its program and subcommand (`git push`, `npm run build`, `cargo
+//! test`), past variable assignments and wrappers (`npx`, `uv run`, `timeout 60`), and by its
+//! positional arguments (flags and redirections left out). Helpers that only move around or
+//! shape output (`cd`, `echo`, `tail`, `grep`) are no part of a run. A failed command is covered
+//! when every part of it is: by a part of the successful one with the same program and
+//! subcommand, and the same positional arguments or none (the whole suite). A part whose output
+//! went into a pipe succeeded only as far as its verdict says: it counts only for a
+//! verification whose output was read as passing.
+
+/// Programs that move around or shape output: no run of their own.
+const HELPERS: &[&str] = &[
+    "cd", "pushd", "popd", "export", "source", ".", "echo", "printf", "set", "true", "sleep",
+    "tail", "head", "grep", "rg", "tee", "wc", "sort", "uniq", "cat", "less", "sed", "awk", "cut",
+    "tr", "xargs", "jq", "clear", "wait",
+];
+
+/// Words that run the command after them.
+const WRAPPERS: &[&str] = &[
+    "npx", "bunx", "pnpx", "exec", "time", "env", "sudo", "nice", "command", "timeout", "rtk",
+];
+
+/// Runners whose second word is a verb and whose third names what runs (`npm run build`,
+/// `uv run pytest`).
+const VERB_RUNNERS: &[&str] = &[
+    "npm", "pnpm", "yarn", "bun", "deno", "mise", "uv", "poetry", "pipenv", "bundle", "cargo",
+];
+
+/// One part of a command: its program and subcommand, its positional arguments, and whether its
+/// output went into a pipe.
+#[derive(Debug, PartialEq)]
+struct Part {
+    key: Vec<String>,
+    args: Vec<String>,
+    piped: bool,
+}
+
+/// The parts of `command` that run something.
+fn parts(command: &str) -> Vec<Part> {
+    let mut out = Vec::new();
+    let mut heredoc: Option<String> = None;
+    for line in command.lines() {
+        if let Some(end) = &heredoc {
+            if line.trim() == end {
+                heredoc = None;
+            }
+            continue;
+        }
+        if let Some((_, rest)) = line.split_once("<<") {
+            let word: String = rest
+                .trim_start_matches('-')
+                .trim_start()
+                .trim_start_matches(['\'', '"'])
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !word.is_empty() && !rest.starts_with('<') {
+                heredoc = Some(word);
+            }
+        }
+        for (text, piped) in split(line) {
+            if let Some(part) = part(text, piped) {
+                out.push(part);
+            }
+        }
+    }
+    out
+}
+
+/// A line split at `&&`, `||`, `;`, `|` and a background `&` (never the `&` of a redirection such
+/// as `2>&1` or `&>`), each piece with whether a single `|` follows it.
+fn split(line: &str) -> Vec<(&str, bool)> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let redirect =
+            b == b'&' && ((i > 0 && bytes[i - 1] == b'>') || bytes.get(i + 1) == Some(&b'>'));
+        if (b == b'&' && !redirect) || b == b';' || b == b'|' {
+            let double = bytes.get(i + 1) == Some(&b);
+            let piped = b == b'|' && !double;
+            out.push((&line[start..i], piped));
+            i += if double { 2 } else { 1 };
+            start = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push((&line[start..], false));
+    out
+}
+
+fn part(text: &str, piped: bool) -> Option<Part> {
+    let mut words = text
+        .split_whitespace()
+        .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+        .peekable();
+    while let Some(w) = words.peek() {
+        if WRAPPERS.contains(w) || w.parse::<f64>().is_ok() || w.starts_with('-') {
+            words.next();
+        } else {
+            break;
+        }
+    }
+    let words: Vec<&str> = words
+        .filter(|w| !w.contains(['>', '<']) && !w.starts_with('-'))
+        .collect();
+    let program = words.first()?.rsplit('/').next()?;
+    if HELPERS.contains(&program) || program.is_empty() {
+        return None;
+    }
+    let n = if VERB_RUNNERS.contains(&program) && matches!(words.get(1), Some(&("run" | "exec"))) {
+        3
+    } else {
+        2
+    };
+    let n = n.min(words.len());
+    let mut key = vec![program.to_string()];
+    key.extend(words[1..n].iter().map(|w| (*w).to_string()));
+    Some(Part {
+        key,
+        args: words[n..].iter().map(|w| (*w).to_string()).collect(),
+        piped,
+    })
+}
+
+/// Does the successful command `success` cover the failed command `failed` (see the module doc)?
+/// `verified`: `success` is a verification whose output was read as passing.
+pub(super) fn covers(success: &str, failed: &str, verified: bool) -> bool {
+    let done = parts(success);
+    let wanted = parts(failed);
+    !wanted.is_empty()
+        && wanted.iter().all(|f| {
+            done.iter().any(|s| {
+                s.key == f.key && (s.args.is_empty() || s.args == f.args) && (!s.piped || verified)
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_run_piped_with_other_flags_in_a_compound_or_whole() {
+        // Piped: a verification read as passing.
+        assert!(covers(
+            "npm run build 2>&1 | tail -30",
+            "npm run build",
+            true
+        ));
+        assert!(!covers(
+            "npm run build 2>&1 | tail -30",
+            "npm run build",
+            false
+        ));
+        // Other flags, a compound, the whole suite.
+        assert!(covers("cargo test --release", "cargo test -q", false));
+        assert!(covers(
+            "git pull --rebase origin main && git push origin feat",
+            "git push origin feat",
+            false
+        ));
+        assert!(covers("cd app && pnpm test", "pnpm test src/date", false));
+        assert!(covers(
+            "mise run test:ci 2>&1 | tail -30",
+            "mise run test:ci",
+            true
+        ));
+        assert!(covers(
+            "uv run pytest",
+            "uv run pytest tests/test_a.py",
+            true
+        ));
+        // Not the same run.
+        assert!(!covers("pnpm test src/a", "pnpm test src/b", true));
+        assert!(!covers("python x.py", "python y.py", false));
+        assert!(!covers("git status", "git push origin feat", false));
+        assert!(!covers("cargo build", "cargo test", true));
+        // Every part of the failed command must be covered.
+        assert!(!covers("git pull", "git pull && git push", false));
+        // A redirection's `&` splits nothing; a here-document's body is text.
+        assert_eq!(parts("make test 2>&1").len(), 1);
+        assert!(parts("cat <<EOF\ncargo test\nEOF").is_empty());
+    }
+}
