@@ -2,9 +2,11 @@
 # Builds ctxguard's release into dist/ (or $DIST): what reaches a user without a Rust toolchain.
 #   scripts/release.sh                  every target below that can be built here, then assembles
 #   scripts/release.sh TARGET...        just these targets, then assembles
+#   scripts/release.sh --archive-only TARGET...
+#                                       builds and archives these targets, no more (a runner of
+#                                       the release workflow, .github/workflows/release.yml)
 #   scripts/release.sh --assemble       no build: assembles from the archives already in $DIST
-#                                       (the release workflow's last job, after each runner
-#                                       built its own target)
+#                                       (the workflow's last job, after each runner built its own)
 #   CTXGUARD_RELEASE_BIN=PATH scripts/release.sh TARGET
 #                                       packages the binary at PATH as TARGET's instead of
 #                                       building it (the tests package the debug binary)
@@ -114,7 +116,7 @@ linker() { # target: 0 when a linker for it is at hand; else `why` says what is 
 }
 
 archive() { # target binary -> the archive, in $dist
-    local target=$1 bin=$2 name="ctxguard-$version-$1" exe= stage
+    local target=$1 bin=$2 name="ctxguard-$version-$1" exe='' stage
     case "$target" in *-windows-*) exe=.exe ;; esac
     stage=$(mktemp -d)
     mkdir "$stage/$name"
@@ -141,12 +143,12 @@ archive() { # target binary -> the archive, in $dist
 
 build() { # targets...
     local targets=("$@") built=() skipped=() target bin
-    host=$(rustc -vV | sed -n 's/^host: //p')
     if [ -n "${CTXGUARD_RELEASE_BIN:-}" ]; then
         [ ${#targets[@]} -eq 1 ] || { echo "release.sh: CTXGUARD_RELEASE_BIN packages one TARGET" >&2; exit 1; }
         echo "== ${targets[0]}: packaging $CTXGUARD_RELEASE_BIN (not built)" >&2
         built+=("$(archive "${targets[0]}" "$CTXGUARD_RELEASE_BIN")")
     else
+        host=$(rustc -vV | sed -n 's/^host: //p')
         for target in "${targets[@]}"; do
             if ! installed "$target"; then
                 skipped+=("$target: its standard library is not installed (rustup target add $target)")
@@ -281,7 +283,8 @@ $(for p in "${optional[@]}"; do printf '    "%s": "%s"\n' "$p" "$version"; done 
 EOF
     (cd "$tmp" && npm pack --silent --pack-destination "$dist/npm" >/dev/null)
     rm -rf "$stage"
-    echo "npm: $(cd "$dist/npm" && ls | tr '\n' ' ')"
+    echo "npm:"
+    for a in "$dist"/npm/*.tgz; do echo "  $a"; done
 }
 
 assemble() {
@@ -300,7 +303,13 @@ if [ "${1:-}" = --assemble ]; then
     assemble
     exit 0
 fi
+archive_only=
+if [ "${1:-}" = --archive-only ]; then
+    archive_only=1
+    shift
+    [ $# -gt 0 ] || { echo "release.sh: --archive-only needs the targets" >&2; exit 1; }
+fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 build "${targets[@]}"
-assemble
+[ -n "$archive_only" ] || assemble
