@@ -243,10 +243,9 @@ fn ship_the_installer_installs_a_working_binary_that_registers_itself() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
-    let settings: Value = serde_json::from_str(
-        &fs::read_to_string(home.join(".claude/settings.json")).unwrap(),
-    )
-    .unwrap();
+    let settings: Value =
+        serde_json::from_str(&fs::read_to_string(home.join(".claude/settings.json")).unwrap())
+            .unwrap();
     let hook = &settings["hooks"]["PreToolUse"][0]["hooks"][0];
     assert_eq!(
         hook["command"],
@@ -326,10 +325,7 @@ fn ship_the_installer_refuses_a_tampered_archive_and_installs_nothing() {
     assert_eq!(server.gets(&release.archive()), 1, "it was downloaded");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains(&format!(
-            "{} does not match SHA256SUMS",
-            release.archive()
-        )),
+        stderr.contains(&format!("{} does not match SHA256SUMS", release.archive())),
         "{stderr}"
     );
     assert!(
@@ -413,7 +409,14 @@ fn ship_the_npm_tarballs_installed_offline_put_the_native_binary_on_path() {
     let npm_path = std::env::var("PATH").unwrap_or_default();
     let out = user_command("npm", &home)
         .env("PATH", &npm_path)
-        .args(["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix"])
+        .args([
+            "install",
+            "-g",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
         .arg(&prefix)
         .arg(&main)
         .arg(&platform)
@@ -450,10 +453,9 @@ fn ship_the_npm_tarballs_installed_offline_put_the_native_binary_on_path() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
-    let settings: Value = serde_json::from_str(
-        &fs::read_to_string(home.join(".claude/settings.json")).unwrap(),
-    )
-    .unwrap();
+    let settings: Value =
+        serde_json::from_str(&fs::read_to_string(home.join(".claude/settings.json")).unwrap())
+            .unwrap();
     let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap()
@@ -585,7 +587,8 @@ fn ship_the_plugin_refuses_a_tampered_archive_quietly() {
     let run = launch(&root, &env, &data, &server.url, "{}");
     run.assert_silent_failure();
     assert!(
-        run.stderr.contains("does not have the SHA-256 this plugin pins"),
+        run.stderr
+            .contains("does not have the SHA-256 this plugin pins"),
         "{run:?}"
     );
     assert!(!data.join("bin/ctxguard").exists(), "nothing installed");
@@ -597,7 +600,13 @@ fn ship_the_plugin_refuses_a_tampered_archive_quietly() {
     assert_eq!(server.gets(&release.archive()), 1);
     // Nor does a plugin without pins or without a data folder download anything.
     fs::remove_file(root.join("hooks/release.sha256")).unwrap();
-    let run = launch(&root, &env, &env.dir.path().join("data2"), &server.url, "{}");
+    let run = launch(
+        &root,
+        &env,
+        &env.dir.path().join("data2"),
+        &server.url,
+        "{}",
+    );
     run.assert_silent_failure();
     assert!(run.stderr.contains("names no release"), "{run:?}");
     assert_eq!(server.gets(&release.archive()), 1);
@@ -690,7 +699,12 @@ fn ship_cargo_binstall_finds_the_release_archives() {
             .replace("{ archive-suffix }", suffix)
             .replace("{ binary-ext }", ext)
     };
-    let url = fill(meta["pkg-url"].as_str().unwrap(), release.target, ".tar.gz", "");
+    let url = fill(
+        meta["pkg-url"].as_str().unwrap(),
+        release.target,
+        ".tar.gz",
+        "",
+    );
     assert_eq!(
         url,
         format!(
@@ -708,7 +722,10 @@ fn ship_cargo_binstall_finds_the_release_archives() {
         .unwrap();
     let members = text(&listing).0;
     let bin_dir = fill(meta["bin-dir"].as_str().unwrap(), release.target, "", "");
-    assert!(members.lines().any(|l| l == bin_dir), "{bin_dir}: {members}");
+    assert!(
+        members.lines().any(|l| l == bin_dir),
+        "{bin_dir}: {members}"
+    );
     // Windows' archives are zips, with ctxguard.exe.
     for target in [
         "x86_64-pc-windows-msvc",
@@ -733,7 +750,13 @@ fn ship_cargo_package_holds_the_sources_and_no_test_fixtures() {
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
     let files = text(&out).0;
-    for needed in ["Cargo.toml", "Cargo.lock", "README.md", "build.rs", "src/main.rs"] {
+    for needed in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "README.md",
+        "build.rs",
+        "src/main.rs",
+    ] {
         assert!(files.lines().any(|l| l == needed), "{needed}: {files}");
     }
     // Every file the sources include (the unit tests' fixtures) is there, and nothing else of
@@ -776,13 +799,24 @@ fn ship_the_release_workflow_and_scripts_pass_their_linters() {
         );
     }
     // shellcheck on the scripts a user or CI runs, POSIX sh where they are.
-    if Command::new("shellcheck").arg("--version").output().is_err() {
+    if Command::new("shellcheck")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("shellcheck skipped: it is not installed (apt-get install shellcheck)");
         return;
     }
     for (shell, files) in [
         ("sh", &["hooks/run.sh", "scripts/installer.sh"][..]),
-        ("bash", &["scripts/release.sh", "scripts/build-release.sh", "install.sh"][..]),
+        (
+            "bash",
+            &[
+                "scripts/release.sh",
+                "scripts/build-release.sh",
+                "install.sh",
+            ][..],
+        ),
     ] {
         let out = Command::new("shellcheck")
             .args(["-s", shell])
