@@ -23,4 +23,7 @@ case "$target" in
     *-windows-*) exe=.exe ;;
 esac
 RUSTFLAGS="${RUSTFLAGS:-} $flags" cargo build --release --locked --target "$target" >&2
-echo "$(pwd)/target/$target/release/ctxguard$exe"
+# Where cargo put it: CARGO_TARGET_DIR (relative to here, as cargo reads it) or ./target.
+target_dir=${CARGO_TARGET_DIR:-target}
+case "$target_dir" in /* | [A-Za-z]:*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
+echo "$target_dir/$target/release/ctxguard$exe"

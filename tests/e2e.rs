@@ -847,6 +847,10 @@ mod older;
 #[path = "e2e_newest.rs"]
 mod newest;
 
+/// The plugin installed from a marketplace, downloading its binary (a child module too).
+#[path = "e2e_ship.rs"]
+mod ship;
+
 /// The status line in the real client's TUI, driven through tmux (a child module too: it uses
 /// the stand-in API and the installed clients).
 #[path = "e2e_tui.rs"]

@@ -29,6 +29,9 @@ mod recovery_build;
 mod replay;
 mod replay_codex;
 mod security;
+// The release, installed as a user would: shell scripts, served on loopback.
+#[cfg(unix)]
+mod ship;
 mod statusline;
 mod stop;
 mod summary_facts;
@@ -43,7 +46,7 @@ mod versions;
 fn skipped_on_windows_end_to_end_and_then() {
     eprintln!(
         "skipped on Windows: the end-to-end tests against the real Claude Code client (its \
-         Linux build) and `statusline --then` through sh (tests/e2e.rs, tests/e2e_tui.rs, \
-         tests/then.rs)"
+         Linux build), `statusline --then` through sh and the release's shell scripts \
+         (tests/e2e.rs, tests/e2e_tui.rs, tests/then.rs, tests/ship.rs)"
     );
 }
