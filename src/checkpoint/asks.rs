@@ -73,6 +73,23 @@ pub(super) fn head_tail(clean: &str, max: usize) -> String {
     ends(clean, max, (max * 2 / 5).min(80))
 }
 
+/// A plan step cut to `max` characters from its end, at a word boundary when one is near: a
+/// step is known by its head (`Stop hook: wingman status notification…`), never cut in the
+/// middle of a word in the middle.
+pub(super) fn step_head(clean: &str, max: usize) -> String {
+    if clean.chars().count() <= max {
+        return clean.to_string();
+    }
+    let head: String = clean.chars().take(max.saturating_sub(1)).collect();
+    // At a space, or after a path's `/`, in the second half.
+    let at_word = head
+        .rfind(|c: char| c.is_whitespace() || c == '/')
+        .map(|i| if head[i..].starts_with('/') { i + 1 } else { i })
+        .filter(|i| head[..*i].chars().count() * 2 >= max)
+        .map_or(head.as_str(), |i| &head[..i]);
+    format!("{}…", at_word.trim_end())
+}
+
 /// `clean` cut to `max` characters around `…`: its start, and its last `tail_chars`.
 pub(super) fn ends(clean: &str, max: usize, tail_chars: usize) -> String {
     let n = clean.chars().count();
@@ -144,7 +161,7 @@ fn checklist(text: &str) -> Vec<String> {
         };
         // The step's name, not its note (`Session storage - mapped the whole tree`).
         let item = item.split(" - ").next().unwrap_or(item);
-        let item = head_tail(&sanitize(item.trim(), true), HEADING_CHARS);
+        let item = step_head(&sanitize(item.trim(), true), HEADING_CHARS);
         out.push(format!("{number}{mark}{item}"));
         if out.len() >= 20 {
             break;
@@ -190,7 +207,7 @@ pub(super) fn plan(text: &str, max: usize) -> Option<String> {
     }
     let steps: Vec<String> = steps
         .iter()
-        .map(|s| head_tail(&sanitize(s, true), HEADING_CHARS))
+        .map(|s| step_head(&sanitize(s, true), HEADING_CHARS))
         .collect();
     let mut out = PLAN_START.to_string();
     match title {
@@ -380,7 +397,7 @@ mod tests {
         let text = "Implement the following plan:\n\n# Plan: Plan-First Remediation Pipeline\n\n## Context\n\nThe current remediation pipeline sends all issues.\n\n## Changes\n\n### 1. Type changes — `src/shared/types/remediation.ts`\n\nx\n\n### 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`\n\n### 3. Engine rewrite — `src/shared/remediation/engine.ts`\n\n## Verification\n\n- Verify progress UI shows linear step sequence\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
         assert_eq!(
             plan(text, 400).unwrap(),
-            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/r…ion/prompt-generator.ts`; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
+            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/remediation/…; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
         );
         let short = shorten(text, 200).unwrap();
         assert!(
@@ -425,6 +442,12 @@ mod tests {
     fn long_text_keeps_its_head_and_tail() {
         let long = format!("start {} the end", "x ".repeat(300));
         let short = head_tail(&long, 100);
+        // A plan step keeps its head, cut at a word.
+        let step = step_head(
+            "Stop hook: wingman status notification (cmd/entire/cli/agent/claudecode_handlers.go)",
+            60,
+        );
+        assert_eq!(step, "Stop hook: wingman status notification (cmd/entire/cli/…");
         assert_eq!(short.chars().count(), 100);
         assert!(
             short.starts_with("start") && short.ends_with("the end"),
