@@ -630,10 +630,10 @@ mod tests {
         // Repository text that quotes the block's first words: a CLAUDE.md snapshot in a user
         // message, AGENTS.md as Codex writes it, a kept tool result, a prompt.
         for line in [
-            r###"{"type":"user","message":{"content":"Contents of CLAUDE.md: ## ctxguard recovery: compaction #1 of this session"}}"###,
+            r#"{"type":"user","message":{"content":"Contents of CLAUDE.md: ## ctxguard recovery: compaction #1 of this session"}}"#,
             r###"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"## ctxguard recovery: compaction #1 of this session"}]}}"###,
             r###"{"type":"attachment","attachment":{"type":"nested_memory","content":"## ctxguard recovery: compaction #1 of this session"}}"###,
-            r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["see CLAUDE.md: ## ctxguard recovery: compaction #1"]}}"###,
+            r#"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["see CLAUDE.md: ## ctxguard recovery: compaction #1"]}}"#,
             r###"{"type":"user","message":{"content":[{"type":"tool_result","content":"## ctxguard recovery: compaction #1 of this session"}]}}"###,
         ] {
             assert_eq!(recorded_block(line.as_bytes()), None, "{line}");

@@ -384,11 +384,22 @@ fn render_checkpoint(
         .cloned()
         .collect();
     plan.extend(cp.plan_file.iter().map(|f| format!("file: {f}")));
+    // Where the work lives: the branch and the pull requests the session acted on (created,
+    // merged, answered) rank with the goal; those it only looked at, with the files.
     let mut place = Vec::new();
     if let Some(branch) = m.git_branch.as_deref().filter(|b| !is_default_branch(b)) {
         place.push(format!("branch {branch}"));
     }
-    place.extend(cp.prs.iter().rev().map(|pr| format!("pull request {pr}")));
+    let (acted, looked): (Vec<&String>, Vec<&String>) = cp
+        .prs
+        .iter()
+        .rev()
+        .partition(|pr| crate::checkpoint::pr_acted_on(pr));
+    place.extend(acted.iter().map(|pr| format!("pull request {pr}")));
+    let looked: Vec<String> = looked
+        .iter()
+        .map(|pr| format!("pull request {pr}"))
+        .collect();
     // The compaction's label only where a compaction is what happened.
     let compacted_here = matches!(kind, Kind::Compact | Kind::Resume) && !m.at_session_end();
     // A message from before the newest ask is no answer to it (a compaction mid-turn).
@@ -457,9 +468,10 @@ fn render_checkpoint(
     };
     // Over budget, the lowest rank loses items first (each list loses its oldest first), in
     // this order of what a resuming engineer needs: the newest ask and the queued messages,
-    // the goal, the open tasks, the last verification, where the work lives, what was saved,
-    // the files, the other failures; then the gist, the compaction's instructions and the
-    // earlier requests.
+    // the goal, where the work lives (the branch, the pull requests the session acted on), the
+    // plan and the open tasks, the last verification, what was saved, the files and the pull
+    // requests only looked at, the other failures; then the gist, the compaction's
+    // instructions and the earlier requests.
     let focus_section = |rank| {
         Section::new(
             if focus {
@@ -475,14 +487,14 @@ fn render_checkpoint(
     };
     let mut sections = Vec::new();
     if focus {
-        sections.push(focus_section(11));
+        sections.push(focus_section(12));
     }
     sections.extend([
-        Section::new(goal_title, "goal", 9, goal),
-        Section::new(requests_title, "requests", 10, asks),
+        Section::new(goal_title, "goal", 10, goal),
+        Section::new(requests_title, "requests", 11, asks),
         Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
-        Section::new("Where the work lives:", "branch", 6, place),
+        Section::new("Where the work lives:", "branch", 9, place),
         Section::new(&todo_title, "open todos", 8, open),
         Section::new("Last verification:", "verification", 7, verification),
         Section::new(
@@ -500,6 +512,12 @@ fn render_checkpoint(
             saved(Trust::Project),
         ),
         Section::new("Files modified (newest first):", "files", 4, files),
+        Section::new(
+            "Pull requests looked at:",
+            "pull requests looked at",
+            4,
+            looked,
+        ),
         Section::new(
             "Recent tool failures (newest first):",
             "failures",

@@ -447,7 +447,10 @@ mod tests {
             "Stop hook: wingman status notification (cmd/entire/cli/agent/claudecode_handlers.go)",
             60,
         );
-        assert_eq!(step, "Stop hook: wingman status notification (cmd/entire/cli/…");
+        assert_eq!(
+            step,
+            "Stop hook: wingman status notification (cmd/entire/cli/…"
+        );
         assert_eq!(short.chars().count(), 100);
         assert!(
             short.starts_with("start") && short.ends_with("the end"),

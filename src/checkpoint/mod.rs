@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::files;
 
 pub use build::{clean_prompt, read_transcript, read_transcript_until, same_ask, Reading};
+pub(crate) use prs::acted_on as pr_acted_on;
 pub(crate) use prs::remember as remember_pr;
 pub use rollout::is_codex_text;
 pub use store::{checkpoints_dir, CheckpointStore};

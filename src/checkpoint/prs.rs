@@ -124,9 +124,16 @@ pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<Strin
         .collect();
     merged.reverse();
     out.extend(merged);
-    let first_line = command.lines().next().unwrap_or_default();
-    for part in first_line.split(['&', ';', '|']) {
+    for part in command
+        .lines()
+        .take(200)
+        .flat_map(|l| l.split(['&', ';', '|']))
+    {
         let words: Vec<&str> = part.split_whitespace().collect();
+        if let Some(pr) = api_call(&words, failed) {
+            out.push(pr);
+            continue;
+        }
         let Some(at) = words.windows(2).position(|w| w == ["gh", "pr"]) else {
             continue;
         };
@@ -143,7 +150,10 @@ pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<Strin
                     .then_some(w)
                     .or_else(|| url_number(w))
                     .map(str::to_string)
-            });
+            })
+            // `gh pr view` with no number names the current branch's pull request in what it
+            // prints (`"number":169` with `--json`).
+            .or_else(|| printed_number(output).filter(|_| !failed));
         let printed_state = printed_state(output);
         let state = match (printed_state, failed) {
             (Some(s), _) => Some(s),
@@ -167,6 +177,54 @@ pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<Strin
         }
     }
     out
+}
+
+/// `gh api repos/O/R/pulls/N[/…]`: a pull request read through the API (its review comments),
+/// or answered (a `POST`, a reply to a comment).
+fn api_call(words: &[&str], failed: bool) -> Option<String> {
+    let at = words.windows(2).position(|w| w == ["gh", "api"])?;
+    let rest = &words[at + 2..];
+    let path = rest.iter().find_map(|w| {
+        let w = w.trim_matches(|c| c == '"' || c == '\'');
+        let (_, tail) = w.split_once("/pulls/")?;
+        let n: String = tail.chars().take_while(char::is_ascii_digit).collect();
+        is_number(&n).then(|| (n, tail.contains("/replies") || tail.ends_with("/comments")))
+    });
+    let (number, comments) = path?;
+    let writes = rest.iter().any(|w| {
+        matches!(*w, "-f" | "-F" | "--field" | "--raw-field" | "--input")
+            || w.eq_ignore_ascii_case("post")
+            || w.starts_with("--method=POST")
+            || w.starts_with("-XPOST")
+    });
+    let state = if failed {
+        "viewed"
+    } else if writes && comments {
+        "commented"
+    } else if writes {
+        "edited"
+    } else {
+        "viewed"
+    };
+    Some(entry(&number, Some(state), None))
+}
+
+/// `"number":169` in what `gh pr view --json …` printed.
+fn printed_number(output: &str) -> Option<String> {
+    let head: String = output
+        .chars()
+        .take(64 * 1024)
+        .filter(|c| *c != ' ')
+        .collect();
+    let (_, rest) = head.split_once("\"number\":")?;
+    let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    is_number(&n).then_some(n)
+}
+
+/// Did the session act on this pull request (created, merged, answered it...), rather than only
+/// look at it? A `pr-link` record, with no state, is the client's note of one it created.
+pub(crate) fn acted_on(pr: &str) -> bool {
+    !matches!(Pr::parse(pr).state.as_deref(), Some("viewed" | "open"))
 }
 
 fn entry(number: &str, state: Option<&str>, url: Option<&str>) -> String {
@@ -314,6 +372,43 @@ mod tests {
             ["#93 (merged)", "#89 (merged)"]
         );
         assert!(all("gh run list --limit 3", "{\"conclusion\":\"success\"}").is_empty());
+    }
+
+    /// Issue 33, class 6: pull-request work through the API, `gh pr view` with no number, a
+    /// `gh` call on a later line.
+    #[test]
+    fn the_api_a_bare_view_and_a_later_line_name_their_pull_request() {
+        assert_eq!(
+            in_command(
+                "gh api repos/entireio/cli/pulls/169/comments --paginate",
+                "[]",
+                false
+            ),
+            ["#169 (viewed)"]
+        );
+        assert_eq!(
+            in_command(
+                "gh api repos/o/r/pulls/172/comments/991/replies -f body='Fixed in abc123'",
+                "{}",
+                false
+            ),
+            ["#172 (commented)"]
+        );
+        assert_eq!(
+            in_command(
+                "gh pr view --json number,title,state",
+                "{\"number\":169,\"state\":\"OPEN\",\"title\":\"x\"}",
+                false
+            ),
+            ["#169 (open)"]
+        );
+        assert_eq!(
+            in_command("cd repo\ngh pr merge 12 --squash", "", false),
+            ["#12 (merged)"]
+        );
+        assert!(acted_on("#172 (commented)"));
+        assert!(acted_on("https://github.com/o/r/pull/7"));
+        assert!(!acted_on("#169 (viewed)"));
     }
 
     #[test]

@@ -143,6 +143,12 @@ fn command_subject(command: &str) -> String {
     cut(&sanitize(&command[..end], true), SUBJECT_CHARS)
 }
 
+/// Input keys that name what a tool acts on.
+const TARGET_KEYS: &[&str] = &[
+    "id", "path", "file", "url", "uri", "name", "repo", "owner", "number", "issue", "pull",
+    "project", "table", "key", "branch", "page", "channel",
+];
+
 /// What a tool's input names as its target, for tools other than Bash and the file tools (an
 /// MCP tool's `path`, `url`, `issue_number`...): the values of its identifying keys, or the
 /// whole input when it has none; at most [`SUBJECT_CHARS`] characters.
@@ -150,15 +156,11 @@ fn target_of(input: &str) -> Option<String> {
     let serde_json::Value::Object(map) = serde_json::from_str(input).ok()? else {
         return None;
     };
-    const KEYS: &[&str] = &[
-        "id", "path", "file", "url", "uri", "name", "repo", "owner", "number", "issue", "pull",
-        "project", "table", "key", "branch", "page", "channel",
-    ];
     let ids: Vec<String> = map
         .iter()
         .filter(|(k, _)| {
             let k = k.to_ascii_lowercase();
-            KEYS.iter().any(|id| k.contains(id))
+            TARGET_KEYS.iter().any(|id| k.contains(id))
         })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
@@ -347,7 +349,7 @@ impl ToolLog {
     /// notes a command that went to the background.
     pub(super) fn result(&mut self, block: &Block) {
         let id = block.tool_use_id.as_deref().unwrap_or_default();
-        let call = match self.calls.get_mut(id) {
+        let mut call = match self.calls.get_mut(id) {
             Some(call) => Call {
                 tool: call.tool.clone(),
                 subject: call.subject.clone(),
@@ -365,7 +367,7 @@ impl ToolLog {
         let failed = block.is_error == Some(true);
         let raw = block.content.map(RawValue::get).unwrap_or_default();
         let text = || block.content.and_then(result_text).unwrap_or_default();
-        if let Some(file) = call.file.filter(|_| !failed) {
+        if let Some(file) = call.file.take().filter(|_| !failed) {
             self.modified.push(file);
         }
         if let Some(key) = call.todo {
@@ -394,27 +396,7 @@ impl ToolLog {
             }
             return;
         }
-        // The same command again, or an edit of the same file, worked: earlier failures of it
-        // are history.
-        let fixes = matches!(
-            call.tool.as_str(),
-            "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
-        );
-        if let Some(subject) = subject.filter(|_| passed && fixes) {
-            self.failures.resolve(subject);
-        }
-        // The same run in another form (piped, other flags, in a compound, the whole suite).
-        let run = match call.tool.as_str() {
-            "Bash" => call.command.as_deref(),
-            "TaskOutput" | "BashOutput" if call.verify => subject,
-            _ => None,
-        };
-        if let Some(run) = run.filter(|_| passed) {
-            self.failures.resolve_runs(run, call.verify);
-        }
-        if let Some(target) = call.target.as_deref() {
-            self.failures.resolve_target(&call.tool, target);
-        }
+        self.cleared_by(&call, passed);
         match call.tool.as_str() {
             "Bash" if raw.contains(BACKGROUND_STARTED) => {
                 let text = text();
@@ -456,6 +438,32 @@ impl ToolLog {
         }
         if call.tool == "Bash" {
             self.pull_requests(subject, raw, &text, false);
+        }
+    }
+
+    /// A call that succeeded (`passed`: a verification's verdict too): earlier failures it
+    /// fixed are history. The same command again or an edit of the same file; the same run in
+    /// another form (piped, other flags, in a compound, the whole suite); another tool on the
+    /// same target.
+    fn cleared_by(&mut self, call: &Call, passed: bool) {
+        let subject = call.subject.as_deref();
+        let fixes = matches!(
+            call.tool.as_str(),
+            "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+        );
+        if let Some(subject) = subject.filter(|_| passed && fixes) {
+            self.failures.resolve(subject);
+        }
+        let run = match call.tool.as_str() {
+            "Bash" => call.command.as_deref(),
+            "TaskOutput" | "BashOutput" if call.verify => subject,
+            _ => None,
+        };
+        if let Some(run) = run.filter(|_| passed) {
+            self.failures.resolve_runs(run, call.verify);
+        }
+        if let Some(target) = call.target.as_deref() {
+            self.failures.resolve_target(&call.tool, target);
         }
     }
 

@@ -395,9 +395,9 @@ fn tight_budgets_keep_the_resuming_engineers_order() {
     let marks = [
         ("failures", "Exit code 1"),
         ("files", "a.rs"),
-        ("branch", "branch feat/sharing"),
         ("verification", "[failed] npm test"),
         ("todos", "[pending] later"),
+        ("branch", "branch feat/sharing"),
         ("goal", "the goal of the session"),
         ("newest ask", "newest ask"),
     ];
@@ -415,9 +415,9 @@ fn tight_budgets_keep_the_resuming_engineers_order() {
         [
             "failures",
             "files",
-            "branch",
             "verification",
             "todos",
+            "branch",
             "goal",
             "newest ask"
         ]
