@@ -26,6 +26,7 @@ mod pretooluse;
 mod receipt;
 mod recovery;
 mod recovery_build;
+mod recovery_classes;
 mod replay;
 mod replay_codex;
 mod security;

@@ -332,7 +332,24 @@ pub(super) fn teammate_message(text: &str) -> Option<String> {
     Some(format!("{from}: {body}"))
 }
 
-/// A task assignment in a teammate message: the task's id and subject.
+/// A user record bundling several teammate messages (`<teammate-message …>` twice or more): each
+/// message, in order. `None` for a record of one message or none.
+pub(super) fn bundled(text: &str) -> Option<Vec<&str>> {
+    const OPEN: &str = "<teammate-message";
+    let t = text.trim_start();
+    if !t.starts_with(OPEN) || t.matches(OPEN).take(2).count() < 2 {
+        return None;
+    }
+    let starts: Vec<usize> = t.match_indices(OPEN).map(|(i, _)| i).take(64).collect();
+    let parts = starts
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| t[i..starts.get(k + 1).copied().unwrap_or(t.len())].trim())
+        .collect();
+    Some(parts)
+}
+
+/// A task assignment in a teammate message: the task's id and subject./// A task assignment in a teammate message: the task's id and subject.
 pub(super) fn assignment(text: &str) -> Option<(String, String)> {
     let t = text.trim_start().strip_prefix("<teammate-message")?;
     let (_, body) = t.split_once('>')?;

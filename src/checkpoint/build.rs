@@ -100,6 +100,16 @@ fn prompt_body(text: &str) -> Option<Cow<'_, str>> {
     if t.starts_with("<command-") {
         return command_ask(t).map(Cow::Owned);
     }
+    // Several teammate messages in one record: each read, the lead's kept (a peer's first
+    // message does not drop the lead's instruction after it).
+    if let Some(parts) = asks::bundled(t) {
+        let kept: Vec<String> = parts
+            .into_iter()
+            .filter(|p| !asks::from_peer(p))
+            .filter_map(asks::teammate_message)
+            .collect();
+        return (!kept.is_empty()).then(|| Cow::Owned(kept.join("\n")));
+    }
     if t.is_empty()
         || WRAPPERS.iter().any(|w| t.starts_with(w))
         || asks::is_ack(t)

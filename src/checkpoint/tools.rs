@@ -195,7 +195,8 @@ impl ToolLog {
             return;
         };
         // `git log`'s merges, whatever the command (its shown start may not name git).
-        if !command.contains("gh pr") && !raw.contains("Merge pull request #") {
+        let api = command.contains("gh api") && command.contains("/pulls/");
+        if !command.contains("gh pr") && !api && !raw.contains("Merge pull request #") {
             return;
         }
         for pr in prs::in_command(command, &text(), failed) {
@@ -392,7 +393,7 @@ impl ToolLog {
                     .push_on(&call.tool, subject, &line, call.target.as_deref());
             }
             if call.tool == "Bash" {
-                self.pull_requests(subject, raw, &text, true);
+                self.pull_requests(call.command.as_deref().or(subject), raw, &text, true);
             }
             return;
         }
@@ -437,7 +438,7 @@ impl ToolLog {
             _ => {}
         }
         if call.tool == "Bash" {
-            self.pull_requests(subject, raw, &text, false);
+            self.pull_requests(call.command.as_deref().or(subject), raw, &text, false);
         }
     }
 

@@ -1,0 +1,341 @@
+//! The defect classes real sessions nobody here tuned on showed (issue 33), each through the
+//! binary: a transcript shaped as Claude Code writes it, `precompact`, then the block
+//! `sessionstart` injects. Each test failed before its fix.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+/// A transcript under construction: prompts, tool calls and their results, in order.
+struct Session {
+    lines: Vec<String>,
+    t: i64,
+    n: usize,
+}
+
+impl Session {
+    fn new(prompt: &str) -> Session {
+        let mut s = Session {
+            lines: Vec::new(),
+            t: -3600,
+            n: 0,
+        };
+        s.prompt(prompt);
+        s
+    }
+
+    fn at(&mut self) -> String {
+        self.t += 5;
+        time_from_now(self.t)
+    }
+
+    fn prompt(&mut self, text: &str) {
+        let at = self.at();
+        self.lines.push(
+            json!({"type": "user", "isSidechain": false, "timestamp": at, "cwd": "/work/app",
+                   "message": {"role": "user", "content": text}})
+            .to_string(),
+        );
+    }
+
+    /// A call of `tool` with `input`, and its result (`error`: the client's `is_error`).
+    fn call(&mut self, tool: &str, input: Value, output: &str, error: bool) -> String {
+        self.n += 1;
+        let id = format!("toolu_{:04}", self.n);
+        let at = self.at();
+        self.lines.push(
+            json!({"type": "assistant", "isSidechain": false, "timestamp": at,
+                   "message": {"id": format!("msg_{}", self.n), "model": "claude-opus-4-6",
+                               "role": "assistant",
+                               "content": [{"type": "tool_use", "id": id, "name": tool,
+                                            "input": input}],
+                               "usage": {"input_tokens": 5, "cache_read_input_tokens": 40_000,
+                                         "output_tokens": 100}}})
+            .to_string(),
+        );
+        let at = self.at();
+        self.lines.push(
+            json!({"type": "user", "isSidechain": false, "timestamp": at,
+                   "message": {"role": "user",
+                               "content": [{"type": "tool_result", "tool_use_id": id,
+                                            "content": output, "is_error": error}]}})
+            .to_string(),
+        );
+        id
+    }
+
+    fn bash(&mut self, command: &str, output: &str, error: bool) {
+        self.call("Bash", json!({"command": command}), output, error);
+    }
+
+    /// `precompact` then `sessionstart(compact)`: the block.
+    fn block(&self) -> String {
+        let env = TestEnv::new();
+        let path: PathBuf = env.write("t.jsonl", &(self.lines.join("\n") + "\n"));
+        let mut payload = precompact_payload(SESSION, &path, "manual", json!(""));
+        payload["cwd"] = json!("/work/app");
+        let run = env.run(&["precompact"], payload.to_string());
+        assert_eq!(run.code, 0, "{run:?}");
+        let start = env.run(
+            &["sessionstart"],
+            sessionstart_payload(SESSION, "compact", "/work/app").to_string(),
+        );
+        decode_block(&start.stdout)
+    }
+}
+
+/// The line of the block after `title`'s fence opens, or "".
+fn first_of(block: &str, title: &str) -> String {
+    block
+        .find(title)
+        .and_then(|at| block[at..].lines().nth(2))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Class 1: the run is on the command's second line, or after an `echo`.
+#[test]
+fn a_verification_not_on_the_first_line_is_the_last_one() {
+    let mut s = Session::new("fix the date formatting");
+    s.bash("cargo build", "Finished `dev` profile", false);
+    s.bash(
+        "cd /work/app\nnpx vitest run src/date",
+        "Test Files  1 failed | 3 passed (4)\n      Tests  2 failed | 40 passed (42)",
+        true,
+    );
+    let block = s.block();
+    let last = first_of(&block, "Last verification:");
+    assert!(
+        last.starts_with("[failed] npx vitest run src/date"),
+        "{block}"
+    );
+    let mut s = Session::new("run the suite");
+    s.bash("cargo build", "Finished `dev` profile", false);
+    s.bash("echo start && pnpm test", "Tests: 3 passed, 3 total", false);
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(last.starts_with("[passed] pnpm test"), "{last}");
+}
+
+/// Class 2: ruff passes, then pytest fails, in one command piped through `tail`.
+#[test]
+fn the_worst_verdict_of_a_compound_command_wins() {
+    let mut s = Session::new("make the checks pass");
+    s.bash(
+        "ruff check . && pytest -q 2>&1 | tail -3",
+        "All checks passed!\n.....F..F\n2 failed, 1074 passed in 12.31s",
+        false,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(
+        last.starts_with("[failed] ruff check . && pytest -q"),
+        "{last}"
+    );
+    assert!(last.contains("2 failed, 1074 passed"), "{last}");
+}
+
+/// Class 3: vitest colours its summary; an unrelated FAIL line of a test's output came first.
+#[test]
+fn colour_codes_do_not_hide_the_summary() {
+    let mut s = Session::new("fix the date tests");
+    s.bash(
+        "npx vitest run",
+        "FAIL  src/date.test.ts > formats dates\n \u{1b}[2m Test Files \u{1b}[22m \u{1b}[1m\u{1b}[31m1 failed\u{1b}[39m\u{1b}[22m\u{1b}[2m | \u{1b}[22m\u{1b}[1m\u{1b}[32m3 passed\u{1b}[39m\u{1b}[22m\u{1b}[90m (4)\u{1b}[39m",
+        true,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(
+        last.contains("Test Files 1 failed | 3 passed (4)"),
+        "{last}"
+    );
+}
+
+/// Class 4: a failed build, then the same build piped through `tail` passing; a failed push,
+/// then a pull and the same push in one command.
+#[test]
+fn a_failure_is_cleared_by_the_same_run_in_another_form() {
+    let mut s = Session::new("ship the build");
+    s.bash(
+        "npm run build",
+        "Exit code 1\nerror TS2304: Cannot find name 'foo'.",
+        true,
+    );
+    s.bash(
+        "git push origin feat",
+        "Exit code 1\n! [rejected] feat -> feat (fetch first)\nerror: failed to push some refs",
+        true,
+    );
+    s.bash(
+        "npm run build 2>&1 | tail -30",
+        "vite v5.0.0 building for production...\n✓ built in 2.31s",
+        false,
+    );
+    s.bash(
+        "git pull --rebase origin feat && git push origin feat",
+        "Successfully rebased and updated refs/heads/feat.\nTo github.com:o/r.git\n   abc..def  feat -> feat",
+        false,
+    );
+    let block = s.block();
+    assert!(!block.contains("Cannot find name"), "{block}");
+    assert!(!block.contains("failed to push"), "{block}");
+}
+
+/// Class 5: an MCP tool's failure on a page, then its success on the same page.
+#[test]
+fn an_mcp_failure_is_cleared_by_its_later_success_on_the_same_target() {
+    let mut s = Session::new("update the wiki page");
+    s.call(
+        "mcp__notion__update_page",
+        json!({"page_id": "abc123", "content": "v1"}),
+        "Error: rate limited",
+        true,
+    );
+    s.call(
+        "mcp__notion__update_page",
+        json!({"page_id": "abc123", "content": "v2"}),
+        "updated",
+        false,
+    );
+    s.call(
+        "mcp__notion__update_page",
+        json!({"page_id": "zzz999", "content": "v1"}),
+        "Error: page not found",
+        true,
+    );
+    let block = s.block();
+    assert!(!block.contains("rate limited"), "{block}");
+    assert!(
+        block.contains("page not found"),
+        "another page's failure stays: {block}"
+    );
+}
+
+/// Class 6: review comments answered through the API, the current branch's pull request viewed
+/// with no number; and a created pull request outranks a long todo list in a tight block.
+#[test]
+fn pull_request_work_is_named_and_outranks_the_rest() {
+    let mut s = Session::new("address the review comments");
+    s.bash(
+        "gh pr view --json number,title,url",
+        "{\"number\":172,\"title\":\"Fix parser\",\"url\":\"https://github.com/o/r/pull/172\"}",
+        false,
+    );
+    s.bash(
+        "gh api repos/o/r/pulls/172/comments/991/replies -f body='Fixed in abc123'",
+        "{\"id\":1}",
+        false,
+    );
+    let block = s.block();
+    assert!(block.contains("pull request #172 (commented)"), "{block}");
+
+    let mut s = Session::new("ship it");
+    let todos: Vec<Value> = (0..30)
+        .map(|i| json!({"content": format!("a long open task number {i} with many words in it to fill the block"), "status": "pending", "activeForm": "working"}))
+        .collect();
+    s.call("TodoWrite", json!({"todos": todos}), "ok", false);
+    s.bash(
+        "gh pr create --title 'Fix parser' --body x",
+        "https://github.com/o/r/pull/1066",
+        false,
+    );
+    for i in 0..40 {
+        s.call(
+            "Edit",
+            json!({"file_path": format!("/work/app/src/some/deeply/nested/module_{i}/file.rs"),
+                   "old_string": "a", "new_string": "b"}),
+            "ok",
+            false,
+        );
+    }
+    let block = s.block();
+    assert!(
+        block.contains("pull request #1066 (created) https://github.com/o/r/pull/1066"),
+        "{block}"
+    );
+}
+
+/// Class 7: one user record bundling a peer's status ping, then the lead's instruction.
+#[test]
+fn every_message_of_a_bundled_teammate_record_is_read() {
+    let mut s = Session::new("start on the importer");
+    s.prompt(
+        "<teammate-message teammate_id=\"test-eng\">\n{\"type\":\"idle_notification\",\"from\":\"test-eng\"}\n</teammate-message>\n\n<teammate-message teammate_id=\"team-lead\">\nStop the importer work and fix the failing CSV parser test first.\n</teammate-message>",
+    );
+    let block = s.block();
+    assert!(
+        block.contains(
+            "team-lead: Stop the importer work and fix the failing CSV parser test first."
+        ),
+        "{block}"
+    );
+    assert!(!block.contains("idle_notification"), "{block}");
+}
+
+/// Class 8: a background test run's verdict is known where its output was read, after a lint
+/// that ran meanwhile: that read is the last verification.
+#[test]
+fn a_background_verification_is_dated_where_its_output_was_read() {
+    let mut s = Session::new("run the tests");
+    s.bash(
+        "npm test",
+        "Command running in background with ID: b7636e2. Output is being written to: /tmp/b.out",
+        false,
+    );
+    s.bash("npm run lint", "✔ No problems found\n0 problems", false);
+    s.call(
+        "TaskOutput",
+        json!({"task_id": "b7636e2", "block": true}),
+        "<retrieval_status>success</retrieval_status>\n<task_id>b7636e2</task_id>\n<status>completed</status>\n<exit_code>1</exit_code>\n<output>\nTests:       2 failed, 40 passed, 42 total\n</output>",
+        false,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(last.starts_with("[failed] npm test"), "{last}");
+    assert!(last.contains("2 failed, 40 passed"), "{last}");
+}
+
+/// Class 10: a plan step is shortened from its end, never cut in the middle of a word.
+#[test]
+fn plan_steps_keep_their_heads() {
+    let mut s = Session::new("add the hooks");
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Wingman hooks\n\n## 1. Stop hook: wingman status notification (cmd/entire/cli/agent/claudecode_handlers.go)\n\n## 2. Session start: load the wingman state\n"}),
+        "User has approved your plan.",
+        false,
+    );
+    let block = s.block();
+    assert!(
+        block.contains("1. Stop hook: wingman status notification (cmd/entire/cli/…"),
+        "{block}"
+    );
+    assert!(!block.contains("notifi…"), "{block}");
+}
+
+/// A run the user refused never ran: the run before it stays the last verification.
+#[test]
+fn a_refused_run_is_no_verification() {
+    let mut s = Session::new("run the integration tests");
+    s.bash("go test ./...", "ok  \tgithub.com/o/r/cli\t0.5s", false);
+    s.bash(
+        "go test -tags=integration -race ./... 2>&1 | tail -5",
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.",
+        true,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(last.starts_with("[passed] go test ./..."), "{last}");
+}
+
+/// A task runner's test task is a verification (`mise run test:ci`).
+#[test]
+fn a_task_runners_test_task_is_a_verification() {
+    let mut s = Session::new("make CI green");
+    s.bash("go build ./...", "", false);
+    s.bash(
+        "mise run test:ci",
+        "Exit code 1\n[test:ci] $ go test -race ./...\nFAIL\tgithub.com/o/r/cli\t2.1s\n[test:ci] ERROR task failed",
+        true,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(last.starts_with("[failed] mise run test:ci"), "{last}");
+}
