@@ -294,6 +294,38 @@ fn a_background_verification_is_dated_where_its_output_was_read() {
     assert!(last.contains("2 failed, 40 passed"), "{last}");
 }
 
+/// Class 8, as the newer clients run it: the output file of a background run, read with `Read`
+/// (or `tail`), holds its verdict; that read is the last verification, after a lint that ran
+/// meanwhile.
+#[test]
+fn a_background_runs_output_file_read_later_holds_its_verdict() {
+    for read_with_tail in [false, true] {
+        let mut s = Session::new("run the tests");
+        s.bash(
+            "npm test",
+            "Command running in background with ID: b81. Output is being written to: /tmp/claude/tasks/b81.output",
+            false,
+        );
+        s.bash("npm run lint", "0 problems", false);
+        let output = "Tests:       2 failed, 40 passed, 42 total";
+        if read_with_tail {
+            s.bash("tail -5 /tmp/claude/tasks/b81.output", output, false);
+        } else {
+            s.call(
+                "Read",
+                json!({"file_path": "/tmp/claude/tasks/b81.output"}),
+                &format!("     1\t{output}"),
+                false,
+            );
+        }
+        let last = first_of(&s.block(), "Last verification:");
+        assert!(
+            last.starts_with("[failed] npm test"),
+            "{read_with_tail}: {last}"
+        );
+    }
+}
+
 /// Class 10: a plan step is shortened from its end, never cut in the middle of a word.
 #[test]
 fn plan_steps_keep_their_heads() {

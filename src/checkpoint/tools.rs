@@ -74,6 +74,9 @@ struct OutputInput<'a> {
 /// with ID: b7636e2. Output is being written to: ...".
 const BACKGROUND_STARTED: &str = "running in background with ID: ";
 
+/// Where that result says the command's output goes: "Output is being written to: /tmp/….output".
+const OUTPUT_FILE: &str = "Output is being written to: ";
+
 /// The label of a background command's failure.
 pub(super) const BACKGROUND: &str = "Bash (background)";
 
@@ -86,6 +89,9 @@ pub(super) struct ToolLog {
     failures: Failures,
     /// Background commands (task id, command), oldest first.
     background: VecDeque<(String, String)>,
+    /// The files background commands write their output to (file, command), oldest first: a
+    /// read of one is a read of that command's output.
+    background_files: VecDeque<(String, String)>,
     /// Task ids whose failure a notification already reported (it may come twice: queued,
     /// then delivered).
     notified: VecDeque<String>,
@@ -107,6 +113,7 @@ impl Default for ToolLog {
             todos: Todos::default(),
             failures: Failures::default(),
             background: VecDeque::new(),
+            background_files: VecDeque::new(),
             notified: VecDeque::new(),
             verification: None,
             prs: Vec::new(),
@@ -220,7 +227,23 @@ impl ToolLog {
         if raw.contains(BACKGROUND_STARTED) || (read_later && still_running(raw)) {
             return !failed;
         }
-        let text = text();
+        let mut text = text();
+        if tool == "Read" {
+            // The client numbers each line it reads (`    12→…`, or a tab).
+            text = text
+                .lines()
+                .map(|l| {
+                    let t = l.trim_start();
+                    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                    let rest = &t[digits..];
+                    match rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t')) {
+                        Some(line) if digits > 0 => line,
+                        _ => l,
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
         let output = if read_later {
             background_output(&text)
         } else {
@@ -262,7 +285,15 @@ impl ToolLog {
                         call.file = Some(path);
                     }
                 }
-                "Read" => call.subject = file_path(input).map(|p| shown_path(&p, cwd)),
+                "Read" => {
+                    let path = file_path(input);
+                    call.subject = path.as_deref().map(|p| shown_path(p, cwd));
+                    // A background command's output file: its verdict is known here.
+                    if let Some(command) = path.and_then(|p| self.background_command_of(&p)) {
+                        call.verify = verify::is_verification(&command);
+                        call.subject = Some(command);
+                    }
+                }
                 "Bash" => {
                     let command = serde_json::from_str::<BashInput>(input)
                         .ok()
@@ -281,6 +312,23 @@ impl ToolLog {
                             &command
                         };
                         call.subject = Some(command_subject(shown)).filter(|c| !c.is_empty());
+                        // `tail -20 /tmp/…/b7636e2.output`: a read of a background command's
+                        // output, its verdict known here.
+                        let reads = ["cat", "tail", "head", "less"]
+                            .iter()
+                            .any(|r| command.trim_start().starts_with(r));
+                        if let Some(bg) = reads
+                            .then(|| {
+                                command
+                                    .split_whitespace()
+                                    .find_map(|w| self.background_command_of(w))
+                            })
+                            .flatten()
+                        {
+                            call.verify = verify::is_verification(&bg);
+                            call.subject = Some(bg);
+                            call.command = None;
+                        }
                     }
                 }
                 "TaskOutput" | "BashOutput" => {
@@ -333,6 +381,16 @@ impl ToolLog {
                 self.plan = Some(summary);
             }
         }
+    }
+
+    /// The background command whose output file is `path`.
+    fn background_command_of(&self, path: &str) -> Option<String> {
+        let path = path.trim_matches(|c| c == '"' || c == '\'');
+        self.background_files
+            .iter()
+            .rev()
+            .find(|(f, _)| f == path)
+            .map(|(_, c)| c.clone())
     }
 
     /// The command a `TaskOutput`/`BashOutput` call asks about, or its task id.
@@ -414,6 +472,17 @@ impl ToolLog {
                     remember(
                         &mut self.background,
                         (task, command.to_string()),
+                        MAX_BACKGROUND,
+                    );
+                }
+                let file = text
+                    .split_once(OUTPUT_FILE)
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .map(|f| f.trim_end_matches(['.', ',']));
+                if let (Some(file), Some(command)) = (file.filter(|f| f.len() <= 4096), subject) {
+                    remember(
+                        &mut self.background_files,
+                        (file.to_string(), command.to_string()),
                         MAX_BACKGROUND,
                     );
                 }
