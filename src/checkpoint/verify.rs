@@ -17,7 +17,7 @@ const LINE_BYTES: usize = 1024;
 /// Package runners whose script names say what they run (`npm run test`, `pnpm --filter api
 /// test`, `bun run lint`).
 const RUNNERS: &[&str] = &[
-    "npm", "pnpm", "yarn", "bun", "deno", "just", "make", "turbo", "nx",
+    "npm", "pnpm", "yarn", "bun", "deno", "just", "make", "turbo", "nx", "mise",
 ];
 
 /// Script or target names that verify.

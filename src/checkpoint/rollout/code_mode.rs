@@ -67,12 +67,27 @@ pub(super) fn backgrounded(session: &str, output: &str) -> String {
     format!("Command running in background with ID: {session}.\n{output}")
 }
 
-/// A later read of a background command's output, as a `TaskOutput` result says it.
+/// Does an output printed without its exit code say how its run ended (a runner's summary or
+/// verdict line)? A cell that prints only `r.output` does not say whether the command is still
+/// running: only a verdict line shows it got to its end.
+fn says_it_ended(output: &str) -> bool {
+    const NOTHING: &str = "exit 0, no summary line";
+    !super::super::verify::verdict(output, false)
+        .line
+        .starts_with(NOTHING)
+}
+
+/// A later read of a background command's output, as a `TaskOutput` result says it: ended
+/// when its exit code says so, or (printed without one) when its output has a verdict line.
 pub(super) fn read_later(result: &ExecResult) -> String {
     match (&result.session, result.exit_code) {
         (None, Some(code)) => format!(
             "<status>{}</status>\n<exit_code>{code}</exit_code>\n<output>\n{}\n</output>",
             if code == 0 { "completed" } else { "failed" },
+            result.output
+        ),
+        (None, None) if says_it_ended(&result.output) => format!(
+            "<status>completed</status>\n<output>\n{}\n</output>",
             result.output
         ),
         _ => "<status>running</status>".to_string(),
@@ -266,6 +281,10 @@ impl Feeder {
                     Some(session) => {
                         self.tool_result_text(&sub, &backgrounded(session, &result.output), false);
                     }
+                    // Printed without its exit code and no verdict in it: it may still run.
+                    None if result.exit_code.is_none() && !says_it_ended(&result.output) => {
+                        self.tool_result_text(&sub, &backgrounded("", &result.output), false);
+                    }
                     None => {
                         let failed = result.exit_code.is_some_and(|c| c != 0);
                         self.tool_result_text(&sub, &result.output, failed);
@@ -353,12 +372,17 @@ mod tests {
         };
         assert!(read_later(&failed).contains("<exit_code>101</exit_code>"));
         assert!(read_later(&failed).starts_with("<status>failed</status>"));
-        // Without an exit code the command may still run: nothing is judged.
+        // Without an exit code, only a verdict line says the run ended.
         let unknown = ExecResult {
             exit_code: None,
             ..done
         };
-        assert_eq!(read_later(&unknown), "<status>running</status>");
+        assert!(read_later(&unknown).starts_with("<status>completed</status>"));
+        let partial = ExecResult {
+            output: "   Compiling mise v2026.7.7\n".into(),
+            ..unknown
+        };
+        assert_eq!(read_later(&partial), "<status>running</status>");
         assert_eq!(
             session_of(&json!({"session_id": 92491})).as_deref(),
             Some("92491")
