@@ -348,6 +348,22 @@ fn feed_lines<R: Read>(
     Ok(())
 }
 
+/// The head of a rollout: every line until the session's first ask, then only its
+/// `session_meta` lines (Codex writes one again at each resume, with the branch then): the
+/// newest one's branch and directory are the session's.
+fn head_lines<R: Read>(feeder: &mut Feeder, reader: R, limit: u64) -> io::Result<()> {
+    let mut lines = LineReader::new(reader.take(limit), MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        if let Line::Text(text) = line {
+            let meta = || memchr::memmem::find(text, b"\"session_meta\"").is_some();
+            if !feeder.builder.has_goal() || meta() {
+                feeder.feed(rollout::item(text));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How much of a rollout's head is read for the session's goal and place when the part after
 /// the newest compaction does not start at the beginning.
 const HEAD_SCAN_BYTES: u64 = 8 * 1024 * 1024;
@@ -366,10 +382,7 @@ pub(super) fn read_rollout_until(path: &Path, end: u64) -> Result<Reading> {
         // The head: the goal (the session's first ask) and where the session runs.
         let (head, _) = files::open_regular(path, "rollout")?;
         let mut first = Feeder::default();
-        feed_lines(&mut first, head, start.min(HEAD_SCAN_BYTES), |f| {
-            f.builder.has_goal()
-        })
-        .with_context(context)?;
+        head_lines(&mut first, head, start.min(HEAD_SCAN_BYTES)).with_context(context)?;
         goal = first.builder.goal().map(str::to_string);
         feeder
             .builder
