@@ -121,6 +121,18 @@ pub fn exec_result(part: &str) -> ExecResult {
             }
         }
     }
+    // `if (r.session_id) text(`SESSION_ID=${r.session_id}`)`: the session, printed alone.
+    let session = trimmed
+        .get(..11)
+        .filter(|k| k.eq_ignore_ascii_case("session_id="))
+        .map(|_| &trimmed[11..])
+        .filter(|id| !id.is_empty() && id.len() <= 40 && id.bytes().all(|c| c.is_ascii_digit()));
+    if let Some(id) = session {
+        return ExecResult {
+            session: Some(id.to_string()),
+            ..ExecResult::default()
+        };
+    }
     ExecResult {
         output: body.to_string(),
         ..ExecResult::default()
@@ -269,11 +281,12 @@ impl<'a> Scanner<'a> {
                         self.loop_statement = None;
                     }
                 }
-                b';' | b'\n' if self.loop_statement == Some(self.stack.len()) => {
-                    // A statement goes on past a newline after an operator or an open call.
-                    if c == b';' || !b"(,=+.&|?:".contains(&self.prev) {
-                        self.loop_statement = None;
-                    }
+                // A statement goes on past a newline after an operator or an open call.
+                b';' | b'\n'
+                    if self.loop_statement == Some(self.stack.len())
+                        && (c == b';' || !b"(,=+.&|?:".contains(&self.prev)) =>
+                {
+                    self.loop_statement = None;
                 }
                 _ if is_ident_start(c) && (i == 0 || !is_ident(self.b[i - 1])) => {
                     i = self.word(i);

@@ -109,13 +109,13 @@ impl Feeder {
                 ("exec_command", Some(arg)) if arg.get("cmd").is_some_and(Value::is_string) => {
                     self.call(&sub, "exec_command", &arg.to_string());
                 }
-                // A command the reader could not follow is not named.
-                ("exec_command", _) => {}
                 ("apply_patch", Some(Value::String(patch))) => {
-                    self.call(&sub, "apply_patch", patch)
+                    self.call(&sub, "apply_patch", patch);
                 }
                 ("update_plan", Some(arg)) => self.call(&sub, "update_plan", &arg.to_string()),
-                ("apply_patch" | "update_plan" | "write_stdin", _) => {}
+                // A command the reader could not follow is not named, nor a patch or plan it
+                // could not read; a read of a session is fed with its output.
+                ("exec_command" | "apply_patch" | "update_plan" | "write_stdin", _) => {}
                 (name, _) => self.call(&sub, name, "{}"),
             }
         }

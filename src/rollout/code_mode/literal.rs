@@ -3,6 +3,9 @@
 //! too) whose `${…}` name a known `const`, strings joined by `+`. Everything else is
 //! [`V::Unknown`], skipped to where it ends; what cannot even be skipped is `None`.
 
+// A scanner's conventional short names: `s` the text, `b` its bytes, `i`, `j` positions.
+#![allow(clippy::many_single_char_names)]
+
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -115,14 +118,8 @@ pub(super) fn skip_regex(b: &[u8], i: usize) -> usize {
 fn skip_expr(b: &[u8], mut i: usize) -> usize {
     while i < b.len() {
         match b[i] {
-            b'"' | b'\'' | b'`' => {
-                i = skip_literal(b, i);
-                continue;
-            }
-            b'(' | b'[' | b'{' => {
-                i = skip_balanced(b, i);
-                continue;
-            }
+            b'"' | b'\'' | b'`' => i = skip_literal(b, i),
+            b'(' | b'[' | b'{' => i = skip_balanced(b, i),
             b',' | b')' | b']' | b'}' | b';' => return i,
             _ => i += 1,
         }
@@ -337,7 +334,7 @@ pub(super) fn string_literal(s: &str, i: usize) -> Option<(String, usize)> {
     let mut j = i + 1;
     loop {
         let rest = &s[j..];
-        let stop = rest.find(|c| c == quote as char || c == '\\' || c == '\n')?;
+        let stop = rest.find([quote as char, '\\', '\n'])?;
         out.push_str(&rest[..stop]);
         j += stop;
         match b[j] {

@@ -142,7 +142,7 @@ fn mcp_tools_and_bracketed_names() {
 
 #[test]
 fn javascript_escapes() {
-    let cell = r#"await tools.exec_command({cmd: 'echo \'a\' \x41 \u00e9 \u{1F600} \ud83d\ude00 tab\there'});"#;
+    let cell = r"await tools.exec_command({cmd: 'echo \'a\' \x41 \u00e9 \u{1F600} \ud83d\ude00 tab\there'});";
     assert_eq!(
         names(cell)[0].1.as_ref().unwrap()["cmd"],
         "echo 'a' A é 😀 😀 tab\there"
@@ -150,7 +150,7 @@ fn javascript_escapes() {
 }
 
 fn parts(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|t| t.to_string()).collect()
+    texts.iter().map(ToString::to_string).collect()
 }
 
 #[test]
@@ -178,6 +178,12 @@ fn a_cells_output_its_status_and_parts() {
         exec_result("Warning: truncated output (original token count: 12914)\nTotal output lines: 811\n\nimport x\n").output,
         "import x\n"
     );
+    // A session printed alone (`text(`SESSION_ID=${r.session_id}`)`).
+    assert_eq!(
+        exec_result("SESSION_ID=37232").session.as_deref(),
+        Some("37232")
+    );
+    assert_eq!(exec_result("SESSION_ID=").session, None);
     let running = output(&parts(&[
         "Script running with cell ID 24\nWall time 10.0 seconds\nOutput:\n",
     ]))
