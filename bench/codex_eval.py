@@ -226,7 +226,9 @@ class Session:
                     if not parts:
                         continue
                     # Still running: its verdict comes when its session is read again.
-                    running = re.search(r'"session_id":(\d+)', own) and '"exit_code"' not in own
+                    running = re.search(r'"session_id":(\d+)', own)
+                    if running and '"exit_code"' in own:
+                        running = None
                     running = running or re.search(r"Process running with session ID (\d+)", own)
                     if running:
                         sessions[running.group(1)] = cmd
