@@ -9,6 +9,8 @@
 //! cheap text test before any parsing, and anything unexpected is [`Item::Other`], never an
 //! error: the format is Codex's, and it changes.
 
+pub mod code_mode;
+
 use std::borrow::Cow;
 use std::io::{self, Read, Seek};
 use std::path::Path;
@@ -307,9 +309,14 @@ pub enum Item {
         name: String,
         arguments: String,
     },
-    /// A tool call's output: its id and its text (a function's output string, or its
-    /// `content`).
-    Output { id: String, text: String },
+    /// A tool call's output: its id, its text (a function's output string, or its `content`),
+    /// and that text's parts as Codex wrote them (a code-mode cell's output has one part per
+    /// `text()`; a string is one part).
+    Output {
+        id: String,
+        text: String,
+        parts: Vec<String>,
+    },
     /// The tokens in context after a request.
     Tokens(u64),
     /// A compaction: the user messages Codex kept in the new context.
@@ -420,6 +427,35 @@ fn output_text(raw: &RawValue) -> Option<String> {
     content_text(object.content?)
 }
 
+/// A function call's output as its text parts: a string is one, an array its parts' texts, an
+/// object its `content`'s.
+fn output_parts(raw: &RawValue) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+    }
+    let s = raw.get();
+    if s.starts_with('"') {
+        return serde_json::from_str::<String>(s).into_iter().collect();
+    }
+    if s.starts_with('{') {
+        return serde_json::from_str::<Object>(s)
+            .ok()
+            .and_then(|o| o.content)
+            .map(output_parts)
+            .unwrap_or_default();
+    }
+    serde_json::from_str::<Vec<Part>>(s)
+        .map(|parts| {
+            parts
+                .into_iter()
+                .filter_map(|p| p.text.map(Cow::into_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What one rollout line says about the work.
 pub fn item(line: &[u8]) -> Item {
     let Some((parsed, _)) = parse_line(line) else {
@@ -504,6 +540,13 @@ fn response_item(payload: &RawValue, summary: bool) -> Item {
         Some("function_call_output" | "custom_tool_call_output") => Item::Output {
             id: id(),
             text: item.output.and_then(output_text).unwrap_or_default(),
+            parts: item.output.map(output_parts).unwrap_or_default(),
+        },
+        // A search the model ran through the API's own tool: no output follows.
+        Some("web_search_call") => Item::Call {
+            id: String::new(),
+            name: "web_search".into(),
+            arguments: String::new(),
         },
         _ => Item::Other,
     }

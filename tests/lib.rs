@@ -6,6 +6,7 @@ mod util;
 // The real client the end-to-end tests drive is its Linux build, and `statusline --then` is
 // watched through `sh` and /proc: neither is built for Windows (see below).
 mod codex;
+mod codex_code_mode;
 mod dropped;
 #[cfg(unix)]
 mod e2e;

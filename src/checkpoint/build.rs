@@ -518,6 +518,12 @@ impl Builder {
         self.tools.result(block);
     }
 
+    /// A pull request the session made or changed, as the checkpoint keeps it (`#N (state)
+    /// URL`): what a Codex GitHub app's tool answered.
+    pub(super) fn pull_request(&mut self, pr: &str) {
+        self.tools.pull_request(pr);
+    }
+
     /// Where the session runs: its directory and branch, when known.
     pub(super) fn place(&mut self, cwd: Option<&str>, branch: Option<&str>) {
         if let Some(cwd) = cwd.filter(|c| !c.is_empty()) {

@@ -55,6 +55,8 @@ struct Feeder {
     builder: Builder,
     /// `apply_patch` calls waiting for their output: the call's id and how many files it has.
     patches: VecDeque<(String, usize)>,
+    /// Code mode's cells, and commands left running.
+    cells: code_mode::Cells,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +194,18 @@ fn command_output(text: &str) -> (String, Option<i64>) {
     (body.to_string(), code)
 }
 
+/// The session of a command Codex left running (`Process running with session ID N`, in the
+/// header before `Output:`).
+fn running_session(text: &str) -> Option<&str> {
+    let head = text.split("\nOutput:\n").next().unwrap_or(text);
+    let id = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Process running with session ID "))?
+        .trim();
+    (!id.is_empty() && id.len() <= 40 && id.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then_some(id)
+}
+
 impl Feeder {
     fn feed(&mut self, item: Item) {
         match item {
@@ -210,7 +224,11 @@ impl Feeder {
                 name,
                 arguments,
             } => self.call(&id, &name, &arguments),
-            Item::Output { id, text } => self.output(&id, &text),
+            Item::Output { id, text, parts } => {
+                if !self.cell_output(&id, &text, &parts) {
+                    self.output(&id, &text);
+                }
+            }
             Item::Tokens(tokens) => self.builder.context_tokens(tokens),
             Item::Compacted { retained } => {
                 for text in retained.iter().filter(|t| !is_codex_text(t)) {
@@ -246,6 +264,10 @@ impl Feeder {
                     self.patches.pop_front();
                 }
             }
+            // Code mode: a JavaScript cell calling the tools above.
+            "exec" => self.cell(id, arguments),
+            "wait" => self.wait(id, arguments),
+            "write_stdin" => self.stdin(id, arguments),
             "update_plan" => {
                 let plan = serde_json::from_str::<PlanArgs>(arguments)
                     .map(|p| p.plan)
@@ -276,7 +298,21 @@ impl Feeder {
             return;
         }
         let (body, code) = command_output(text);
+        // Still running after its yield time: its verdict comes with a later `write_stdin`.
+        if let Some(session) = running_session(text).filter(|_| code.is_none()) {
+            self.tool_result_text(id, &code_mode::backgrounded(session, &body), false);
+            return;
+        }
         self.tool_result(&result(id, &body, code.is_some_and(|c| c != 0)));
+    }
+
+    /// A tool result with this text.
+    fn tool_result_text(&mut self, id: &str, content: &str, failed: bool) {
+        self.tool_result(
+            &json!({"type": "tool_result", "tool_use_id": id, "content": content,
+                   "is_error": failed})
+            .to_string(),
+        );
     }
 
     fn tool_call(&mut self, json: &str) {
@@ -312,6 +348,22 @@ fn feed_lines<R: Read>(
     Ok(())
 }
 
+/// The head of a rollout: every line until the session's first ask, then only its
+/// `session_meta` lines (Codex writes one again at each resume, with the branch then): the
+/// newest one's branch and directory are the session's.
+fn head_lines<R: Read>(feeder: &mut Feeder, reader: R, limit: u64) -> io::Result<()> {
+    let mut lines = LineReader::new(reader.take(limit), MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        if let Line::Text(text) = line {
+            let meta = || memchr::memmem::find(text, b"\"session_meta\"").is_some();
+            if !feeder.builder.has_goal() || meta() {
+                feeder.feed(rollout::item(text));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How much of a rollout's head is read for the session's goal and place when the part after
 /// the newest compaction does not start at the beginning.
 const HEAD_SCAN_BYTES: u64 = 8 * 1024 * 1024;
@@ -330,10 +382,7 @@ pub(super) fn read_rollout_until(path: &Path, end: u64) -> Result<Reading> {
         // The head: the goal (the session's first ask) and where the session runs.
         let (head, _) = files::open_regular(path, "rollout")?;
         let mut first = Feeder::default();
-        feed_lines(&mut first, head, start.min(HEAD_SCAN_BYTES), |f| {
-            f.builder.has_goal()
-        })
-        .with_context(context)?;
+        head_lines(&mut first, head, start.min(HEAD_SCAN_BYTES)).with_context(context)?;
         goal = first.builder.goal().map(str::to_string);
         feeder
             .builder
@@ -357,5 +406,6 @@ pub(super) fn read_rollout_until(path: &Path, end: u64) -> Result<Reading> {
     Ok(reading)
 }
 
+mod code_mode;
 #[cfg(test)]
 mod tests;

@@ -140,7 +140,7 @@ fn items_are_read_from_every_kind_of_line() {
         name: "exec_command".into(),
         arguments: "{\"cmd\": \"echo tool-ran\"}".into(),
     }));
-    assert!(items.iter().any(|i| matches!(i, Item::Output { id, text } if id == "call_1" && text.contains("Process exited with code 0"))));
+    assert!(items.iter().any(|i| matches!(i, Item::Output { id, text, .. } if id == "call_1" && text.contains("Process exited with code 0"))));
     // The compaction's summary is not a reply; the answer after it is.
     assert!(!items
         .iter()

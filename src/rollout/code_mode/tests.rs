@@ -1,0 +1,207 @@
+use serde_json::json;
+
+use super::*;
+
+fn names(cell: &str) -> Vec<(String, Option<Value>, bool)> {
+    calls(cell)
+        .into_iter()
+        .map(|c| (c.name, c.arg, c.repeated))
+        .collect()
+}
+
+/// The cells below are real, from rollouts of Codex 0.142–0.145 (fixtures/codex/code-mode/).
+#[test]
+fn a_command_with_bare_or_quoted_keys() {
+    let cell = r#"const r = await tools.exec_command({cmd:"sed -n '1,240p' a.txt && printf '\\nDIR\\n'","workdir":"/Users/x/mise","yield_time_ms":10000,"max_output_tokens":30000});
+text(r.output);
+"#;
+    assert_eq!(
+        names(cell),
+        vec![(
+            "exec_command".into(),
+            Some(json!({"cmd": "sed -n '1,240p' a.txt && printf '\\nDIR\\n'",
+                "workdir": "/Users/x/mise", "yield_time_ms": 10000, "max_output_tokens": 30000})),
+            false
+        )]
+    );
+}
+
+#[test]
+fn a_plan_then_a_command_and_calls_inside_strings_are_not_calls() {
+    let cell = r#"const p = await tools.update_plan({plan:[
+  {step:"Create crate",status:"in_progress"},
+  {step:"Run tests",status:"pending"}
+]});
+// tools.exec_command({cmd:"commented out"})
+const r = await tools.exec_command({cmd:"rg -n \"tools.get(x)\" src",workdir:"/w"});
+text(r.output);"#;
+    let found = names(cell);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        found[0].1,
+        Some(
+            json!({"plan": [{"step": "Create crate", "status": "in_progress"},
+            {"step": "Run tests", "status": "pending"}]})
+        )
+    );
+    assert_eq!(
+        found[1].1.as_ref().unwrap()["cmd"],
+        "rg -n \"tools.get(x)\" src"
+    );
+}
+
+#[test]
+fn a_patch_held_in_a_const_a_raw_template_or_joined_strings() {
+    let cell = "const patch = \"*** Begin Patch\\n*** Update File: src/a.rs\\n@@\\n-x\\n+y\\n*** End Patch\";\nawait tools.apply_patch(patch);";
+    assert_eq!(
+        names(cell)[0].1,
+        Some(json!(
+            "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch"
+        ))
+    );
+    let cell = "const patch = String.raw`*** Begin Patch\n*** Add File: /p/b.tsx\n+import { x } from \"y\";\n+const re = /\\d+/;\n*** End Patch`;\nconst r = await tools.apply_patch(patch);\ntext(JSON.stringify(r));";
+    let arg = names(cell)[0].1.clone().unwrap();
+    assert!(
+        arg.as_str().unwrap().contains("+const re = /\\d+/;"),
+        "{arg}"
+    );
+    let cell = "await tools.apply_patch('*** Begin Patch\\n' + '*** Delete File: old.txt\\n' + '*** End Patch');";
+    assert_eq!(
+        names(cell)[0].1,
+        Some(json!(
+            "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch"
+        ))
+    );
+}
+
+#[test]
+fn what_cannot_be_read_is_unknown_never_guessed() {
+    // An interpolated template, a variable bound to a call, a computed key: unknown.
+    let cell = "const ids=[1,2]; const out=[]; for(const id of ids){const r=await tools.exec_command({cmd:`gh run view 29 --job ${id} --log-failed`,workdir:\"/w\"});out.push(r.output)} text(out.join('\\n'))";
+    let found = names(cell);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].1.as_ref().unwrap()["cmd"], Value::Null);
+    assert!(found[0].2, "inside a loop: may run many times");
+    // A `${name}` of a const string is read.
+    let cell = "const skill=\"/p/fetch.py\";\nawait tools.exec_command({cmd:`python3 \"${skill}\" --pr 10`});";
+    assert_eq!(
+        names(cell)[0].1.as_ref().unwrap()["cmd"],
+        "python3 \"/p/fetch.py\" --pr 10"
+    );
+    let cell = "const c = await build(); await tools.exec_command({cmd: c});";
+    assert_eq!(names(cell)[0].1, Some(json!({"cmd": null})));
+    let cell = "await tools.exec_command({...opts, cmd: \"ls\"});";
+    assert_eq!(names(cell)[0].1, None);
+    let cell = "await tools.apply_patch(make_patch());";
+    assert_eq!(names(cell)[0].1, None);
+    // A name bound twice is not known.
+    let cell = "let c = \"a\"; let c = \"b\"; await tools.exec_command({cmd: c});";
+    assert_eq!(names(cell)[0].1, Some(json!({"cmd": null})));
+    // Cut in the middle: the call is seen, its argument is not.
+    let cell = "await tools.exec_command({cmd: \"cargo te";
+    assert_eq!(names(cell)[0].1, None);
+}
+
+#[test]
+fn calls_in_promise_all_run_once_calls_in_callbacks_and_loops_may_not() {
+    let cell = r#"const results = await Promise.all([
+  tools.exec_command({cmd:"pnpm test","workdir":"/m","yield_time_ms":1000}),
+  tools.exec_command({cmd:"pnpm build","workdir":"/m","yield_time_ms":1000})
+]);
+for (const r of results) text(JSON.stringify(r));
+const more = await Promise.all(["a","b"].map(f => tools.exec_command({cmd: "cat " + f})));
+for (const f of ["x"]) await tools.exec_command({cmd: "ls"});
+await tools.exec_command({cmd: "git status"});"#;
+    let found = names(cell);
+    let shape: Vec<(Option<&str>, bool)> = found
+        .iter()
+        .map(|(_, a, r)| (a.as_ref().and_then(|a| a["cmd"].as_str()), *r))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (Some("pnpm test"), false),
+            (Some("pnpm build"), false),
+            (None, true),
+            (Some("ls"), true),
+            (Some("git status"), false),
+        ]
+    );
+}
+
+#[test]
+fn mcp_tools_and_bracketed_names() {
+    let cell = "const result = await tools.mcp__codex_apps__github_create_pull_request({repository_full_name:\"o/r\",head_branch:\"codex/x\",base_branch:\"main\",draft:false,title:\"fix: y\",body:\"## Summary\\n- z\"});\ntext(JSON.stringify(result));\nawait tools[\"web__run\"]({search_query:[{q:\"flatpak\"}]});";
+    let found = names(cell);
+    assert_eq!(found[0].0, "mcp__codex_apps__github_create_pull_request");
+    assert_eq!(found[0].1.as_ref().unwrap()["draft"], json!(false));
+    assert_eq!(found[1].0, "web__run");
+    // `x.tools.y(` is not the tools object.
+    assert!(names("ctx.tools.exec_command({cmd:\"ls\"})").is_empty());
+}
+
+#[test]
+fn javascript_escapes() {
+    let cell = r"await tools.exec_command({cmd: 'echo \'a\' \x41 \u00e9 \u{1F600} \ud83d\ude00 tab\there'});";
+    assert_eq!(
+        names(cell)[0].1.as_ref().unwrap()["cmd"],
+        "echo 'a' A é 😀 😀 tab\there"
+    );
+}
+
+fn parts(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn a_cells_output_its_status_and_parts() {
+    let out = output(&parts(&[
+        "Script completed\nWall time 1.2 seconds\nOutput:\n",
+        "{\"chunk_id\":\"68232c\",\"wall_time_seconds\":1.0,\"session_id\":34292,\"original_token_count\":24,\"output\":\"> vp test run\\n\"}",
+        "",
+    ]))
+    .unwrap();
+    assert_eq!(out.status, CellStatus::Completed);
+    assert_eq!(out.parts.len(), 2);
+    assert_eq!(
+        exec_result(&out.parts[0]),
+        ExecResult {
+            output: "> vp test run\n".into(),
+            exit_code: None,
+            session: Some("34292".into())
+        }
+    );
+    let done = exec_result("{\"chunk_id\":\"5fe36f\",\"wall_time_seconds\":20.4,\"exit_code\":0,\"original_token_count\":163}");
+    assert_eq!((done.exit_code, done.session), (Some(0), None));
+    // Plain text is the output itself; Codex's note on a cut output is not.
+    assert_eq!(
+        exec_result("Warning: truncated output (original token count: 12914)\nTotal output lines: 811\n\nimport x\n").output,
+        "import x\n"
+    );
+    // A session printed alone (`text(`SESSION_ID=${r.session_id}`)`).
+    assert_eq!(
+        exec_result("SESSION_ID=37232").session.as_deref(),
+        Some("37232")
+    );
+    assert_eq!(exec_result("SESSION_ID=").session, None);
+    let running = output(&parts(&[
+        "Script running with cell ID 24\nWall time 10.0 seconds\nOutput:\n",
+    ]))
+    .unwrap();
+    assert_eq!(running.status, CellStatus::Running("24".into()));
+    assert!(running.parts.is_empty());
+    let failed = output(&parts(&[
+        "Script failed\nWall time 0.0 seconds\nOutput:\n",
+        "Script error:\napply_patch verification failed: Failed to find expected lines in /x/a.md:\n",
+    ]))
+    .unwrap();
+    assert_eq!(failed.status, CellStatus::Failed);
+    // The output as one string: what follows the header is the one part.
+    let one = output(&parts(&[
+        "Script completed\nWall time 0.1 seconds\nOutput:\nhello\n",
+    ]))
+    .unwrap();
+    assert_eq!(one.parts, vec!["hello\n".to_string()]);
+    assert_eq!(output(&parts(&["Exit code: 0\nOutput:\nx"])), None);
+    assert_eq!(output(&[]), None);
+}

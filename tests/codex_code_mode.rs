@@ -1,0 +1,173 @@
+//! Codex's code mode through the real binary: a rollout of real code-mode lines
+//! (fixtures/codex/code-mode/, from public Codex 0.144 sessions: see its SOURCES.txt), read at a
+//! compaction into the recovery block. Each form of cell is held by a fact the block must name.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const SESSION: &str = "019f67a6-199d-76d0-ae8b-b6f5c28f5a69";
+
+fn block() -> String {
+    let mut env = TestEnv::new();
+    let home = env.dir.path().join("codex");
+    let day = home.join("sessions/2026/07/15");
+    fs::create_dir_all(&day).unwrap();
+    env.set("CODEX_HOME", home.to_str().unwrap());
+    let name = format!("rollout-2026-07-15T21-19-26-{SESSION}.jsonl");
+    let rollout = day.join(&name);
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/codex/code-mode")
+            .join(&name),
+        &rollout,
+    )
+    .unwrap();
+    let payload = |event: &str, extra: Value| {
+        let mut p = json!({
+            "session_id": SESSION,
+            "transcript_path": rollout.to_str().unwrap(),
+            "cwd": "/Users/jdx/src",
+            "hook_event_name": event,
+            "model": "gpt-5.5",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p.to_string()
+    };
+    let pre = env.run(
+        &["precompact"],
+        payload("PreCompact", json!({"turn_id": "t1", "trigger": "auto"})),
+    );
+    assert_eq!((pre.code, pre.stdout.as_str()), (0, ""), "{pre:?}");
+    let run = env.run(
+        &["sessionstart"],
+        payload("SessionStart", json!({"source": "compact"})),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The section of the block that starts with `title`, up to the next blank line after its
+/// fence.
+fn section<'a>(block: &'a str, title: &str) -> &'a str {
+    let start = block
+        .find(title)
+        .unwrap_or_else(|| panic!("no {title:?} in:\n{block}"));
+    let rest = &block[start..];
+    let end = rest.find("```\n\n").map_or(rest.len(), |e| e + 3);
+    &rest[..end]
+}
+
+#[test]
+fn a_cells_plan_becomes_the_todo_list() {
+    // `tools.update_plan({plan:[{step:"…",status:"in_progress"}, …]})`, bare keys.
+    let block = block();
+    let todos = section(&block, "Open todos");
+    assert!(
+        todos.contains("[in_progress] Create standalone crate/repository and package/CI metadata"),
+        "{todos}"
+    );
+    assert!(
+        todos.contains("[pending] Publish jdx-tar 0.0.0 to crates.io"),
+        "{todos}"
+    );
+}
+
+#[test]
+fn a_patch_held_in_a_const_names_every_file_it_adds_and_a_failed_one_none() {
+    let block = block();
+    let files = section(&block, "Files modified");
+    for file in [
+        "jdx-tar/Cargo.toml",
+        "jdx-tar/LICENSE-MIT",
+        "jdx-tar/fuzz/fuzz_targets/read_unpack.rs",
+    ] {
+        assert!(files.contains(file), "{file} missing:\n{files}");
+    }
+    // The cell that threw (`apply_patch verification failed`) changed nothing: its file is a
+    // failure, not a modified file.
+    assert!(!files.contains("tera.rs"), "{files}");
+    let failures = section(&block, "Recent tool failures");
+    assert!(failures.contains("src/tera.rs"), "{failures}");
+    assert!(
+        failures.contains("apply_patch verification failed"),
+        "{failures}"
+    );
+}
+
+#[test]
+fn a_command_left_running_gets_its_verdict_from_the_read_that_saw_it_end() {
+    // `exec_command` yields with a `session_id` (printed whole), then three `write_stdin` reads
+    // printed as `text(r.output)`: the last one's "Finished" line is the verdict, and the
+    // command is the one that ran, not the reads.
+    let block = block();
+    let v = section(&block, "Last verification");
+    assert!(
+        v.contains(
+            "[passed] cargo check --all-features && git diff --check && git status --short → \
+             Finished `dev` profile [unoptimized + debuginfo] target(s) in 21.74s"
+        ),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_pull_request_the_github_app_created_is_named() {
+    let block = block();
+    assert!(
+        block.contains("pull request #10999 (created) https://github.com/jdx/mise/pull/10999"),
+        "{block}"
+    );
+}
+
+#[test]
+fn a_cell_that_ran_past_its_yield_time_is_read_when_wait_sees_it_end() {
+    // Cut the rollout just before the `cargo check` cell: the newest verification is then the
+    // `mise run test:unit` of the cell that `wait` saw complete.
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/codex/code-mode")
+            .join(format!("rollout-2026-07-15T21-19-26-{SESSION}.jsonl")),
+    )
+    .unwrap();
+    let cut = text.find("cargo fmt --all && cargo check").unwrap();
+    let cut = text[..cut].rfind('\n').unwrap() + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join(format!("rollout-2026-07-15T21-19-26-{SESSION}.jsonl"));
+    fs::write(&path, &text[..cut]).unwrap();
+    let env = TestEnv::new();
+    let payload = |event: &str, extra: Value| {
+        let mut p = json!({"session_id": SESSION, "transcript_path": path.to_str().unwrap(),
+                           "cwd": "/Users/jdx/src", "hook_event_name": event});
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p.to_string()
+    };
+    env.run(
+        &["precompact"],
+        payload("PreCompact", json!({"trigger": "auto"})),
+    );
+    let run = env.run(
+        &["sessionstart"],
+        payload("SessionStart", json!({"source": "compact"})),
+    );
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let block = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    let v = section(block, "Last verification");
+    assert!(v.contains("[passed] "), "{v}");
+    assert!(v.contains("test result: ok."), "{v}");
+}
