@@ -482,15 +482,20 @@ def check_stale(block, sess, cut):
 
 
 def plan_text_of(sess, cut):
-    plan, where = None, None
+    """The newest plan by the cut: (text, (line, its file or None))."""
+    plan, where, path = None, None, None
     for tid in sess.order:
         call, res = sess.calls.get(tid), sess.results[tid]
         if call is None or res["at"] >= cut or res["error"]:
             continue
+        fp = str(call["input"].get("file_path", ""))
+        if call["name"] in EDITS and "/.claude/plans/" in fp:
+            path = fp
+            if call["name"] == "Write":
+                plan, where = call["input"].get("content", ""), (res["at"], fp)
         if call["name"] == "ExitPlanMode" and isinstance(call["input"].get("plan"), str):
-            plan, where = call["input"]["plan"], (res["at"], None)
-        if call["name"] == "Write" and "/.claude/plans/" in str(call["input"].get("file_path", "")):
-            plan, where = call["input"].get("content", ""), (res["at"], call["input"]["file_path"])
+            # the plan file the session wrote in plan mode is this plan's file
+            plan, where = call["input"]["plan"], (res["at"], path)
     for i, e in enumerate(sess.entries[:cut]):
         if on_main(e) and e.get("type") == "user" and not e.get("isMeta"):
             for b in blocks_of(e):
@@ -500,15 +505,18 @@ def plan_text_of(sess, cut):
                     plan, where = t.split("\n", 1)[1] if "\n" in t else t, (i, m.group(1) if m else None)
     if plan is None:
         return None
-    # a plan file written later with the same name is the same plan; name it
     return plan, where
 
 
 def plan_steps(plan):
     lines = plan.splitlines()
     heads = [(len(m.group(1)), m.group(2)) for m in (re.match(r"^(#{1,6})\s+(.*)", l) for l in lines) if m]
-    steps = []
+    steps = [h for lv, h in heads if lv > 1 and re.match(r"(step|phase|part|stage)?\s*\d+[.:)]?\s", h, re.I)]
+    if len(steps) < 2:
+        steps = []
     for level in (2, 3, 4):
+        if steps:
+            break
         hs = [h for lv, h in heads if lv == level]
         if len(hs) >= 2:
             steps = hs
@@ -524,25 +532,37 @@ def plan_steps(plan):
     return clean
 
 
+def unmark(text):
+    return flat(re.sub(r"[*_`]", "", text or ""))
+
+
 def check_plan(block, sess, cut):
     got = plan_text_of(sess, cut)
     if not got:
         return None
     plan, (at, path) = got
     steps = plan_steps(plan)
-    fb = flat(block)
-    if path and os.path.basename(path).lower() in fb:
-        return (True, "plan file %s" % path, "file named")
-    if not steps:
+    fb = unmark(block)
+    if not steps and not path:
         return None
-    named = [s for s in steps if flat(" ".join(s.split()[:3])) in fb]
-    # a heading cut mid-word in the middle of the plan section
-    sec = section(block, "The plan") or ""
-    midcut = [w for w in re.findall(r"(\w+)…\S", sec)]
-    ok = len(named) >= 0.8 * len(steps) and not midcut
+    named = [s for s in steps if unmark(" ".join(s.split()[:3])) in fb]
     missing = [s for s in steps if s not in named]
-    return (ok, "%d steps (line %d); missing: %s" % (len(steps), at + 1, "; ".join(m[:50] for m in missing[:4])),
-            "%d/%d named%s" % (len(named), len(steps), ", cut mid-word: " + ",".join(midcut[:3]) if midcut else ""))
+    if steps and len(named) >= 0.8 * len(steps):
+        return (True, "%d steps" % len(steps), "%d/%d named" % (len(named), len(steps)))
+    if path and os.path.basename(path).lower() in flat(block):
+        return (True, "plan file %s" % path, "file named")
+    return (False, "%d steps (line %d)%s; missing: %s" % (len(steps), at + 1, ", file " + path if path else "",
+                                                       "; ".join(m[:50] for m in missing[:4])),
+            "%d/%d named" % (len(named), len(steps)))
+
+
+def check_plan_cut(block, sess, cut):
+    """A plan shown in the block: no step heading cut mid-word in its middle (`manual_…tribution`)."""
+    sec = section(block, "The plan")
+    if sec is None:
+        return None
+    cuts = re.findall(r"(\S*\w…\w\S*)", sec)
+    return (not cuts, "step heads kept whole (shortened from the end)", "cut mid-word: " + ", ".join(cuts[:3]) if cuts else "")
 
 
 PR_URL = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/pull/(\d+)")
@@ -688,7 +708,7 @@ def check_rewind(block, sess, cut, live):
     return (not shown, "%d abandoned texts" % len(gone), "shown: line %d %s" % (shown[0][0] + 1, shown[0][1]) if shown else "")
 
 
-ITEMS = ["verification", "stale", "plan", "prs", "ask", "goal", "rewind"]
+ITEMS = ["verification", "stale", "plan", "plan-cut", "prs", "ask", "goal", "rewind"]
 
 
 def measure(block, sess, cut):
@@ -697,6 +717,7 @@ def measure(block, sess, cut):
         "verification": check_verification(block, sess, cut),
         "stale": check_stale(block, sess, cut),
         "plan": check_plan(block, sess, cut),
+        "plan-cut": check_plan_cut(block, sess, cut),
         "prs": check_prs(block, sess, cut),
         "ask": check_ask(block, sess, cut, live),
         "goal": check_goal(block, sess, cut, live),
