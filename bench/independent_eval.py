@@ -170,6 +170,11 @@ def split_simple(command):
     quotes, roughly), a pipe's right side dropped, prefixes removed."""
     parts, cur, q, i = [], "", None, 0
     s = command
+    # heredoc bodies and command substitutions are data here, not commands of the line
+    s = re.sub(r"<<-?\s*['\"]?(\w+)['\"]?([^\n]*)\n.*?\n\s*\1[ \t]*(?=\n|$)", r"HEREDOC\2", s, flags=re.S)
+    for _ in range(3):
+        s = re.sub(r"\$\([^()]*\)", "SUBST", s)
+    s = re.sub(r"\d*>&\d|&>>?|\d*>>?\s*/dev/null", " ", s)
     while i < len(s):
         ch = s[i]
         if q:
@@ -378,25 +383,31 @@ def core(simple):
     return tuple(w for w in words if w and not w.startswith("-"))
 
 
-def whole_suite(c):
-    rest = c[2:] if len(c) > 2 else ()
-    return not rest or all(x in ("./...", "...", ".", "all", "test", "tests") for x in rest)
+def whole_suite(c, runner):
+    rest = c[len(core(runner)):]
+    return all(x in ("./...", "...", ".", "all", "run", "test", "tests") for x in rest)
 
 
 def bash_cleared(fcmd, scmd):
+    """A later success clears a failed command line: each part that may have failed (its
+    verification parts, else its last part) ran again as the same command modulo flags, or as
+    the same runner on the whole suite."""
     fs = split_simple(fcmd)
     ss = split_simple(scmd)
     if not fs:
         return False
-    fc = core(fs[-1])
-    for s in ss:
-        sc = core(s)
-        if sc == fc:
-            return True
-        fr, sr = runner_of(fs[-1]), runner_of(s)
-        if fr and sr and flat(fr) == flat(sr) and whole_suite(sc):
-            return True
-    return False
+    keys = [f for f in fs if runner_of(f)] or [fs[-1]]
+
+    def again(f):
+        fc, fr = core(f), runner_of(f)
+        for s in ss:
+            if core(s) == fc:
+                return True
+            sr = runner_of(s)
+            if fr and sr and flat(fr) == flat(sr) and whole_suite(core(s), sr):
+                return True
+        return False
+    return all(again(f) for f in keys)
 
 
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query", "command")
@@ -421,6 +432,7 @@ def failures(sess, cut):
     done = [(tid, sess.calls[tid], sess.results[tid]) for tid in sess.order
             if tid in sess.calls and sess.results[tid]["at"] < cut]
     out = []
+    by = failures.by = {}
     for k, (tid, call, res) in enumerate(done):
         if not (res["error"] or exit_failed(res)) or refused(res):
             continue
@@ -431,6 +443,7 @@ def failures(sess, cut):
             if call["name"] == "Bash" and call2["name"] == "Bash":
                 if bash_cleared(call["input"].get("command", ""), call2["input"].get("command", "")):
                     cleared = res2["at"]
+                    by[tid] = call2["input"].get("command", "")
                     break
             elif call["name"] in EDITS and call2["name"] in EDITS:
                 if target_of(call) == target_of(call2):
@@ -472,12 +485,12 @@ def check_stale(block, sess, cut):
     fs = failures(sess, cut)
     if not fs:
         return None
-    stale = [(call, res, cl) for _, call, res, cl in fs if cl is not None and shown_failure(block, call)]
+    stale = [(tid, call, res, cl) for tid, call, res, cl in fs if cl is not None and shown_failure(block, call)]
     if not stale:
         return (True, "no cleared failure shown", "")
-    call, res, cl = stale[-1]
+    tid, call, res, cl = stale[-1]
     what = call["input"].get("command") if call["name"] == "Bash" else target_of(call)
-    return (False, "cleared at line %d: %s %s (failed at line %d)" % (cl + 1, call["name"], str(what)[:100], res["at"] + 1),
+    return (False, "cleared at line %d by [%s]: %s %s (failed at line %d)" % (cl + 1, str(failures.by.get(tid, ""))[:80], call["name"], str(what)[:100], res["at"] + 1),
             "%d stale shown: %s" % (len(stale), shown_failure(block, call)[:160]))
 
 
