@@ -440,6 +440,9 @@ def failures(sess, cut):
         for tid2, call2, res2 in done[k + 1:]:
             if res2["error"] or exit_failed(res2) or refused(res2):
                 continue
+            if call2["name"] == "Bash" and runs_of(call2["input"].get("command", "")) and \
+                    verdict_of(res2["text"], False) == "failed":
+                continue  # a piped run whose exit status hid its failing summary
             if call["name"] == "Bash" and call2["name"] == "Bash":
                 if bash_cleared(call["input"].get("command", ""), call2["input"].get("command", "")):
                     cleared = res2["at"]
@@ -465,12 +468,12 @@ def shown_failure(block, call):
         if len(key) < 6:
             return None
         for line in text.splitlines():
-            fl = flat(line)
-            if key[:40] in fl and ("→" in line or "[failed]" in line):
+            fl = re.sub(r"^(bash:|\[failed\]|-)\s*", "", flat(line))
+            if fl.startswith(key[:40].rstrip("…")) and ("→" in line or "[failed]" in line):
                 return line
         # a verification shown failed whose runner part is this command's
         sec = section(block, "Last verification") or ""
-        if sec.startswith("[failed]") and key[:40] in flat(sec):
+        if sec.startswith("[failed]") and flat(sec)[len("[failed] "):].startswith(key[:40]):
             return sec.splitlines()[0]
         return None
     tgt = target_of(call)
