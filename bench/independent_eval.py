@@ -668,23 +668,31 @@ def typed_prompts(sess, cut, live=None):
     return out
 
 
+def prompt_key(t):
+    """What of a prompt the block must show: its first 40 characters; of a pasted plan, its title."""
+    if t.startswith("Implement the following plan:"):
+        title = re.search(r"^#\s+(.*)", t, re.M)
+        if title:
+            return unmark(title.group(1))[:40]
+    return flat(t)[:40]
+
+
 def check_ask(block, sess, cut, live):
     ps = typed_prompts(sess, cut, live)
     if not ps:
         return None
     at, t = ps[-1]
-    key = flat(t)[:40]
+    key = prompt_key(t)
+    block = unmark(block) if t.startswith("Implement the following plan:") else block
     return (key in flat(block), "line %d: %s" % (at + 1, t[:100].replace("\n", " ")), "" if key in flat(block) else "not in block")
 
 
 def check_goal(block, sess, cut, live):
     for at, t in typed_prompts(sess, cut, live):
         if len(t.split()) >= 4 or t.startswith("/"):
+            key = prompt_key(t)
             if t.startswith("Implement the following plan:"):
-                title = re.search(r"^#\s+(.*)", t, re.M)
-                key = flat(title.group(1))[:40] if title else flat(t)[:40]
-            else:
-                key = flat(t)[:40]
+                block = unmark(block)
             return (key in flat(block), "line %d: %s" % (at + 1, t[:100].replace("\n", " ")), "" if key in flat(block) else "not in block")
     return None
 
