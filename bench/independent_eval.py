@@ -161,6 +161,10 @@ RUNNERS = [
     r"((?:bundle exec )?rspec)\b",
     r"(shellcheck|actionlint)\b",
 ]
+# --no-task-runners: leave `mise|just|task|make run <task>` out (to see what the rest scores)
+if "--no-task-runners" in sys.argv:
+    sys.argv.remove("--no-task-runners")
+    RUNNERS = [p for p in RUNNERS if not p.startswith("((?:mise")]
 RUNNER_RES = [re.compile(p) for p in RUNNERS]
 NOT_A_RUN = re.compile(r"(^|\s)(-list|--help|-h|--version|--dry-run|--collect-only|--listTests)(\s|$)")
 
@@ -390,13 +394,13 @@ def whole_suite(c, runner):
 
 def bash_cleared(fcmd, scmd):
     """A later success clears a failed command line: each part that may have failed (its
-    verification parts, else its last part) ran again as the same command modulo flags, or as
+    verification parts, else every part) ran again as the same command modulo flags, or as
     the same runner on the whole suite."""
     fs = split_simple(fcmd)
     ss = split_simple(scmd)
     if not fs:
         return False
-    keys = [f for f in fs if runner_of(f)] or [fs[-1]]
+    keys = [f for f in fs if runner_of(f)] or fs
 
     def again(f):
         fc, fr = core(f), runner_of(f)
