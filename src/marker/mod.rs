@@ -7,6 +7,7 @@
 //! on one history, and exactly one of 64 parallel hooks sees `armed` and moves it to `nudged`.
 
 pub mod activity;
+mod drop;
 mod store;
 
 use std::time::Duration;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
+pub use drop::{is_drop, PendingDrop};
 pub use store::{all_sessions, lock_within, newest, try_lock, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
@@ -187,32 +189,6 @@ pub struct Marker {
     /// [`crate::dropped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_drop: Option<PendingDrop>,
-}
-
-/// A drop of context between two main-chain replies of the session's own transcript, with no
-/// compaction between them that the hooks or the transcript saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingDrop {
-    /// The older reply: its tokens and when it was written.
-    pub before: u64,
-    pub before_at: DateTime<Utc>,
-    /// The newer, smaller one.
-    pub after: u64,
-    pub after_at: DateTime<Utc>,
-}
-
-/// A drop is only looked for from this many tokens: below, a context has little to lose.
-pub const DROP_MIN_BEFORE: u64 = 100_000;
-/// It must lose at least this many tokens...
-pub const DROP_MIN_LOST: u64 = 50_000;
-/// ...and leave at most this share (in percent) of what was there.
-pub const DROP_MAX_LEFT_PCT: u64 = 60;
-
-/// Is `after` tokens a large enough drop from `before` (pure)?
-pub fn is_drop(before: u64, after: u64) -> bool {
-    before >= DROP_MIN_BEFORE
-        && before.saturating_sub(after) >= DROP_MIN_LOST
-        && after.saturating_mul(100) <= before.saturating_mul(DROP_MAX_LEFT_PCT)
 }
 
 /// A compaction whose recovery still waits for its receipt (kept in the marker).
