@@ -146,8 +146,11 @@ impl Failures {
     pub(super) fn resolve_runs(&mut self, command: &str, verified: bool) {
         self.items.retain(|f| {
             let shell = f.tool == "Bash" || f.tool == super::tools::BACKGROUND;
-            let failed = f.text.split_once(" → ").map(|(c, _)| c);
-            !(shell && failed.is_some_and(|c| super::runs::covers(command, c, verified)))
+            let failed = f.text.split_once(" → ");
+            !(shell
+                && failed.is_some_and(|(c, error)| {
+                    super::runs::covers_failure(command, c, error, verified)
+                }))
         });
     }
 

@@ -126,16 +126,40 @@ fn part(text: &str, piped: bool) -> Option<Part> {
     key.extend(words[1..n].iter().map(|w| (*w).to_string()));
     Some(Part {
         key,
-        args: words[n..].iter().map(|w| (*w).to_string()).collect(),
+        // `.` and `./...` name the whole project: the whole suite, as no argument does.
+        args: words[n..]
+            .iter()
+            .filter(|w| !matches!(**w, "." | "./" | "./..." | "..."))
+            .map(|w| (*w).to_string())
+            .collect(),
         piped,
     })
 }
 
 /// Does the successful command `success` cover the failed command `failed` (see the module doc)?
 /// `verified`: `success` is a verification whose output was read as passing.
-pub(super) fn covers(success: &str, failed: &str, verified: bool) -> bool {
+#[cfg(test)]
+fn covers(success: &str, failed: &str, verified: bool) -> bool {
+    covers_failure(success, failed, "", verified)
+}
+
+/// [`covers`], knowing the line the failure printed (`error`): where it names the task of one
+/// part of a compound (`[lint:go] ERROR task failed` after `mise run lint && mise run test:ci`),
+/// that part failed and the ones after it never ran, so only it must run again.
+pub(super) fn covers_failure(success: &str, failed: &str, error: &str, verified: bool) -> bool {
     let done = parts(success);
-    let wanted = parts(failed);
+    let mut wanted = parts(failed);
+    if wanted.len() > 1 {
+        let named = |p: &Part| {
+            p.key.last().is_some_and(|task| {
+                task.len() >= 3 && (error.contains(&format!("[{task}")) || error.starts_with(task))
+            })
+        };
+        if let Some(at) = wanted.iter().position(named) {
+            wanted.truncate(at + 1);
+            wanted.drain(..at);
+        }
+    }
     !wanted.is_empty()
         && wanted.iter().all(|f| {
             done.iter().any(|s| {
@@ -184,8 +208,27 @@ mod tests {
         assert!(!covers("python x.py", "python y.py", false));
         assert!(!covers("git status", "git push origin feat", false));
         assert!(!covers("cargo build", "cargo test", true));
-        // Every part of the failed command must be covered.
+        // Every part of the failed command must be covered...
         assert!(!covers("git pull", "git pull && git push", false));
+        // ...but the part the error names failed, and those after it never ran.
+        assert!(covers_failure(
+            "mise run lint",
+            "mise run lint && mise run test:ci",
+            "[lint:go] ERROR task failed",
+            true
+        ));
+        assert!(!covers_failure(
+            "mise run lint",
+            "mise run lint && mise run test:ci",
+            "[test:ci] FAIL",
+            true
+        ));
+        // `./...` is the whole project.
+        assert!(covers(
+            "golangci-lint run ./...",
+            "golangci-lint run ./cmd/cli",
+            true
+        ));
         // A redirection's `&` splits nothing; a here-document's body is text.
         assert_eq!(parts("make test 2>&1").len(), 1);
         assert!(parts("cat <<EOF\ncargo test\nEOF").is_empty());
