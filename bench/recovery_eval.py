@@ -455,12 +455,30 @@ PACKAGE_QUERY = re.compile(
     r"(uv )?pip3? (install|show|download)|brew (install|info)|which|type|man)\b")
 
 
+def without_heredocs(command):
+    """`command` with the bodies of its here-documents blanked (a commit message is text)."""
+    out, end = [], None
+    for line in command.split("\n"):
+        if end is not None:
+            out.append("")
+            if line.strip() == end:
+                end = None
+            continue
+        m = re.search(r"<<-?\s*['\"]?(\w+)", line)
+        if m and "<<<" not in line:
+            end = m.group(1)
+        out.append(line)
+    return "\n".join(out)
+
+
 def verifies(command):
-    first = unquoted(command.split("\n")[0])
+    # Every line of the command counts (`cd app` then `npx vitest run` on the next), outside
+    # quoted strings (which may span lines: `python3 -c "…"`) and here-documents.
+    text = unquoted(without_heredocs(command))
     # Each part of a `;`/`&&` chain is judged: `npm view vitest; npm test` still tests.
     # A runner counts where a command starts (after variables and wrappers such as `time`),
     # not as a word in a list (`for pkg in vite vitest; do npm view $pkg; done`).
-    parts = re.split(r"\s*(?:&&|\|\||;|\bdo\b|\bthen\b)\s*", first)
+    parts = re.split(r"\s*(?:&&|\|\||;|\n|\bdo\b|\bthen\b)\s*", text)
     return any(VERIFY.match(command_start(p)) and not PACKAGE_QUERY.search(p) for p in parts)
 
 
@@ -472,12 +490,22 @@ def command_start(part):
 
 
 def from_runner(command):
-    """A verification's command from its runner on (past `cd /long/path && `)."""
-    first = command.split("\n")[0]
-    m = VERIFY.search(unquoted(first))
-    if not m:
-        return first
-    return first[m.start(2):]
+    """A verification's command from its runner on (past `cd /long/path && `), on its line."""
+    text = unquoted(without_heredocs(command))
+    for at, line in zip(line_starts(command), text.split("\n")):
+        m = VERIFY.search(line)
+        if m:
+            return command[at + m.start(2):].split("\n")[0]
+    return command.split("\n")[0]
+
+
+def line_starts(text):
+    """Where each line of `text` starts."""
+    starts, at = [], 0
+    for line in text.split("\n"):
+        starts.append(at)
+        at += len(line) + 1
+    return starts
 
 
 def background_reads(entries):
