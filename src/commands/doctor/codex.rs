@@ -295,39 +295,53 @@ pub fn compaction(ctx: &Context) -> Vec<Finding> {
     };
     let shown = codex_files::config_path(&setup.home).display().to_string();
     let c = codex_files::compaction(text.as_deref().unwrap_or(""), &shown);
-    let message = match (&c.limit, &c.window) {
-        (Some((limit, from)), Some((window, wfrom))) if *limit > window * 9 / 10 => format!(
-            "Codex compacts at {} tokens, 90% of the {}-token window ({wfrom}): {from} asks for {} \
-             and Codex caps it",
-            human(window * 9 / 10),
-            human(*window),
-            human(*limit)
-        ),
-        (Some((limit, from)), Some((window, wfrom))) => format!(
-            "Codex compacts at {} tokens ({from}) of a {}-token window ({wfrom})",
-            human(*limit),
-            human(*window)
-        ),
-        (Some((limit, from)), None) => format!(
-            "Codex compacts at {} tokens ({from}), or at 90% of the model's window if that is less",
-            human(*limit)
-        ),
-        (None, Some((window, wfrom))) => format!(
-            "Codex compacts at 90% of the {}-token window ({wfrom}): {} tokens",
-            human(*window),
-            human(window * 9 / 10)
-        ),
-        (None, None) if text.is_none() => {
-            format!("no {shown}: Codex compacts at 90% of the model's window")
-        }
-        (None, None) => {
-            format!("{shown} sets no compaction limit: Codex compacts at 90% of the model's window")
-        }
-    };
     vec![
-        finding(CHECK, Status::Info, message, None),
+        finding(CHECK, Status::Info, compaction_message(&c, text.is_some(), &shown), None),
         finding(CHECK, Status::Info, LIMITS.to_string(), None),
     ]
+}
+
+/// What `config.toml`'s compaction settings mean, by the rule every command uses
+/// ([`crate::window::codex_limits`]): the effective window Codex counts against (95% of the
+/// model's), and where it compacts.
+fn compaction_message(c: &codex_files::Compaction, exists: bool, shown: &str) -> String {
+    let facts = crate::window::CodexFacts {
+        reported: None,
+        window: c.window.clone(),
+        limit: c.limit.clone(),
+    };
+    let point = match crate::window::codex_limits(&facts, &crate::usage::Policy::default()) {
+        Some((limits, _)) => limits.compact_at,
+        None => 0,
+    };
+    let Some((window, wfrom)) = &c.window else {
+        return match (&c.limit, exists) {
+            (Some((limit, from)), _) => format!(
+                "Codex compacts at {} tokens ({from}), or at 90% of the model's window if that is \
+                 less",
+                human(*limit)
+            ),
+            (None, false) => format!("no {shown}: Codex compacts at 90% of the model's window"),
+            (None, true) => format!(
+                "{shown} sets no compaction limit: Codex compacts at 90% of the model's window"
+            ),
+        };
+    };
+    let effective = window * crate::window::CODEX_EFFECTIVE_PCT / 100;
+    let counts = format!(
+        "Codex counts the context against {} tokens, 95% of the {}-token window ({wfrom})",
+        human(effective),
+        human(*window)
+    );
+    match &c.limit {
+        Some((limit, from)) if *limit > window * 9 / 10 => format!(
+            "{counts}, and compacts at {}, 90% of the window: {from} asks for {} and Codex caps it",
+            human(point),
+            human(*limit)
+        ),
+        Some((_, from)) => format!("{counts}, and compacts at {} ({from})", human(point)),
+        None => format!("{counts}, and compacts at {}, 90% of the window", human(point)),
+    }
 }
 
 /// What ctxguard cannot do the same way on Codex, said once (docs/clients.md has the rest).
