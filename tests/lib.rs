@@ -8,6 +8,8 @@ mod util;
 mod codex;
 mod codex_code_mode;
 mod codex_window;
+#[cfg(unix)]
+mod doctor_codex;
 mod dropped;
 #[cfg(unix)]
 mod e2e;

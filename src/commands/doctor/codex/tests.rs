@@ -185,11 +185,15 @@ fn compaction_as_config_toml_sets_it() {
         ]
     );
     assert_eq!(
-        say(Some("model_context_window = 100000\nmodel_auto_compact_token_limit = 95000\n")),
-        ["info: Codex counts the context against 95k tokens, 95% of the 100k-token window \
+        say(Some(
+            "model_context_window = 100000\nmodel_auto_compact_token_limit = 95000\n"
+        )),
+        [
+            "info: Codex counts the context against 95k tokens, 95% of the 100k-token window \
           (model_context_window in /h/.codex/config.toml), and compacts at 90k, 90% of the \
           window: model_auto_compact_token_limit in /h/.codex/config.toml asks for 95k and Codex \
-          caps it"]
+          caps it"
+        ]
     );
     assert_eq!(
         say(Some("model_context_window = 200000\n")),
@@ -201,7 +205,9 @@ fn compaction_as_config_toml_sets_it() {
     );
     assert_eq!(
         say(Some("model_auto_compact_token_limit = 20000\n")),
-        ["info: Codex compacts at 20k tokens (model_auto_compact_token_limit in \
-          /h/.codex/config.toml), or at 90% of the model's window if that is less"]
+        [
+            "info: Codex compacts at 20k tokens (model_auto_compact_token_limit in \
+          /h/.codex/config.toml), or at 90% of the model's window if that is less"
+        ]
     );
 }
