@@ -252,6 +252,56 @@ pub fn newest_compaction_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
     Ok(found)
 }
 
+/// No more of a rollout is read to count its compactions (a long session's is tens of MB).
+const MAX_COUNT_SCAN: u64 = 512 * 1024 * 1024;
+
+/// How much of a line's start is looked at for its `type`, which Codex writes before the
+/// payload (a `compacted` line's payload, the replacement history, can be megabytes).
+const TYPE_HEAD: usize = 512;
+
+/// How many compactions Codex has written into the rollout at `path`: its whole `compacted`
+/// lines. The one count that tells one compaction from the next: two compactions' hook
+/// payloads can be identical (`SessionStart(compact)` has no turn id), and Codex also compacts
+/// when the user switches to a model with a smaller window, far below its usual limit.
+pub fn compaction_count(path: &Path) -> Result<u64> {
+    use std::io::BufRead;
+    let (file, _) = crate::files::open_regular(path, "rollout")?;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_COUNT_SCAN));
+    let mut head = Vec::with_capacity(TYPE_HEAD);
+    let mut count = 0;
+    loop {
+        let buf = reader
+            .fill_buf()
+            .with_context(|| format!("reading rollout {}", path.display()))?;
+        if buf.is_empty() {
+            break;
+        }
+        let end = memchr::memchr(b'\n', buf);
+        let part = &buf[..end.unwrap_or(buf.len())];
+        let room = TYPE_HEAD.saturating_sub(head.len());
+        head.extend_from_slice(&part[..part.len().min(room)]);
+        let used = end.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        // Only a whole line counts: one being written is not a compaction yet.
+        if end.is_some() {
+            count += u64::from(is_compacted_head(&head));
+            head.clear();
+        }
+    }
+    Ok(count)
+}
+
+/// Does a line starting with `head` have the type `compacted` (its own, before its payload)?
+fn is_compacted_head(head: &[u8]) -> bool {
+    let before_payload = memchr::memmem::find(head, b"\"payload\"").map_or(head, |i| &head[..i]);
+    [
+        &b"\"type\":\"compacted\""[..],
+        &b"\"type\": \"compacted\""[..],
+    ]
+    .iter()
+    .any(|p| memchr::memmem::find(before_payload, p).is_some())
+}
+
 /// How much of a rollout's first line is read for its `session_meta`.
 const META_BYTES: u64 = 256 * 1024;
 

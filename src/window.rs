@@ -40,7 +40,7 @@ pub enum WindowSource {
     Reported,
     /// Codex's `model_context_window`, in its rollout.
     Rollout,
-    /// `model_context_window` in Codex's `config.toml`.
+    /// 95% of `model_context_window` in Codex's `config.toml` (the share Codex counts against).
     CodexConfig,
     /// The window of Codex's own models (272k), before the rollout reports one.
     CodexDefault,
@@ -58,7 +58,9 @@ impl WindowSource {
             WindowSource::ClientMax => "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
             WindowSource::Reported => "reported by the status line",
             WindowSource::Rollout => "reported by Codex in its rollout (model_context_window)",
-            WindowSource::CodexConfig => "model_context_window in Codex's config.toml",
+            WindowSource::CodexConfig => {
+                "95% of model_context_window in Codex's config.toml, the share Codex counts against"
+            }
             WindowSource::CodexDefault => {
                 "the window of Codex's own models (272k), until its rollout reports one"
             }
@@ -323,17 +325,21 @@ pub const CODEX_EFFECTIVE_PCT: u64 = 95;
 /// first tool call is judged against, before any response has reported a window.
 pub const CODEX_DEFAULT_WINDOW: u64 = 272_000;
 
-/// Where Codex compacts, as it decides: at its auto-compact limit, which is 90% of the model's
-/// window unless `model_auto_compact_token_limit` sets a lower one (a higher one is capped at
-/// 90%). The model's window is the configured `model_context_window`, else the one the rollout
-/// reported, scaled back from its 95%, else that of Codex's own models ([`CODEX_DEFAULT_WINDOW`]).
-/// The window shown is the reported one: what Codex itself counts the session's context
-/// against.
+/// Where Codex compacts, as it decides (0.169.0 to 0.171.0, read in its source and measured):
+/// the model's window is `model_context_window` from `config.toml` when set (Codex puts it in
+/// place of every model's own window), else the model's; Codex counts the context against 95%
+/// of it (`effective_context_window_percent`, what its rollout reports as
+/// `model_context_window`), and compacts at its auto-compact limit: 90% of the model's window
+/// unless `model_auto_compact_token_limit` sets a lower one (a higher one is capped at 90%).
+///
+/// One rule, so every command gives one figure: the window shown is always that effective
+/// window. With a configured window it is 95% of it, whatever an older rollout line reported
+/// (written before the file changed: Codex reads it again at each start and resume); without
+/// one, the window the rollout reported; before any report, that of Codex's own models
+/// ([`CODEX_DEFAULT_WINDOW`]).
 pub fn codex_limits(facts: &CodexFacts, policy: &Policy) -> Option<(Limits, CompactSource)> {
-    let model_window = facts
-        .window
-        .as_ref()
-        .map(|(w, _)| *w)
+    let configured = facts.window.as_ref().map(|(w, _)| *w).filter(|w| *w > 0);
+    let model_window = configured
         .or_else(|| {
             facts
                 .reported
@@ -343,9 +349,11 @@ pub fn codex_limits(facts: &CodexFacts, policy: &Policy) -> Option<(Limits, Comp
     if model_window == 0 {
         return None;
     }
-    let shown = facts
-        .reported
-        .unwrap_or(model_window * CODEX_EFFECTIVE_PCT / 100);
+    let effective = model_window * CODEX_EFFECTIVE_PCT / 100;
+    let shown = match configured {
+        Some(_) => effective,
+        None => facts.reported.unwrap_or(effective),
+    };
     let default = model_window * 9 / 10;
     let (compact_at, source) = match &facts.limit {
         Some((limit, origin)) if *limit > 0 && *limit < default => {
@@ -392,8 +400,17 @@ mod tests {
             limit: Some((250_000, "x".into())),
         };
         let (limits, source) = codex_limits(&facts, &policy).unwrap();
-        assert_eq!(limits.compact_at, 180_000);
+        assert_eq!((limits.window, limits.compact_at), (190_000, 180_000));
         assert_eq!(source, CompactSource::CodexDefault);
+        // A configured window wins over a smaller one an older rollout line reported: the
+        // window shown is 95% of it, never the report next to the configured point.
+        let facts = CodexFacts {
+            reported: Some(95_000),
+            window: Some((200_000, "model_context_window in config.toml".into())),
+            limit: None,
+        };
+        let (limits, _) = codex_limits(&facts, &policy).unwrap();
+        assert_eq!((limits.window, limits.compact_at), (190_000, 180_000));
         // Nothing known yet (a session's first tool call): Codex's own models' window.
         let (limits, _) = codex_limits(&CodexFacts::default(), &policy).unwrap();
         assert_eq!((limits.window, limits.compact_at), (258_400, 244_800));

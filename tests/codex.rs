@@ -239,3 +239,68 @@ fn the_nudge_never_names_a_linked_memory_file() {
         "export TOKEN=secret\n"
     );
 }
+
+/// Compactions are counted by the rollout's `compacted` lines, never by the payload or the
+/// time: two compactions whose hooks send identical payloads (Codex compacts again when the
+/// user switches to a model with a smaller window, and `SessionStart(compact)` carries no turn
+/// id) are two, and one compaction whose `PreCompact` runs twice, minutes apart, is one.
+#[test]
+fn compactions_are_counted_by_the_rollouts_compacted_lines() {
+    let mut codex = Codex::new(200_000);
+    codex.write(false);
+    let precompact = codex.payload("PreCompact", json!({"turn_id": "t1", "trigger": "auto"}));
+    let start = codex.payload("SessionStart", json!({"source": "compact"}));
+    let at = |env: &mut TestEnv, time: &str| {
+        env.set("CTXGUARD_NOW", time);
+    };
+    // The work fixture's compaction line is dated 18:00:26; the hooks run at 18:00:20.
+    at(&mut codex.env, "2026-11-25T18:00:20Z");
+    let run = codex.env.run(&["precompact"], &precompact);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    // The same PreCompact again, five minutes later, before the compaction wrote its line:
+    // the same compaction.
+    at(&mut codex.env, "2026-11-25T18:05:20Z");
+    let run = codex.env.run(&["precompact"], &precompact);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 1);
+    // It is written; the recovery of compaction #1.
+    codex.write(true);
+    let first = codex.env.run(&["sessionstart"], &start);
+    let block = context_of(&first.stdout, "SessionStart");
+    assert!(block.contains("compaction #1 of this session"), "{block}");
+    // A second compaction seconds later (the model switched), with the very same payloads:
+    // the rollout holds one `compacted` line, the marker counted one: a new one.
+    at(&mut codex.env, "2026-11-25T18:05:25Z");
+    let run = codex.env.run(&["precompact"], &precompact);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 2);
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&codex.rollout)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"timestamp\": \"2026-11-25T18:05:26.000Z\", \"type\": \"compacted\", \"payload\": {\"message\": \"summary\", \"replacement_history\": []}}\n",
+    )
+    .unwrap();
+    let second = codex.env.run(&["sessionstart"], &start);
+    assert_eq!(
+        start,
+        codex.payload("SessionStart", json!({"source": "compact"}))
+    );
+    let block = context_of(&second.stdout, "SessionStart");
+    assert!(block.contains("compaction #2 of this session"), "{block}");
+    // Two compactions' checkpoints, numbered 1 and 2.
+    let dir = codex.env.state().join("checkpoints").join(SESSION);
+    let mut numbers: Vec<u64> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("cp_"))
+        .filter_map(|e| {
+            let cp: Value = serde_json::from_str(&fs::read_to_string(e.path()).ok()?).ok()?;
+            cp["meta"]["compaction"].as_u64()
+        })
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, [1, 2]);
+}

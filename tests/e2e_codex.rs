@@ -1,10 +1,10 @@
-//! End-to-end: the real Codex CLI (npm `@openai/codex`, pinned 0.169.0, its native linux-x64
+//! End-to-end: the real Codex CLI (npm `@openai/codex`, pinned 0.171.0, its native linux-x64
 //! binary) running ctxguard's hooks in `codex exec`, against a scripted stand-in for the
 //! Responses API on 127.0.0.1 (`tests/e2e/fake_responses.py`, a custom `model_providers` entry
 //! with `wire_api = "responses"`). The hooks are registered by `ctxguard install --client codex
 //! --trust`, as a user would, so Codex runs them without `--dangerously-bypass-hook-trust`. Each
 //! test asserts on what the model was sent (the stand-in's request log) and on ctxguard's state.
-//! Codex is installed with npm into `target/codex-0.169.0` on first use; without npm these tests
+//! Codex is installed with npm into `target/codex-0.171.0` on first use; without npm these tests
 //! say so and pass without checking.
 
 use std::fs;
@@ -14,10 +14,10 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-const CODEX_VERSION: &str = "0.169.0";
+const CODEX_VERSION: &str = "0.171.0";
 
 /// The Codex binary, installed once per test run; `None` when npm is absent.
-fn codex() -> Option<&'static Path> {
+pub(crate) fn codex() -> Option<&'static Path> {
     static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
     CODEX
         .get_or_init(|| {

@@ -1,7 +1,7 @@
 //! `install --client codex`, `uninstall --client codex` and `doctor`'s Codex checks, on real
 //! files in a temporary `CODEX_HOME`; and, where the real Codex CLI is installed
-//! (`target/codex-0.169.0`, as `.ci/run` installs it), Codex's own verdict on the trust install
-//! writes.
+//! (`target/codex-0.171.0`, as `.ci/run` and the end-to-end tests install it), Codex's own
+//! verdict on the trust install writes.
 
 use std::fs;
 #[cfg(unix)]
@@ -446,31 +446,22 @@ fn doctor_says_nothing_of_codex_without_its_directory() {
     assert_eq!(codex, 0, "{report}");
 }
 
-/// The real Codex CLI, where `.ci/run` installed it; `None` (said) where it is not. (Its Linux
-/// build: not on Windows.)
+/// The real Codex CLI the end-to-end tests drive (installed with npm on first use); `None`
+/// (said) without npm. (Its Linux build: not on Windows.)
 #[cfg(unix)]
 fn real_codex() -> Option<PathBuf> {
-    let bin =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/codex-0.169.0/node_modules/.bin/codex");
-    if bin.exists() {
-        return Some(bin);
-    }
-    eprintln!(
-        "skipped: the real Codex CLI is not at {} (.ci/run installs it with npm)",
-        bin.display()
-    );
-    None
+    crate::e2e_codex::codex().map(Path::to_path_buf)
 }
 
 /// `hooks/list` from the real `codex app-server` (stdio JSON-RPC) on `codex_home`.
 #[cfg(unix)]
-fn hooks_list(codex: &Path, env: &TestEnv) -> Value {
+pub(crate) fn hooks_list(codex: &Path, env: &TestEnv) -> Value {
     let mut child = Command::new(codex)
         .arg("app-server")
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", env.home())
-        .env("CODEX_HOME", codex_home(env))
+        .env("CODEX_HOME", env.dir.path().join("codex"))
         .current_dir(env.dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

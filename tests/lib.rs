@@ -7,6 +7,9 @@ mod util;
 // watched through `sh` and /proc: neither is built for Windows (see below).
 mod codex;
 mod codex_code_mode;
+mod codex_window;
+#[cfg(unix)]
+mod doctor_codex;
 mod dropped;
 #[cfg(unix)]
 mod e2e;

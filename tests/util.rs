@@ -87,13 +87,20 @@ impl TestEnv {
                 cmd.env_remove(key);
             }
         }
-        // Nor a Claude Code the developer has installed: `install` and `doctor` ask the one on
-        // PATH for its version (a test that wants one puts its own first).
+        // Nor a Claude Code or Codex the developer has installed: `install` and `doctor` ask
+        // the one on PATH for its version (a test that wants one puts its own first).
         let path = std::env::var_os("PATH").unwrap_or_default();
         let without_claude = std::env::join_paths(std::env::split_paths(&path).filter(|dir| {
-            !["claude", "claude.exe", "claude.cmd"]
-                .iter()
-                .any(|name| dir.join(name).is_file())
+            ![
+                "claude",
+                "claude.exe",
+                "claude.cmd",
+                "codex",
+                "codex.exe",
+                "codex.cmd",
+            ]
+            .iter()
+            .any(|name| dir.join(name).is_file())
         }))
         .unwrap_or(path);
         // HOME is the home directory on Unix, USERPROFILE on Windows (as for the client).

@@ -276,18 +276,21 @@ pub fn codex_facts(env: &Env, reported: Option<u64>) -> window::CodexFacts {
 /// window is known yet. A window set in ctxguard's config is the user's word and is shown.
 pub fn resolve_codex(config: &Config, facts: &window::CodexFacts) -> Option<Resolved> {
     let mut facts = facts.clone();
+    // The user's window for ctxguard is the effective window, in place of Codex's.
     if let Some(forced) = config.window_tokens {
         facts.reported = Some(forced);
+        facts.window = None;
     }
     let (limits, compact_source) = window::codex_limits(&facts, &config.policy())?;
     Some(Resolved {
         limits,
+        // In the order `codex_limits` takes them.
         window_source: if config.window_tokens.is_some() {
             WindowSource::Config
-        } else if facts.reported.is_some() {
-            WindowSource::Rollout
         } else if facts.window.is_some() {
             WindowSource::CodexConfig
+        } else if facts.reported.is_some() {
+            WindowSource::Rollout
         } else {
             WindowSource::CodexDefault
         },

@@ -151,6 +151,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     }
     .ok()
     .flatten();
+    // On Codex, the compactions the rollout holds: the one count that tells a new compaction
+    // from this one's PreCompact run again (never the payload, nor the time).
+    let written_compactions = codex
+        .then(|| crate::rollout::compaction_count(Path::new(&input.transcript_path)).ok())
+        .flatten();
     let checkpoints = CheckpointStore::new(&paths, &input.session_id);
     // Claude Code's own task store (Codex keeps its plan in the rollout).
     let task_store = env
@@ -168,7 +173,12 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let written = store.update(&input.session_id, diag, |current, diag| {
         // A repeat with a reply since the first run replaces its checkpoint with a fresher
         // one of the same compaction: same number, same cycle.
-        let repeat = is_repeat(current, boundary, now);
+        let repeat = match written_compactions {
+            // Its `compacted` line is written once the compaction is done: a compaction
+            // counted but not yet in the rollout is this one.
+            Some(written) => current.compactions > written,
+            None => is_repeat(current, boundary, now),
+        };
         let latest = match checkpoints.latest() {
             Ok(latest) => latest,
             Err(e) => {

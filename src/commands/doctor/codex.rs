@@ -17,6 +17,7 @@ use crate::files;
 use crate::hook_list::{CODEX_HOOKS, HOOKS};
 use crate::settings;
 use crate::usage::human;
+use crate::version::{LONG, TESTED_CODEX};
 
 /// Codex's files, read once.
 #[derive(Debug)]
@@ -165,7 +166,17 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
             Some(INSTALL),
         ));
     }
-    out.extend(trust(setup, &found));
+    // Codex's own answer, where it gave one, says which hooks it trusts
+    // ([`trusted_by_codex`]); else the hashes in config.toml, as ctxguard computes them.
+    if !matches!(
+        &ctx.codex_probe,
+        Probe::Found {
+            listed: Some(Ok(_)),
+            ..
+        }
+    ) {
+        out.extend(trust(setup, &found));
+    }
     out.extend(config_hooks(setup));
     out
 }
@@ -295,39 +306,61 @@ pub fn compaction(ctx: &Context) -> Vec<Finding> {
     };
     let shown = codex_files::config_path(&setup.home).display().to_string();
     let c = codex_files::compaction(text.as_deref().unwrap_or(""), &shown);
-    let message = match (&c.limit, &c.window) {
-        (Some((limit, from)), Some((window, wfrom))) if *limit > window * 9 / 10 => format!(
-            "Codex compacts at {} tokens, 90% of the {}-token window ({wfrom}): {from} asks for {} \
-             and Codex caps it",
-            human(window * 9 / 10),
-            human(*window),
-            human(*limit)
-        ),
-        (Some((limit, from)), Some((window, wfrom))) => format!(
-            "Codex compacts at {} tokens ({from}) of a {}-token window ({wfrom})",
-            human(*limit),
-            human(*window)
-        ),
-        (Some((limit, from)), None) => format!(
-            "Codex compacts at {} tokens ({from}), or at 90% of the model's window if that is less",
-            human(*limit)
-        ),
-        (None, Some((window, wfrom))) => format!(
-            "Codex compacts at 90% of the {}-token window ({wfrom}): {} tokens",
-            human(*window),
-            human(window * 9 / 10)
-        ),
-        (None, None) if text.is_none() => {
-            format!("no {shown}: Codex compacts at 90% of the model's window")
-        }
-        (None, None) => {
-            format!("{shown} sets no compaction limit: Codex compacts at 90% of the model's window")
-        }
-    };
     vec![
-        finding(CHECK, Status::Info, message, None),
+        finding(
+            CHECK,
+            Status::Info,
+            compaction_message(&c, text.is_some(), &shown),
+            None,
+        ),
         finding(CHECK, Status::Info, LIMITS.to_string(), None),
     ]
+}
+
+/// What `config.toml`'s compaction settings mean, by the rule every command uses
+/// ([`crate::window::codex_limits`]): the effective window Codex counts against (95% of the
+/// model's), and where it compacts.
+fn compaction_message(c: &codex_files::Compaction, exists: bool, shown: &str) -> String {
+    let facts = crate::window::CodexFacts {
+        reported: None,
+        window: c.window.clone(),
+        limit: c.limit.clone(),
+    };
+    let point = match crate::window::codex_limits(&facts, &crate::usage::Policy::default()) {
+        Some((limits, _)) => limits.compact_at,
+        None => 0,
+    };
+    let Some((window, wfrom)) = &c.window else {
+        return match (&c.limit, exists) {
+            (Some((limit, from)), _) => format!(
+                "Codex compacts at {} tokens ({from}), or at 90% of the model's window if that is \
+                 less",
+                human(*limit)
+            ),
+            (None, false) => format!("no {shown}: Codex compacts at 90% of the model's window"),
+            (None, true) => format!(
+                "{shown} sets no compaction limit: Codex compacts at 90% of the model's window"
+            ),
+        };
+    };
+    let effective = window * crate::window::CODEX_EFFECTIVE_PCT / 100;
+    let counts = format!(
+        "Codex counts the context against {} tokens, 95% of the {}-token window ({wfrom})",
+        human(effective),
+        human(*window)
+    );
+    match &c.limit {
+        Some((limit, from)) if *limit > window * 9 / 10 => format!(
+            "{counts}, and compacts at {}, 90% of the window: {from} asks for {} and Codex caps it",
+            human(point),
+            human(*limit)
+        ),
+        Some((_, from)) => format!("{counts}, and compacts at {} ({from})", human(point)),
+        None => format!(
+            "{counts}, and compacts at {}, 90% of the window",
+            human(point)
+        ),
+    }
 }
 
 /// What ctxguard cannot do the same way on Codex, said once (docs/clients.md has the rest).
@@ -338,3 +371,181 @@ after the compaction (docs/clients.md)";
 
 #[cfg(test)]
 mod tests;
+
+pub mod probe;
+use probe::Probe;
+
+/// Whether `hooks.json` registers any of ctxguard's hooks (then doctor asks Codex about them).
+pub fn registered(setup: &Setup) -> bool {
+    matches!(&setup.hooks, Ok(Some(doc)) if !hooks::ours(doc, &sub_of).is_empty())
+}
+
+/// For `doctor --client codex`: ctxguard's version and commit, then the `codex` on PATH and
+/// whether the end-to-end tests cover its version. Nothing of Claude Code.
+pub fn version(ctx: &Context) -> Vec<Finding> {
+    let tested = TESTED_CODEX.join(", ");
+    let ours = finding("version", Status::Info, format!("ctxguard {LONG}"), None);
+    let theirs = match &ctx.codex_probe {
+        Probe::NotFound => finding(
+            "client",
+            Status::Info,
+            format!(
+                "no `codex` on PATH, so its version is unknown (the end-to-end tests cover Codex \
+                 CLI {tested})"
+            ),
+            None,
+        ),
+        Probe::Found {
+            path,
+            version: Err(why),
+            ..
+        } => finding(
+            "client",
+            Status::Warn,
+            format!("{} --version: {why}", path.display()),
+            Some("check that `codex --version` runs in this shell"),
+        ),
+        Probe::Found {
+            path,
+            version: Ok(v),
+            ..
+        } if TESTED_CODEX.contains(&v.as_str()) => finding(
+            "client",
+            Status::Ok,
+            format!(
+                "Codex CLI {v} ({}), a version the end-to-end tests cover",
+                path.display()
+            ),
+            None,
+        ),
+        Probe::Found {
+            path,
+            version: Ok(v),
+            ..
+        } => finding(
+            "client",
+            Status::Info,
+            format!(
+                "Codex CLI {v} ({}) is not a version the end-to-end tests cover ({tested}); its \
+                 hook payloads were not checked against ctxguard",
+                path.display()
+            ),
+            None,
+        ),
+    };
+    vec![ours, theirs]
+}
+
+const TRUST_FIX: &str = "review and trust them in Codex (start `codex`, type /hooks), or run \
+`ctxguard install --client codex --trust`";
+
+/// Which of ctxguard's hooks Codex itself trusts, as its app-server's `hooks/list` says: the
+/// word that counts, since ctxguard's own hashes are only its reading of Codex's rule.
+pub fn trusted_by_codex(ctx: &Context) -> Vec<Finding> {
+    let (
+        Some(setup),
+        Probe::Found {
+            path,
+            version,
+            listed: Some(listed),
+        },
+    ) = (&ctx.codex, &ctx.codex_probe)
+    else {
+        return Vec::new();
+    };
+    let codex = match version {
+        Ok(v) => format!("Codex {v}"),
+        Err(_) => "Codex".to_string(),
+    };
+    let listed = match listed {
+        Ok(listed) => listed,
+        Err(why) => {
+            return vec![finding(
+                CHECK,
+                Status::Warn,
+                format!(
+                    "could not ask {codex} which hooks it trusts ({} app-server: {why}); judged \
+                     from config.toml by ctxguard's reading of Codex's hashes",
+                    path.display()
+                ),
+                None,
+            )]
+        }
+    };
+    let ours: Vec<&probe::Listed> = listed
+        .iter()
+        .filter(|h| sub_of(&h.command).is_some())
+        .collect();
+    if ours.is_empty() {
+        return vec![finding(
+            CHECK,
+            Status::Fail,
+            format!(
+                "{codex} lists none of ctxguard's hooks (codex app-server, hooks/list), though {} \
+                 registers them: it does not run them",
+                hooks::hooks_path(&setup.home).display()
+            ),
+            Some("check that CODEX_HOME is the directory this Codex uses, then run `ctxguard install --client codex`"),
+        )];
+    }
+    let skipped: Vec<String> = ours
+        .iter()
+        .filter(|h| h.trust != "trusted")
+        .map(|h| format!("{} ({})", event_name(&h.event), h.trust))
+        .collect();
+    if skipped.is_empty() {
+        return vec![finding(
+            CHECK,
+            Status::Ok,
+            format!(
+                "{codex} runs ctxguard's {} hooks: it reports each trusted (codex app-server, \
+                 hooks/list)",
+                ours.len()
+            ),
+            None,
+        )];
+    }
+    // ctxguard's reading of the hashes says trusted, Codex says not: Codex hashes otherwise now.
+    let file_says_trusted = file_says_trusted(setup);
+    let why = if file_says_trusted {
+        ", although config.toml holds the hashes ctxguard computes for them: this Codex hashes \
+         hooks another way, so trust them in Codex itself"
+    } else {
+        ""
+    };
+    vec![finding(
+        CHECK,
+        Status::Fail,
+        format!(
+            "{codex} itself reports ctxguard's {} not trusted, and skips them{why}",
+            skipped.join(", ")
+        ),
+        Some(if file_says_trusted {
+            "start `codex`, type /hooks, and trust ctxguard's hooks"
+        } else {
+            TRUST_FIX
+        }),
+    )]
+}
+
+/// Whether config.toml holds, for every handler of ctxguard's in `hooks.json`, the hash
+/// ctxguard computes for it.
+fn file_says_trusted(setup: &Setup) -> bool {
+    let Ok(Some(doc)) = &setup.hooks else {
+        return false;
+    };
+    let ours = hooks::ours(doc, &sub_of);
+    let handlers: Vec<&Handler> = ours.iter().map(|(h, _)| h).collect();
+    trust(setup, &handlers)
+        .first()
+        .is_some_and(|f| f.status == Status::Ok)
+}
+
+/// `preToolUse` as Codex's hooks.json names it: `PreToolUse`.
+fn event_name(codex: &str) -> String {
+    let mut chars = codex.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}

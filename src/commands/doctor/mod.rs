@@ -85,16 +85,17 @@ const CLAUDE_CODE_CHECKS: &[Check] = &[
 ];
 
 /// Codex's checks in plain `doctor`: they say nothing without Codex's directory.
-const CODEX_WHEN_PRESENT: &[Check] = &[codex::hooks, codex::compaction];
+const CODEX_WHEN_PRESENT: &[Check] = &[codex::hooks, codex::trusted_by_codex, codex::compaction];
 
 /// The checks of `doctor --client codex`: ctxguard's own, then Codex's, which fail without
 /// Codex's directory.
 const CODEX_CHECKS: &[Check] = &[
-    version::version,
+    codex::version,
     checks::state,
     checks::config,
     codex::present,
     codex::hooks_required,
+    codex::trusted_by_codex,
     codex::compaction,
 ];
 
@@ -118,6 +119,9 @@ pub struct Context {
     pub codex: Option<codex::Setup>,
     /// Codex's directory (`$CODEX_HOME`, else `~/.codex`), whether or not it exists.
     pub codex_home: Option<PathBuf>,
+    /// The `codex` on `PATH`, its version and the hooks it trusts (asked once, when Codex's
+    /// setup is checked).
+    pub codex_probe: codex::probe::Probe,
 }
 
 impl Context {
@@ -153,6 +157,7 @@ impl Context {
             claude: version::Client::NotFound,
             codex: codex::Setup::gather(env),
             codex_home: env.codex_home(),
+            codex_probe: codex::probe::Probe::NotFound,
         }
     }
 }
@@ -161,8 +166,23 @@ impl Context {
 pub type Only = Option<crate::commands::install::ClientArg>;
 
 pub fn check(env: &Env, client_version: Option<&str>, only: Only) -> Result<Report> {
+    use crate::commands::install::ClientArg;
     let mut ctx = Context::gather_without_client(env);
-    ctx.claude = version::client(env, client_version)?;
+    // `doctor --client codex` asks nothing of Claude Code.
+    if only != Some(ClientArg::Codex) {
+        ctx.claude = version::client(env, client_version)?;
+    }
+    // Codex is asked (its version; which hooks it trusts, once ctxguard's are registered) when
+    // its setup is checked: always under `--client codex`, else when they are registered.
+    let registered = ctx.codex.as_ref().is_some_and(codex::registered);
+    let ask = match only {
+        Some(ClientArg::Codex) => true,
+        Some(ClientArg::ClaudeCode) => false,
+        None => registered,
+    };
+    if ask {
+        ctx.codex_probe = codex::probe::Probe::ask(env.search_path.as_deref(), registered);
+    }
     Ok(report(&ctx, only))
 }
 
@@ -268,6 +288,7 @@ pub(super) mod tests {
             claude: super::version::Client::NotFound,
             codex: None,
             codex_home: None,
+            codex_probe: super::codex::probe::Probe::NotFound,
         }
     }
 

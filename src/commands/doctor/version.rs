@@ -210,7 +210,7 @@ pub fn on_client(v: &str) -> String {
 /// The first executable `name` in the context's `PATH`. On Windows `claude.exe` or the
 /// `claude.cmd` npm writes, never the extensionless `claude` beside it (a shell script for Git
 /// Bash, which Windows cannot run).
-fn find_on_path(search_path: Option<&std::ffi::OsStr>, name: &str) -> Option<PathBuf> {
+pub(super) fn find_on_path(search_path: Option<&std::ffi::OsStr>, name: &str) -> Option<PathBuf> {
     search_path
         .iter()
         .flat_map(std::env::split_paths)
@@ -227,17 +227,30 @@ fn ask_version(path: &Path) -> Client {
 
 fn ask_version_within(path: &Path, limit: Duration) -> Client {
     let unknown = |why: String| Client::Unknown(path.to_path_buf(), why);
+    let out = match run_within(path, &["--version"], limit) {
+        Ok(out) => out,
+        Err(why) => return unknown(why),
+    };
+    match parse_version(&out) {
+        Some(v) => Client::Version(path.to_path_buf(), v),
+        None => unknown(format!(
+            "printed {:?}, not a version",
+            crate::text::cut(out.trim(), 80)
+        )),
+    }
+}
+
+/// Runs `path args` (at most `limit`, its first 4 KiB of output read), in a group of its own:
+/// a hung program is killed with everything it started. What it printed, or why nothing.
+pub(super) fn run_within(path: &Path, args: &[&str], limit: Duration) -> Result<String, String> {
     let mut command = Command::new(path);
     command
-        .arg("--version")
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // In a group of its own: a hung client is killed with everything it started.
-    let (mut child, group) = match process::spawn_group(command) {
-        Ok(c) => c,
-        Err(e) => return unknown(format!("cannot run it: {e}")),
-    };
+    let (mut child, group) =
+        process::spawn_group(command).map_err(|e| format!("cannot run it: {e}"))?;
     let started = Instant::now();
     loop {
         match child.try_wait() {
@@ -247,22 +260,16 @@ fn ask_version_within(path: &Path, limit: Duration) -> Client {
                 // Not reaped yet, so its group id cannot have been reused.
                 group.kill(&mut child);
                 let _ = child.wait();
-                return unknown(format!("no answer within {limit:?}"));
+                return Err(format!("no answer within {limit:?}"));
             }
-            Err(e) => return unknown(format!("{e}")),
+            Err(e) => return Err(format!("{e}")),
         }
     }
     let mut out = String::new();
     if let Some(stdout) = child.stdout.take() {
         let _ = stdout.take(4096).read_to_string(&mut out);
     }
-    match parse_version(&out) {
-        Some(v) => Client::Version(path.to_path_buf(), v),
-        None => unknown(format!(
-            "printed {:?}, not a version",
-            crate::text::cut(out.trim(), 80)
-        )),
-    }
+    Ok(out)
 }
 
 /// The version `claude --version` printed (see [`crate::client::version_in`]).

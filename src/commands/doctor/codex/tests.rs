@@ -172,27 +172,42 @@ fn compaction_as_config_toml_sets_it() {
         say(None),
         ["info: no /h/.codex/config.toml: Codex compacts at 90% of the model's window"]
     );
+    // The window Codex counts against is 95% of the configured one (what every command shows);
+    // each number is named beside the setting it comes from.
     assert_eq!(
         say(Some(
             "model_context_window = 100000\nmodel_auto_compact_token_limit = 20000\n"
         )),
         [
-            "info: Codex compacts at 20k tokens (model_auto_compact_token_limit in \
-          /h/.codex/config.toml) of a 100k-token window (model_context_window in \
-          /h/.codex/config.toml)"
+            "info: Codex counts the context against 95k tokens, 95% of the 100k-token window \
+             (model_context_window in /h/.codex/config.toml), and compacts at 20k \
+             (model_auto_compact_token_limit in /h/.codex/config.toml)"
         ]
     );
     assert_eq!(
-        say(Some("model_context_window = 100000\nmodel_auto_compact_token_limit = 95000\n")),
-        ["info: Codex compacts at 90k tokens, 90% of the 100k-token window (model_context_window \
-          in /h/.codex/config.toml): model_auto_compact_token_limit in /h/.codex/config.toml asks \
-          for 95k and Codex caps it"]
+        say(Some(
+            "model_context_window = 100000\nmodel_auto_compact_token_limit = 95000\n"
+        )),
+        [
+            "info: Codex counts the context against 95k tokens, 95% of the 100k-token window \
+          (model_context_window in /h/.codex/config.toml), and compacts at 90k, 90% of the \
+          window: model_auto_compact_token_limit in /h/.codex/config.toml asks for 95k and Codex \
+          caps it"
+        ]
     );
     assert_eq!(
         say(Some("model_context_window = 200000\n")),
         [
-            "info: Codex compacts at 90% of the 200k-token window (model_context_window in \
-          /h/.codex/config.toml): 180k tokens"
+            "info: Codex counts the context against 190k tokens, 95% of the 200k-token window \
+             (model_context_window in /h/.codex/config.toml), and compacts at 180k, 90% of the \
+             window"
+        ]
+    );
+    assert_eq!(
+        say(Some("model_auto_compact_token_limit = 20000\n")),
+        [
+            "info: Codex compacts at 20k tokens (model_auto_compact_token_limit in \
+          /h/.codex/config.toml), or at 90% of the model's window if that is less"
         ]
     );
 }
