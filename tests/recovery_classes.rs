@@ -228,6 +228,18 @@ fn pull_request_work_is_named_and_outranks_the_rest() {
     );
     let block = s.block();
     assert!(block.contains("pull request #172 (commented)"), "{block}");
+    // Reading a pull request's review comments is work on it.
+    let mut s = Session::new("look at the review");
+    s.bash(
+        "gh api repos/o/r/pulls/158/comments --jq '.[] | {path: .path, body: .body}'",
+        "{\"path\":\"a.go\",\"body\":\"nit\"}",
+        false,
+    );
+    let block = s.block();
+    assert!(
+        block.contains("pull request #158 (review comments read)"),
+        "{block}"
+    );
 
     let mut s = Session::new("ship it");
     let todos: Vec<Value> = (0..30)
@@ -239,6 +251,11 @@ fn pull_request_work_is_named_and_outranks_the_rest() {
         "https://github.com/o/r/pull/1066",
         false,
     );
+    // A `git log` full of merges after it: pull requests seen in history, not acted on.
+    let merges: String = (900..912)
+        .map(|n| format!("abc{n} Merge pull request #{n} from o/branch-{n}\n"))
+        .collect();
+    s.bash("git log --oneline -20", &merges, false);
     for i in 0..40 {
         s.call(
             "Edit",

@@ -8,6 +8,14 @@ use crate::text::{cut, sanitize};
 
 use super::PR_CHARS;
 
+/// The state of a pull request seen merged in `git log`'s history: the session did not
+/// necessarily merge it.
+const IN_HISTORY: &str = "merged, from git log";
+
+/// The state of a pull request whose review comments the session read (through `gh api` or
+/// `gh pr view --comments`): work on it, not a glance.
+const REVIEWING: &str = "review comments read";
+
 /// A pull request as the checkpoint keeps it.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Pr {
@@ -19,13 +27,19 @@ struct Pr {
 impl Pr {
     fn parse(text: &str) -> Pr {
         let mut pr = Pr::default();
-        for word in text.split_whitespace() {
+        // The state, in parentheses, may be several words ("merged, from git log").
+        let mut rest = text.to_string();
+        if let Some((before, inner)) = text.split_once('(') {
+            if let Some((state, after)) = inner.split_once(')') {
+                pr.state = Some(state.to_string());
+                rest = format!("{before} {after}");
+            }
+        }
+        for word in rest.split_whitespace() {
             if let Some(n) = word.strip_prefix('#').filter(|n| is_number(n)) {
                 pr.number = Some(n.to_string());
             } else if word.starts_with("https://") || word.starts_with("http://") {
                 pr.url = Some(word.to_string());
-            } else if let Some(state) = word.strip_prefix('(').and_then(|w| w.strip_suffix(')')) {
-                pr.state = Some(state.to_string());
             }
         }
         if pr.number.is_none() {
@@ -85,7 +99,10 @@ pub(crate) fn remember(list: &mut Vec<String>, pr: &str, cap: usize) {
     }
     list.push(new.render());
     if list.len() > cap {
-        list.remove(0);
+        // The oldest one the session only looked at goes first: one it created or merged is
+        // never pushed out by pull requests it merely saw (a `git log` full of merges).
+        let at = list.iter().position(|p| !acted_on(p)).unwrap_or(0);
+        list.remove(at);
     }
 }
 
@@ -118,7 +135,7 @@ pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<Strin
         .filter_map(|l| {
             let (_, rest) = l.split_once("Merge pull request #")?;
             let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            is_number(&n).then(|| format!("#{n} (merged)"))
+            is_number(&n).then(|| format!("#{n} ({IN_HISTORY})"))
         })
         .take(8)
         .collect();
@@ -155,7 +172,13 @@ pub(super) fn in_command(command: &str, output: &str, failed: bool) -> Vec<Strin
             // prints (`"number":169` with `--json`).
             .or_else(|| printed_number(output).filter(|_| !failed));
         let printed_state = printed_state(output);
+        // `gh pr view N --comments`, `--json reviews,comments`: its review read.
+        let reviewing = *verb == "view"
+            && words[at + 3..]
+                .iter()
+                .any(|w| *w == "--comments" || (w.contains("review") && !w.starts_with("--jq")));
         let state = match (printed_state, failed) {
+            (_, false) if reviewing => Some(REVIEWING),
             (Some(s), _) => Some(s),
             (None, false) => state_of(verb),
             (None, true) => Some("viewed").filter(|_| state_of(verb).is_some()),
@@ -203,6 +226,8 @@ fn api_call(words: &[&str], failed: bool) -> Option<String> {
         "commented"
     } else if writes {
         "edited"
+    } else if comments {
+        REVIEWING
     } else {
         "viewed"
     };
@@ -224,7 +249,10 @@ fn printed_number(output: &str) -> Option<String> {
 /// Did the session act on this pull request (created, merged, answered it...), rather than only
 /// look at it? A `pr-link` record, with no state, is the client's note of one it created.
 pub(crate) fn acted_on(pr: &str) -> bool {
-    !matches!(Pr::parse(pr).state.as_deref(), Some("viewed" | "open"))
+    !matches!(
+        Pr::parse(pr).state.as_deref(),
+        Some("viewed" | "open" | IN_HISTORY)
+    )
 }
 
 fn entry(number: &str, state: Option<&str>, url: Option<&str>) -> String {
@@ -369,7 +397,7 @@ mod tests {
                 "git log --oneline -20",
                 "4b1f4c1a Merge pull request #89 from o/fix-a\nad8bcbee Merge pull request #93 from o/fix-b\n"
             ),
-            ["#93 (merged)", "#89 (merged)"]
+            ["#93 (merged, from git log)", "#89 (merged, from git log)"]
         );
         assert!(all("gh run list --limit 3", "{\"conclusion\":\"success\"}").is_empty());
     }
@@ -384,7 +412,7 @@ mod tests {
                 "[]",
                 false
             ),
-            ["#169 (viewed)"]
+            ["#169 (review comments read)"]
         );
         assert_eq!(
             in_command(
@@ -409,6 +437,19 @@ mod tests {
         assert!(acted_on("#172 (commented)"));
         assert!(acted_on("https://github.com/o/r/pull/7"));
         assert!(!acted_on("#169 (viewed)"));
+        assert!(acted_on("#169 (review comments read)"));
+        assert!(!acted_on("#89 (merged, from git log)"));
+        // Pull requests only seen in history never push out one the session created.
+        let mut list = vec!["#121 (created) https://github.com/o/r/pull/121".to_string()];
+        for n in 100..110 {
+            remember(&mut list, &format!("#{n} (merged, from git log)"), 5);
+        }
+        assert_eq!(list[0], "#121 (created) https://github.com/o/r/pull/121");
+        assert_eq!(list.len(), 5);
+        assert_eq!(
+            in_command("gh pr view 158 --comments", "...", false),
+            ["#158 (review comments read)"]
+        );
     }
 
     #[test]

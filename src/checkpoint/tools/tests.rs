@@ -525,5 +525,5 @@ fn merges_in_git_output_are_pull_requests_whatever_the_command() {
         json!({"command": "grep -rl \"internalbridge\" --include='*.go' . | grep -v internal/internalbridge; echo ---; git show e0f3e4f5 --stat | head -30"}),
     );
     result(&mut log, "b1", json!("commit e0f3e4f5\nMerge: 52aa33b5 bd4b8c39\n\n    Merge pull request #87 from entireio/fix/internalbridge-truly-internal\n"), false);
-    assert_eq!(log.finish().prs, ["#87 (merged)"]);
+    assert_eq!(log.finish().prs, ["#87 (merged, from git log)"]);
 }
