@@ -192,8 +192,33 @@ fn verifies(words: Vec<&str>) -> bool {
         return true;
     }
     if RUNNERS.contains(&tool) {
-        // The first few words that are not flags, past a `--filter x` and the like.
-        return words.iter().skip(1).take(6).any(|w| script_verifies(w));
+        // The first few words that are not flags, past a `--filter x` and the like: a script
+        // that verifies, or a verifier the runner starts (`yarn vitest`, `pnpm exec jest`).
+        // Not a package named for installing or asking about it (`yarn add vitest`).
+        let managing = words.get(1).is_some_and(|w| {
+            matches!(
+                *w,
+                "add"
+                    | "install"
+                    | "i"
+                    | "remove"
+                    | "rm"
+                    | "uninstall"
+                    | "view"
+                    | "info"
+                    | "why"
+                    | "upgrade"
+                    | "update"
+                    | "outdated"
+                    | "ls"
+                    | "list"
+            )
+        });
+        return words
+            .iter()
+            .skip(1)
+            .take(6)
+            .any(|w| script_verifies(w) || (!managing && VERIFIERS.contains(w)));
     }
     if let Some((_, subs)) = SUBCOMMANDS
         .iter()
@@ -204,7 +229,12 @@ fn verifies(words: Vec<&str>) -> bool {
                 .iter()
                 .skip_while(|w| **w != "-m")
                 .nth(1)
-                .is_some_and(|m| matches!(*m, "pytest" | "mypy" | "unittest" | "pyright"));
+                .is_some_and(|m| {
+                    matches!(
+                        *m,
+                        "pytest" | "mypy" | "unittest" | "pyright" | "flake8" | "pylint" | "tox"
+                    ) || (*m == "ruff" && words.contains(&"check"))
+                });
         }
         let first = words
             .iter()

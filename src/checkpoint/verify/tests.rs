@@ -35,6 +35,9 @@ fn verification_commands() {
         "cargo fmt --all -- --check",
         "mix format --check-formatted",
         "ruff format --check .",
+        "yarn vitest",
+        "pnpm exec jest --ci",
+        "python -m ruff check src",
     ] {
         assert!(is_verification(command), "{command}");
     }
@@ -54,6 +57,8 @@ fn verification_commands() {
         "mix format",
         "cargo fmt",
         "ruff format .",
+        "python -m ruff format .",
+        "yarn add vitest",
     ] {
         assert!(!is_verification(command), "{command}");
     }
