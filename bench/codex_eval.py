@@ -79,20 +79,33 @@ PREFIX = re.compile(r"(?:\s*(?:\w+=\S*|time|nice|env|command|timeout \d+\w?|npx|
 
 
 def runner(command):
-    """Where a test/build runner starts a segment of the command's first line (`cd x && cargo
-    test`, not `rg "cargo build"` nor a PR body mentioning `cargo test`), or None."""
-    line = command.split("\n")[0]
+    """Where a test/build runner starts a segment of any line of the command (`cd x && cargo
+    test`, `cd x` then `cargo test` on the next line; not `rg "cargo build"`, nor a PR body or a
+    here-document mentioning `cargo test`), or None."""
     at = 0
-    for seg in re.split(r"(&&|\|\||;|\|)", line):
-        if seg in ("&&", "||", ";", "|"):
-            at += len(seg)
+    heredoc = None
+    for line in command.split("\n"):
+        start = at
+        at += len(line) + 1
+        if heredoc is not None:
+            if line.strip() == heredoc:
+                heredoc = None
             continue
-        lead = len(seg) - len(seg.lstrip(" ("))
-        p = PREFIX.match(seg, lead)
-        m = RUNNER.match(seg, p.end())
-        if m:
-            return at + m.start()
-        at += len(seg)
+        m = re.search(r"<<-?\s*['\"]?(\w+)", line)
+        if m and "<<<" not in line:
+            heredoc = m.group(1)
+        quoted = re.sub(r"'[^']*'|\"[^\"]*\"", lambda q: " " * len(q.group(0)), line)
+        pos = start
+        for seg in re.split(r"(&&|\|\||;|\|)", quoted):
+            if seg in ("&&", "||", ";", "|"):
+                pos += len(seg)
+                continue
+            lead = len(seg) - len(seg.lstrip(" ("))
+            p = PREFIX.match(seg, lead)
+            m = RUNNER.match(seg, p.end())
+            if m:
+                return pos + m.start()
+            pos += len(seg)
     return None
 
 
