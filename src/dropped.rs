@@ -249,10 +249,9 @@ fn checkpoint_now(
             auto: false,
             repeat: false,
         };
-        Ok((
-            marker::transition(current, &event, now, stale),
-            (cp, cp_path),
-        ))
+        let mut next = marker::transition(current, &event, now, stale);
+        next.drops = next.drops.saturating_add(1);
+        Ok((next, (cp, cp_path)))
     })?;
     checkpointing::record_in_index(paths, &cp, diag);
     let local = now.with_timezone(&Local);

@@ -304,3 +304,51 @@ fn compactions_are_counted_by_the_rollouts_compacted_lines() {
     numbers.sort_unstable();
     assert_eq!(numbers, [1, 2]);
 }
+
+/// A drop of context counted as a compaction is in no rollout: the real compaction after it is
+/// a new one, not the drop's PreCompact run again.
+#[test]
+fn a_drop_then_a_real_compaction_counts_two() {
+    let codex = Codex::new(900_000);
+    let count = |tokens: u64, at: &str| {
+        format!(
+            "{{\"timestamp\":\"{at}\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"token_count\",\"info\":{{\"last_token_usage\":{{\"total_tokens\":{tokens}}},\"model_context_window\":950000}}}}}}\n"
+        )
+    };
+    let meta = format!(
+        "{{\"timestamp\":\"2026-11-25T18:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{SESSION}\",\"cwd\":\"/home/user/proj\"}}}}\n"
+    );
+    let prompt = "{\"timestamp\":\"2026-11-25T18:00:01.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"port the parser\"}]}}\n";
+    fs::write(
+        &codex.rollout,
+        format!(
+            "{meta}{prompt}{}",
+            count(400_000, "2026-11-25T18:05:00.000Z")
+        ),
+    )
+    .unwrap();
+    assert_eq!(codex.pretooluse().stdout, "");
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&codex.rollout)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        count(120_000, "2026-11-25T19:05:00.000Z").as_bytes(),
+    )
+    .unwrap();
+    let dropped = codex.pretooluse();
+    assert!(
+        context_of(&dropped.stdout, "PreToolUse").contains("ctxguard recovery: compaction #1"),
+        "{dropped:?}"
+    );
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 1);
+    // Codex compacts for real: its PreCompact comes before its `compacted` line.
+    let pre = codex.hook(
+        "precompact",
+        "PreCompact",
+        json!({"turn_id": "t2", "trigger": "auto"}),
+    );
+    assert_eq!(pre.code, 0, "{pre:?}");
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 2);
+}

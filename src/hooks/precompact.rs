@@ -176,7 +176,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         let repeat = match written_compactions {
             // Its `compacted` line is written once the compaction is done: a compaction
             // counted but not yet in the rollout is this one.
-            Some(written) => current.compactions > written,
+            // (A drop of context counted as one is in no rollout.)
+            Some(written) => current.compactions.saturating_sub(current.drops) > written,
             None => is_repeat(current, boundary, now),
         };
         let latest = match checkpoints.latest() {

@@ -19,7 +19,7 @@ use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
 pub use drop::{is_drop, PendingDrop};
-pub use store::{all_sessions, lock_within, newest, try_lock, Store};
+pub use store::{all_sessions, lock_within, newest, try_lock, worth_saving, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
 /// second; each write is an fsync).
@@ -189,6 +189,15 @@ pub struct Marker {
     /// [`crate::dropped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_drop: Option<PendingDrop>,
+    /// Of `compactions`, those that were drops of context, not the client's compactions (a
+    /// Codex rollout records only the client's: its count is compared with the rest).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drops: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A compaction whose recovery still waits for its receipt (kept in the marker).
@@ -653,45 +662,6 @@ pub fn transition(
     }
     m.updated_at = Some(now);
     m
-}
-
-/// Does `new` differ from `old` enough to be written? A new usage figure alone, and timestamps
-/// alone, are written at most every `refresh` (the status line redraws many times a second and
-/// `PreToolUse` runs on every tool call; each write is an fsync). Anything else (the state, the
-/// cycle, the limits, a recovery) is written at once.
-pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
-    let strip = |m: &Marker| Marker {
-        updated_at: None,
-        statusline_at: None,
-        tokens: None,
-        source: None,
-        limits_at: None,
-        growth: None,
-        // The newest reply alone moves with every reply; a new proven lower bound of the
-        // compaction point (`uncompacted_max`) is rare and worth a write.
-        last_reply: None,
-        ..m.clone()
-    };
-    // Crossing the trigger or the critical point matters at once: it decides a nudge.
-    let level = |m: &Marker| {
-        let t = m.tokens?;
-        Some((
-            m.trigger_at.is_some_and(|a| t >= a),
-            m.critical_at.is_some_and(|c| t >= c),
-        ))
-    };
-    if strip(old) != strip(new) || level(old) != level(new) {
-        return true;
-    }
-    let aged = |a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>| match (a, b) {
-        (Some(a), Some(b)) => b.signed_duration_since(a).to_std().unwrap_or_default() >= refresh,
-        (None, Some(_)) => true,
-        _ => false,
-    };
-    let moved = old.tokens != new.tokens || old.source != new.source;
-    aged(old.updated_at, new.updated_at)
-        || aged(old.statusline_at, new.statusline_at)
-        || (moved && old.tokens.is_none())
 }
 
 #[cfg(test)]

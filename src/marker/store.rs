@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use fs2::FileExt;
 
-use super::{activity, worth_saving, Marker, REFRESH};
+use chrono::{DateTime, Utc};
+
+use super::{activity, Marker, REFRESH};
 use crate::diag::Diag;
 use crate::files;
 use crate::paths::Paths;
@@ -287,6 +289,45 @@ fn read_marker(root: &Path, path: &Path) -> Result<Option<Marker>> {
             .with_context(|| format!("marker {} is corrupt", path.display())),
         None => Ok(None),
     }
+}
+
+/// Does `new` differ from `old` enough to be written? A new usage figure alone, and timestamps
+/// alone, are written at most every `refresh` (the status line redraws many times a second and
+/// `PreToolUse` runs on every tool call; each write is an fsync). Anything else (the state, the
+/// cycle, the limits, a recovery) is written at once.
+pub fn worth_saving(old: &Marker, new: &Marker, refresh: Duration) -> bool {
+    let strip = |m: &Marker| Marker {
+        updated_at: None,
+        statusline_at: None,
+        tokens: None,
+        source: None,
+        limits_at: None,
+        growth: None,
+        // The newest reply alone moves with every reply; a new proven lower bound of the
+        // compaction point (`uncompacted_max`) is rare and worth a write.
+        last_reply: None,
+        ..m.clone()
+    };
+    // Crossing the trigger or the critical point matters at once: it decides a nudge.
+    let level = |m: &Marker| {
+        let t = m.tokens?;
+        Some((
+            m.trigger_at.is_some_and(|a| t >= a),
+            m.critical_at.is_some_and(|c| t >= c),
+        ))
+    };
+    if strip(old) != strip(new) || level(old) != level(new) {
+        return true;
+    }
+    let aged = |a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>| match (a, b) {
+        (Some(a), Some(b)) => b.signed_duration_since(a).to_std().unwrap_or_default() >= refresh,
+        (None, Some(_)) => true,
+        _ => false,
+    };
+    let moved = old.tokens != new.tokens || old.source != new.source;
+    aged(old.updated_at, new.updated_at)
+        || aged(old.statusline_at, new.statusline_at)
+        || (moved && old.tokens.is_none())
 }
 
 #[cfg(test)]
