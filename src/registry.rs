@@ -356,6 +356,61 @@ mod tests {
         out
     }
 
+    /// Within a module's directory, no two files import each other, nor through others: the
+    /// checkpoint builder and the rollout reader that builds on it were such a pair.
+    #[test]
+    fn no_import_cycle_between_the_files_of_a_module() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (file, code) in sources() {
+            let Some((dir, name)) = file.rsplit_once('/') else {
+                continue;
+            };
+            if name.ends_with("tests.rs") || name == "mod.rs" {
+                continue;
+            }
+            let own = format!("{dir}/{}", name.trim_end_matches(".rs"));
+            let code = code
+                .find("#[cfg(test)]\nmod tests")
+                .map_or(code.as_str(), |at| &code[..at]);
+            for sibling in named_after(code, "super::") {
+                if !sibling.is_empty() && sibling != "super" {
+                    edges
+                        .entry(own.clone())
+                        .or_default()
+                        .insert(format!("{dir}/{sibling}"));
+                }
+            }
+        }
+        // Depth-first: a node met again on the current path closes a cycle.
+        fn visit(
+            n: &str,
+            edges: &BTreeMap<String, BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(at) = path.iter().position(|p| p == n) {
+                return Some(path[at..].to_vec());
+            }
+            if !done.insert(n.to_string()) {
+                return None;
+            }
+            path.push(n.to_string());
+            for next in edges.get(n).into_iter().flatten() {
+                if let Some(cycle) = visit(next, edges, path, done) {
+                    return Some(cycle);
+                }
+            }
+            path.pop();
+            None
+        }
+        let mut done = BTreeSet::new();
+        for n in edges.keys() {
+            let cycle = visit(n, &edges, &mut Vec::new(), &mut done);
+            assert!(cycle.is_none(), "an import cycle: {cycle:?}");
+        }
+    }
+
     /// No import runs back up, and none sideways between the modules of one layer: hooks and
     /// manual commands are siblings (no command names a hook, nor a hook a command), and what
     /// only needs the list of hooks (`settings`, `replay`) reads it below them all.

@@ -633,18 +633,11 @@ fn goal_in_head<R: io::Read>(file: R, limit: u64) -> io::Result<Option<String>> 
     Ok(builder.goal)
 }
 
-/// Reads the part of the transcript after its newest `compact_boundary`, forward, in bounded
-/// memory; and when that part is not the whole transcript, its head for the session's goal.
-pub fn read_transcript(path: &Path) -> Result<Reading> {
-    read_transcript_until(path, u64::MAX)
-}
-
-/// [`read_transcript`] as if the file ended at byte `end`: at a boundary that landed after its
-/// checkpoint (a summary prepared ahead), the part between the previous boundary and this one.
-pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
-    if crate::rollout::is_rollout(path) {
-        return super::rollout::read_rollout_until(path, end);
-    }
+/// A Claude Code transcript's part after its newest `compact_boundary`, read forward in bounded
+/// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
+/// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
+/// choice: this module never imports the other client's reader, which builds on it.)
+pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     let (mut file, len) = files::open_regular(path, "transcript")?;
     let len = len.min(end);
     let start = transcript::since_newest_boundary(&mut file, len)

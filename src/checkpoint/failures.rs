@@ -58,6 +58,9 @@ const ERROR_TAGS: &[&str] = &["<tool_use_error>", "</tool_use_error>"];
 /// user's own reason.
 const REJECTED: &str = "The user doesn't want to proceed with this tool use.";
 
+/// The label of a background command's failure.
+pub(super) const BACKGROUND: &str = "Bash (background)";
+
 /// Did the user refuse this call (it never ran)?
 pub(super) fn rejected(raw: &str) -> bool {
     raw.contains(REJECTED)
@@ -145,7 +148,7 @@ impl Failures {
     /// ([`super::runs::covers`]; `verified`: it is a verification read as passing).
     pub(super) fn resolve_runs(&mut self, command: &str, verified: bool) {
         self.items.retain(|f| {
-            let shell = f.tool == "Bash" || f.tool == super::tools::BACKGROUND;
+            let shell = f.tool == "Bash" || f.tool == BACKGROUND;
             let failed = f.text.split_once(" → ");
             !(shell
                 && failed.is_some_and(|(c, error)| {

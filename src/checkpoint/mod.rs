@@ -31,11 +31,28 @@ use serde::{Deserialize, Serialize};
 
 use crate::files;
 
-pub use build::{clean_prompt, read_transcript, read_transcript_until, same_ask, Reading};
+pub use build::{clean_prompt, same_ask, Reading};
 pub(crate) use prs::acted_on as pr_acted_on;
 pub(crate) use prs::remember as remember_pr;
 pub use rollout::is_codex_text;
 pub use store::{checkpoints_dir, CheckpointStore};
+
+/// Reads the part of a session's file after its newest compaction, forward, in bounded memory
+/// (and when that part is not the whole file, its head for the session's goal): a Claude Code
+/// transcript, or a Codex rollout, by its name.
+pub fn read_transcript(path: &Path) -> Result<Reading> {
+    read_transcript_until(path, u64::MAX)
+}
+
+/// [`read_transcript`] as if the file ended at byte `end`: at a boundary that landed after its
+/// checkpoint (a summary prepared ahead), the part between the previous boundary and this one.
+pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
+    if crate::rollout::is_rollout(path) {
+        rollout::read_rollout_until(path, end)
+    } else {
+        build::read_claude_until(path, end)
+    }
+}
 
 // What a checkpoint holds at most, whatever the transcript: the recovery block shows a few
 // thousand characters of it, and the file stays tens of KB even with every list full.

@@ -77,8 +77,7 @@ const BACKGROUND_STARTED: &str = "running in background with ID: ";
 /// Where that result says the command's output goes: "Output is being written to: /tmp/….output".
 const OUTPUT_FILE: &str = "Output is being written to: ";
 
-/// The label of a background command's failure.
-pub(super) const BACKGROUND: &str = "Bash (background)";
+use super::failures::BACKGROUND;
 
 #[derive(Debug)]
 pub(super) struct ToolLog {

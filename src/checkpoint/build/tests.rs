@@ -500,7 +500,7 @@ fn the_goal_comes_from_the_transcripts_head_after_a_boundary() {
         .flat_map(|l| [l.clone(), b"\n".to_vec()].concat())
         .collect();
     std::fs::write(&path, text).unwrap();
-    let cp = read_transcript(&path).unwrap().body;
+    let cp = crate::checkpoint::read_transcript(&path).unwrap().body;
     assert_eq!(cp.asks, ["now the tests"]);
     assert_eq!(cp.goal.as_deref(), Some("Build the importer"));
 }
