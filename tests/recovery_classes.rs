@@ -388,3 +388,85 @@ fn a_task_runners_test_task_is_a_verification() {
     let last = first_of(&s.block(), "Last verification:");
     assert!(last.starts_with("[failed] mise run test:ci"), "{last}");
 }
+
+/// Class 9, what repeats an abandoned prompt without a `uuid` (the queue's `enqueue`, the
+/// client's `last-prompt`), and a first prompt edited before a compaction (read from the head
+/// for the goal): none of it comes back.
+#[test]
+fn nothing_of_a_rewound_prompt_comes_back_by_any_record() {
+    let rec = |v: Value| v.to_string();
+    let at = |s: i64| time_from_now(s - 3600);
+    let prompt = |uuid: &str, parent: Option<&str>, text: &str, s: i64| {
+        rec(
+            json!({"type": "user", "uuid": uuid, "parentUuid": parent, "timestamp": at(s),
+                   "isSidechain": false, "message": {"role": "user", "content": text}}),
+        )
+    };
+    let reply = |uuid: &str, parent: &str, s: i64| {
+        rec(
+            json!({"type": "assistant", "uuid": uuid, "parentUuid": parent, "timestamp": at(s),
+                   "isSidechain": false,
+                   "message": {"id": format!("msg_{uuid}"), "model": "claude-opus-4-6",
+                               "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                               "usage": {"input_tokens": 5, "cache_read_input_tokens": 50_000,
+                                         "output_tokens": 10}}}),
+        )
+    };
+    let lines = [
+        prompt("p1", None, "build the thing, my key is SECRET_FIRST", 0),
+        reply("a1", "p1", 5),
+        // Esc Esc on the first prompt: a new root.
+        prompt(
+            "p1b",
+            None,
+            "build the thing, the key is in the environment",
+            10,
+        ),
+        reply("a2", "p1b", 15),
+        rec(
+            json!({"type": "queue-operation", "operation": "enqueue", "timestamp": at(18),
+                   "content": "deploy with token SECRET_QUEUED"}),
+        ),
+        prompt("p2", Some("a2"), "deploy with token SECRET_QUEUED", 20),
+        reply("a3", "p2", 25),
+        rec(
+            json!({"type": "last-prompt", "lastPrompt": "deploy with token SECRET_QUEUED",
+                   "leafUuid": "a3"}),
+        ),
+        // Esc Esc on the second prompt.
+        prompt(
+            "p2b",
+            Some("a2"),
+            "deploy, reading the token from the vault",
+            30,
+        ),
+        reply("a4", "p2b", 35),
+        rec(
+            json!({"type": "system", "subtype": "compact_boundary", "uuid": "b1",
+                   "parentUuid": null, "logicalParentUuid": "a4", "timestamp": at(40),
+                   "compactMetadata": {"trigger": "auto", "preTokens": 160_000}}),
+        ),
+        prompt("p3", Some("b1"), "go on", 45),
+        reply("a5", "p3", 50),
+    ];
+    // Before the boundary (every record of both rewinds in the part read), then after it (the
+    // goal from the head).
+    for (name, text) in [
+        ("cut.jsonl", lines[..10].join("\n")),
+        ("t.jsonl", lines.join("\n")),
+    ] {
+        let env = TestEnv::new();
+        let path = env.write(name, &(text + "\n"));
+        let mut payload = precompact_payload(SESSION, &path, "auto", json!(""));
+        payload["cwd"] = json!("/work/app");
+        assert_eq!(env.run(&["precompact"], payload.to_string()).code, 0);
+        let show = env
+            .run(&["checkpoint", "show", "--session", SESSION], "")
+            .stdout;
+        assert!(!show.contains("SECRET"), "{name}: {show}");
+        assert!(
+            show.contains("the key is in the environment"),
+            "{name}: {show}"
+        );
+    }
+}

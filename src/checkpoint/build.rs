@@ -619,11 +619,18 @@ fn gist(text: &str) -> Option<String> {
 const GOAL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The session's first substantive request in the first `limit` bytes of `file`.
-fn goal_in_head<R: io::Read>(file: R, limit: u64) -> io::Result<Option<String>> {
+fn goal_in_head<R: io::Read>(
+    file: R,
+    limit: u64,
+    gone: &super::chain::Gone,
+) -> io::Result<Option<String>> {
     let mut builder = Builder::default();
     let mut lines = LineReader::new(io::Read::take(file, limit), transcript::MAX_LINE);
     while let Some(line) = lines.next_line()? {
         if let Line::Text(text) = line {
+            if gone.holds(text) {
+                continue;
+            }
             builder.feed(text);
             if builder.asked {
                 break;
@@ -661,7 +668,7 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
-            if !gone.is_empty() && super::chain::uuid_of(text).is_some_and(|u| gone.contains(&u)) {
+            if gone.holds(text) {
                 continue;
             }
             builder.feed(text);
@@ -669,8 +676,14 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     }
     let mut reading = builder.finish();
     if start > 0 {
+        // The head's own rewinds: a first prompt edited before the compaction is no goal.
+        let limit = start.min(GOAL_SCAN_BYTES);
         let (head, _) = files::open_regular(path, "transcript")?;
-        let goal = goal_in_head(head, start.min(GOAL_SCAN_BYTES))
+        let head_gone = super::chain::tree_of(io::Read::take(head, limit))
+            .with_context(|| format!("reading transcript {}", path.display()))?
+            .abandoned();
+        let (head, _) = files::open_regular(path, "transcript")?;
+        let goal = goal_in_head(head, limit, &head_gone)
             .with_context(|| format!("reading transcript {}", path.display()))?;
         if goal.is_some() {
             reading.body.goal = goal;

@@ -59,9 +59,14 @@ struct Node {
     parent: Option<String>,
     /// A prompt the user typed (not a tool result, not the client's own text).
     prompt: bool,
+    /// Its text's start, for a prompt (records without a `uuid` repeat it: the queue, the
+    /// client's `last-prompt`).
+    text: Option<String>,
     /// An assistant reply: its time and its message id (the records of one reply share it).
     reply: Option<(Option<DateTime<Utc>>, Option<String>)>,
     sidechain: bool,
+    /// A user or assistant record (not a boundary, an attachment, a progress line).
+    message: bool,
 }
 
 /// The records of a transcript (or its part after the newest boundary), as a tree.
@@ -106,12 +111,18 @@ impl Tree {
                     .and_then(|m| m.id.as_deref().map(str::to_string)),
             )
         });
+        let text = prompt
+            .then(|| ids.message.as_ref().and_then(|m| m.content))
+            .flatten()
+            .and_then(prompt_text);
         let node = Node {
             uuid: uuid.into_owned(),
             parent: ids.parent.map(std::borrow::Cow::into_owned),
             prompt,
+            text,
             reply,
             sidechain: ids.sidechain == Some(true),
+            message: matches!(kind, "user" | "assistant"),
         };
         self.index.insert(node.uuid.clone(), self.nodes.len());
         self.nodes.push(node);
@@ -127,20 +138,20 @@ impl Tree {
     /// The records from `leaf` up to its root (bounded: a cycle ends the walk).
     fn path_up(&self, leaf: usize) -> Vec<usize> {
         let mut path = vec![leaf];
+        let mut seen = HashSet::from([leaf]);
         let mut at = leaf;
-        while let Some(p) = self.parent_of(at) {
-            if path.len() > self.nodes.len() {
-                break;
-            }
+        // A record met again closes a cycle: the walk ends there.
+        while let Some(p) = self.parent_of(at).filter(|p| seen.insert(*p)) {
             path.push(p);
             at = p;
         }
         path
     }
 
-    /// The newest record of the main conversation: the leaf the client resumes from.
+    /// The newest message of the main conversation: the leaf the client resumes from (a
+    /// boundary, an attachment or a progress line hangs off it, or starts nothing).
     fn newest(&self) -> Option<usize> {
-        self.nodes.iter().rposition(|n| !n.sidechain)
+        self.nodes.iter().rposition(|n| !n.sidechain && n.message)
     }
 
     /// The records on branches the user rewound away from, as seen from `leaf` (see the module
@@ -154,11 +165,16 @@ impl Tree {
             children.entry(n.parent.as_deref()).or_default().push(i);
         }
         let mut roots = Vec::new();
+        let mut forks = HashSet::new();
         for &c in &live {
             if !self.nodes[c].prompt {
                 continue;
             }
             let parent = self.nodes[c].parent.as_deref();
+            // Each fork once, however many live prompts hang from it.
+            if !forks.insert(parent) {
+                continue;
+            }
             for &s in children.get(&parent).map_or(&[][..], Vec::as_slice) {
                 if s != c && self.nodes[s].prompt && !live_set.contains(&s) {
                     roots.push(s);
@@ -176,14 +192,25 @@ impl Tree {
         out
     }
 
-    /// The uuids of the records on abandoned branches, seen from the newest record.
-    pub fn abandoned(&self) -> HashSet<String> {
-        self.newest().map_or_else(HashSet::new, |leaf| {
-            self.abandoned_from(leaf)
-                .into_iter()
-                .map(|i| self.nodes[i].uuid.clone())
-                .collect()
-        })
+    /// What lies on the branches the user rewound away from, seen from the newest record.
+    pub fn abandoned(&self) -> Gone {
+        let Some(leaf) = self.newest() else {
+            return Gone::default();
+        };
+        let gone = self.abandoned_from(leaf);
+        let text_of = |i: &usize| self.nodes[*i].text.clone();
+        let live: HashSet<String> = (0..self.nodes.len())
+            .filter(|i| !gone.contains(i))
+            .filter_map(|i| text_of(&i))
+            .collect();
+        Gone {
+            texts: gone
+                .iter()
+                .filter_map(text_of)
+                .filter(|t| !live.contains(t))
+                .collect(),
+            uuids: gone.iter().map(|i| self.nodes[*i].uuid.clone()).collect(),
+        }
     }
 
     /// Does the reply written at `after` descend from the one written at `before`? `Some(false)`
@@ -224,6 +251,73 @@ impl Tree {
     }
 }
 
+/// The records of abandoned branches, and the prompts typed there (repeated by records that
+/// have no `uuid`: the queue's `enqueue`, the client's `last-prompt`), that no live prompt
+/// repeats.
+#[derive(Debug, Default)]
+pub struct Gone {
+    uuids: HashSet<String>,
+    texts: HashSet<String>,
+}
+
+impl Gone {
+    pub fn is_empty(&self) -> bool {
+        self.uuids.is_empty()
+    }
+
+    /// Is this transcript line part of an abandoned branch (see [`Gone`])?
+    pub fn holds(&self, line: &[u8]) -> bool {
+        #[derive(Deserialize)]
+        struct Rec<'a> {
+            #[serde(borrow, default)]
+            uuid: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "type", borrow, default)]
+            kind: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "leafUuid", borrow, default)]
+            leaf: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "lastPrompt", borrow, default)]
+            last_prompt: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow, default)]
+            content: Option<&'a RawValue>,
+        }
+        if self.is_empty() {
+            return false;
+        }
+        let Ok(rec) = serde_json::from_slice::<Rec>(line) else {
+            return false;
+        };
+        if let Some(uuid) = rec.uuid {
+            return self.uuids.contains(uuid.as_ref());
+        }
+        let repeats = |t: Option<String>| t.is_some_and(|t| self.texts.contains(&t));
+        match rec.kind.as_deref() {
+            Some("last-prompt") => {
+                rec.leaf.is_some_and(|l| self.uuids.contains(l.as_ref()))
+                    || repeats(rec.last_prompt.as_deref().map(key))
+            }
+            Some("queue-operation") => repeats(rec.content.and_then(prompt_text)),
+            _ => false,
+        }
+    }
+}
+
+/// A prompt's text as the records that repeat it can be matched with it: its start, trimmed.
+fn key(text: &str) -> String {
+    text.trim().chars().take(200).collect()
+}
+
+/// The text of a prompt's content: a string, or its first text block.
+fn prompt_text(content: &RawValue) -> Option<String> {
+    match serde_json::from_str::<serde_json::Value>(content.get()).ok()? {
+        serde_json::Value::String(s) => Some(key(&s)),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .find_map(|b| b.get("text").and_then(serde_json::Value::as_str))
+            .map(key),
+        _ => None,
+    }
+}
+
 /// The transcript's part after its newest boundary, as a tree (bounded like the checkpoint's
 /// read: lines over the line limit are skipped). `None` for a file that cannot be read, or a
 /// Codex rollout (which has no `parentUuid`).
@@ -253,19 +347,6 @@ pub fn tree_of<R: Read>(reader: R) -> io::Result<Tree> {
 /// [`Tree::descends`] on the transcript at `path` (see [`crate::dropped`]).
 pub fn descends(path: &Path, after: DateTime<Utc>, before: DateTime<Utc>) -> Option<bool> {
     read(path, u64::MAX)?.descends(after, before)
-}
-
-/// The uuid of a transcript line, for skipping the records of an abandoned branch.
-pub fn uuid_of(line: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Uuid<'a> {
-        #[serde(borrow, default)]
-        uuid: Option<std::borrow::Cow<'a, str>>,
-    }
-    serde_json::from_slice::<Uuid>(line)
-        .ok()?
-        .uuid
-        .map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]
@@ -319,9 +400,18 @@ mod tests {
     #[test]
     fn a_rewound_prompt_and_what_followed_it_are_abandoned() {
         let tr = tree(&rewound());
-        let mut gone: Vec<String> = tr.abandoned().into_iter().collect();
+        let mut gone: Vec<String> = tr.abandoned().uuids.into_iter().collect();
         gone.sort();
         assert_eq!(gone, ["a2", "p2", "r2"]);
+        // What repeats the abandoned prompt without a uuid goes with it.
+        let g = tr.abandoned();
+        assert!(g.holds(
+            br#"{"type":"queue-operation","operation":"enqueue","content":"use key sk-SECRET"}"#
+        ));
+        assert!(g.holds(br#"{"type":"last-prompt","lastPrompt":"other","leafUuid":"a2"}"#));
+        assert!(!g.holds(
+            br#"{"type":"queue-operation","operation":"enqueue","content":"build the parser"}"#
+        ));
         assert_eq!(tr.descends(at(6), at(3)), Some(false));
         assert_eq!(tr.descends(at(6), at(1)), Some(true));
         assert_eq!(tr.descends(at(6), at(59)), None, "no such reply");
@@ -354,6 +444,12 @@ mod tests {
         lines[2] = lines[2].replace("m-a1b", "m-a1");
         let tr = tree(&lines);
         assert!(tr.abandoned().is_empty());
+        // A parentUuid cycle ends the walk; it never runs on.
+        let cycle = vec![
+            line("x", Some("y"), "user", r#""one""#, &t(0)),
+            line("y", Some("x"), "user", r#""two""#, &t(1)),
+        ];
+        assert!(tree(&cycle).path_up(1).len() <= 2);
         // The newer reply hangs off the first result: the older reply's other record counts.
         assert_eq!(tr.descends(at(5), at(2)), Some(true));
     }
@@ -366,7 +462,7 @@ mod tests {
             line("p1b", None, "user", r#""second try""#, &t(2)),
             line("a2", Some("p1b"), "assistant", "[]", &t(3)),
         ];
-        let mut gone: Vec<String> = tree(&lines).abandoned().into_iter().collect();
+        let mut gone: Vec<String> = tree(&lines).abandoned().uuids.into_iter().collect();
         gone.sort();
         assert_eq!(gone, ["a1", "p1"]);
     }
