@@ -359,6 +359,7 @@ mod tests {
     /// Within a module's directory, no two files import each other, nor through others: the
     /// checkpoint builder and the rollout reader that builds on it were such a pair.
     #[test]
+    #[allow(clippy::items_after_statements)] // the walk, beside the graph it walks
     fn no_import_cycle_between_the_files_of_a_module() {
         use std::collections::{BTreeMap, BTreeSet};
         let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
