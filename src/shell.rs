@@ -15,6 +15,39 @@ use std::str::CharIndices;
 /// Bytes that need no quoting in `sh` or `bash` wherever a word stands.
 const PLAIN: &[u8] = b"/._-+:,@%";
 
+/// `command` with the text inside its quotes (`'…'`, `"…"`, across lines too) blanked byte for
+/// byte, so offsets stay the same: what a quoted string says (a commit message naming `cargo
+/// test`, `echo "a; b"`) is no command, and its `;` or `|` splits nothing. The string after
+/// `-c` (`sh -c "npm test"`) is a command and is kept. An unbalanced quote blanks the rest.
+pub fn blank_quotes(command: &str) -> String {
+    let bytes = command.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i < bytes.len() {
+        let q = bytes[i];
+        if q != b'\'' && q != b'"' {
+            i += 1;
+            continue;
+        }
+        let after_c = command[..i].trim_end().ends_with(" -c");
+        let mut j = i + 1;
+        while j < bytes.len() && bytes[j] != q {
+            j += usize::from(q == b'"' && bytes[j] == b'\\');
+            j += 1;
+        }
+        if !after_c {
+            for b in out.iter_mut().take(j.min(bytes.len())).skip(i + 1) {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
+            }
+        }
+        i = j + 1;
+    }
+    // Only ASCII bytes were replaced, each whole character inside the quotes: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|_| command.to_string())
+}
+
 /// Quotes a word for `sh` (single quotes; a quote inside becomes `'\''`), unless it is plain.
 pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()

@@ -352,3 +352,24 @@ fn a_drop_then_a_real_compaction_counts_two() {
     assert_eq!(pre.code, 0, "{pre:?}");
     assert_eq!(codex.env.marker(SESSION)["compactions"], 2);
 }
+
+/// A dangling `.claude` link in the project: the memory file behind it does not exist yet, but
+/// once written through the link it would be refused when read back, so it is never named.
+#[cfg(unix)]
+#[test]
+fn the_nudge_never_names_a_memory_file_behind_a_dangling_link() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    let project = codex.env.dir.path().join("proj");
+    fs::create_dir_all(&project).unwrap();
+    std::os::unix::fs::symlink("../outside/nowhere", project.join(".claude")).unwrap();
+    let run = codex.hook(
+        "pretooluse",
+        "PreToolUse",
+        json!({"turn_id": "t1", "tool_name": "Bash", "tool_input": {"command": "ls"},
+               "tool_use_id": "call_9", "cwd": project.to_str().unwrap()}),
+    );
+    let text = context_of(&run.stdout, "PreToolUse");
+    assert!(!text.contains("MEMORY.md"), "{text}");
+    assert!(text.contains("in your memory file or tool"), "{text}");
+}

@@ -375,6 +375,31 @@ fn a_refused_run_is_no_verification() {
     assert!(last.starts_with("[passed] go test ./..."), "{last}");
 }
 
+/// Runs that run less, or nothing, are no verification and clear no failure (from an attack):
+/// `cargo test --no-run` compiles only, a commit message naming `cargo test` runs nothing.
+#[test]
+fn a_run_that_runs_nothing_clears_nothing() {
+    let mut s = Session::new("fix the tests");
+    s.bash(
+        "cargo test",
+        "Exit code 101\ntest result: FAILED. 10 passed; 2 failed",
+        true,
+    );
+    s.bash("cargo test --no-run", "Finished `test` profile", false);
+    s.bash(
+        "git commit -m \"wip; cargo test --all\"",
+        "[main abc123] wip",
+        false,
+    );
+    let block = s.block();
+    let last = first_of(&block, "Last verification:");
+    assert!(last.starts_with("[failed] cargo test"), "{last}");
+    assert!(
+        !last.contains("--no-run") && !last.contains("--all"),
+        "{last}"
+    );
+}
+
 /// A task runner's test task is a verification (`mise run test:ci`).
 #[test]
 fn a_task_runners_test_task_is_a_verification() {

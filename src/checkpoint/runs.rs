@@ -20,6 +20,43 @@ const HELPERS: &[&str] = &[
     "tr", "xargs", "jq", "clear", "wait",
 ];
 
+/// Flags with which a verifier runs nothing it checks (`cargo test --no-run`, `pytest
+/// --collect-only`, `git push --dry-run`, `--help`).
+pub(super) const NO_RUN: &[&str] = &[
+    "--no-run",
+    "--dry-run",
+    "--help",
+    "-h",
+    "--version",
+    "-V",
+    "--collect-only",
+    "--co",
+    "--list",
+    "--listTests",
+    "--list-tests",
+];
+
+/// Flags that leave part of the suite out (`--exclude core`, `-k 'not slow'`): such a run is
+/// not the same run.
+const NARROWING: &[&str] = &[
+    "--exclude",
+    "--skip",
+    "--ignore",
+    "--deselect",
+    "-k",
+    "--filter",
+    "-run",
+    "--run",
+    "--grep",
+    "-t",
+    "--testNamePattern",
+    "--testPathPattern",
+    "--only",
+    "--lib",
+    "--bin",
+    "--test",
+];
+
 /// Words that run the command after them.
 const WRAPPERS: &[&str] = &[
     "npx", "bunx", "pnpx", "exec", "time", "env", "sudo", "nice", "command", "timeout", "rtk",
@@ -44,7 +81,8 @@ struct Part {
 fn parts(command: &str) -> Vec<Part> {
     let mut out = Vec::new();
     let mut heredoc: Option<String> = None;
-    for line in command.lines() {
+    let blanked = crate::shell::blank_quotes(command);
+    for (line, plain) in command.lines().zip(blanked.lines()) {
         if let Some(end) = &heredoc {
             if line.trim() == end {
                 heredoc = None;
@@ -63,7 +101,7 @@ fn parts(command: &str) -> Vec<Part> {
                 heredoc = Some(word);
             }
         }
-        for (text, piped) in split(line) {
+        for (text, piped) in split(plain) {
             if let Some(part) = part(text, piped) {
                 out.push(part);
             }
@@ -109,7 +147,16 @@ fn part(text: &str, piped: bool) -> Option<Part> {
             break;
         }
     }
-    let words: Vec<&str> = words
+    let all: Vec<&str> = words.collect();
+    // A run that runs less, or nothing: it clears no failure.
+    if all
+        .iter()
+        .any(|w| NO_RUN.contains(w) || NARROWING.iter().any(|n| w.starts_with(n)))
+    {
+        return None;
+    }
+    let words: Vec<&str> = all
+        .into_iter()
         .filter(|w| !w.contains(['>', '<']) && !w.starts_with('-'))
         .collect();
     let program = words.first()?.rsplit('/').next()?;
@@ -228,6 +275,25 @@ mod tests {
             "golangci-lint run ./...",
             "golangci-lint run ./cmd/cli",
             true
+        ));
+        // Runs that run less, or nothing, clear nothing.
+        assert!(!covers("cargo test --no-run", "cargo test", true));
+        assert!(!covers(
+            "git push --dry-run origin feat",
+            "git push origin feat",
+            false
+        ));
+        assert!(!covers(
+            "cargo test --workspace --exclude core",
+            "cargo test -p core",
+            true
+        ));
+        assert!(!covers("npm run build -- --help", "npm run build", true));
+        // A quoted commit message runs nothing.
+        assert!(!covers(
+            "git commit -m \"wip; cargo test --all\"",
+            "cargo test",
+            false
         ));
         // A redirection's `&` splits nothing; a here-document's body is text.
         assert_eq!(parts("make test 2>&1").len(), 1);

@@ -117,7 +117,12 @@ pub(super) fn is_verification(command: &str) -> bool {
 fn runner_at(command: &str) -> Option<usize> {
     let mut at = 0;
     let mut heredoc: Option<String> = None;
-    for line in command.split_inclusive('\n') {
+    // What quotes hold is text (a commit message naming `cargo test`); offsets stay the same.
+    let blanked = crate::shell::blank_quotes(command);
+    for (line, plain) in command
+        .split_inclusive('\n')
+        .zip(blanked.split_inclusive('\n'))
+    {
         let start = at;
         at += line.len();
         let body = line.trim_end_matches(['\n', '\r']);
@@ -128,8 +133,9 @@ fn runner_at(command: &str) -> Option<usize> {
             continue;
         }
         heredoc = heredoc_end(body);
+        let plain = plain.trim_end_matches(['\n', '\r']);
         let mut offset = start;
-        for part in body.split(['&', ';', '|']) {
+        for part in plain.split(['&', ';', '|']) {
             if verifies(part.split_whitespace().collect()) {
                 return Some(offset + (part.len() - part.trim_start().len()));
             }
@@ -179,6 +185,10 @@ fn verifies(words: Vec<&str>) -> bool {
     let Some(tool) = words.first() else {
         return false;
     };
+    // Runs nothing it checks: it compiles only, lists, rehearses or explains.
+    if words.iter().any(|w| super::runs::NO_RUN.contains(w)) {
+        return false;
+    }
     let tool = tool.rsplit('/').next().unwrap_or(tool);
     if VERIFIERS.contains(&tool) {
         return true;

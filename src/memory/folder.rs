@@ -111,7 +111,7 @@ pub fn save_place_for(
         .iter()
         .filter(|f| !codex || in_project(f))
         .map(|f| resolve(f, &places))
-        .find(|p| super::read(p, &places).is_ok());
+        .find(|p| super::read(p, &places).is_ok() && no_link_on_the_way(p, &places));
     (save_place(client.as_deref(), own.as_deref()), make_room)
 }
 
@@ -121,4 +121,22 @@ pub fn client_dir_for(env: &Env, cwd: &str, transcript_path: &str) -> Option<Pat
     let project = (!cwd.is_empty()).then(|| Path::new(cwd));
     let settings = crate::facts::client_settings(env, project);
     client_memory_dir(env, &settings, transcript_path, cwd)
+}
+
+/// No directory between the file's place (the project, the home directory) and the file is a
+/// link, dangling or not: a file written behind one would be refused when read back.
+fn no_link_on_the_way(path: &Path, places: &Places) -> bool {
+    let within = |root: &Path| path.starts_with(root);
+    let root = if within(places.project) {
+        places.project
+    } else {
+        match places.home {
+            Some(home) if within(home) => home,
+            _ => return true,
+        }
+    };
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| *a != root && a.starts_with(root))
+        .all(|a| !std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
 }
