@@ -290,7 +290,11 @@ mod windows {
             // Ended by the cap, not the time limit: a command cut off by time is an error
             // (below), so an answer here is the capped output. No timing is asserted (the
             // machine running the tests may be loaded).
-            let out = finish(spawn(cmd("for /L %i in (0,0,1) do @echo yes"), b"").unwrap());
+            // Long lines, so the cap comes in a few hundred turns of the loop even under wine
+            // on a loaded machine (4-byte lines took longer than the time limit there).
+            let line = "y".repeat(500);
+            let script = format!("for /L %i in (0,0,1) do @echo {line}");
+            let out = finish(spawn(cmd(&script), b"").unwrap());
             let out = out.unwrap();
             assert!(out.len() <= CAP && out.len() > 1000, "{}", out.len());
         }
