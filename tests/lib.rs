@@ -33,6 +33,7 @@ mod recovery_build;
 mod recovery_classes;
 mod replay;
 mod replay_codex;
+mod replay_cost;
 mod security;
 // The release, installed as a user would: shell scripts, served on loopback.
 #[cfg(unix)]

@@ -13,6 +13,7 @@
 //! `session_meta`) is replayed as Codex's hooks see it ([`rollout`]).
 
 mod all;
+mod cost;
 mod line;
 mod render;
 mod report;
