@@ -207,6 +207,19 @@ pub fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
+/// `170612` as `170,612`: exact tokens, readable.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -358,18 +358,7 @@ fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration
         ));
     }
     for r in s.receipts.iter().flatten() {
-        lines.push(format!(
-            "receipt     compaction #{} ({}): {}; tokens {} → {}; facts {} characters; summary {}{}",
-            r.compaction,
-            if r.trigger.is_empty() { "unknown" } else { &r.trigger },
-            r.arrival_text(),
-            opt_tokens(r.pre_tokens),
-            opt_tokens(r.post_tokens),
-            r.facts_chars,
-            r.summary_chars
-                .map_or("not kept".to_string(), |c| format!("{c} characters")),
-            if r.precomputed { "; summary prepared ahead" } else { "" },
-        ));
+        lines.push(format!("receipt     {}", r.describe()));
     }
     lines.iter().map(|l| format!("{l}\n")).collect()
 }

@@ -154,25 +154,25 @@ mod tests {
         .to_string()
     }
 
-    fn usage(input: u64, read: u64, written: u64) -> Option<UsageBlock> {
-        Some(UsageBlock {
+    fn usage(input: u64, read: u64, written: u64) -> UsageBlock {
+        UsageBlock {
             input_tokens: input,
             cache_read_input_tokens: read,
             cache_creation_input_tokens: written,
-        })
+        }
     }
 
     #[test]
     fn each_compaction_keeps_its_first_reply_and_first_recovery() {
         let mut ledger = Ledger::default();
         // Before any compaction: nothing is a cost.
-        ledger.reply(100, usage(1, 2, 97));
+        ledger.reply(100, Some(usage(1, 2, 97)));
         ledger.line(block(9, "x").as_bytes());
         ledger.boundary(Some(150_000));
         ledger.line(block(1, "éé").as_bytes());
         ledger.line(block(1, "a longer one, given again").as_bytes());
-        ledger.reply(12_003, usage(3, 0, 12_000));
-        ledger.reply(13_000, usage(3, 12_000, 997));
+        ledger.reply(12_003, Some(usage(3, 0, 12_000)));
+        ledger.reply(13_000, Some(usage(3, 12_000, 997)));
         ledger.boundary(None);
         ledger.reply(9_000, None);
         let costs = ledger.finish();
