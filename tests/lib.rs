@@ -38,6 +38,7 @@ mod security;
 // The release, installed as a user would: shell scripts, served on loopback.
 #[cfg(unix)]
 mod ship;
+mod status_newest;
 mod statusline;
 mod stop;
 mod summary_facts;

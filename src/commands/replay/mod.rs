@@ -32,7 +32,7 @@ use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
-pub use sessions::Filter;
+pub use sessions::{folder_name, Filter};
 
 use crate::facts::Gathered;
 
