@@ -1385,15 +1385,15 @@ fn on_windows_install_uses_the_user_profile_and_a_path_with_backslashes() {
     assert!(!settings(&env).exists());
 }
 
-/// The README's "by hand" JSON is exactly what `install` writes for a current client: every
-/// hook (PostCompact and SessionEnd included), in the same order, and the status line.
+/// The "by hand" JSON of docs/usage.md is exactly what `install` writes for a current client:
+/// every hook (PostCompact and SessionEnd included), in the same order, and the status line.
 #[test]
-fn the_readme_by_hand_json_is_what_install_writes() {
-    let readme =
-        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_by_hand_json_of_the_usage_page_is_what_install_writes() {
+    let usage = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/usage.md");
+    let readme = fs::read_to_string(usage).unwrap();
     let after = readme
         .split_once("**By hand**, the equivalent of `install`")
-        .expect("the README's by-hand section")
+        .expect("docs/usage.md's by-hand section")
         .1;
     let block = after
         .split_once("```json\n")

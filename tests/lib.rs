@@ -10,6 +10,7 @@ mod codex_code_mode;
 mod codex_window;
 #[cfg(unix)]
 mod doctor_codex;
+mod docs;
 mod dropped;
 #[cfg(unix)]
 mod e2e;
