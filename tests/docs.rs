@@ -128,7 +128,10 @@ fn every_relative_link_leads_to_a_file_and_a_heading() {
             }
         }
     }
-    assert!(checked > 50, "only {checked} links found: the reader is wrong");
+    assert!(
+        checked > 50,
+        "only {checked} links found: the reader is wrong"
+    );
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 

@@ -8,9 +8,10 @@ mod util;
 mod codex;
 mod codex_code_mode;
 mod codex_window;
+mod docs;
 #[cfg(unix)]
 mod doctor_codex;
-mod docs;
+mod doctor_width;
 mod dropped;
 #[cfg(unix)]
 mod e2e;
