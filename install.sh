@@ -35,6 +35,6 @@ mv -f "$bin_dir/.$name.new" "$bin_dir/$name"
 echo "installed $bin_dir/$name ($("$bin_dir/$name" --version))"
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
-    *) echo "note: $bin_dir is not on your PATH; use the absolute path in Claude Code's settings" ;;
+    *) echo "note: $bin_dir is not on your PATH: run ctxguard as $bin_dir/$name, or add $bin_dir to PATH (ctxguard install writes the absolute path into the settings either way)" ;;
 esac
 echo "next: $bin_dir/$name install   (registers the hooks; --dry-run shows the change first)"

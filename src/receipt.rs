@@ -37,6 +37,10 @@ use crate::marker::{self, Marker, Store};
 use crate::paths::Paths;
 use crate::transcript;
 
+mod words;
+
+pub use words::{read as read_logged, Logged};
+
 /// The text every recovery block starts with (see `recovery::render`).
 pub const BLOCK_MARK: &[u8] = b"ctxguard recovery: compaction #";
 
@@ -79,6 +83,9 @@ pub struct Receipt {
     /// The hook that gave it again (`PreToolUse`, `UserPromptSubmit`), for [`Arrival::GivenAgain`].
     pub by: Option<String>,
     pub at: Option<DateTime<Utc>>,
+    /// Codex's compaction (its summary cannot be steered: no facts are handed to it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub codex: bool,
 }
 
 impl Receipt {
@@ -432,6 +439,7 @@ pub fn build(
         arrived: Some(arrival),
         by: by.map(str::to_string),
         at: Some(now),
+        codex: cp.is_some_and(|c| crate::rollout::is_rollout(Path::new(&c.meta.transcript_path))),
     }
 }
 
@@ -446,35 +454,16 @@ pub fn save(root: &Path, checkpoint: &Path, receipt: &Receipt) -> Result<()> {
         .with_context(|| format!("writing receipt {}", target.display()))
 }
 
-/// The log line of a receipt.
+/// The log line of a receipt, in the words `status` uses ([`Receipt::describe`]).
 pub fn line(session_id: &str, receipt: &Receipt, at: DateTime<Local>) -> String {
-    let k = |t: Option<u64>| t.map_or("?".to_string(), |t| format!("{:.1}k", t as f64 / 1000.0));
     format!(
-        "- {} · session {} · recovery of compaction #{} ({}): {} · tokens {} → {} · facts {} \
-         characters · summary {}{}\n\n",
+        "- {} · session {} · recovery of {}\n\n",
         at.format("%H:%M"),
         crate::text::sanitize(session_id, true)
             .chars()
             .take(8)
             .collect::<String>(),
-        receipt.compaction,
-        if receipt.trigger.is_empty() {
-            "unknown"
-        } else {
-            &receipt.trigger
-        },
-        receipt.arrival_text(),
-        k(receipt.pre_tokens),
-        k(receipt.post_tokens),
-        receipt.facts_chars,
-        receipt
-            .summary_chars
-            .map_or("not kept".to_string(), |c| format!("{c} characters")),
-        if receipt.precomputed {
-            " · summary prepared ahead"
-        } else {
-            ""
-        },
+        receipt.describe(),
     )
 }
 

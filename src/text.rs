@@ -207,6 +207,49 @@ pub fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
+/// `170612` as `170,612`: exact tokens, readable.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` in lines of at most `width` characters, broken between words; a word longer than a
+/// line (a long path) is cut where the line ends. Counted in characters.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        if len > 0 && len + 1 + word.len() <= width {
+            line.push(' ');
+            line.extend(&word);
+            len += 1 + word.len();
+            continue;
+        }
+        if len > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        while word.len() > width {
+            lines.push(word.drain(..width).collect());
+        }
+        len = word.len();
+        line = word.into_iter().collect();
+    }
+    if len > 0 || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,5 +518,19 @@ mod tests {
         let f = fence(tricky, "text");
         assert!(f.starts_with("`````text\n"), "{f}");
         assert!(f.ends_with("\n`````\n"));
+    }
+
+    #[test]
+    fn wrap_breaks_between_words_and_cuts_a_word_longer_than_a_line() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(
+            wrap("/a/very/long/path x", 7),
+            ["/a/very", "/long/p", "ath x"]
+        );
+        assert_eq!(wrap("", 10), [""]);
+        assert_eq!(wrap("été à", 5), ["été à"]);
+        for line in wrap(&"word ".repeat(100), 17) {
+            assert!(line.chars().count() <= 17, "{line}");
+        }
     }
 }

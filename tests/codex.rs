@@ -372,4 +372,32 @@ fn the_nudge_never_names_a_memory_file_behind_a_dangling_link() {
     let text = context_of(&run.stdout, "PreToolUse");
     assert!(!text.contains("MEMORY.md"), "{text}");
     assert!(text.contains("in your memory file or tool"), "{text}");
+/// Issue 37, round 5, item 2: a Codex compaction's receipt says why no facts were given (its
+/// summary cannot be steered), never "facts 0 characters".
+#[test]
+fn a_codex_receipt_says_why_no_facts_were_given() {
+    let mut codex = Codex::new(200_000);
+    codex.write(false);
+    codex.env.set("CTXGUARD_NOW", "2026-11-25T18:00:20Z");
+    let precompact = codex.payload("PreCompact", json!({"turn_id": "t1", "trigger": "auto"}));
+    let run = codex.env.run(&["precompact"], &precompact);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    codex.write(true);
+    codex.env.set("CTXGUARD_NOW", "2026-11-25T18:00:30Z");
+    let start = codex.hook("sessionstart", "SessionStart", json!({"source": "compact"}));
+    assert!(start.stdout.contains("compaction #1"), "{start:?}");
+    codex.env.set("CTXGUARD_NOW", "2026-11-25T18:00:40Z");
+    let run = codex.pretooluse();
+    assert_eq!(run.code, 0, "{run:?}");
+    let status = codex.env.run(&["status", "--session", SESSION], "");
+    let receipt = status
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("receipt "))
+        .unwrap_or_else(|| panic!("no receipt: {}", status.stdout));
+    assert!(
+        receipt.contains(" · no facts: Codex's summary cannot be steered · "),
+        "{receipt}"
+    );
+    assert!(!receipt.contains("facts 0"), "{receipt}");
 }

@@ -162,8 +162,10 @@ fn doctor_reports_the_trust_codex_itself_reports() {
         "{findings:#?}"
     );
     let human = env.run(&["doctor", "--client", "codex"], "");
+    // An explanation wraps under its item: read it as one line.
+    let text = human.stdout.replace(&format!("\n{:17}", ""), " ");
     assert!(
-        human.stdout.contains(
+        text.contains(
             "fix: review and trust them in Codex (start `codex`, type /hooks), or run `ctxguard \
              install --client codex --trust`"
         ),

@@ -1385,15 +1385,15 @@ fn on_windows_install_uses_the_user_profile_and_a_path_with_backslashes() {
     assert!(!settings(&env).exists());
 }
 
-/// The README's "by hand" JSON is exactly what `install` writes for a current client: every
-/// hook (PostCompact and SessionEnd included), in the same order, and the status line.
+/// The "by hand" JSON of docs/usage.md is exactly what `install` writes for a current client:
+/// every hook (PostCompact and SessionEnd included), in the same order, and the status line.
 #[test]
-fn the_readme_by_hand_json_is_what_install_writes() {
-    let readme =
-        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_by_hand_json_of_the_usage_page_is_what_install_writes() {
+    let usage = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/usage.md");
+    let readme = fs::read_to_string(usage).unwrap();
     let after = readme
         .split_once("**By hand**, the equivalent of `install`")
-        .expect("the README's by-hand section")
+        .expect("docs/usage.md's by-hand section")
         .1;
     let block = after
         .split_once("```json\n")
@@ -1831,7 +1831,10 @@ fn uninstall_leaves_no_file_install_created_and_no_empty_folder_of_ours() {
     assert_eq!(env.run(&["uninstall"], "").code, 0);
     assert_eq!(listing(&claude), Vec::<String>::new());
 
+    // The folder install created went with it, being empty.
+    assert!(!claude.exists());
     // A file the user had, even `{}`, stays (with the backup of it).
+    fs::create_dir_all(&claude).unwrap();
     fs::write(settings(&env), "{}\n").unwrap();
     assert_eq!(env.run(&["install"], "").code, 0);
     assert_eq!(env.run(&["uninstall"], "").code, 0);
@@ -1851,4 +1854,53 @@ fn uninstall_leaves_no_file_install_created_and_no_empty_folder_of_ours() {
     assert!(!listing(&claude)
         .iter()
         .any(|n| n.ends_with(".ctxguard-created")));
+}
+
+/// Issue 37, round 5, item 5: `install` into a home without `~/.claude` creates it; `uninstall`
+/// removes it again when nothing else is in it, and only then. A folder the user had stays.
+#[test]
+fn uninstall_removes_the_claude_folder_install_created_when_it_is_empty() {
+    let env = TestEnv::new();
+    let claude = env.home().join(".claude");
+    assert!(!claude.exists());
+    assert_eq!(env.run(&["install"], "").code, 0);
+    assert!(claude.is_dir());
+    let dry = env.run(&["uninstall", "--dry-run"], "");
+    let removed = format!(
+        "{} {}: ctxguard's install created it, and it is empty\n",
+        "would remove",
+        claude.display()
+    );
+    assert!(dry.stdout.contains(&removed), "{}", dry.stdout);
+    assert!(claude.is_dir());
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains(&removed.replacen("would remove", "removed", 1)),
+        "{}",
+        run.stdout
+    );
+    assert!(!claude.exists(), "{}", run.stdout);
+
+    // Something else in it since (the client's own folders): it stays, without ctxguard's files.
+    assert_eq!(env.run(&["install"], "").code, 0);
+    fs::create_dir_all(claude.join("projects")).unwrap();
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains("and it is empty"), "{}", run.stdout);
+    let mut left: Vec<String> = fs::read_dir(&claude)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["projects"]);
+
+    // A folder the user had, empty: it stays.
+    fs::remove_dir(claude.join("projects")).unwrap();
+    assert_eq!(env.run(&["install"], "").code, 0);
+    let run = env.run(&["uninstall"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(claude.is_dir() && !run.stdout.contains("and it is empty"));
 }

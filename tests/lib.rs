@@ -8,8 +8,10 @@ mod util;
 mod codex;
 mod codex_code_mode;
 mod codex_window;
+mod docs;
 #[cfg(unix)]
 mod doctor_codex;
+mod doctor_width;
 mod dropped;
 #[cfg(unix)]
 mod e2e;
@@ -33,10 +35,12 @@ mod recovery_build;
 mod recovery_classes;
 mod replay;
 mod replay_codex;
+mod replay_cost;
 mod security;
 // The release, installed as a user would: shell scripts, served on loopback.
 #[cfg(unix)]
 mod ship;
+mod status_newest;
 mod statusline;
 mod stop;
 mod summary_facts;

@@ -245,3 +245,59 @@ fn the_receipt_ages_the_marker_by_the_users_stale_after_secs() {
     assert_eq!(m["recovery_pending"], false);
     assert_eq!(m["state"], "nudged", "{m}");
 }
+
+/// Issue 37, round 5, item 2: `status --session` and `log` give a receipt in the same words
+/// (exact tokens, `?` for an unknown one), a manual `/compact` says why it had no facts instead
+/// of "facts 0 characters", and `log --json` gives the receipt as fields.
+#[test]
+fn status_and_log_give_a_receipt_in_one_wording_and_log_json_as_fields() {
+    let mut env = TestEnv::new();
+    env.set("CLAUDE_PID", "4242");
+    let path = compacted(&env, true);
+    sessionstart(&env, &path);
+    pretooluse(&env, &path);
+    let words =
+        "compaction #1 (manual): arrived (in the transcript) · tokens 120,530 → 2,645 · no \
+                 facts: your /compact words steered the summary · summary not kept";
+    let run = env.run(&["status", "--session", SESSION], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("\nreceipt     {words}\n")),
+        "{}",
+        run.stdout
+    );
+    let log = log(&env);
+    assert!(
+        log.contains(&format!(" · session 5b2c9d1e · recovery of {words}\n")),
+        "{log}"
+    );
+    assert!(!log.contains("facts 0") && !run.stdout.contains("facts 0"));
+    let run = env.run(&["log", "--json"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let entries: Value = serde_json::from_str(&run.stdout).unwrap();
+    let receipt = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "receipt")
+        .unwrap_or_else(|| panic!("{entries}"));
+    assert_eq!(
+        (
+            &receipt["compaction"],
+            &receipt["trigger"],
+            &receipt["arrived"],
+            &receipt["given_again_by"],
+            &receipt["tokens_before"],
+            &receipt["tokens_after"],
+        ),
+        (
+            &json!(1),
+            &json!("manual"),
+            &json!("transcript"),
+            &Value::Null,
+            &json!(120_530),
+            &json!(2_645)
+        ),
+        "{receipt}"
+    );
+}

@@ -25,6 +25,7 @@ struct Report {
     limits: Option<Limits>,
     window_source: Option<String>,
     compact_source: Option<Value>,
+    cost: Value,
     events: Vec<Value>,
     cycles: Vec<Cycle>,
 }
@@ -79,6 +80,7 @@ struct Compaction {
     pre_tokens: Option<u64>,
     line: usize,
     at: Option<String>,
+    cost: Value,
 }
 
 /// The fields of each kind of event: exactly these.
@@ -361,6 +363,12 @@ cycles
     1  in time            4   141,787  127,312 (2 left)            manual 142,431
     2  quiet              1    45,263  -                           -
 
+what each compaction cost (before: preTokens; after: the next reply, input + cache read + written)
+    #  trigger     before  after                              refill  recovery
+    1  manual     142,431  45,263 (3 + 21,448 + 23,812)       23,812  none recorded
+       total      142,431  45,263                             23,812  0 characters
+  1 compaction refilled the cache with 23,812 tokens
+
 chart: one row per 1 reply: # usage (the row's peak), | nudge trigger, ! compaction point,
        then a (armed), n (nudge), c (critical nudge), i (idle nudge, at a turn's end)
     replies   peak 0                                                                 167k
@@ -454,12 +462,19 @@ fn replay_all_sums_every_session_of_the_users_history() {
     // Counts in words that agree with them: `1 compaction`, never `1 compactions`.
     for l in run.stdout.lines().filter(|l| l.starts_with("-home-u-")) {
         let counts = l.split_once("  ").unwrap().1.split(':').next().unwrap();
+        // The costs of its compactions, in brackets, are no count.
+        let counts = counts.split(" (").next().unwrap();
         for count in counts.split(", ") {
             let (n, noun) = count.split_once(' ').unwrap();
             assert_eq!(n == "1", !noun.ends_with('s'), "{l}");
         }
     }
-    assert!(run.stdout.contains(" 1 compaction: "), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains(" 1 compaction (refilled 23,812 tokens, no recovery recorded): "),
+        "{}",
+        run.stdout
+    );
     // A bar per verdict, and progress on stderr.
     for verdict in [
         "in time",

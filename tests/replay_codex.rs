@@ -226,7 +226,8 @@ fn replay_all_takes_codexs_sessions_too() {
     let run = env.run(&["replay", "--all"], "");
     assert_eq!(run.code, 0, "{run:?}");
     let codex_line = format!(
-        "Codex: 2026/11/25/{}  16 replies, 1 compaction: in time, quiet",
+        "Codex: 2026/11/25/{}  16 replies, 1 compaction (recovery 190 characters): in time, \
+         quiet",
         Path::new(ROLLOUT).file_name().unwrap().to_str().unwrap()
     );
     assert!(

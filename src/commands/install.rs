@@ -260,9 +260,15 @@ fn created_by_install(
     })
 }
 
-/// Removes the settings file `install` created, and its backups (or says it would).
+/// The line of the record that says `install` created the directory too (`~/.claude`).
+const DIR_CREATED: &str = "and the directory that holds them: uninstall removes it when empty\n";
+
+/// Removes the settings file `install` created, and its backups (or says it would); then the
+/// directory too when `install` created it and nothing else is in it.
 fn remove_created(path: &Path, backups: &[PathBuf], dry_run: bool) -> Result<()> {
     let verb = if dry_run { "would remove" } else { "removed" };
+    let dir = directory(path)?;
+    let dir_ours = fs::read_to_string(created_path(path)?).is_ok_and(|t| t.ends_with(DIR_CREATED));
     if !dry_run {
         for file in std::iter::once(path).chain(backups.iter().map(PathBuf::as_path)) {
             fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
@@ -275,6 +281,21 @@ fn remove_created(path: &Path, backups: &[PathBuf], dry_run: bool) -> Result<()>
     );
     for b in backups {
         println!("{verb} its backup {}", b.display());
+    }
+    // Only an empty one: whatever the client or the user put there since stays.
+    let record = created_path(path)?;
+    let others = fs::read_dir(dir).map_or(1, |entries| {
+        let ours = |p: &PathBuf| *p == path || *p == record || backups.contains(p);
+        entries.flatten().filter(|e| !ours(&e.path())).count()
+    });
+    if dir_ours && others == 0 {
+        if !dry_run {
+            fs::remove_dir(dir).with_context(|| format!("removing {}", dir.display()))?;
+        }
+        println!(
+            "{verb} {}: ctxguard's install created it, and it is empty",
+            dir.display()
+        );
     }
     Ok(())
 }
@@ -314,6 +335,7 @@ fn write_settings(
     note: (&Path, &Note),
 ) -> Result<Option<PathBuf>> {
     let dir = directory(path)?;
+    let new_dir = !dir.exists();
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mode = files::mode_of(path).unwrap_or(0o644);
     let backup = old
@@ -321,13 +343,13 @@ fn write_settings(
         .transpose()?;
     if old.is_none() {
         let created = created_path(path)?;
-        files::replace_with_mode(
-            &created,
-            b"ctxguard install created the settings file beside this one (there was none); \
-              ctxguard uninstall removes it, and this, when nothing else is in it\n",
-            mode,
-        )
-        .with_context(|| format!("writing {}", created.display()))?;
+        let text = format!(
+            "ctxguard install created the settings file beside this one (there was none); \
+             ctxguard uninstall removes it, and this, when nothing else is in it\n{}",
+            if new_dir { DIR_CREATED } else { "" }
+        );
+        files::replace_with_mode(&created, text.as_bytes(), mode)
+            .with_context(|| format!("writing {}", created.display()))?;
     }
     if let (note_path, Note::Save(line)) = note {
         write_note(note_path, path, line, mode)?;

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::config::Env;
 use crate::daily_log::{self, Entry, Kind};
+use crate::receipt::{Arrival, Logged};
 
 /// One entry in `log --json`. Exactly these fields: scripts rely on them.
 #[derive(Debug, Serialize)]
@@ -19,11 +20,17 @@ struct LogEntry {
     time: String,
     /// The first 8 characters of the session id.
     session: String,
-    /// `compaction`, `failed_attempt`, `summary` or `other`.
+    /// `compaction`, `failed_attempt`, `summary`, `receipt` or `other`.
     kind: &'static str,
-    /// The compaction's number and trigger (`compaction`, `failed_attempt`).
+    /// The compaction's number and trigger (`compaction`, `failed_attempt`, `receipt`).
     compaction: Option<u64>,
     trigger: Option<String>,
+    /// A receipt: how its recovery arrived (`transcript`, `memory`, `given_again`; `null`: not
+    /// yet), the hook that gave it again, and the tokens before and after the compaction.
+    arrived: Option<Arrival>,
+    given_again_by: Option<String>,
+    tokens_before: Option<u64>,
+    tokens_after: Option<u64>,
     /// A compaction that repeats an attempt that failed: that attempt's time.
     retry_of: Option<String>,
     /// A failed attempt: when it was tried again.
@@ -59,8 +66,16 @@ impl Dated<'_> {
             Kind::Compaction { .. } if self.retried_at.is_some() => "failed_attempt",
             Kind::Compaction { .. } => "compaction",
             Kind::Summary { .. } => "summary",
+            Kind::Other if self.receipt().is_some() => "receipt",
             Kind::Other => "other",
         }
+    }
+
+    /// A receipt's line, read back into fields.
+    fn receipt(&self) -> Option<Logged> {
+        let first = self.entry.text.lines().next()?;
+        let rest = first.strip_prefix("- ")?.splitn(3, " · ").nth(2)?;
+        crate::receipt::read_logged(rest)
     }
 
     /// The entry's text, its header saying so when the attempt failed.
@@ -83,12 +98,17 @@ impl Dated<'_> {
 
     fn json(&self) -> LogEntry {
         let e = &self.entry;
-        let (compaction, trigger, retry_of) = match &e.kind {
-            Kind::Compaction {
-                number,
-                trigger,
-                retry_of,
-            } => (Some(*number), Some(trigger.clone()), retry_of.clone()),
+        let receipt = self.receipt();
+        let (compaction, trigger, retry_of) = match (&e.kind, &receipt) {
+            (
+                Kind::Compaction {
+                    number,
+                    trigger,
+                    retry_of,
+                },
+                _,
+            ) => (Some(*number), Some(trigger.clone()), retry_of.clone()),
+            (_, Some(r)) => (Some(r.compaction), Some(r.trigger.clone()), None),
             _ => (None, None, None),
         };
         let (summary_chars, summary) = match &e.kind {
@@ -109,6 +129,10 @@ impl Dated<'_> {
             kind: self.kind(),
             compaction,
             trigger,
+            arrived: receipt.as_ref().and_then(|r| r.arrived),
+            given_again_by: receipt.as_ref().and_then(|r| r.by.clone()),
+            tokens_before: receipt.as_ref().and_then(|r| r.pre_tokens),
+            tokens_after: receipt.as_ref().and_then(|r| r.post_tokens),
             retry_of,
             retried_at: self.retried_at.clone(),
             project,

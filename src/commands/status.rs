@@ -17,6 +17,8 @@ use crate::text::sanitize;
 use crate::usage::human;
 use crate::window::{CompactSource, WindowSource};
 
+mod newest;
+
 /// One session in `status --json`. Exactly these fields: scripts rely on them.
 #[derive(Debug, Serialize)]
 struct SessionStatus {
@@ -55,6 +57,11 @@ struct SessionStatus {
     /// how its recovery arrived); absent when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receipts: Option<Vec<crate::receipt::Receipt>>,
+    /// With `--session`: the newest reply in the session's transcript, which the hooks may not
+    /// have read yet (a turn's last reply comes after its last hook); absent when the
+    /// transcript cannot be found or read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newest: Option<newest::Newest>,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,6 +106,7 @@ impl SessionStatus {
                 .as_ref()
                 .and(m.compacted_at.max(m.ended_at)),
             receipts: None,
+            newest: None,
         }
     }
 }
@@ -231,6 +239,14 @@ pub fn run(query: Query) -> Result<()> {
         let mut s = SessionStatus::from_marker(paths.root(), &m, now, stale);
         let receipts = crate::receipt::list(&paths, &id);
         s.receipts = (!receipts.is_empty()).then_some(receipts);
+        s.newest = newest::read(
+            &env,
+            &paths,
+            &id,
+            s.cwd.as_deref(),
+            s.last_checkpoint.as_deref(),
+            m.compacted_at,
+        );
         if query.json {
             let report = StatusReport {
                 sessions: vec![s],
@@ -270,6 +286,31 @@ pub fn run(query: Query) -> Result<()> {
     Ok(())
 }
 
+/// The session's usage, the newest known, and how old it is: the transcript's newest reply when
+/// it was read, else the hooks' reading with the time they last saved.
+fn tokens_row(s: &SessionStatus, now: DateTime<Utc>) -> String {
+    let hooks = opt_tokens(s.tokens);
+    match &s.newest {
+        Some(n) if n.tokens.is_some() => {
+            let newest = opt_tokens(n.tokens);
+            let behind = match s.tokens {
+                t if t == n.tokens => String::new(),
+                None => "; the hooks have not read it yet".into(),
+                Some(_) => format!("; the hooks last read {hooks}"),
+            };
+            format!(
+                "{newest} at {} (the transcript's newest reply{behind})",
+                opt_time(n.reply_at, now)
+            )
+        }
+        _ if s.tokens.is_none() => hooks,
+        _ => format!(
+            "{hooks} (the hooks' reading, saved at {})",
+            opt_time(s.updated_at, now)
+        ),
+    }
+}
+
 /// One session, a line per field.
 fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration) -> String {
     let stale_note = if m.is_stale(now, stale) {
@@ -281,7 +322,7 @@ fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration
         format!("session     {}", s.session_id),
         format!("state       {}{stale_note}", s.state),
         format!("cycle       {}", s.cycle),
-        format!("tokens      {}", opt_tokens(s.tokens)),
+        format!("tokens      {}", tokens_row(s, now)),
         format!(
             "window      {}{}",
             opt_tokens(s.window),
@@ -358,18 +399,7 @@ fn render_one(s: &SessionStatus, m: &Marker, now: DateTime<Utc>, stale: Duration
         ));
     }
     for r in s.receipts.iter().flatten() {
-        lines.push(format!(
-            "receipt     compaction #{} ({}): {}; tokens {} → {}; facts {} characters; summary {}{}",
-            r.compaction,
-            if r.trigger.is_empty() { "unknown" } else { &r.trigger },
-            r.arrival_text(),
-            opt_tokens(r.pre_tokens),
-            opt_tokens(r.post_tokens),
-            r.facts_chars,
-            r.summary_chars
-                .map_or("not kept".to_string(), |c| format!("{c} characters")),
-            if r.precomputed { "; summary prepared ahead" } else { "" },
-        ));
+        lines.push(format!("receipt     {}", r.describe()));
     }
     lines.iter().map(|l| format!("{l}\n")).collect()
 }

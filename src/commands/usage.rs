@@ -39,17 +39,7 @@ fn level_name(level: Level) -> &'static str {
     }
 }
 
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::text::grouped;
 
 #[allow(clippy::too_many_lines)] // one report, read, resolved and printed
 pub fn run(

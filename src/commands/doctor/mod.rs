@@ -224,7 +224,13 @@ fn report(ctx: &Context, only: Only) -> Report {
     }
 }
 
-/// The report for a person: one line per finding (and its fix), then the thresholds.
+/// A line of the report, at most.
+const WIDTH: usize = 100;
+/// Where a finding's explanation starts, and its continuation lines.
+const INDENT: usize = 17;
+
+/// The report for a person: each finding (and its fix) wrapped under its item, then the
+/// thresholds.
 fn render(report: &Report) -> String {
     let mut out = String::new();
     for f in &report.findings {
@@ -234,9 +240,16 @@ fn render(report: &Report) -> String {
             Status::Warn => "warn",
             Status::Fail => "FAIL",
         };
-        out.push_str(&format!("{tag} {:<11} {}\n", f.check, f.message));
+        // The ok/FAIL column stays in sight: explanations wrap under their item.
+        let mut head = format!("{tag} {:<11} ", f.check);
+        for line in crate::text::wrap(&f.message, WIDTH - INDENT) {
+            out.push_str(&format!("{head:<INDENT$}{line}\n"));
+            head.clear();
+        }
         if let Some(fix) = &f.fix {
-            out.push_str(&format!("     {:<11} fix: {fix}\n", ""));
+            for line in crate::text::wrap(&format!("fix: {fix}"), WIDTH - INDENT) {
+                out.push_str(&format!("{:INDENT$}{line}\n", ""));
+            }
         }
     }
     if report.thresholds.is_empty() {

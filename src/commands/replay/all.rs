@@ -19,9 +19,11 @@ use super::sessions::{
 };
 use crate::input::Client;
 
+use super::cost::Totals;
 use super::render::plural;
 use super::report::{Report, Verdict};
 use super::simulate::Options;
+use crate::commands::usage::grouped;
 use crate::facts::Gathered;
 
 /// Every verdict, in the order of the summary.
@@ -51,6 +53,8 @@ struct Session {
     verdicts: Vec<Verdict>,
     /// Compactions followed by a reply but by no recovery block (`receipt::Tally`).
     recoveries_missing: usize,
+    /// What its compactions cost.
+    cost: Totals,
 }
 
 /// The whole answer, as `--json` prints it.
@@ -63,6 +67,8 @@ struct Summary {
     totals: Vec<(Verdict, usize)>,
     /// Compactions whose recovery never arrived, across every session.
     recoveries_missing: usize,
+    /// What every session's compactions cost.
+    cost: Totals,
 }
 
 /// A session's file as printed: under its folder, with `/` on every platform, sanitised as the
@@ -117,8 +123,22 @@ fn render(summary: &Summary) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let cost = if s.cost.compactions > 0 {
+            let recovery = match s.cost.recovery_chars {
+                0 => "no recovery recorded".to_string(),
+                n => format!("recovery {} characters", grouped(n as u64)),
+            };
+            // Codex does not say what it writes to a cache.
+            if s.client == "codex" {
+                format!(" ({recovery})")
+            } else {
+                format!(" (refilled {} tokens, {recovery})", grouped(s.cost.refill))
+            }
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{}{}  {}, {}: {verdicts}\n",
+            "{}{}  {}, {}{cost}: {verdicts}\n",
             label(s.client),
             s.transcript,
             plural(s.replies, "reply"),
@@ -152,6 +172,17 @@ fn render(summary: &Summary) -> String {
             )
         }
     ));
+    let t = &summary.cost;
+    if t.compactions > 0 {
+        out.push_str(&format!(
+            "what the compactions cost: {} tokens written to the cache to refill it, {} \
+             characters of recovery (context {} before, {} after)\n",
+            grouped(t.refill),
+            grouped(t.recovery_chars as u64),
+            grouped(t.before),
+            grouped(t.after)
+        ));
+    }
     let most = summary.totals.iter().map(|(_, n)| *n).max().unwrap_or(0);
     for (v, n) in &summary.totals {
         let bar = if most == 0 {
@@ -238,6 +269,7 @@ pub fn run(
         skipped: Vec::new(),
         totals: Vec::new(),
         recoveries_missing: 0,
+        cost: Totals::default(),
     };
     let terminal = std::io::stderr().is_terminal();
     // Codex's config.toml, read once for every rollout.
@@ -293,6 +325,9 @@ pub fn run(
     }
     summary.totals = verdict_counts(&summary.sessions);
     summary.recoveries_missing = summary.sessions.iter().map(|s| s.recoveries_missing).sum();
+    for s in &summary.sessions {
+        summary.cost.add(&s.cost);
+    }
     let mut stdout = std::io::stdout().lock();
     if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&summary)?)?;
@@ -311,6 +346,7 @@ fn session(shown: String, report: &Report) -> Session {
         compactions: report.compactions,
         verdicts: report.cycles.iter().map(|c| c.verdict).collect(),
         recoveries_missing: 0,
+        cost: report.cost,
     }
 }
 
@@ -363,6 +399,13 @@ mod tests {
                 compactions: 2,
                 verdicts: vec![Verdict::InTime, Verdict::Missed, Verdict::Open],
                 recoveries_missing: 1,
+                cost: Totals {
+                    compactions: 2,
+                    before: 300_000,
+                    after: 30_000,
+                    refill: 24_000,
+                    recovery_chars: 2_500,
+                },
             },
             Session {
                 transcript: "-p/b.jsonl".into(),
@@ -372,9 +415,11 @@ mod tests {
                 compactions: 0,
                 verdicts: vec![Verdict::InTime],
                 recoveries_missing: 0,
+                cost: Totals::default(),
             },
         ];
         let totals = verdict_counts(&sessions);
+        let sessions_cost = sessions[0].cost;
         assert_eq!(totals[0], (Verdict::InTime, 2));
         assert_eq!(totals[2], (Verdict::Missed, 1));
         let text = render(&Summary {
@@ -382,9 +427,13 @@ mod tests {
             skipped: vec![],
             totals,
             recoveries_missing: 1,
+            cost: sessions_cost,
         });
         assert!(
-            text.contains("-p/a.jsonl  10 replies, 2 compactions: in time, missed, open"),
+            text.contains(
+                "-p/a.jsonl  10 replies, 2 compactions (refilled 24,000 tokens, recovery 2,500 \
+                 characters): in time, missed, open\n"
+            ),
             "{text}"
         );
         assert!(
@@ -396,6 +445,13 @@ mod tests {
         );
         assert!(
             text.contains("Codex: -p/b.jsonl  1 reply, 0 compactions: in time\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "what the compactions cost: 24,000 tokens written to the cache to refill it, \
+                 2,500 characters of recovery (context 300,000 before, 30,000 after)\n"
+            ),
             "{text}"
         );
         let bar = |name: &str| {

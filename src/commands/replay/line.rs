@@ -1,6 +1,6 @@
 //! One transcript line as the replay reads it, beyond what [`crate::transcript::classify`]
 //! says about usage: who wrote it, its message id, its tool calls, whether it is a prompt the
-//! user typed, and a boundary's trigger.
+//! user typed, its usage broken down, and a boundary's trigger.
 
 use std::borrow::Cow;
 
@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::report::Trigger;
+use crate::input::UsageBlock;
 
 /// A line's parts the hooks' events depend on (one reply spans several lines, hence the message
 /// id). Read leniently: a line that does not fit is no event.
@@ -43,6 +44,9 @@ pub struct Message<'a> {
     content: Option<&'a RawValue>,
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
+    /// Read apart, so that a usage of the wrong shape leaves the rest of the line.
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +146,11 @@ impl Shape<'_> {
         } else {
             Trigger::Manual
         }
+    }
+
+    /// A reply's `message.usage`, broken down (input, cache read, cache written).
+    pub fn usage(&self) -> Option<UsageBlock> {
+        serde_json::from_str(self.message.as_ref()?.usage?.get()).ok()
     }
 
     pub fn pre_tokens(&self) -> Option<u64> {

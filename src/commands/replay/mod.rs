@@ -13,6 +13,7 @@
 //! `session_meta`) is replayed as Codex's hooks see it ([`rollout`]).
 
 mod all;
+mod cost;
 mod line;
 mod render;
 mod report;
@@ -31,7 +32,7 @@ use crate::transcript::{Line, LineReader, MAX_LINE};
 
 use simulate::{Options, Simulation};
 
-pub use sessions::Filter;
+pub use sessions::{folder_name, Filter};
 
 use crate::facts::Gathered;
 

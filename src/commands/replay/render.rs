@@ -92,6 +92,10 @@ pub fn render(report: &Report) -> String {
     out.push("cycles".into());
     out.push(format!("  {}", cycles_header()));
     out.extend(report.cycles.iter().map(|c| format!("  {}", cycle(c))));
+    if report.compactions > 0 {
+        out.push(String::new());
+        out.extend(costs(report));
+    }
     let chart = chart(report);
     if !chart.is_empty() {
         out.push(String::new());
@@ -208,6 +212,67 @@ fn cycle(c: &Cycle) -> String {
         c.replies,
         c.peak_tokens.map_or("-".into(), grouped),
     )
+}
+
+/// What each compaction cost, and the session's total.
+fn costs(report: &Report) -> Vec<String> {
+    let mut out = vec![
+        "what each compaction cost (before: preTokens; after: the next reply, input + cache read + \
+         written)"
+            .to_string(),
+        format!(
+            "  {:>3}  {:<7}  {:>9}  {:<30}  {:>9}  recovery",
+            "#", "trigger", "before", "after", "refill"
+        ),
+    ];
+    let known = |t: Option<u64>| t.map_or("-".into(), grouped);
+    for (n, comp) in report
+        .cycles
+        .iter()
+        .filter_map(|c| c.compaction.as_ref())
+        .enumerate()
+    {
+        let cost = &comp.cost;
+        let after = match cost.after {
+            Some(a) => match (a.input, a.cache_read, a.cache_written) {
+                (Some(i), Some(r), Some(w)) => format!(
+                    "{} ({} + {} + {})",
+                    grouped(a.tokens),
+                    grouped(i),
+                    grouped(r),
+                    grouped(w)
+                ),
+                _ => grouped(a.tokens),
+            },
+            None => "no reply yet".into(),
+        };
+        let recovery = cost.recovery_chars.map_or("none recorded".into(), |c| {
+            format!("{} characters", grouped(c as u64))
+        });
+        out.push(format!(
+            "  {:>3}  {:<7}  {:>9}  {after:<30}  {:>9}  {recovery}",
+            n + 1,
+            comp.trigger.name(),
+            known(cost.before),
+            known(cost.refill),
+        ));
+    }
+    let t = &report.cost;
+    out.push(format!(
+        "  {:>3}  {:<7}  {:>9}  {:<30}  {:>9}  {} characters",
+        "",
+        "total",
+        grouped(t.before),
+        grouped(t.after),
+        grouped(t.refill),
+        grouped(t.recovery_chars as u64)
+    ));
+    out.push(format!(
+        "  {} refilled the cache with {} tokens",
+        plural(t.compactions, "compaction"),
+        grouped(t.refill)
+    ));
+    out
 }
 
 /// One chart row per `per` replies of a cycle: the peak of the row as `#`, the trigger `|` and

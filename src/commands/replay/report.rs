@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 
+use super::cost::{Cost, Totals};
 use crate::event;
 use crate::input::Client;
 use crate::usage::Limits;
@@ -29,6 +30,8 @@ pub struct Report {
     pub limits: Option<Limits>,
     pub window_source: Option<WindowSource>,
     pub compact_source: Option<CompactSource>,
+    /// What the compactions cost, summed (each one's is its cycle's `compaction.cost`).
+    pub cost: Totals,
     pub events: Vec<Event>,
     pub cycles: Vec<Cycle>,
     /// Usage after each reply, for the chart.
@@ -258,6 +261,8 @@ pub struct Compaction {
     pub pre_tokens: Option<u64>,
     pub line: usize,
     pub at: Option<DateTime<Utc>>,
+    /// What it cost: the context before and after, the refill, the recovery's size.
+    pub cost: Cost,
 }
 
 /// Usage after one reply, and the limits the hooks held (or would resolve) then.

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::cost::{Cost, Ledger, Totals};
 use super::line::Shape;
 use super::report::{
     Compaction, Cycle, Event, FirstNudge, Hook, Level, NudgeSeen, Report, Sample, Trigger, Verdict,
@@ -180,6 +181,8 @@ pub struct Simulation {
     events: Vec<Event>,
     samples: Vec<Sample>,
     recoveries: crate::receipt::Tally,
+    /// What each compaction cost.
+    costs: Ledger,
     /// What a Codex rollout's lines leave for the next.
     rollout: codex::Rollout,
     cycles: Vec<Cycle>,
@@ -208,6 +211,7 @@ impl Simulation {
             events: Vec::new(),
             samples: Vec::new(),
             recoveries: crate::receipt::Tally::default(),
+            costs: Ledger::default(),
             rollout: codex::Rollout::default(),
             cycles: Vec::new(),
             open: Open {
@@ -229,6 +233,7 @@ impl Simulation {
             return;
         }
         self.recoveries.feed(line);
+        self.costs.line(line);
         let shape = Shape::parse(line);
         if let Some(at) = shape.as_ref().and_then(Shape::time) {
             self.now = Some(self.now.map_or(at, |now| now.max(at)));
@@ -265,6 +270,8 @@ impl Simulation {
                 let new_reply = id.is_none() || id != self.reply_id;
                 self.reply_id = id;
                 if new_reply {
+                    self.costs
+                        .reply(tokens, shape.as_ref().and_then(Shape::usage));
                     self.replies += 1;
                     self.open.replies += 1;
                     self.open.peak = self.open.peak.max(Some(tokens));
@@ -411,6 +418,7 @@ impl Simulation {
             repeat: false,
         };
         self.marker = marker::transition(&self.marker, &event, now, self.stale);
+        self.costs.boundary(pre_tokens);
         self.push(What::Compaction {
             trigger,
             pre_tokens,
@@ -421,6 +429,7 @@ impl Simulation {
             pre_tokens,
             line: self.line,
             at: self.now,
+            cost: Cost::default(),
         };
         self.close(Some(compaction));
         self.open = Open {
@@ -602,6 +611,17 @@ impl Simulation {
             _ => self.samples.last().map(|s| s.limits),
         };
         let codex = self.options.codex.is_some();
+        // Each compaction's cost, gathered after its cycle closed.
+        let costs = std::mem::take(&mut self.costs).finish();
+        let compactions = self.cycles.iter_mut().filter_map(|c| c.compaction.as_mut());
+        for (compaction, cost) in compactions.zip(costs) {
+            compaction.cost = cost;
+        }
+        let cost = Totals::of(
+            self.cycles
+                .iter()
+                .filter_map(|c| Some(&c.compaction.as_ref()?.cost)),
+        );
         Report {
             transcript: String::new(),
             client: self.options.client(),
@@ -628,6 +648,7 @@ impl Simulation {
             } else {
                 self.recoveries.total()
             },
+            cost,
             events: self.events,
             cycles: self.cycles,
             samples: self.samples,

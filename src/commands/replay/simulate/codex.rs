@@ -79,6 +79,7 @@ impl Simulation {
                 self.reading.apply(usage);
                 let new_reply = shape.total.is_none() || shape.total != self.rollout.total;
                 if new_reply {
+                    self.costs.reply(tokens, None);
                     self.rollout.total = shape.total;
                     self.replies += 1;
                     self.open.replies += 1;
@@ -126,6 +127,7 @@ impl Simulation {
                 _ => {}
             },
         }
+        self.costs.line(line);
         if let Some(recovery) = &mut self.rollout.recovery {
             if memchr::memmem::find(line, BLOCK_MARK).is_some() {
                 recovery.1 = true;
