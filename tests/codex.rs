@@ -372,6 +372,8 @@ fn the_nudge_never_names_a_memory_file_behind_a_dangling_link() {
     let text = context_of(&run.stdout, "PreToolUse");
     assert!(!text.contains("MEMORY.md"), "{text}");
     assert!(text.contains("in your memory file or tool"), "{text}");
+}
+
 /// Issue 37, round 5, item 2: a Codex compaction's receipt says why no facts were given (its
 /// summary cannot be steered), never "facts 0 characters".
 #[test]
