@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::asks;
 use super::block::{result_text, Block};
 use super::bounded::{Call, Calls, RecentList, ToolCounts};
-use super::failures::{self, Failures, SUBJECT_CHARS};
+use super::failures::{self, Failures, BACKGROUND, SUBJECT_CHARS};
 use super::prs;
 use super::todos::Todos;
 use super::verify;
@@ -77,7 +77,14 @@ const BACKGROUND_STARTED: &str = "running in background with ID: ";
 /// Where that result says the command's output goes: "Output is being written to: /tmp/….output".
 const OUTPUT_FILE: &str = "Output is being written to: ";
 
-use super::failures::BACKGROUND;
+/// A command sent to the background: its task id, and the file its output goes to. A read of
+/// either (`TaskOutput`, a `Read` or `tail` of the file) is a read of the command's output.
+#[derive(Debug)]
+struct Background {
+    task: String,
+    command: String,
+    file: Option<String>,
+}
 
 #[derive(Debug)]
 pub(super) struct ToolLog {
@@ -86,11 +93,8 @@ pub(super) struct ToolLog {
     modified: RecentList,
     todos: Todos,
     failures: Failures,
-    /// Background commands (task id, command), oldest first.
-    background: VecDeque<(String, String)>,
-    /// The files background commands write their output to (file, command), oldest first: a
-    /// read of one is a read of that command's output.
-    background_files: VecDeque<(String, String)>,
+    /// Background commands, oldest first.
+    background: VecDeque<Background>,
     /// Task ids whose failure a notification already reported (it may come twice: queued,
     /// then delivered).
     notified: VecDeque<String>,
@@ -112,7 +116,6 @@ impl Default for ToolLog {
             todos: Todos::default(),
             failures: Failures::default(),
             background: VecDeque::new(),
-            background_files: VecDeque::new(),
             notified: VecDeque::new(),
             verification: None,
             prs: Vec::new(),
@@ -226,23 +229,11 @@ impl ToolLog {
         if raw.contains(BACKGROUND_STARTED) || (read_later && still_running(raw)) {
             return !failed;
         }
-        let mut text = text();
-        if tool == "Read" {
-            // The client numbers each line it reads (`    12→…`, or a tab).
-            text = text
-                .lines()
-                .map(|l| {
-                    let t = l.trim_start();
-                    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-                    let rest = &t[digits..];
-                    match rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t')) {
-                        Some(line) if digits > 0 => line,
-                        _ => l,
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-        }
+        let text = if tool == "Read" {
+            unnumbered(&text())
+        } else {
+            text()
+        };
         let output = if read_later {
             background_output(&text)
         } else {
@@ -336,7 +327,7 @@ impl ToolLog {
                     call.verify = call
                         .subject
                         .as_deref()
-                        .is_some_and(|c| self.background.iter().any(|(_, b)| b == c))
+                        .is_some_and(|c| self.background.iter().any(|b| b.command == c))
                         && call.subject.as_deref().is_some_and(verify::is_verification);
                 }
                 "ExitPlanMode" => self.plan_written(&call.tool, input, ""),
@@ -385,20 +376,20 @@ impl ToolLog {
     /// The background command whose output file is `path`.
     fn background_command_of(&self, path: &str) -> Option<String> {
         let path = path.trim_matches(|c| c == '"' || c == '\'');
-        self.background_files
+        self.background
             .iter()
             .rev()
-            .find(|(f, _)| f == path)
-            .map(|(_, c)| c.clone())
+            .find(|b| b.file.as_deref() == Some(path))
+            .map(|b| b.command.clone())
     }
 
     /// The command a `TaskOutput`/`BashOutput` call asks about, or its task id.
     fn background_subject(&self, input: &str) -> Option<String> {
         let ids = serde_json::from_str::<OutputInput>(input).ok()?;
         let id = ids.task_id.or(ids.bash_id).or(ids.shell_id)?;
-        let command = self.background.iter().rev().find(|(t, _)| *t == id);
+        let command = self.background.iter().rev().find(|b| b.task == id);
         Some(match command {
-            Some((_, command)) => command.clone(),
+            Some(b) => b.command.clone(),
             None => format!("task {}", cut(&sanitize(&id, true), 40)),
         })
     }
@@ -467,21 +458,21 @@ impl ToolLog {
                             .collect()
                     })
                     .unwrap_or_default();
-                if let (false, Some(command)) = (task.is_empty(), subject) {
-                    remember(
-                        &mut self.background,
-                        (task, command.to_string()),
-                        MAX_BACKGROUND,
-                    );
-                }
                 let file = text
                     .split_once(OUTPUT_FILE)
                     .and_then(|(_, rest)| rest.split_whitespace().next())
-                    .map(|f| f.trim_end_matches(['.', ',']));
-                if let (Some(file), Some(command)) = (file.filter(|f| f.len() <= 4096), subject) {
+                    .map(|f| f.trim_end_matches(['.', ',']))
+                    .filter(|f| f.len() <= 4096)
+                    .map(str::to_string);
+                if let Some(command) = subject.filter(|_| !task.is_empty() || file.is_some()) {
+                    let command = command.to_string();
                     remember(
-                        &mut self.background_files,
-                        (file.to_string(), command.to_string()),
+                        &mut self.background,
+                        Background {
+                            task,
+                            command,
+                            file,
+                        },
                         MAX_BACKGROUND,
                     );
                 }
@@ -552,8 +543,8 @@ impl ToolLog {
                 .background
                 .iter()
                 .rev()
-                .find(|(t, _)| *t == failed.task)
-                .map(|(_, c)| c.clone());
+                .find(|b| !b.task.is_empty() && b.task == failed.task)
+                .map(|b| b.command.clone());
             let tool = if command.is_some() {
                 BACKGROUND
             } else {
@@ -606,6 +597,21 @@ impl ToolLog {
 /// A `TaskOutput` result of a task not finished yet: it says nothing of how the run went.
 fn still_running(raw: &str) -> bool {
     raw.contains("<status>running</status>")
+}
+
+/// A `Read` result without the number the client puts before each line (`    12→…`, or a tab).
+fn unnumbered(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            match t[digits..].strip_prefix(['→', '\t']) {
+                Some(line) if digits > 0 => line,
+                _ => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The output a `TaskOutput` result wraps (`<output>…</output>`), or all of `text`.
