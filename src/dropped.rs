@@ -28,7 +28,7 @@ use crate::config::Env;
 use crate::daily_log;
 use crate::diag::Diag;
 use crate::input::HookInput;
-use crate::marker::{self, Marker, PendingDrop, Store};
+use crate::marker::{self, PendingDrop, Store};
 use crate::receipt;
 use crate::transcript;
 
@@ -62,20 +62,20 @@ pub fn judge(
 }
 
 /// For the hooks that can give context, with the marker as it stands after this call's reading
-/// (`marker`): on a drop no hook has acted on, the recovery block to give (checkpointed and
+/// (`given`, where this route reaches the model): on a drop no hook has acted on, the recovery block to give (checkpointed and
 /// logged); `None` otherwise. Free unless the marker holds a pending drop. Never fails the hook:
 /// a problem is one note.
 pub fn act(
     input: &HookInput,
     env: &Env,
-    marker: &Marker,
+    given: &crate::nudge::Given,
     hook_event: &str,
     diag: &mut Diag,
 ) -> Option<String> {
-    if !input.agent_id.is_empty() || input.transcript_path.is_empty() {
+    if !given.can_deliver || !input.agent_id.is_empty() || input.transcript_path.is_empty() {
         return None;
     }
-    let drop = marker.pending_drop?;
+    let drop = given.marker.as_ref()?.pending_drop?;
     match handle(input, env, drop, hook_event, diag) {
         Ok(block) => block,
         Err(e) => {
@@ -94,13 +94,8 @@ fn handle(
 ) -> Result<Option<String>> {
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
-    let path = Path::new(&input.transcript_path);
-    let boundary = transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
-        .ok()
-        .flatten();
-    let descends = crate::checkpoint::chain::descends(path, drop.after_at, drop.before_at);
-    let verdict = judge(&drop, boundary, descends);
-    // Claimed once under the lock: of parallel hooks, one handles the drop.
+    // Claimed once under the lock, before the transcript is read: of parallel hooks, one
+    // handles the drop, and only it reads.
     let claimed = store.update(&input.session_id, diag, |m, _| {
         if m.pending_drop != Some(drop) {
             return Ok((m.clone(), false));
@@ -113,7 +108,12 @@ fn handle(
     if !claimed {
         return Ok(None);
     }
-    match verdict {
+    let path = Path::new(&input.transcript_path);
+    let boundary = transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
+        .ok()
+        .flatten();
+    let descends = crate::checkpoint::chain::descends(path, drop.after_at, drop.before_at);
+    match judge(&drop, boundary, descends) {
         Verdict::Lost => {}
         Verdict::Compacted => return Ok(None),
         Verdict::Rewound => {

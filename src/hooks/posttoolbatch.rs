@@ -91,10 +91,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let given = nudge::give(&input, env, diag, event::POST_TOOL_BATCH, None)?;
     // A drop this batch's reply shows (PostToolBatch often reads a new reply first): acted on
     // here, once.
-    let dropped = given
-        .marker
-        .as_ref()
-        .and_then(|m| crate::dropped::act(&input, env, m, event::POST_TOOL_BATCH, diag));
+    let dropped = crate::dropped::act(&input, env, &given, event::POST_TOOL_BATCH, diag);
     let text = [dropped, given.text]
         .into_iter()
         .flatten()

@@ -33,11 +33,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let given = nudge::give(&input, env, diag, event::PRE_TOOL_USE, peeked)?;
     // Context lost without a compaction (read by this call or an earlier hook): checkpointed,
     // and its recovery given here, once.
-    let dropped = given
-        .marker
-        .as_ref()
-        .filter(|_| given.can_deliver)
-        .and_then(|m| crate::dropped::act(&input, env, m, event::PRE_TOOL_USE, diag));
+    let dropped = crate::dropped::act(&input, env, &given, event::PRE_TOOL_USE, diag);
     let nudge = given.text;
     let text = [again, dropped, nudge]
         .into_iter()

@@ -30,11 +30,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let given = nudge::give(&input, env, diag, event::USER_PROMPT_SUBMIT, peeked)?;
     // Context lost without a compaction (read by this call or an earlier hook): checkpointed,
     // and its recovery given here, once.
-    let dropped = given
-        .marker
-        .as_ref()
-        .filter(|_| given.can_deliver)
-        .and_then(|m| crate::dropped::act(&input, env, m, event::USER_PROMPT_SUBMIT, diag));
+    let dropped = crate::dropped::act(&input, env, &given, event::USER_PROMPT_SUBMIT, diag);
     let nudge = given.text;
     let text = [again, dropped, nudge]
         .into_iter()
