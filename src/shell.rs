@@ -15,6 +15,48 @@ use std::str::CharIndices;
 /// Bytes that need no quoting in `sh` or `bash` wherever a word stands.
 const PLAIN: &[u8] = b"/._-+:,@%";
 
+/// The lines of a shell command that can run something, each with its byte offset in `command`
+/// and its text with quotes blanked ([`blank_quotes`]; same length): the body of a
+/// here-document is text, not commands, and is left out (the line that opens it is kept).
+pub fn command_lines(command: &str) -> Vec<(usize, String)> {
+    let blanked = blank_quotes(command);
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut heredoc: Option<String> = None;
+    for (line, plain) in command
+        .split_inclusive('\n')
+        .zip(blanked.split_inclusive('\n'))
+    {
+        let start = at;
+        at += line.len();
+        let body = line.trim_end_matches(['\n', '\r']);
+        if let Some(end) = &heredoc {
+            if body.trim() == end {
+                heredoc = None;
+            }
+            continue;
+        }
+        heredoc = heredoc_end(body);
+        out.push((start, plain.trim_end_matches(['\n', '\r']).to_string()));
+    }
+    out
+}
+
+/// The word that ends a here-document this line opens (`<<EOF`, `<<'EOF'`, `<<-"END"`).
+fn heredoc_end(line: &str) -> Option<String> {
+    let (_, rest) = line.split_once("<<")?;
+    let rest = rest.trim_start_matches('-').trim_start();
+    if rest.starts_with('<') {
+        return None; // a here-string (`<<<`)
+    }
+    let word: String = rest
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
+
 /// `command` with the text inside its quotes (`'…'`, `"…"`, across lines too) blanked byte for
 /// byte, so offsets stay the same: what a quoted string says (a commit message naming `cargo
 /// test`, `echo "a; b"`) is no command, and its `;` or `|` splits nothing. The string after

@@ -80,28 +80,8 @@ struct Part {
 /// The parts of `command` that run something.
 fn parts(command: &str) -> Vec<Part> {
     let mut out = Vec::new();
-    let mut heredoc: Option<String> = None;
-    let blanked = crate::shell::blank_quotes(command);
-    for (line, plain) in command.lines().zip(blanked.lines()) {
-        if let Some(end) = &heredoc {
-            if line.trim() == end {
-                heredoc = None;
-            }
-            continue;
-        }
-        if let Some((_, rest)) = line.split_once("<<") {
-            let word: String = rest
-                .trim_start_matches('-')
-                .trim_start()
-                .trim_start_matches(['\'', '"'])
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !word.is_empty() && !rest.starts_with('<') {
-                heredoc = Some(word);
-            }
-        }
-        for (text, piped) in split(plain) {
+    for (_, plain) in crate::shell::command_lines(command) {
+        for (text, piped) in split(&plain) {
             if let Some(part) = part(text, piped) {
                 out.push(part);
             }

@@ -113,27 +113,10 @@ pub(super) fn is_verification(command: &str) -> bool {
     runner_at(command).is_some()
 }
 
-/// Where the first part of `command` that verifies starts.
+/// Where the first part of `command` that verifies starts (quoted text and here-documents are
+/// no commands: [`crate::shell::command_lines`]).
 fn runner_at(command: &str) -> Option<usize> {
-    let mut at = 0;
-    let mut heredoc: Option<String> = None;
-    // What quotes hold is text (a commit message naming `cargo test`); offsets stay the same.
-    let blanked = crate::shell::blank_quotes(command);
-    for (line, plain) in command
-        .split_inclusive('\n')
-        .zip(blanked.split_inclusive('\n'))
-    {
-        let start = at;
-        at += line.len();
-        let body = line.trim_end_matches(['\n', '\r']);
-        if let Some(end) = &heredoc {
-            if body.trim() == end {
-                heredoc = None;
-            }
-            continue;
-        }
-        heredoc = heredoc_end(body);
-        let plain = plain.trim_end_matches(['\n', '\r']);
+    for (start, plain) in crate::shell::command_lines(command) {
         let mut offset = start;
         for part in plain.split(['&', ';', '|']) {
             if verifies(part.split_whitespace().collect()) {
@@ -143,21 +126,6 @@ fn runner_at(command: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// The word that ends a here-document this line opens (`<<EOF`, `<<'EOF'`, `<<-"END"`).
-fn heredoc_end(line: &str) -> Option<String> {
-    let (_, rest) = line.split_once("<<")?;
-    let rest = rest.trim_start_matches('-').trim_start();
-    if rest.starts_with('<') {
-        return None; // a here-string (`<<<`)
-    }
-    let word: String = rest
-        .trim_start_matches(['\'', '"'])
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    (!word.is_empty()).then_some(word)
 }
 
 /// A verification's command from its runner on: `cd /long/path && npx jest -t parser 2>&1`
