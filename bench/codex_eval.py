@@ -258,7 +258,11 @@ def block_files(block):
 
 
 def named_file(path, listed):
-    return any(entry == path or path.endswith("/" + entry.lstrip("./")) for entry in listed)
+    def rel(entry):  # `./a` is `a`; `.github/x` keeps its dot
+        while entry.startswith("./"):
+            entry = entry[2:]
+        return entry
+    return any(entry == path or path.endswith("/" + rel(entry)) for entry in listed)
 
 
 def found(text, flat, n=40):
@@ -382,6 +386,8 @@ def self_test():
     block = "Files modified (newest first):\n```text\njdx-tar/src/lib.rs\n```\n"
     assert named_file("/Users/j/src/jdx-tar/src/lib.rs", block_files(block))
     assert not named_file("/Users/j/src/other/src/lib.rs", block_files(block))
+    assert named_file("/w/mise/.github/workflows/test.yml", [".github/workflows/test.yml"])
+    assert named_file("/w/mise/src/a.rs", ["./src/a.rs"])
     t = dict(ask="Fix the parser", goal="Fix the parser", branch="main", verify="cargo test",
              verdicts=["test result: ok. 1 passed"], files=["/a/b.rs"], prs=["12"])
     good = ("Fix the parser\nbranch main\npull request #12\n[passed] cargo test → test result: "

@@ -433,10 +433,42 @@ struct Part<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+/// A `compacted` line's payload. Codex 0.169 and later write the user messages it kept in
+/// `retained_context`; every version writes the new context itself in `replacement_history`,
+/// whose user messages are the same ones (with Codex's own texts among them), and that is all
+/// an older rollout (0.136 to 0.145, the ones people publish) has.
 #[derive(Deserialize)]
-struct Compacted {
+struct Compacted<'a> {
     #[serde(default)]
     retained_context: Option<Retained>,
+    #[serde(borrow, default)]
+    replacement_history: Vec<HistoryItem<'a>>,
+}
+
+/// An item of a compaction's `replacement_history`.
+#[derive(Deserialize)]
+struct HistoryItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+impl Compacted<'_> {
+    /// The user messages Codex kept: `retained_context`'s when written, else the user messages
+    /// of `replacement_history`.
+    fn retained(self) -> Vec<String> {
+        if let Some(r) = self.retained_context {
+            return r.user_messages.into_iter().filter_map(|m| m.text).collect();
+        }
+        self.replacement_history
+            .into_iter()
+            .filter(|i| i.kind.as_deref() == Some("message") && i.role.as_deref() == Some("user"))
+            .filter_map(|i| i.content.and_then(content_text))
+            .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -537,9 +569,7 @@ pub fn item(line: &[u8]) -> Item {
         },
         Some("compacted") => {
             let retained = serde_json::from_str::<Compacted>(payload.get())
-                .ok()
-                .and_then(|c| c.retained_context)
-                .map(|r| r.user_messages.into_iter().filter_map(|m| m.text).collect())
+                .map(Compacted::retained)
                 .unwrap_or_default();
             Item::Compacted { retained }
         }

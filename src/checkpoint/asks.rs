@@ -305,6 +305,14 @@ pub(super) fn question(text: &str, max: usize) -> Option<String> {
     (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
 }
 
+/// The last non-empty line of the agent's message, on one line of at most `max` characters.
+pub(super) fn last_line(text: &str, max: usize) -> Option<String> {
+    let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    let clean = sanitize(line, true);
+    (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
+}
+
 pub(super) fn teammate_message(text: &str) -> Option<String> {
     let t = text.trim_start();
     let rest = t.strip_prefix("<teammate-message")?;

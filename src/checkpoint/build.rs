@@ -227,6 +227,8 @@ struct PrLink {
 struct Ask {
     text: String,
     queued: bool,
+    /// A bare acknowledgement ("ok continue") kept only while it is the newest ask.
+    ack: bool,
 }
 
 /// Accumulates a checkpoint from transcript lines, oldest first. A Claude Code transcript is
@@ -246,6 +248,8 @@ pub(super) struct Builder {
     gist_before_ask: bool,
     /// The question the agent's last message ended on, while the user has not replied.
     question: Option<String>,
+    /// The last line of the agent's last message, while the user has not replied.
+    reply_end: Option<String>,
     tokens: Option<u64>,
     cwd: Option<String>,
     git_branch: Option<String>,
@@ -350,13 +354,20 @@ impl Builder {
             }
             if let Some(body) = prompt_body(text) {
                 self.ask(&body, false);
-            } else if let Some(question) = self.question.take() {
-                // "approved", answering the agent's question: an ask, with its question.
-                if let Some(reply) = short_reply(text) {
-                    self.ask(&format!("{reply} (answering: {question})"), false);
+            } else if let Some(reply) = short_reply(text) {
+                match (self.question.take(), self.reply_end.take()) {
+                    // "approved", answering the agent's question: an ask, with its question.
+                    (Some(question), _) => {
+                        self.ask(&format!("{reply} (answering: {question})"), false);
+                    }
+                    // "ok continue" after the agent's report: the user's newest word, kept
+                    // (with what it follows) until the user asks something else.
+                    (None, Some(end)) => self.acknowledged(&format!("{reply} (after: {end})")),
+                    (None, None) => {}
                 }
             }
             self.question = None;
+            self.reply_end = None;
         }
     }
 
@@ -386,8 +397,30 @@ impl Builder {
         if !queued && self.last_assistant.is_some() {
             self.gist_before_ask = true;
         }
-        self.asks.push_back(Ask { text, queued });
+        if !queued {
+            self.asks.retain(|a| !a.ack);
+        }
+        self.asks.push_back(Ask {
+            text,
+            queued,
+            ack: false,
+        });
         self.cap_asks(queued);
+    }
+
+    /// A bare acknowledgement of the agent's last message: the newest ask until another comes,
+    /// never the goal.
+    fn acknowledged(&mut self, text: &str) {
+        let Some(text) = ask_text(text, ASK_CHARS) else {
+            return;
+        };
+        self.asks.retain(|a| !a.ack);
+        self.asks.push_back(Ask {
+            text,
+            queued: false,
+            ack: true,
+        });
+        self.cap_asks(false);
     }
 
     /// Forgets the oldest ask of a kind past its cap.
@@ -505,11 +538,13 @@ impl Builder {
             self.gist_before_ask = false;
         }
         self.question = asks::question(text, QUESTION_CHARS);
+        self.reply_end = asks::last_line(text, QUESTION_CHARS);
     }
 
     /// A tool call, as a `tool_use` block.
     pub(super) fn tool_call(&mut self, block: &Block) {
         self.question = None;
+        self.reply_end = None;
         self.tools.call(block, self.cwd.as_deref());
     }
 

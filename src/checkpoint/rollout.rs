@@ -41,7 +41,24 @@ const CODEX_WRAPPERS: &[&str] = &[
 /// the user's own text is a prompt)?
 pub fn is_codex_text(text: &str) -> bool {
     let t = text.trim_start();
-    CODEX_WRAPPERS.iter().any(|w| t.starts_with(w))
+    CODEX_WRAPPERS.iter().any(|w| t.starts_with(w)) || tag_wrapped(t)
+}
+
+/// Is `text` wholly inside a tag of Codex's kind, `<snake_case>` … `</snake_case>` (a newer
+/// Codex's context, such as `<recommended_plugins>`, that the list above does not name yet)?
+/// Its parts are joined, so the text may end with another such part's closing tag.
+fn tag_wrapped(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('<') else {
+        return false;
+    };
+    let Some((name, _)) = rest.split_once('>') else {
+        return false;
+    };
+    let snake = !name.is_empty()
+        && name.len() <= 40
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    snake && text.contains(&format!("</{name}>")) && text.trim_end().ends_with('>')
 }
 
 /// `apply_patch` calls whose files wait for the patch's output, at most.

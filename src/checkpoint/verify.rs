@@ -214,10 +214,11 @@ fn verifies(words: Vec<&str>) -> bool {
                     ) || (*m == "ruff" && words.contains(&"check"))
                 });
         }
+        // Past the flags and a toolchain (`cargo +nightly test`).
         let first = words
             .iter()
             .skip(1)
-            .find(|w| !w.starts_with('-') || subs.contains(w));
+            .find(|w| !w.starts_with(['-', '+']) || subs.contains(w));
         // A formatter verifies only when it checks (`cargo fmt --check`, `mix format
         // --check-formatted`); bare, it rewrites the files and says nothing of them.
         if first.is_some_and(|w| FORMATTERS.contains(w)) {

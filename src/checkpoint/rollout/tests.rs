@@ -177,8 +177,17 @@ fn codex_text_is_never_an_ask() {
         "# AGENTS.md instructions for /p\n\n<INSTRUCTIONS>x</INSTRUCTIONS>",
         "Another language model started to solve this problem and produced a summary",
         "  <turn_aborted>interrupted</turn_aborted>",
+        // A newer Codex's context the list does not name, with the next part joined to it.
+        "<recommended_plugins>\n- Box\n</recommended_plugins>\n<environment_context>\n</environment_context>",
     ] {
         assert!(is_codex_text(text), "{text}");
     }
-    assert!(!is_codex_text("Fix the <div> in index.html"));
+    for text in [
+        "Fix the <div> in index.html",
+        "<div> is broken, fix it",
+        "<b>bold</b> is rendered wrong",
+        "<my_tag> should close with </my_tag> in the parser",
+    ] {
+        assert!(!is_codex_text(text), "{text}");
+    }
 }

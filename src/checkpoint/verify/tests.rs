@@ -5,6 +5,7 @@ fn verification_commands() {
     for command in [
         "cargo test",
         "cargo clippy --all-targets -- -D warnings",
+        "rustup toolchain install nightly-2026-06-29 --profile minimal && cargo +nightly-2026-06-29 build --all-features",
         "npm test",
         "npm run build",
         "pnpm --filter @cipherbox/crypto test -- --reporter=verbose 2>&1",
