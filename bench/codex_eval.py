@@ -63,7 +63,8 @@ RUNNER = re.compile(
 )
 
 VERDICT = re.compile(
-    r"(test result: .*|.*\b\d+ (?:passed|failed|passing|failing)\b.*|Tests?:? .*\d+.*|"
+    r"(test result: .*|.*\b\d+ (?:passed|failed|passing|failing)\b.*|"
+    r"Tests?(?: Files| Suites)?:?\s+\d+.*|Tests?: .*\d+.*|ERROR:? .*\bfailed\b.*|"
     r".*Finished .*(?:profile|target).*|error(?:\[E\d+\])?: .*|FAIL(?:ED)?\b.*|ok\s+\S+\s+[\d.]+s.*|"
     r".*[Bb]uilt in .*|.*\bFound \d+ errors?.*|.*No issues found.*|All checks passed.*)"
 )
@@ -159,6 +160,15 @@ def part_output(part):
     return part
 
 
+def stdin_session(p):
+    """The background session a `write_stdin` call (a function call, or one in a cell) reads."""
+    if p.get("name") == "write_stdin" or "tools.write_stdin(" in (p.get("input") or ""):
+        m = re.search(r"session_id\"?\s*:\s*(\d+)", p.get("arguments") or p.get("input") or "")
+        if m:
+            return m.group(1)
+    return None
+
+
 class Session:
     """What a rollout says, line by line: the truths at every line."""
 
@@ -170,13 +180,23 @@ class Session:
                 self.entries.append(json.loads(line))
             except ValueError:
                 self.entries.append({})
+        # Each background session's last read in the whole rollout: a read before it found the
+        # command still running (whether or not the read printed an exit code).
+        self.last_read = {}
+        for i, e in enumerate(self.entries):
+            p = e.get("payload") or {}
+            if e.get("type") == "response_item" and p.get("type") in ("function_call",
+                                                                       "custom_tool_call"):
+                session = stdin_session(p)
+                if session:
+                    self.last_read[session] = i
 
     def truths(self, end):
         """The truths of the rollout cut before line `end`."""
         t = dict(ask=None, goal=None, branch=None, verify=None, verdicts=[], files=None, prs=[])
         calls = {}
         sessions = {}
-        for e in self.entries[:end]:
+        for at, e in enumerate(self.entries[:end]):
             kind, p = e.get("type"), e.get("payload") or {}
             if kind == "compacted":
                 t.update(verify=None, verdicts=[], files=None, prs=[])
@@ -210,10 +230,11 @@ class Session:
                     if isinstance(c, list):
                         c = c[-1] if c else None
                     cmds = [c] if isinstance(c, str) else []
-                if p.get("name") == "write_stdin" or "tools.write_stdin(" in (p.get("input") or ""):
-                    m = re.search(r"session_id\"?\s*:\s*(\d+)", p.get("arguments") or p.get("input") or "")
-                    if m and m.group(1) in sessions:
-                        cmds = [sessions[m.group(1)]]
+                session = stdin_session(p)
+                if session and session in sessions:
+                    cmds = [sessions[session]]
+                    if self.last_read.get(session, at) > at:
+                        cmds = []  # read again later: still running
                 calls[p.get("call_id")] = (p.get("name"), cmds, p.get("input") or "")
             elif kind == "response_item" and p.get("type") in (
                     "function_call_output", "custom_tool_call_output"):
@@ -233,16 +254,21 @@ class Session:
                     at = runner(cmd)
                     if at is None:
                         continue
-                    own = text
+                    own, raw = text, "\n".join(parts)
                     if len(cmds) > 1:
                         own = part_output(parts[i]) if len(parts) == len(cmds) else ""
+                        raw = parts[i] if len(parts) == len(cmds) else ""
                     if not parts:
                         continue
-                    # Still running: its verdict comes when its session is read again.
-                    running = re.search(r'"session_id":(\d+)', own)
-                    if running and '"exit_code"' in own:
+                    # Still running: its verdict comes when its session is read again. The
+                    # session shows in the result printed whole (`"session_id":N` and no exit
+                    # code), in Codex's own words, or as the cell printed it (`SESSION_ID=N`).
+                    running = re.search(r'"session_id":(\d+)', raw)
+                    if running and '"exit_code"' in raw:
                         running = None
-                    running = running or re.search(r"Process running with session ID (\d+)", own)
+                    running = (running
+                               or re.search(r"Process running with session ID (\d+)", own)
+                               or re.search(r"(?m)^SESSION_ID=(\d+)$", raw))
                     if running:
                         sessions[running.group(1)] = cmd
                         continue
@@ -383,6 +409,9 @@ def self_test():
     line = "RUST_LOG=x timeout 60 mise run test:unit"
     assert line[runner(line):] == "mise run test:unit"
     assert VERDICT.findall("running 1 test\ntest result: ok. 1 passed; 0 failed")
+    assert not VERDICT.findall("Test environment can be examined in /tmp/test_lock.23tgSa")
+    assert VERDICT.findall("Tests:       49 passed, 49 total") == ["Tests:       49 passed, 49 total"]
+    assert VERDICT.findall("ERROR: E2E test cli/test_lock failed: exited with status code 1")
     block = "Files modified (newest first):\n```text\njdx-tar/src/lib.rs\n```\n"
     assert named_file("/Users/j/src/jdx-tar/src/lib.rs", block_files(block))
     assert not named_file("/Users/j/src/other/src/lib.rs", block_files(block))

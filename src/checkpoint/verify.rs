@@ -348,6 +348,7 @@ const FAIL_PHRASES: &[&str] = &[
     "could not compile",
     "compilation failed",
     "found errors",
+    "task failed",
 ];
 
 /// Phrases of a run that passed, in lower case.
@@ -375,9 +376,29 @@ const PASS_PHRASES: &[&str] = &[
 
 fn class(line: &str) -> Option<Class> {
     let lower = line.to_lowercase();
-    let nonzero_exit = lower
-        .split_once("exited with code ")
-        .is_some_and(|(_, code)| code.starts_with(|c: char| c.is_ascii_digit() && c != '0'));
+    // cargo's progress ("Compiling serde v1.0.2", "Checking testing_table v0.3.0"): a crate's
+    // name and version, never a verdict, whatever words and numbers they hold.
+    let progress = [
+        "compiling ",
+        "checking ",
+        "documenting ",
+        "downloaded ",
+        "fresh ",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p));
+    if progress && lower.contains(" v") && !lower.contains(':') {
+        return None;
+    }
+    // "exited with code 1", mise's "exited with status code 1", go's "exit status 2".
+    let nonzero_exit = [
+        "exited with code ",
+        "exited with status code ",
+        "exit status ",
+    ]
+    .iter()
+    .filter_map(|p| lower.split_once(p))
+    .any(|(_, code)| code.starts_with(|c: char| c.is_ascii_digit() && c != '0'));
     if nonzero_exit || FAIL_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some(Class::Fail);
     }
@@ -410,6 +431,19 @@ fn class(line: &str) -> Option<Class> {
     }
     if saw_pass {
         return Some(Class::Pass);
+    }
+    // A runner's closing time ("Finished in 6.59s", yarn's "✨  Done in 3.21s."): the run got
+    // to its end, which says nothing of how it went.
+    let closing = lower
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+        .strip_prefix("finished in ")
+        .or_else(|| {
+            lower
+                .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+                .strip_prefix("done in ")
+        });
+    if closing.is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit())) {
+        return Some(Class::Weak);
     }
     // `flutter test`'s "+54 -2:" progress lines end in one of the phrases above.
     (saw_count && (lower.contains("test") || lower.contains("spec"))).then_some(Class::Weak)

@@ -201,6 +201,35 @@ fn verdicts_of_real_runs() {
 /// Issue 27: the verdict lines of more runners.
 #[test]
 fn verdicts_of_more_runners() {
+    // A Codex rollout (jdx/mise): the e2e runner's closing time, no count; yarn's.
+    assert_eq!(
+        v(
+            "SUCCESS: [text] 'spy@1.0.0' is in output\ncli/test_x: 6s\n\nFinished in 6.59s\n",
+            false
+        ),
+        ("Finished in 6.59s".into(), true)
+    );
+    assert_eq!(
+        v("$ eslint .\n✨  Done in 3.21s.", false),
+        ("✨ Done in 3.21s.".into(), true)
+    );
+    // A failure before the closing time wins: mise's e2e runner, read without its exit code.
+    assert!(!v("test a ... FAILED\nFinished in 2s", false).1);
+    let (line, passed) = v(
+        "cli/test_lock: 20s\nERROR: E2E test cli/test_lock failed: exited with status code 1\nTest environment can be examined in /tmp/x\n\nFinished in 47.12s\n[test:e2e] ERROR task failed\n",
+        false,
+    );
+    assert!(!passed);
+    assert!(
+        line.contains("exited with status code 1") || line.contains("task failed"),
+        "{line}"
+    );
+    assert!(!v("--- FAIL: TestX\nexit status 1\nFAIL\tpkg\t0.1s", false).1);
+    // cargo's progress, read while the build still runs, says nothing of it.
+    assert_eq!(
+        v("    Checking rattler v0.46.0\n    Checking testing_table v0.3.0\n   Compiling test-log v0.2.21\n", false).0,
+        "exit 0, no summary line in its output"
+    );
     // omp-6c0a282a.jsonl and issue 27: vite, jest with a test that names errors, gradle.
     assert_eq!(
         v("vite v5.4.2 building for production...\n✓ 1284 modules transformed.\ndist/index.html  0.46 kB\n✓ built in 3.39s", false),
