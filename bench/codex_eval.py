@@ -76,7 +76,7 @@ WRAPPERS = ("<environment_context>", "<user_instructions>", "<INSTRUCTIONS>", "#
 
 
 PREFIX = re.compile(r"(?:\s*(?:\w+=\S*|time|nice|env|command|timeout \d+\w?|npx|bunx|uv run|"
-                    r"poetry run|bundle exec|rtk)\s+)*")
+                    r"poetry run|bundle exec|rtk|mise (?:exec|x)(?: \S+)*? --)\s+)*")
 
 
 def runner(command):
@@ -196,6 +196,7 @@ class Session:
         t = dict(ask=None, goal=None, branch=None, verify=None, verdicts=[], files=None, prs=[])
         calls = {}
         sessions = {}
+        cells = {}  # cells still running, by id: their call
         for at, e in enumerate(self.entries[:end]):
             kind, p = e.get("type"), e.get("payload") or {}
             if kind == "compacted":
@@ -230,6 +231,12 @@ class Session:
                     if isinstance(c, list):
                         c = c[-1] if c else None
                     cmds = [c] if isinstance(c, str) else []
+                if p.get("name") == "wait":
+                    # Code mode's `wait` for a cell still running: its output is that cell's.
+                    m = re.search(r"cell_id\"?\s*:\s*\"?(\d+)", p.get("arguments") or "")
+                    if m and m.group(1) in cells:
+                        calls[p.get("call_id")] = cells[m.group(1)]
+                        continue
                 session = stdin_session(p)
                 if session and session in sessions:
                     cmds = [sessions[session]]
@@ -244,6 +251,9 @@ class Session:
                     head, rest = parts[0].split("\nOutput:\n", 1)
                     parts = ([rest] if rest else []) + parts[1:]
                     if head.startswith("Script running"):
+                        m = re.match(r"Script running with cell ID (\d+)", head)
+                        if m:
+                            cells[m.group(1)] = (name, cmds, cell)
                         parts = []
                 text = "\n".join(part_output(x) for x in parts)
                 for url in re.findall(r"https://github\.com/[\w.-]+/[\w.-]+/pull/(\d+)", text):
@@ -263,7 +273,7 @@ class Session:
                     # Still running: its verdict comes when its session is read again. The
                     # session shows in the result printed whole (`"session_id":N` and no exit
                     # code), in Codex's own words, or as the cell printed it (`SESSION_ID=N`).
-                    running = re.search(r'"session_id":(\d+)', raw)
+                    running = re.search(r'"session_id":\s*(\d+)', raw)
                     if running and '"exit_code"' in raw:
                         running = None
                     running = (running
@@ -406,6 +416,8 @@ def self_test():
     assert runner('gh pr create --body "- `cargo test`"') is None
     assert runner("sed -n 1p vitest.config.ts") is None
     assert runner("mise run lint-fix") is None
+    line = "env GOCACHE=/tmp/c mise exec -- go test -count=1 ./internal/sem"
+    assert line[runner(line):].startswith("go test -count=1")
     line = "RUST_LOG=x timeout 60 mise run test:unit"
     assert line[runner(line):] == "mise run test:unit"
     assert VERDICT.findall("running 1 test\ntest result: ok. 1 passed; 0 failed")

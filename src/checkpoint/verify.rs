@@ -120,12 +120,28 @@ fn runner_at(command: &str) -> Option<usize> {
         let mut offset = start;
         for part in plain.split(['&', ';', '|']) {
             if verifies(part.split_whitespace().collect()) {
-                return Some(offset + (part.len() - part.trim_start().len()));
+                return Some(offset + settings_len(part));
             }
             offset += part.len() + 1;
         }
     }
     None
+}
+
+/// How much of `part` comes before its command: spaces, and the variables it sets (`env
+/// GOCACHE=/tmp/c`, `MIX_ENV=test`), which would take the room of the run's own words.
+fn settings_len(part: &str) -> usize {
+    let mut at = part.len() - part.trim_start().len();
+    loop {
+        let rest = &part[at..];
+        let word = rest.split_whitespace().next().unwrap_or_default();
+        let setting = word == "env" || (word.contains('=') && !word.starts_with('-'));
+        let next = rest.len() - rest[word.len()..].trim_start().len();
+        if !setting || word.is_empty() || at + next >= part.len() {
+            return at;
+        }
+        at += next;
+    }
 }
 
 /// A verification's command from its runner on: `cd /long/path && npx jest -t parser 2>&1`
@@ -141,9 +157,10 @@ fn verifies(words: Vec<&str>) -> bool {
         // Variable assignments (`MIX_ENV=test`) and redirections say nothing.
         .skip_while(|w| w.contains('=') && !w.starts_with('-'))
         .peekable();
-    // Wrappers, and their flags (`uv run`, `timeout 60`).
+    // Wrappers, their flags and the variables they set (`uv run`, `timeout 60`, `env X=1`).
     while let Some(w) = words.peek() {
-        if WRAPPERS.contains(w) || w.parse::<u32>().is_ok() || *w == "timeout" {
+        let assignment = w.contains('=') && !w.starts_with('-');
+        if WRAPPERS.contains(w) || w.parse::<u32>().is_ok() || *w == "timeout" || assignment {
             words.next();
         } else {
             break;

@@ -5,6 +5,7 @@ fn verification_commands() {
     for command in [
         "cargo test",
         "cargo clippy --all-targets -- -D warnings",
+        "env GOCACHE=/private/tmp/go-cache mise run check",
         "rustup toolchain install nightly-2026-06-29 --profile minimal && cargo +nightly-2026-06-29 build --all-features",
         "npm test",
         "npm run build",
@@ -73,6 +74,16 @@ fn a_verification_is_named_from_its_runner_on() {
     );
     assert_eq!(from_runner("cargo test -p core"), "cargo test -p core");
     assert_eq!(from_runner("git status"), "git status");
+    // The variables set before the run take no room from its own words.
+    assert_eq!(
+        from_runner("cd x && env GOCACHE=/private/tmp/go-cache mise exec -- go test -race ./a"),
+        "mise exec -- go test -race ./a"
+    );
+    assert_eq!(from_runner("MIX_ENV=test mix test"), "mix test");
+    assert_eq!(
+        from_runner("timeout 60 cargo test"),
+        "timeout 60 cargo test"
+    );
 }
 
 /// Issue 33, classes 1-3: a run on a later line of its command, the worst verdict of a
