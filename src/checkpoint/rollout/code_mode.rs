@@ -219,7 +219,19 @@ impl Feeder {
         let commands: Vec<usize> = (0..cell.calls.len())
             .filter(|n| cell.calls[*n].name == "exec_command")
             .collect();
-        let printing = cell.calls.iter().filter(|c| !quiet(&c.name)).count();
+        // `if (r.session_id) text((await tools.write_stdin({session_id: r.session_id, …})).output)`:
+        // a read of the cell's one command's own session (named by a variable, not a number)
+        // prints the rest of that command's output.
+        let continues = |c: &CellCall| {
+            commands.len() == 1
+                && c.name == "write_stdin"
+                && c.arg.as_ref().and_then(session_of).is_none()
+        };
+        let printing = cell
+            .calls
+            .iter()
+            .filter(|c| !quiet(&c.name) && !continues(c))
+            .count();
         let once = cell.calls.iter().all(|c| !c.repeated);
         let patch_failed = !completed
             || cell
@@ -247,7 +259,9 @@ impl Feeder {
         // Whose are the parts: one printing call takes them all; several commands (and nothing
         // else that prints) one part each.
         let owners: Vec<(usize, Vec<&String>)> = if printing == 1 {
-            match (0..cell.calls.len()).find(|n| !quiet(&cell.calls[*n].name)) {
+            match (0..cell.calls.len())
+                .find(|n| !quiet(&cell.calls[*n].name) && !continues(&cell.calls[*n]))
+            {
                 Some(n) => vec![(n, cell.parts.iter().collect())],
                 None => Vec::new(),
             }
