@@ -177,7 +177,8 @@ decisions, open tasks and next steps are not yet saved, save them now, {where}, 
 before anything else; then tell the user to run {make_room} now.";
 
 /// The default texts when the client compacts only once a request no longer fits the window
-/// (no threshold for this model): the window's end is the point, and a compaction comes there.
+/// (no threshold for this model): where a request overflows (4k before the window's end) is the
+/// point, and a compaction comes there.
 const FULL_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
 window is full ({tokens} of {window} tokens are in use). Claude Code compacts this session only \
 then, when a request no longer fits, and the compaction will summarise and drop the history. \
