@@ -1070,7 +1070,7 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
 fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
     let question =
         "Two ways to validate the import: (A) strict schemas or (B) lenient parsing. (A) or (B)?";
-    let nudge = "ctxguard: 250k tokens are in context. If this session now waits for the user for about an hour, Claude Code compacts it while idle.";
+    let nudge = "ctxguard: an hour idle compacts these 250k tokens. Briefly save decisions, open tasks, next steps to your memory; start nothing new.";
     let forms = [
         json!({"type": "attachment", "isSidechain": false, "attachment": {
             "type": "hook_additional_context", "content": [nudge], "hookName": "Stop",
@@ -1108,7 +1108,7 @@ fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
         );
         assert!(block.contains("(A) or (B)?"), "{block}");
         assert!(!block.contains("Saved the validation plan"), "{block}");
-        assert!(!block.contains("250k tokens are in context"), "{block}");
+        assert!(!block.contains("an hour idle compacts"), "{block}");
     }
 }
 
