@@ -177,7 +177,8 @@ decisions, open tasks and next steps are not yet saved, save them now, {where}, 
 before anything else; then tell the user to run {make_room} now.";
 
 /// The default texts when the client compacts only once a request no longer fits the window
-/// (no threshold for this model): the window's end is the point, and a compaction comes there.
+/// (no threshold for this model): where a request overflows (4k before the window's end) is the
+/// point, and a compaction comes there.
 const FULL_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
 window is full ({tokens} of {window} tokens are in use). Claude Code compacts this session only \
 then, when a request no longer fits, and the compaction will summarise and drop the history. \
@@ -214,13 +215,12 @@ pub fn nudge_templates(config: &Config, ending: Ending) -> (&str, &str) {
     )
 }
 
-const IDLE_NUDGE_TEXT: &str = "ctxguard: {tokens} tokens are in context. If this session now \
-waits for the user for about an hour, Claude Code compacts it while idle, and the history is \
-summarised and dropped. Before the turn ends, save what is not yet saved to memory, {where}: \
-decisions and their reasons, user preferences, debugging insights, project facts, open tasks \
-and next steps, in a few lines, and start no new work. Then end your turn by repeating, word for \
-word, the question you last asked the user or what you last told them, so that it stays the last \
-thing they read.";
+/// The end-of-turn nudge before an idle compaction. Claude Code shows a Stop hook's context to
+/// the user as well as to the model, in full ("Stop hook says: …", measured on the real 2.1.332:
+/// docs/clients.md), and a `systemMessage` beside it would only add a line: so one short text
+/// that serves both, about one line in the TUI.
+const IDLE_NUDGE_TEXT: &str = "ctxguard: an hour idle compacts these {tokens} tokens. Briefly \
+save decisions, open tasks, next steps to {where}; start nothing new.";
 
 /// The text of the end-of-turn nudge before an idle compaction.
 pub fn idle_nudge_text(tokens: u64, place: &str) -> String {

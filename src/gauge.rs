@@ -154,10 +154,15 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
     };
     // The last known reading is marked, so a frame without usage does not look current.
     let mark = if gauge.last_known { "~" } else { "" };
+    let indicator = client_indicator_shown(tokens, l, gauge.ending);
     // Only a compaction the client will do is counted down to; else the window's end.
     let distance = match (gauge.ending, tokens >= l.compact_at) {
         (Ending::Threshold, true) => "compaction due".to_string(),
         (Ending::Threshold, false) => format!("compacts in {}", human(l.headroom(tokens))),
+        // The client's "N% context used" counts against the window less a 20k reservation, and
+        // reads 100% while requests still fit: beside it, a count of tokens left would
+        // contradict it, so none is shown while it is.
+        (Ending::CompactsWhenFull, _) if indicator => "compacts when full".to_string(),
         (_, true) => "window full".to_string(),
         (_, false) => format!("full in {}", human(l.headroom(tokens))),
     };
@@ -169,7 +174,7 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
     // Near the end the client shows a percentage of its own, of another base ("N% until
     // auto-compact", "N% context used" of the window less the reply's reservation): two
     // different figures side by side would contradict each other, so ctxguard shows none then.
-    let pct = if client_indicator_shown(tokens, l, gauge.ending) {
+    let pct = if indicator {
         String::new()
     } else {
         let pct = gauge

@@ -27,6 +27,7 @@ pub enum Kind {
 /// Compactions after which a fresh session is suggested.
 const MANY_COMPACTIONS: u64 = 3;
 
+mod focus;
 mod section;
 use section::{left_out, Section, NOTHING};
 
@@ -190,14 +191,14 @@ fn render_checkpoint(
 
     // The goal, unless it is the newest ask (shown as such); an older ask the goal already shows
     // is not repeated.
-    let goal: Vec<String> = cp
+    let mut goal: Vec<String> = cp
         .goal
         .iter()
         .filter(|g| !cp.asks.last().is_some_and(|newest| same_ask(g, newest)))
         .cloned()
         .collect();
     let not_goal = |a: &&String| !goal.first().is_some_and(|g| same_ask(g, a));
-    let asks: Vec<String> = cp
+    let mut asks: Vec<String> = cp
         .asks
         .iter()
         .rev()
@@ -241,7 +242,7 @@ fn render_checkpoint(
     } else {
         0
     };
-    let open: Vec<String> = cp
+    let mut open: Vec<String> = cp
         .todos
         .iter()
         .filter(|t| t.is_open())
@@ -403,6 +404,14 @@ fn render_checkpoint(
     // plan and the open tasks, the last verification, what was saved, the files and the pull
     // requests only looked at, the other failures; then the gist, the compaction's
     // instructions and the earlier requests.
+    // What the focus sets aside is left out, and named in one line (`recovery/focus.rs`).
+    let reading = match &m.custom_instructions {
+        Some(c) if focus => focus::Focus::parse(c),
+        _ => focus::Focus::default(),
+    };
+    let goal_aside = reading.take_aside(&mut goal) > 0;
+    let counts = [&mut asks, &mut open].map(|items| reading.take_aside(items));
+    let aside = focus::aside_line(goal_aside, [counts[0], counts[1], set_aside]);
     let focus_section = |rank| {
         Section::new(
             if focus {
@@ -479,12 +488,7 @@ fn render_checkpoint(
     }
 
     let mut footer = String::new();
-    if set_aside > 0 {
-        footer.push_str(&format!(
-            "({set_aside} requests from before the previous compaction are left out: the focus \
-             set them aside. They are in the checkpoint file.)\n\n"
-        ));
-    }
+    footer.push_str(aside.as_deref().unwrap_or_default());
     if cp.named_in_summary > 0 {
         footer.push_str(&format!(
             "({} requests, open todos and modified files are left out: the compaction's \

@@ -13,6 +13,13 @@ pub const LARGE_WINDOW: u64 = 1_000_000;
 /// it compacts at `window − min(max output, 20k) − 13k`.
 pub const AUTOCOMPACT_MARGIN: u64 = 13_000;
 
+/// Where a request overflows the window, for a model the client compacts only then: read in
+/// 2.1.332's code, a request the API refuses as too long for its `max_tokens` is sent again with
+/// `max_tokens` = window − input − 1000 while that is at least `FLOOR_OUTPUT_TOKENS` (3000);
+/// below, the refusal counts as a prompt too long, and the client compacts. So the context
+/// overflows 4k before the window's end (docs/client-code.md).
+pub const OVERFLOW_MARGIN: u64 = 4_000;
+
 /// The usage block of one API reply, as the status line and the transcript both carry it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenCounts {

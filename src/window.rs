@@ -91,7 +91,8 @@ pub enum CompactSource {
     Off(String),
     /// The client does not compact this model at a threshold (the model, as the client names
     /// it): it sends every request, and compacts when the API refuses one as too long for the
-    /// window (its "reactive" compaction). The point is the window's end.
+    /// window (its "reactive" compaction). The point is where a request overflows, 4k before
+    /// the window's end.
     Reactive(String),
     /// Codex's own default: 90% of the model's window.
     CodexDefault,
@@ -109,8 +110,8 @@ impl CompactSource {
                 format!("the window's end: auto-compaction is off ({origin})")
             }
             CompactSource::Reactive(model) => format!(
-                "the window's end: Claude Code compacts {model} only when a request no longer \
-                 fits the window, not at a threshold"
+                "4k before the window's end, where a request no longer fits even with the \
+                 smallest reply: Claude Code compacts {model} only then, not at a threshold"
             ),
             CompactSource::CodexDefault => "90% of the model's window (Codex's default)".into(),
         }
@@ -132,7 +133,8 @@ impl CompactSource {
 pub enum Ending {
     /// Auto-compaction at `compact_at`, before the window is full.
     Threshold,
-    /// Compaction only when a request no longer fits the window (`compact_at` is its end).
+    /// Compaction only when a request no longer fits the window (`compact_at` is where it
+    /// overflows, [`crate::usage::OVERFLOW_MARGIN`] before its end).
     CompactsWhenFull,
     /// No auto-compaction: the window fills (`compact_at` is its end).
     Full,
@@ -281,7 +283,8 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
     if let Some(model) = reactive {
         policy.autocompact_window = None;
         policy.autocompact_pct = None;
-        policy.compact_buffer_tokens = 0;
+        // No threshold: the point is where a request no longer fits, whatever `max_tokens`.
+        policy.compact_buffer_tokens = crate::usage::OVERFLOW_MARGIN;
         source = CompactSource::Reactive(model);
     }
     let mut limits = Limits::compute(window, &policy);

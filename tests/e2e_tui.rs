@@ -326,10 +326,20 @@ fn tui_with_hooks(hooks: &[(&str, &str)], script: Script) -> Option<TuiRig> {
 /// [`tui_with_hooks`] with these variables in the settings' `env` block (the client applies it
 /// to itself and to every hook).
 fn tui_with_env(hooks: &[(&str, &str)], script: Script, vars: &[(&str, &str)]) -> Option<TuiRig> {
+    tui_on("2.1.330", hooks, script, vars)
+}
+
+/// [`tui_with_env`] on the client `version`.
+fn tui_on(
+    version: &str,
+    hooks: &[(&str, &str)],
+    script: Script,
+    vars: &[(&str, &str)],
+) -> Option<TuiRig> {
     if !tmux_available() {
         return None;
     }
-    let client = client_at("2.1.330")?;
+    let client = client_at(version)?;
     let env = TestEnv::new();
     let dir = env.dir.path().to_path_buf();
     let project = project_in(&env);
@@ -615,7 +625,7 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     );
     assert!(first.get("decision").is_none(), "{first}");
     assert!(
-        text.starts_with("ctxguard: 250k tokens are in context"),
+        text.starts_with("ctxguard: an hour idle compacts these 250k tokens"),
         "{first}"
     );
     assert_eq!(
@@ -625,7 +635,7 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     assert_eq!(requests.len(), 2, "one more model call, no loop");
     // The text reaches the model once, after the answer (the client's system prompt names the
     // Stop hook's labels too, so only the messages are counted).
-    let said = "ctxguard: 250k tokens are in context";
+    let said = "ctxguard: an hour idle compacts these 250k tokens";
     assert_eq!(count(&requests[0]["messages"], said), 0);
     assert_eq!(count(&requests[1]["messages"], said), 1, "{}", requests[1]);
     for never in ["Stop hook feedback", "Stop hook blocking error"] {
@@ -823,7 +833,10 @@ fn tui_the_idle_nudge_leaves_the_regular_nudge_in_time() {
     );
     let last = requests.last().unwrap();
     assert_eq!(
-        count(&last["messages"], "ctxguard: 300k tokens are in context"),
+        count(
+            &last["messages"],
+            "ctxguard: an hour idle compacts these 300k tokens"
+        ),
         1
     );
     assert_eq!(
@@ -839,4 +852,154 @@ fn tui_the_idle_nudge_leaves_the_regular_nudge_in_time() {
         "{m}"
     );
     assert!(m["idle_nudge"]["tokens"].as_u64() >= Some(300_000), "{m}");
+}
+
+/// Issue 37 item 4, on the newest client (2.1.332): what a hook's `systemMessage` and its
+/// `hookSpecificOutput.additionalContext` each reach, for every event ctxguard nudges through.
+/// A shell hook prints both. `systemMessage` is shown to the user ("<event> says: …") and never
+/// sent to the model; `additionalContext` reaches the model for all four, and the TUI shows it
+/// too for `Stop` only ("Stop hook says: …", every line of it), `suppressOutput` or not.
+/// Recorded in docs/clients.md.
+#[test]
+fn tui_what_a_hooks_system_message_and_context_each_reach_on_2_1_332() {
+    let script = Script {
+        tool_calls: 1,
+        context_tokens: 50_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    if !tmux_available() {
+        return;
+    }
+    let Some(client) = client_at("2.1.332") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let project = project_in(&env);
+    let hook = dir.join("both.sh");
+    // Both fields, and `suppressOutput`; a second Stop (`stop_hook_active`) is quiet.
+    fs::write(
+        &hook,
+        r#"#!/bin/sh
+input=$(cat)
+case $input in *'"stop_hook_active":true'*) exit 0 ;; esac
+printf '{"suppressOutput":true,"systemMessage":"SM-%s","hookSpecificOutput":{"hookEventName":"%s","additionalContext":"AC-%s one\\nAC-%s two"}}' "$1" "$1" "$1" "$1"
+"#,
+    )
+    .unwrap();
+    let chmod = Command::new("chmod")
+        .arg("755")
+        .arg(&hook)
+        .status()
+        .unwrap();
+    assert!(chmod.success());
+    let events = ["UserPromptSubmit", "PreToolUse", "PostToolBatch", "Stop"];
+    let mut registered = serde_json::Map::new();
+    for event in events {
+        let line = format!("{} {event}", quote(&hook));
+        registered.insert(
+            event.to_string(),
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": line}]}]),
+        );
+    }
+    let settings = dir.join("settings.json");
+    fs::write(&settings, json!({"hooks": registered}).to_string()).unwrap();
+    let api = FakeApi::start_with(dir, script, &[]);
+    let tui = start(&client, &env, &project, &settings, api.port);
+    tui.wait_for("the prompt", |s| s.contains("❯").then_some(()));
+    tui.submit("run one command");
+    let (screen, requests) = tui.wait_for("the turn, the Stop hook's and the answer to it", |s| {
+        let r = conversation(&api);
+        (r.len() >= 3 && s.contains("AC-Stop two") && !s.contains("esc to interrupt"))
+            .then(|| (s.to_string(), r))
+    });
+    let last = requests.last().unwrap();
+    for event in events {
+        let shown = if event == "PreToolUse" {
+            "PreToolUse:Bash says: SM-PreToolUse".to_string()
+        } else {
+            format!("{event} says: SM-{event}")
+        };
+        assert!(screen.contains(&shown), "{event}: {screen}");
+        assert_eq!(count(last, &format!("SM-{event}")), 0, "{event}: {last}");
+        assert_eq!(
+            count(&last["messages"], &format!("AC-{event} one")),
+            1,
+            "{event}"
+        );
+        let context_shown = screen.contains(&format!("AC-{event} one"));
+        assert_eq!(context_shown, event == "Stop", "{event}: {screen}");
+    }
+    assert!(screen.contains("Stop hook says: AC-Stop one"), "{screen}");
+    eprintln!("2.1.332, both fields from every nudge event:\n{screen}");
+}
+
+/// Issue 37 item 4: the idle nudge on the newest client (2.1.332), whose TUI shows a Stop hook's
+/// context in full: one short line the user reads ("Stop hook says: …", no memory path, no
+/// question to repeat), the same text in the model's next request, once.
+#[test]
+fn tui_the_idle_nudge_is_one_short_line_on_2_1_332() {
+    let script = Script {
+        tool_calls: 0,
+        context_tokens: 250_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let Some(rig) = tui_on("2.1.332", &[("Stop", "stop")], script, &[]) else {
+        return;
+    };
+    let (tui, api) = (&rig.tui, &rig.api);
+    tui.submit("CHAT sum up the design");
+    let said = "ctxguard: an hour idle compacts these 250k tokens.";
+    let (screen, requests) = tui.wait_for("the Stop nudge and the answer to it", |s| {
+        let r = conversation(api);
+        (rig.runs("stop").len() >= 2 && r.len() >= 2 && !s.contains("esc to interrupt"))
+            .then(|| (s.to_string(), r))
+    });
+    let line = screen
+        .lines()
+        .find(|l| l.contains("Stop hook says: "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    // The whole text on one line of a 160-column terminal.
+    assert!(
+        line.contains(said) && line.trim_end().ends_with("start nothing new."),
+        "{screen}"
+    );
+    for never in [".claude/projects", "MEMORY.md", "word for word"] {
+        assert!(!screen.contains(never), "{never}: {screen}");
+    }
+    assert_eq!(count(&requests[1]["messages"], said), 1, "{}", requests[1]);
+    assert_eq!(count(&requests[0]["messages"], said), 0);
+    eprintln!("2.1.332, the idle nudge:\n{screen}");
+}
+
+/// Issue 37 item 1, on the newest client (2.1.332): claude-sonnet-4-5 at 189k of 200k, a model
+/// the client compacts only when a request no longer fits. The client's indicator reads "100%
+/// context used"; the gauge beside it shows no count of tokens left.
+#[test]
+fn tui_no_count_beside_the_clients_100_percent_on_2_1_332() {
+    let script = Script {
+        tool_calls: 0,
+        context_tokens: 189_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let vars = [("ANTHROPIC_MODEL", "claude-sonnet-4-5-20250929")];
+    let Some(rig) = tui_on("2.1.332", &[], script, &vars) else {
+        return;
+    };
+    rig.tui.submit("CHAT how full is it");
+    let screen = rig
+        .tui
+        .wait_for("the gauge at 189k and the client's indicator", |s| {
+            (s.contains("189k/200k") && s.contains("context used")).then(|| s.to_string())
+        });
+    assert!(screen.contains("100% context used"), "{screen}");
+    assert!(
+        screen.contains("ctx 189k/200k · compacts when full"),
+        "{screen}"
+    );
+    assert!(!screen.contains("full in"), "{screen}");
+    eprintln!("2.1.332, claude-sonnet-4-5 at 189k:\n{screen}");
 }

@@ -1056,10 +1056,84 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
     assert!(focused.contains("Write the validation report"), "{focused}");
     assert!(
         focused.contains(
-            "requests from before the previous compaction are left out: the focus set them aside"
+            "(Set aside by the focus, so left out here: 1 request from before the previous \
+             compaction. They are in the checkpoint file.)"
         ),
         "{focused}"
     );
+}
+
+/// Issue 37 item 5: `/compact focus on the README changes only, drop the parser history`. What
+/// the focus sets aside (the parser goal, the parser request, the parser's todo) is left out of
+/// the block and named in one line; what it keeps (the README request and todo) stays. The rule,
+/// mechanical, is `recovery/focus.rs`'s: the words after "drop" are set aside, and a clause with
+/// "only" keeps only what names one of its words.
+#[test]
+fn a_compact_focus_leaves_out_what_it_drops_and_names_it_in_one_line() {
+    let env = TestEnv::new();
+    let ts = time_from_now(-60);
+    let usage = json!({"input_tokens": 5, "cache_creation_input_tokens": 0,
+                       "cache_read_input_tokens": 90_000});
+    let prompt = |text: &str| {
+        json!({"type": "user", "cwd": CWD, "timestamp": ts,
+               "message": {"role": "user", "content": text}})
+    };
+    let reply = |text: &str| {
+        json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+               "content": [{"type": "text", "text": text}], "usage": usage}})
+    };
+    let lines = [
+        prompt("Build the parser for the config format"),
+        json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+            "content": [{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [
+                {"content": "Fix the parser's escape handling", "status": "pending", "activeForm": "Fixing"},
+                {"content": "Proofread the README", "status": "in_progress", "activeForm": "Proofreading"}]}}],
+            "usage": usage}}),
+        reply("Parser skeleton in place."),
+        prompt("Handle quoted strings in the parser as well"),
+        reply("Quoted strings handled."),
+        prompt("Now update the README install section for the new flags"),
+        reply("README updated."),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = env.write("t.jsonl", &text);
+    let focus = "focus on the README changes only, drop the parser history";
+    let run = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "manual", json!(focus)).to_string(),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let block = decode_block(
+        &env.run(
+            &["sessionstart"],
+            sessionstart_payload(SESSION, "compact", CWD).to_string(),
+        )
+        .stdout,
+    );
+    for gone in [
+        "Build the parser for the config format",
+        "Handle quoted strings in the parser",
+        "Fix the parser's escape handling",
+    ] {
+        assert!(!block.contains(gone), "{gone}: {block}");
+    }
+    for kept in [
+        "focus on the README changes only, drop the parser history",
+        "Now update the README install section for the new flags",
+        "[in_progress] Proofread the README",
+        "(Set aside by the focus, so left out here: the session's goal, 1 request, 1 open todo. \
+         They are in the checkpoint file.)",
+    ] {
+        assert!(block.contains(kept), "{kept}: {block}");
+    }
+    // The checkpoint keeps everything, for whoever looks.
+    let cp = env
+        .state()
+        .join("checkpoints")
+        .join(SESSION)
+        .join("_latest.json");
+    let cp = std::fs::read_to_string(cp).unwrap();
+    assert!(cp.contains("Handle quoted strings in the parser"), "{cp}");
 }
 
 /// A turn ctxguard's own Stop nudge made the agent take (to save before an idle compaction) is
@@ -1070,7 +1144,7 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
 fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
     let question =
         "Two ways to validate the import: (A) strict schemas or (B) lenient parsing. (A) or (B)?";
-    let nudge = "ctxguard: 250k tokens are in context. If this session now waits for the user for about an hour, Claude Code compacts it while idle.";
+    let nudge = "ctxguard: an hour idle compacts these 250k tokens. Briefly save decisions, open tasks, next steps to your memory; start nothing new.";
     let forms = [
         json!({"type": "attachment", "isSidechain": false, "attachment": {
             "type": "hook_additional_context", "content": [nudge], "hookName": "Stop",
@@ -1108,7 +1182,7 @@ fn the_gist_skips_the_turn_ctxguards_stop_nudge_forced() {
         );
         assert!(block.contains("(A) or (B)?"), "{block}");
         assert!(!block.contains("Saved the validation plan"), "{block}");
-        assert!(!block.contains("250k tokens are in context"), "{block}");
+        assert!(!block.contains("an hour idle compacts"), "{block}");
     }
 }
 

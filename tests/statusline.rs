@@ -100,9 +100,9 @@ fn a_payload_without_window_size_uses_the_models_window() {
         ),
         (
             "claude-sonnet-4-5-20250929",
-            "ctx 65% · 130k/200k · full in 70k\n",
+            "ctx 65% · 130k/200k · full in 66k\n",
             "idle",
-            160_000,
+            156_000,
         ),
     ] {
         let env = TestEnv::new();
@@ -284,4 +284,54 @@ fn usage_above_the_reported_window_proves_it_wrong() {
     );
     // The model's own window (claude-opus-5-5: 1M) replaces the impossible report.
     assert_eq!(m["window_source"], "model");
+}
+
+/// Issue 37 item 1: claude-sonnet-4-5, which Claude Code compacts only when a request no longer
+/// fits. Its requests carry `max_tokens: 32000`; a request the API refuses for it is sent again
+/// with `max_tokens` cut to what is left less 1000, and only below 3000 does the client compact
+/// (read in 2.1.332's code): the context overflows at 196k of 200k, not at 200k. The client's own
+/// indicator reads "N% context used" of 180k from 147k on (100% at 189k): the gauge shows no
+/// count of tokens left beside it, and the critical nudge counts to 196k.
+#[test]
+fn a_model_compacted_only_when_full_is_counted_to_where_a_request_overflows() {
+    let env = TestEnv::new();
+    let gauge = |tokens: u64| {
+        let mut payload = statusline_payload(SESSION, Some(tokens), Some(200_000));
+        payload["model"]["id"] = json!("claude-sonnet-4-5-20250929");
+        env.run(&["statusline", "--no-color"], payload.to_string())
+            .stdout
+    };
+    assert_eq!(gauge(140_000), "ctx 70% · 140k/200k · full in 56k\n");
+    for tokens in [147_000, 170_000, 189_000, 199_000] {
+        let shown = gauge(tokens);
+        assert_eq!(
+            shown,
+            format!("ctx {}k/200k · compacts when full\n", tokens / 1000)
+        );
+    }
+    let m = env.marker(SESSION);
+    assert_eq!(
+        (m["compact_at"].as_u64(), m["critical_at"].as_u64()),
+        (Some(196_000), Some(181_000)),
+        "{m}"
+    );
+    // At 189k the critical nudge: 7k left before the overflow, not 11k before the window's end.
+    let env = TestEnv::new();
+    let mut payload = statusline_payload(SESSION, Some(189_000), Some(200_000));
+    payload["model"]["id"] = json!("claude-sonnet-4-5-20250929");
+    env.statusline(&payload);
+    let transcript = env.dir.path().join("no-such-transcript.jsonl");
+    let text = decode_nudge(
+        &env.pretooluse(&pretooluse_payload(SESSION, &transcript))
+            .stdout,
+    );
+    assert!(
+        text.starts_with(
+            "ctxguard: the context window is almost full: about 7k tokens are left (189k of 200k \
+             tokens are in use), and Claude Code compacts this session when a request no longer \
+             fits."
+        ),
+        "{text}"
+    );
+    assert_eq!(env.marker(SESSION)["state"], "critical_nudged");
 }

@@ -38,13 +38,12 @@ fn past_the_idle_threshold_the_turn_goes_on_once_to_save() {
     let text = out["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap();
-    assert!(
-        text.starts_with("ctxguard: 250k tokens are in context. If this session now waits"),
-        "{text}"
-    );
-    assert!(
-        text.contains("end your turn by repeating, word for word, the question"),
-        "{text}"
+    // The user reads it too ("Stop hook says: …"): one short line, no path, no question to
+    // repeat; the client's system prompt names the memory folder.
+    assert_eq!(
+        text,
+        "ctxguard: an hour idle compacts these 250k tokens. Briefly save decisions, open \
+         tasks, next steps to your memory; start nothing new."
     );
     // A level of its own: the trigger's nudge is still to come.
     let m = env.marker(SESSION);

@@ -175,7 +175,7 @@ fn models_the_client_compacts_only_when_full() {
         let canonical = crate::client::reactive_model(model, None).unwrap();
         assert_eq!(
             at("2.1.330", ClientCompaction::default(), model),
-            (200_000, 160_000, reactive(&canonical)),
+            (196_000, 156_000, reactive(&canonical)),
             "{model}"
         );
         assert_eq!(
@@ -185,7 +185,7 @@ fn models_the_client_compacts_only_when_full() {
         );
         // 2.1.152 was the last to compact them at the threshold; 2.1.153 the first not to.
         assert_eq!(at("2.1.152", ClientCompaction::default(), model).0, 167_000);
-        assert_eq!(at("2.1.153", ClientCompaction::default(), model).0, 200_000);
+        assert_eq!(at("2.1.153", ClientCompaction::default(), model).0, 196_000);
     }
     assert_eq!(
         at("2.1.330", ClientCompaction::default(), "claude-opus-4-6"),
@@ -194,7 +194,7 @@ fn models_the_client_compacts_only_when_full() {
     // 2.1.153 to 2.1.162 compacted it only when full too.
     assert_eq!(
         at("2.1.160", ClientCompaction::default(), "claude-opus-4-6").0,
-        200_000
+        196_000
     );
     assert_eq!(
         at(
@@ -202,7 +202,7 @@ fn models_the_client_compacts_only_when_full() {
             ClientCompaction::default(),
             "claude-opus-4-6[1m]"
         ),
-        (1_000_000, 960_000, reactive("claude-opus-4-6"))
+        (996_000, 956_000, reactive("claude-opus-4-6"))
     );
     assert_eq!(
         at("2.1.330", ClientCompaction::default(), "claude-opus-5-5").0,
@@ -227,7 +227,7 @@ fn models_the_client_compacts_only_when_full() {
         window_setting: Some((None, "autoCompactWindow in x".into())),
         ..ClientCompaction::default()
     };
-    assert_eq!(at("2.1.330", auto, "claude-haiku-4-5").0, 200_000);
+    assert_eq!(at("2.1.330", auto, "claude-haiku-4-5").0, 196_000);
     // Auto-compaction off wins.
     let off = ClientCompaction {
         off: Some("DISABLE_AUTO_COMPACT".into()),

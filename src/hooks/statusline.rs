@@ -306,14 +306,31 @@ mod tests {
             client_pct: None,
             trace: None,
         };
+        // Compacted only when a request overflows, 4k before the end: counted down to there,
+        // but never beside the client's own "N% context used" (100% from about 179k).
+        let overflow = |tokens| Gauge {
+            limits: Limits::compute(
+                200_000,
+                &crate::usage::Policy {
+                    compact_buffer_tokens: crate::usage::OVERFLOW_MARGIN,
+                    ..crate::usage::Policy::default()
+                },
+            ),
+            ..end(tokens, Ending::CompactsWhenFull)
+        };
         assert_eq!(
-            render(&end(146_000, Ending::CompactsWhenFull), false),
-            "ctx 73% · 146k/200k · full in 54k"
+            render(&overflow(146_000), false),
+            "ctx 73% · 146k/200k · full in 50k"
         );
-        assert_eq!(
-            render(&end(171_000, Ending::CompactsWhenFull), false),
-            "ctx 171k/200k · full in 29k"
-        );
+        for tokens in [147_000, 171_000, 189_000, 197_000] {
+            assert_eq!(
+                render(&overflow(tokens), false),
+                format!(
+                    "ctx {}/200k · compacts when full",
+                    crate::usage::human(tokens)
+                )
+            );
+        }
         assert_eq!(
             render(&end(159_000, Ending::Full), false),
             "ctx 80% · 159k/200k · full in 41k"

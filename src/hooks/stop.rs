@@ -114,7 +114,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     if !nudged {
         return Ok(Outcome::Quiet);
     }
-    let (place, _) = memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
+    let place = memory::short_save_place_for(env, &input.cwd, &input.transcript_path, &config);
     let text = idle_nudge_text(tokens, &place);
     Ok(Outcome::Print(additional_context(event::STOP, text)))
 }

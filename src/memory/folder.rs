@@ -76,6 +76,17 @@ pub(super) fn save_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> 
     }
 }
 
+/// [`save_place`] in a few words, for a text the user reads too (the idle nudge: the client
+/// shows a Stop hook's context in the TUI): Claude Code's own memory is named by the client's
+/// system prompt already, so "your memory" says it; ctxguard's file is named by its path.
+pub(super) fn short_place(client_dir: Option<&Path>, own_file: Option<&Path>) -> String {
+    match (client_dir, own_file) {
+        (Some(_), _) => "your memory".to_string(),
+        (None, Some(file)) => cut(&sanitize(&file.display().to_string(), true), 300),
+        (None, None) => "your memory file or tool".to_string(),
+    }
+}
+
 /// Where a session's memories should go (the words of [`save_place`]), and what the user can run
 /// to make room: `/compact or /clear`, or `/clear` alone when `DISABLE_COMPACT` is set. Worked
 /// out only when a nudge is given.
@@ -85,6 +96,29 @@ pub fn save_place_for(
     transcript_path: &str,
     config: &Config,
 ) -> (String, &'static str) {
+    let (client, own, make_room) = places_for(env, cwd, transcript_path, config);
+    (save_place(client.as_deref(), own.as_deref()), make_room)
+}
+
+/// Where a session's memories should go in a few words ([`short_place`]): the idle nudge's.
+pub fn short_save_place_for(
+    env: &Env,
+    cwd: &str,
+    transcript_path: &str,
+    config: &Config,
+) -> String {
+    let (client, own, _) = places_for(env, cwd, transcript_path, config);
+    short_place(client.as_deref(), own.as_deref())
+}
+
+/// The client's memory folder, ctxguard's memory file the nudge may name, and what the user can
+/// run to make room.
+fn places_for(
+    env: &Env,
+    cwd: &str,
+    transcript_path: &str,
+    config: &Config,
+) -> (Option<PathBuf>, Option<PathBuf>, &'static str) {
     let project = (!cwd.is_empty()).then(|| Path::new(cwd));
     let settings = crate::facts::client_settings(env, project);
     let make_room = if settings.compact_off() {
@@ -112,7 +146,7 @@ pub fn save_place_for(
         .filter(|f| !codex || in_project(f))
         .map(|f| resolve(f, &places))
         .find(|p| super::read(p, &places).is_ok() && no_link_on_the_way(p, &places));
-    (save_place(client.as_deref(), own.as_deref()), make_room)
+    (client, own, make_room)
 }
 
 /// Claude Code's memory folder for a session in `cwd` whose transcript is `transcript_path`,

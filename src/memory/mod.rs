@@ -30,7 +30,7 @@ use crate::text::{cut, sanitize};
 mod folder;
 mod saved;
 
-pub use folder::{client_dir_for, save_place_for};
+pub use folder::{client_dir_for, save_place_for, short_save_place_for};
 pub use saved::{saved_for, saved_since};
 
 /// Reading more than this of a memory file is pointless: the budget is smaller.

@@ -197,6 +197,10 @@ fn the_save_place_names_the_folder_or_the_file() {
         )
     );
     assert_eq!(save_place(None, None), "in your memory file or tool");
+    // In a few words, for the idle nudge the user reads too: no folder path.
+    assert_eq!(short_place(Some(dir), Some(own)), "your memory");
+    assert_eq!(short_place(None, Some(own)), own.display().to_string());
+    assert_eq!(short_place(None, None), "your memory file or tool");
 }
 
 #[test]

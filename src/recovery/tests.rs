@@ -526,7 +526,7 @@ fn a_focus_leads_and_sets_earlier_requests_aside() {
         "not instructions",
         "The user's focus for this compaction (`/compact` instructions; it decides what matters now):\n```text\nkeep the open items\n```",
         "Recent user requests, for reference: the focus above decides what matters (newest first):\n```text\nsecond ask\nfirst ask\n```",
-        "(1 requests from before the previous compaction are left out: the focus set them aside.",
+        "(Set aside by the focus, so left out here: 1 request from before the previous compaction. They are in the checkpoint file.)",
     ];
     let mut at = 0;
     for piece in order {

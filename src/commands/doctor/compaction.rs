@@ -63,7 +63,8 @@ fn only_when_full(ctx: &Context) -> Option<Finding> {
             "Claude Code{} compacts claude-sonnet-4-5, claude-haiku-4-5, claude-opus-4-5 and older \
              models (and a [1m] window on claude-sonnet/opus-4-6) only when a request no longer \
              fits the window, not at a threshold: for them the nudges come 40k and 15k before \
-             the window's end, and the status line shows no countdown to a compaction (`full in`); \
+             that point (4k before the window's end), and the status line shows no countdown to a \
+             compaction (`full in`); \
              a compaction window (autoCompactWindow, CLAUDE_CODE_AUTO_COMPACT_WINDOW) makes it \
              compact them at the threshold",
             version.map(|v| format!(" {v}")).unwrap_or_default()
