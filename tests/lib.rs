@@ -7,6 +7,7 @@ mod util;
 // watched through `sh` and /proc: neither is built for Windows (see below).
 mod codex;
 mod codex_code_mode;
+mod codex_real_forms;
 mod codex_window;
 mod docs;
 #[cfg(unix)]
