@@ -350,6 +350,9 @@ pub enum Item {
     Cwd(String),
     /// A user message's text (Codex's own wrappers included: the reader of asks drops them).
     User(String),
+    /// Codex's `user_message` event: what the user sent, as its TUI shows it (written right after
+    /// the prompt's `response_item`; Codex's own context gets none).
+    UserEvent(String),
     /// A reply's text (not the compaction's summary).
     Assistant(String),
     /// A tool call: its id, its name, and its arguments as Codex wrote them (a function call's
@@ -431,6 +434,15 @@ struct ResponseItem<'a> {
 struct Part<'a> {
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+}
+
+/// An `event_msg` `user_message`'s payload.
+#[derive(Deserialize)]
+struct UserMessage {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
 }
 
 /// A `compacted` line's payload. Codex 0.169 and later write the user messages it kept in
@@ -562,6 +574,13 @@ pub fn item(line: &[u8]) -> Item {
         Some("response_item") => {
             let summary = parsed.metadata.and_then(|m| m.compaction_output) == Some(true);
             response_item(payload, summary)
+        }
+        Some("event_msg") if memchr::memmem::find(line, b"\"user_message\"").is_some() => {
+            serde_json::from_str::<UserMessage>(payload.get())
+                .ok()
+                .filter(|m| m.kind.as_deref() == Some("user_message"))
+                .and_then(|m| m.message)
+                .map_or(Item::Other, Item::UserEvent)
         }
         Some("event_msg") => match classify(line) {
             Verdict::Usage { tokens, .. } => Item::Tokens(tokens),

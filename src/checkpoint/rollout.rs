@@ -40,8 +40,13 @@ const CODEX_WRAPPERS: &[&str] = &[
 /// Is this user message Codex's own text rather than the user's (`replay` asks it too: only
 /// the user's own text is a prompt)?
 pub fn is_codex_text(text: &str) -> bool {
+    is_known_wrapper(text) || tag_wrapped(text.trim_start())
+}
+
+/// Does `text` begin as one of Codex's own texts the list names?
+fn is_known_wrapper(text: &str) -> bool {
     let t = text.trim_start();
-    CODEX_WRAPPERS.iter().any(|w| t.starts_with(w)) || tag_wrapped(t)
+    CODEX_WRAPPERS.iter().any(|w| t.starts_with(w))
 }
 
 /// Is `text` wholly inside a tag of Codex's kind, `<snake_case>` … `</snake_case>` (a newer
@@ -74,6 +79,9 @@ struct Feeder {
     patches: VecDeque<(String, usize)>,
     /// Code mode's cells, and commands left running.
     cells: code_mode::Cells,
+    /// A user message wholly in a tag, waiting for the `user_message` event that would show the
+    /// user sent it.
+    tagged: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +241,18 @@ impl Feeder {
             Item::User(text) => {
                 if !is_codex_text(&text) {
                     self.builder.prompt(&text);
+                } else if tag_wrapped(text.trim_start()) && !is_known_wrapper(&text) {
+                    // Codex's own context, unless its `user_message` event says the user sent
+                    // it (an automation's `<heartbeat>` is the user's standing instruction).
+                    self.tagged = Some(text);
+                    return;
+                }
+            }
+            Item::UserEvent(message) => {
+                if let Some(text) = self.tagged.take() {
+                    if text.trim() == message.trim() {
+                        self.builder.prompt(&text);
+                    }
                 }
             }
             Item::Assistant(text) => self.builder.reply(&text),
