@@ -363,7 +363,8 @@ impl Builder {
                     // "ok continue" after the agent's report: the user's newest word, kept
                     // (with what it follows) until the user asks something else.
                     (None, Some(end)) => self.acknowledged(&format!("{reply} (after: {end})")),
-                    (None, None) => {}
+                    // "Continue" after an interrupted turn, or with no reply read.
+                    (None, None) => self.acknowledged(&reply),
                 }
             }
             self.question = None;
@@ -397,9 +398,8 @@ impl Builder {
         if !queued && self.last_assistant.is_some() {
             self.gist_before_ask = true;
         }
-        if !queued {
-            self.asks.retain(|a| !a.ack);
-        }
+        // An acknowledgement is the newest ask only until another comes.
+        self.asks.retain(|a| !a.ack);
         self.asks.push_back(Ask {
             text,
             queued,
@@ -425,9 +425,11 @@ impl Builder {
 
     /// Forgets the oldest ask of a kind past its cap.
     fn cap_asks(&mut self, queued: bool) {
+        // An acknowledgement takes no request's slot.
         let cap = if queued { MAX_QUEUED } else { MAX_ASKS };
-        if self.asks.iter().filter(|a| a.queued == queued).count() > cap {
-            if let Some(oldest) = self.asks.iter().position(|a| a.queued == queued) {
+        let counted = |a: &Ask| a.queued == queued && !a.ack;
+        if self.asks.iter().filter(|a| counted(a)).count() > cap {
+            if let Some(oldest) = self.asks.iter().position(counted) {
                 self.asks.remove(oldest);
             }
         }

@@ -469,6 +469,8 @@ fn queued_prompts_are_capped_and_short() {
 
 #[test]
 fn acknowledgements_never_take_a_slot() {
+    // The newest acknowledgement is the user's newest word, kept beside the requests (never in
+    // one's slot) until a request comes; the ones before it are gone.
     let cp = build(&[
         user(json!("Port the parser to Rust")),
         user(json!("fix the failing test")),
@@ -478,7 +480,21 @@ fn acknowledgements_never_take_a_slot() {
         user(json!("ok")),
         line(json!({"type": "last-prompt", "lastPrompt": "continue"})),
     ]);
-    assert_eq!(cp.asks, ["Port the parser to Rust", "fix the failing test"]);
+    assert_eq!(
+        cp.asks,
+        ["Port the parser to Rust", "fix the failing test", "ok"]
+    );
+    let mut lines: Vec<Vec<u8>> = (0..MAX_ASKS)
+        .map(|i| user(json!(format!("ask {i}"))))
+        .collect();
+    lines.push(user(json!("c")));
+    let cp = build(&lines);
+    assert_eq!(cp.asks.len(), MAX_ASKS + 1, "{:?}", cp.asks);
+    assert_eq!(cp.asks[0], "ask 0");
+    lines.push(user(json!("now the docs")));
+    let cp = build(&lines);
+    assert!(!cp.asks.iter().any(|a| a == "c"), "{:?}", cp.asks);
+    assert_eq!(cp.asks.last().map(String::as_str), Some("now the docs"));
 }
 
 /// After a compaction the part read starts at the boundary: the goal is read from the head.
