@@ -94,15 +94,15 @@ fn handle(
 ) -> Result<Option<String>> {
     let paths = env.paths()?;
     let store = Store::new(&paths, &input.session_id);
+    let now = env.now();
+    let stale = crate::config::Config::for_hook(&paths, env, diag).stale();
     // Claimed once under the lock, before the transcript is read: of parallel hooks, one
     // handles the drop, and only it reads.
     let claimed = store.update(&input.session_id, diag, |m, _| {
         if m.pending_drop != Some(drop) {
             return Ok((m.clone(), false));
         }
-        let mut next = m.clone();
-        next.pending_drop = None;
-        next.dropped_at = Some(drop.after_at);
+        let next = marker::transition(m, &marker::Event::DropTaken(drop), now, stale);
         Ok((next, true))
     })?;
     if !claimed {
@@ -131,12 +131,7 @@ fn handle(
     let stale = config.stale();
     let taken = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
-        let mut next = if path.is_some() {
-            marker::transition(m, &marker::Event::Recovered, now, stale)
-        } else {
-            m.clone()
-        };
-        next.receipt_pending = None;
+        let next = marker::transition(m, &marker::Event::ReceiptSettled, now, stale);
         Ok((next, path))
     })?;
     let Some(checkpoint) = taken else {
@@ -248,10 +243,12 @@ fn checkpoint_now(
             tokens: cp.meta.tokens_before,
             auto: false,
             repeat: false,
+            drop: true,
         };
-        let mut next = marker::transition(current, &event, now, stale);
-        next.drops = next.drops.saturating_add(1);
-        Ok((next, (cp, cp_path)))
+        Ok((
+            marker::transition(current, &event, now, stale),
+            (cp, cp_path),
+        ))
     })?;
     checkpointing::record_in_index(paths, &cp, diag);
     let local = now.with_timezone(&Local);

@@ -307,12 +307,7 @@ pub fn check(
             .as_ref()
             .map(|p| p.checkpoint.clone())
             .or_else(|| m.last_checkpoint.clone());
-        let mut next = if m.recovery_pending {
-            marker::transition(m, &marker::Event::Recovered, now, stale)
-        } else {
-            m.clone()
-        };
-        next.receipt_pending = None;
+        let next = marker::transition(m, &marker::Event::ReceiptSettled, now, stale);
         Ok((next, checkpoint.map(|c| (c, decide(m, &seen, pid)))))
     })?;
     let Some((checkpoint, arrival)) = settled else {

@@ -17,11 +17,12 @@ fn reset_one(
 ) -> Result<String> {
     let mut diag = Diag::default();
     let id = store.update(session_id.unwrap_or_default(), &mut diag, |current, _| {
-        let mut next = marker::transition(current, &Event::Reset, now, stale);
-        if next.session_id.is_empty() {
-            next.session_id = session_id.unwrap_or_default().to_string();
-        }
-        let id = next.session_id.clone();
+        let next = marker::transition(current, &Event::Reset, now, stale);
+        let id = if next.session_id.is_empty() {
+            session_id.unwrap_or_default().to_string()
+        } else {
+            next.session_id.clone()
+        };
         Ok((next, id))
     })?;
     if let Some(line) = diag.line("reset") {

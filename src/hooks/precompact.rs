@@ -243,6 +243,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             tokens: cp.meta.tokens_before,
             auto: input.trigger == "auto",
             repeat,
+            drop: false,
         };
         // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
         for dir in [store.dir(), checkpoints.dir()] {

@@ -175,9 +175,8 @@ fn own(
                     client_pid,
                 };
                 store.update(&input.session_id, diag, |m, _| {
-                    let mut next = m.clone();
-                    next.receipt_pending = Some(pending);
-                    Ok((next, ()))
+                    let handed = Event::Handed(Some(pending));
+                    Ok((marker::transition(m, &handed, now, stale), ()))
                 })?;
             }
             return Ok(found);
@@ -187,22 +186,27 @@ fn own(
     let path = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-        let mut next = marker::transition(m, &Event::Recovered, now, stale);
         // The next hook checks that it arrived (the receipt).
-        next.receipt_pending = path.clone().map(|checkpoint| crate::receipt::Pending {
+        let handed = Event::Handed(path.clone().map(|checkpoint| crate::receipt::Pending {
             compaction: m.compactions,
             checkpoint,
             handed_at: now,
             client_pid,
-        });
-        Ok((next, path))
+        }));
+        Ok((marker::transition(m, &handed, now, stale), path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
 
 /// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
 /// when it is new: the window is judged by it where the transcript's replies drop its `[1m]`.
-fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()> {
+fn record_model(
+    paths: &Paths,
+    input: &HookInput,
+    stale: Duration,
+    now: DateTime<Utc>,
+    diag: &mut Diag,
+) -> Result<()> {
     let model = sanitize(input.model.trim(), true);
     if model.is_empty() || model.chars().count() > 200 || input.session_id.is_empty() {
         return Ok(());
@@ -212,11 +216,8 @@ fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()>
         return Ok(());
     }
     store.update(&input.session_id, diag, |m, _| {
-        let mut next = m.clone();
-        next.session_model = Some(model.clone());
-        // Limits computed for another model are not for this one.
-        next.limits_at = None;
-        Ok((next, ()))
+        let named = Event::ModelNamed(model.clone());
+        Ok((marker::transition(m, &named, now, stale), ()))
     })
 }
 
@@ -328,7 +329,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let config = Config::for_hook(&paths, env, diag);
     let stale = config.stale();
     let now = env.now();
-    if let Err(e) = record_model(&paths, &input, diag) {
+    if let Err(e) = record_model(&paths, &input, stale, now, diag) {
         diag.note(format!("{e:#}"));
     }
     // `codex exec` is a scripted run, as `claude -p` is.

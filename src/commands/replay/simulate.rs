@@ -416,6 +416,7 @@ impl Simulation {
             auto: trigger == Trigger::Auto,
             // Each boundary in the transcript is a compaction that finished.
             repeat: false,
+            drop: false,
         };
         self.marker = marker::transition(&self.marker, &event, now, self.stale);
         self.costs.boundary(pre_tokens);
