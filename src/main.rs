@@ -62,6 +62,7 @@ mod retention;
 mod rollout;
 mod settings;
 mod shell;
+mod step;
 mod summary_facts;
 mod tasks;
 mod text;

@@ -145,7 +145,7 @@ fn rebuild(
         cwd: old.meta.cwd.clone(),
         ..HookInput::default()
     };
-    let mut cp = checkpointing::decide(
+    let mut cp = checkpointing::build(
         &hook_input,
         reading,
         &marker,

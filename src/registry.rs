@@ -329,6 +329,7 @@ mod tests {
         ),
         ("its receipt", &["receipt"]),
         ("what was lost", &["dropped", "precomputed"]),
+        ("the session step", &["step"]),
         ("the hooks and the manual commands", &["commands", "hooks"]),
         ("the registry", &["registry"]),
         ("the command line", &["cli"]),

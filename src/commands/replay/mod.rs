@@ -15,6 +15,7 @@
 mod all;
 mod cost;
 mod line;
+mod recoveries;
 mod render;
 mod report;
 mod rollout;
