@@ -1,4 +1,5 @@
-//! ctxguard: Claude Code hooks that make the agent save what matters before context compaction.
+//! ctxguard: Claude Code and Codex CLI hooks that make the agent save what matters before context
+//! compaction, and give it back after.
 
 // Clippy's pedantic lints are on, and CI denies warnings. Those allowed here are wrong for this
 // code, each for the reason given.
