@@ -148,19 +148,11 @@ fn run() -> Exit {
             json,
             client,
             client_version,
-        } => {
-            return match commands::doctor::run(json, client_version.as_deref(), client) {
-                Ok(exit) => exit,
-                Err(e) => {
-                    eprintln!("ctxguard: {e:#}");
-                    Exit::Failure
-                }
-            }
-        }
+        } => commands::doctor::run(json, client_version.as_deref(), client),
         Command::Completions { shell } => {
             let mut cmd = cli::command();
             clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
-            Ok(())
+            Ok(Exit::Ok)
         }
         Command::Status {
             session,
@@ -217,7 +209,7 @@ fn run() -> Exit {
         eprintln!("ctxguard: note: {refusal}");
     }
     match result {
-        Ok(()) => Exit::Ok,
+        Ok(exit) => exit,
         Err(e) => {
             eprintln!("ctxguard: {e:#}");
             Exit::Failure

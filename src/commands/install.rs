@@ -32,6 +32,7 @@ use crate::config::Env;
 use crate::files;
 use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
+use crate::exit::Exit;
 
 /// Which settings file `install` and `uninstall` edit, and whether to write it.
 #[derive(Debug, clap::Args)]
@@ -483,10 +484,11 @@ pub fn install(
     mode: StatusLineMode,
     client_version: Option<&str>,
     trust: bool,
-) -> Result<()> {
+) -> Result<Exit> {
     if client == ClientArg::Codex {
         codex_target(target, client_version)?;
-        return codex::install(target.dry_run, trust);
+        codex::install(target.dry_run, trust)?;
+        return Ok(Exit::Ok);
     }
     if trust {
         bail!(
@@ -503,7 +505,8 @@ pub fn install(
         target.dry_run,
         "ctxguard is already installed in",
         |v| settings::install(v, &bin, &same, mode, accepts),
-    )
+    )?;
+    Ok(Exit::Ok)
 }
 
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
@@ -538,7 +541,7 @@ fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
 
 /// Takes ctxguard out of the settings; with `purge`, then removes its state directory too
 /// ([`super::purge`]), which a settings file that cannot be edited stops.
-pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Result<()> {
+pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Result<Exit> {
     let env = Env::from_process();
     if client == ClientArg::Codex {
         codex_target(target, None)?;
@@ -549,7 +552,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
         if purge {
             super::purge::run(&env, target.dry_run)?;
         }
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     let path = settings_path(target, &env)?;
     if purge {
@@ -578,7 +581,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     if purge {
         super::purge::run(&env, target.dry_run)?;
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

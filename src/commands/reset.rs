@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use crate::config::{Config, Env};
 use crate::diag::Diag;
 use crate::marker::{self, Event, Store};
+use crate::exit::Exit;
 
 fn reset_one(
     store: &Store,
@@ -31,7 +32,7 @@ fn reset_one(
     Ok(id)
 }
 
-pub fn run(session: Option<String>, all: bool) -> Result<()> {
+pub fn run(session: Option<String>, all: bool) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let stale = Config::load(&paths, &env)?.config.stale();
@@ -41,12 +42,12 @@ pub fn run(session: Option<String>, all: bool) -> Result<()> {
             reset_one(store, None, stale, env.now())?;
         }
         println!("reset {} session(s) to idle", sessions.len());
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     // clap guarantees one of the two.
     let id = session.unwrap_or_default();
     let (id, store) = super::known_session(&paths, &id)?;
     let id = reset_one(&store, Some(&id), stale, env.now())?;
     println!("reset session {id} to idle");
-    Ok(())
+    Ok(Exit::Ok)
 }
