@@ -412,7 +412,7 @@ const CARRIED_TODOS: usize = 100;
 
 /// The same checkpoint but for when it was written, under which name, after which one, and
 /// what triggered it.
-pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
+fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
     let plain = |c: &Checkpoint| {
         let mut c = c.clone();
         c.id.clear();
@@ -427,7 +427,7 @@ pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
 
 /// Puts the session that wrote `cp` in its directory's index, for the next session's digest
 /// (a failure costs that digest, never the checkpoint).
-pub fn record_in_index(paths: &Paths, cp: &Checkpoint, diag: &mut Diag) {
+fn record_in_index(paths: &Paths, cp: &Checkpoint, diag: &mut Diag) {
     let at = cp.meta.created_at.unwrap_or_else(Utc::now);
     if let Err(e) = index::record(paths, &cp.meta.cwd, &cp.meta.session_id, at) {
         diag.note(format!("{e:#}"));

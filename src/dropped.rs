@@ -117,7 +117,7 @@ mod tests {
     /// The drops a transcript's readings would show, compared the strictest way a hook could
     /// (each main-chain reply against the largest one since the newest boundary, as if every
     /// reply between had gone unseen): (line, before, after) of each.
-    pub(crate) fn drops_in(text: &str) -> Vec<(usize, u64, u64)> {
+    fn drops_in(text: &str) -> Vec<(usize, u64, u64)> {
         let mut out = Vec::new();
         let mut max: Option<u64> = None;
         for (i, line) in text.lines().enumerate() {

@@ -79,7 +79,7 @@ pub fn decide(
 /// New work, in tokens since this cycle's last nudge, that makes an idle compaction worth a
 /// nudge: right after the trigger's or the critical nudge the agent has just saved, and one
 /// more turn to save again would cost the user more than the compaction loses.
-pub const IDLE_NEW_WORK: u64 = 100_000;
+const IDLE_NEW_WORK: u64 = 100_000;
 
 /// The end-of-turn nudge before an idle compaction (`Stop`, and `replay` at each turn's end):
 /// the marker after this Stop, and whether to ask the agent to save now: idle compaction can

@@ -41,7 +41,7 @@ const SLACK_SECS: i64 = 1;
 
 /// Main-chain prompts and replies in `region` (lines of a transcript) written after `after`:
 /// how many.
-pub fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
+fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
     region
         .split(|b| *b == b'\n')
         .filter(|line| {

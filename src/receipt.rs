@@ -325,7 +325,7 @@ pub fn record(
 
 /// A compaction waits for its receipt at most this long: past it, its boundary never landed
 /// where the check can see it, and the hooks stop looking.
-pub const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Does a compaction wait for its receipt (handed and unchecked, or never taken), as of `now`?
 pub fn waiting_at(m: &Marker, now: DateTime<Utc>) -> bool {

@@ -41,7 +41,7 @@ use crate::recovery::Kind;
 /// news), what the client recorded after the newest boundary (only while a receipt waits), and
 /// what this route can do.
 #[derive(Debug, Default)]
-pub struct Seen {
+struct Seen {
     pub observation: Option<Observation>,
     pub after_boundary: Option<AfterBoundary>,
     /// The client process this hook runs under (`CLAUDE_PID`), for the receipt.
@@ -58,7 +58,7 @@ pub struct Seen {
 
 /// What one step decided.
 #[derive(Debug, PartialEq)]
-pub struct Decision {
+struct Decision {
     /// The marker after this call.
     pub marker: Marker,
     /// The newest compaction's receipt, settled here: its checkpoint, and how it arrived.
@@ -82,7 +82,7 @@ impl Decision {
 /// The step's decision on `m` (pure): the receipt settled when the client's record after the
 /// newest boundary is there and is this compaction's, then the reading applied and the nudge
 /// due on this route, then a drop of context taken by a hook that can act on it.
-pub fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> Decision {
+fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> Decision {
     let stale = config.stale();
     let (m, receipt) = match &seen.after_boundary {
         Some(after) => receipt::settle(m, after, seen.client_pid, now, stale),
@@ -110,7 +110,7 @@ pub fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> D
 
 /// The session's marker, read without the lock: `Marker::new` when there is none, or it cannot
 /// be read (with a note).
-pub fn peek(store: &Store, session_id: &str, diag: &mut Diag) -> Marker {
+fn peek(store: &Store, session_id: &str, diag: &mut Diag) -> Marker {
     match store.peek() {
         Ok(Some(m)) => m,
         Ok(None) => Marker::new(session_id),
@@ -124,7 +124,7 @@ pub fn peek(store: &Store, session_id: &str, diag: &mut Diag) -> Marker {
 /// The transcript reading for this call (continued from the session's cached one). `None`
 /// (with a note) when the transcript cannot be read; a missing one is not worth a note while
 /// the status line reports the usage (`quiet_if_missing`).
-pub fn read(
+fn read(
     store: &Store,
     input: &HookInput,
     quiet_if_missing: bool,

@@ -80,8 +80,7 @@ fn every_command_returns_its_exit_the_same_way() {
         if made {
             let run = env.run(&["doctor"], "");
             assert!(
-                run.stderr
-                    .contains("ctxguard: note: settings ")
+                run.stderr.contains("ctxguard: note: settings ")
                     && run.stderr.contains("not a regular file (a FIFO)"),
                 "{run:?}"
             );
@@ -107,12 +106,11 @@ fn every_command_returns_its_exit_the_same_way() {
         ("commands/doctor/mod.rs", "pub fn run("),
     ] {
         let code = &sources[file];
-        let at = code.find(entry).unwrap_or_else(|| panic!("{file}: {entry}"));
+        let at = code
+            .find(entry)
+            .unwrap_or_else(|| panic!("{file}: {entry}"));
         let signature = &code[at..at + code[at..].find('{').unwrap()];
-        assert!(
-            signature.contains("-> Result<Exit>"),
-            "{file}: {signature}"
-        );
+        assert!(signature.contains("-> Result<Exit>"), "{file}: {signature}");
     }
 }
 
@@ -153,7 +151,10 @@ fn every_marker_change_goes_through_transition() {
             }
         }
     }
-    assert!(writes.is_empty(), "marker fields written directly: {writes:#?}");
+    assert!(
+        writes.is_empty(),
+        "marker fields written directly: {writes:#?}"
+    );
 }
 
 /// Items declared `pub` or `pub(crate)` whose name no other file of `src/` names: visible
@@ -173,9 +174,10 @@ fn few_items_are_visible_outside_a_file_that_alone_uses_them() {
                 continue;
             };
             let rest = rest.strip_prefix("const fn ").map_or(rest, |r| r);
-            let Some((kind, item)) = kinds.iter().find_map(|k| {
-                rest.strip_prefix(&format!("{k} ")).map(|r| (*k, r))
-            }) else {
+            let Some((kind, item)) = kinds
+                .iter()
+                .find_map(|k| rest.strip_prefix(&format!("{k} ")).map(|r| (*k, r)))
+            else {
                 continue;
             };
             let item: String = item
@@ -199,9 +201,45 @@ fn no_source_file_is_over_700_lines() {
     let long: Vec<String> = sources()
         .keys()
         .filter_map(|name| {
-            let lines = fs::read_to_string(src().join(name)).unwrap().lines().count();
+            let lines = fs::read_to_string(src().join(name))
+                .unwrap()
+                .lines()
+                .count();
             (lines > 700).then(|| format!("{name}: {lines}"))
         })
         .collect();
     assert!(long.is_empty(), "{long:?}");
+}
+
+/// `registry.rs`'s checklist for a new hook, where a test can hold it: each hook of the list
+/// has its file under `src/hooks/`, with a `handle`, declared in `hooks/mod.rs`, and its line in
+/// docs/usage.md.
+#[test]
+fn every_hook_has_the_places_the_registrys_checklist_names() {
+    let sources = sources();
+    let list = &sources["hook_list.rs"];
+    let usage =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/usage.md")).unwrap();
+    let mut names = Vec::new();
+    let mut rest = list.as_str();
+    while let Some(at) = rest.find("name: \"") {
+        rest = &rest[at + 7..];
+        names.push(rest[..rest.find('"').unwrap()].to_string());
+    }
+    assert!(names.len() >= 9, "{names:?}");
+    for name in &names {
+        let file = format!("hooks/{name}.rs");
+        let code = sources
+            .get(&file)
+            .unwrap_or_else(|| panic!("no src/{file}"));
+        assert!(code.contains("pub fn handle("), "{file} has no handle");
+        assert!(
+            sources["hooks/mod.rs"].contains(&format!("pub mod {name};")),
+            "hooks/mod.rs does not declare {name}"
+        );
+        assert!(
+            usage.contains(&format!("`ctxguard {name}`")),
+            "docs/usage.md does not describe {name}"
+        );
+    }
 }

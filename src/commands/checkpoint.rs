@@ -7,11 +7,11 @@ use anyhow::{bail, Result};
 
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
+use crate::exit::Exit;
 use crate::files;
 use crate::paths::Paths;
 use crate::recovering;
 use crate::recovery::Kind;
-use crate::exit::Exit;
 
 /// The newest `_latest.json` of any session whose checkpoint holds more than a single exchange
 /// ([`Checkpoint::substantial`]); the newest of all when none does. A session's directory that

@@ -29,10 +29,10 @@ use serde_json::{json, Value};
 use super::doctor::version::Client;
 use crate::client::{self, Accepts};
 use crate::config::Env;
+use crate::exit::Exit;
 use crate::files;
 use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
-use crate::exit::Exit;
 
 /// Which settings file `install` and `uninstall` edit, and whether to write it.
 #[derive(Debug, clap::Args)]
@@ -546,7 +546,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     if client == ClientArg::Codex {
         codex_target(target, None)?;
         if purge {
-            super::purge::check(&env)?;
+            super::purge::refuse_unsafe_root(&env)?;
         }
         codex::uninstall(target.dry_run)?;
         if purge {
@@ -557,7 +557,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     let path = settings_path(target, &env)?;
     if purge {
         // A state directory that must not be purged stops everything, settings included.
-        super::purge::check(&env)?;
+        super::purge::refuse_unsafe_root(&env)?;
     }
     if path.exists() {
         let (bin, same) = this_binary(&env)?;

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::config::Env;
 use crate::daily_log::{self, Entry, Kind};
-use crate::receipt::{Arrival, Logged};
 use crate::exit::Exit;
+use crate::receipt::{Arrival, Logged};
 
 /// One entry in `log --json`. Exactly these fields: scripts rely on them.
 #[derive(Debug, Serialize)]

@@ -6,8 +6,8 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
-use crate::retention::{self, Cutoff, Report};
 use crate::exit::Exit;
+use crate::retention::{self, Cutoff, Report};
 
 pub fn run(dry_run: bool, older_than: Option<u64>) -> Result<Exit> {
     let env = Env::from_process();

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
 use crate::diag::Diag;
-use crate::marker::{self, Event, Store};
 use crate::exit::Exit;
+use crate::marker::{self, Event, Store};
 
 fn reset_one(
     store: &Store,

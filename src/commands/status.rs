@@ -11,12 +11,12 @@ use serde::Serialize;
 
 use crate::checkpoint;
 use crate::config::{Config, Env};
+use crate::exit::Exit;
 use crate::marker::{self, LastNudge, Marker, Source};
 use crate::paths::Paths;
 use crate::text::sanitize;
 use crate::usage::human;
 use crate::window::{CompactSource, WindowSource};
-use crate::exit::Exit;
 
 mod newest;
 

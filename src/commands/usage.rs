@@ -5,13 +5,13 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::facts::{self, Context};
 use crate::input::Client;
 use crate::marker::Store;
 use crate::transcript;
 use crate::usage::{percent, Level};
 use crate::window::{CompactSource, WindowSource};
-use crate::exit::Exit;
 
 #[derive(Debug, Serialize)]
 struct UsageReport {

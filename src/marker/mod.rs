@@ -65,7 +65,7 @@ impl Source {
 }
 
 /// How many nudges `cycle_nudges` keeps: a cycle gives at most three (normal, critical, idle).
-pub const MAX_CYCLE_NUDGES: usize = 4;
+const MAX_CYCLE_NUDGES: usize = 4;
 
 /// The two nudges of a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -392,7 +392,7 @@ impl Marker {
 /// usage only once the request is done, so for a moment after a reply is written the status line
 /// still reports the previous one (seen on 2.1.330: 20-60 ms). A compaction the hooks did not see
 /// takes far longer than this (a summary is written in between).
-pub const STALE_REPORT: chrono::Duration = chrono::Duration::seconds(5);
+const STALE_REPORT: chrono::Duration = chrono::Duration::seconds(5);
 
 /// The tokens of an observation that may be applied: a zero reading is a transient frame, a
 /// reading from a reply written before the last compaction is stale (the client may not have

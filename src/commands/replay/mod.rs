@@ -35,8 +35,8 @@ use simulate::{Options, Simulation};
 
 pub use sessions::{folder_name, Filter};
 
-use crate::facts::Gathered;
 use crate::exit::Exit;
+use crate::facts::Gathered;
 
 pub fn run(
     path: &Path,
