@@ -2,8 +2,9 @@
 # ./bench/fastpath.sh [BASELINE_BINARY] — the PreToolUse fast path alone, quick enough to run
 # before and after a change: an unarmed session (idle, fresh status line) and one armed and
 # already nudged this cycle (nothing to give), plus the process-start floor. With a baseline
-# binary (say, one built from main), each case runs both binaries in the same hyperfine call,
-# interleaved, and the instruction counts (callgrind, stable on a noisy machine) of both.
+# binary (say, one built from main), each case runs both binaries in the same hyperfine call
+# (one after the other: on a shared machine, compare the instruction counts too, from callgrind,
+# which noise does not move).
 #
 #   bench/fastpath.sh /tmp/ctxguard-main      this tree's release binary against that one
 #   RUNS=500 bench/fastpath.sh                more runs (default 300)
