@@ -1,27 +1,225 @@
-//! Taking a checkpoint, as `PreCompact` does at a compaction and `SessionEnd` at a session's end:
-//! the checkpoint from the hook input, the transcript's reading and the marker, the memories
-//! saved since the previous one, what it carries forward from that one, and the session's entry
-//! in its directory's index.
+//! Taking a checkpoint, one way for every occasion ([`take`]): `PreCompact` at a compaction,
+//! `SessionStart(compact)` on Codex at a compaction that bypassed `PreCompact`, the first hook
+//! that can give context at a drop of context without a compaction, and `SessionEnd` at a
+//! session's end. The checkpoint from the hook input, the transcript's reading and the marker,
+//! the memories saved since the previous one, what it carries forward from that one, the
+//! marker's transition, the session's entry in its directory's index and the daily log.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Local, Utc};
 
-use crate::checkpoint::{self, Checkpoint, Meta, Reading, Todo};
-use crate::config::Config;
+use crate::checkpoint::{self, Checkpoint, CheckpointStore, Meta, Reading, Todo};
+use crate::config::{Config, Env};
+use crate::daily_log;
 use crate::diag::Diag;
+use crate::files;
 use crate::index;
-use crate::input::HookInput;
-use crate::marker::Marker;
+use crate::input::{Client, HookInput};
+use crate::marker::{self, Event, Marker, Store};
 use crate::memory;
 use crate::paths::Paths;
 use crate::text::{cut, sanitize};
 use crate::usage;
 
-/// The checkpoint for this compaction (or session end), from the hook input, what the transcript gave (or why it
-/// could not be read), and the session's marker.
-pub fn decide(
+/// What a checkpoint is taken for.
+pub enum Occasion<'a> {
+    /// The client compacts. `repeat` tells, given the marker under the lock, whether this is the
+    /// compaction the marker last counted, run again (`PreCompact` twice); `facts`, what the
+    /// hook prints for the summarizer given the checkpoint and the client's version.
+    Compaction {
+        repeat: &'a dyn Fn(&Marker) -> bool,
+        facts: &'a dyn Fn(&Checkpoint, Option<&str>) -> Option<String>,
+    },
+    /// Context dropped without a compaction: the transcript still holds what was there. The
+    /// hook that took the drop gives the recovery itself, so none is left pending.
+    Drop,
+    /// The session ends: a checkpoint for the next session's digest, when it holds anything.
+    End,
+}
+
+/// A checkpoint taken: the checkpoint and where it is, whether it was written now (a repeat
+/// with nothing new keeps the first), the compaction it repeats, and the facts to print.
+#[derive(Debug)]
+pub struct Taken {
+    pub cp: Checkpoint,
+    pub path: PathBuf,
+    pub written: bool,
+    pub facts: Option<String>,
+}
+
+/// Takes the checkpoint of this `occasion` for the session of `input` (whose `trigger` says
+/// what it is), from its transcript as if it ended at byte `until`: reads the transcript
+/// before the lock (the slow part), then under the session's lock builds, saves and records
+/// it with the marker's transition, then logs it. `None`: a session end with nothing worth a
+/// digest. A transcript that cannot be read gives a checkpoint of metadata only, and a note.
+#[allow(clippy::too_many_lines)] // the reading, the one transaction, the log: read it whole
+pub fn take(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    until: u64,
+    occasion: &Occasion,
+    diag: &mut Diag,
+) -> Result<Option<Taken>> {
+    let now = env.now();
+    let stale = config.stale();
+    let reading = if input.transcript_path.is_empty() {
+        Err("no transcript_path in the input".to_string())
+    } else {
+        checkpoint::read_transcript_until(Path::new(&input.transcript_path), until)
+            .map_err(|e| format!("{e:#}"))
+    };
+    if let Err(e) = &reading {
+        diag.note(format!("{e}; the checkpoint holds only metadata"));
+    }
+    let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
+    let checkpoints = CheckpointStore::new(paths, &input.session_id);
+    // Claude Code's own task store (Codex keeps its plan in the rollout).
+    let task_store = env
+        .client_dir()
+        .filter(|_| input.client() != Client::Codex)
+        .and_then(|d| crate::tasks::dir(&d, &input.session_id))
+        .and_then(|d| crate::tasks::read(&d));
+    let memory_dir = memory::client_dir_for(env, &input.cwd, &input.transcript_path);
+    let project = memory::project_of(env, &input.cwd);
+    let places = memory::Places {
+        home: env.home.as_deref(),
+        project: &project,
+    };
+    let store = Store::new(paths, &input.session_id);
+    let taken = store.update(&input.session_id, diag, |current, diag| {
+        let repeat = match occasion {
+            Occasion::Compaction { repeat, .. } => repeat(current),
+            Occasion::Drop | Occasion::End => false,
+        };
+        let latest = checkpoints.latest().unwrap_or_else(|e| {
+            diag.note(format!("{e:#}"));
+            None
+        });
+        let mut cp = build(
+            input,
+            reading,
+            current,
+            checkpoints.next_id()?,
+            latest.as_ref().map(|cp| cp.id.clone()),
+            config,
+            now,
+        );
+        // A repeat replaces the previous checkpoint: carry from the one before it.
+        let carried_from = if repeat {
+            latest
+                .as_ref()
+                .and_then(|l| l.meta.previous.as_deref())
+                .and_then(|id| checkpoints.load_id(id).ok().flatten())
+        } else {
+            latest.clone()
+        };
+        note_saved_memories(
+            &mut cp,
+            memory_dir.as_deref(),
+            carried_from.as_ref(),
+            &places,
+        );
+        carry_forward(&mut cp, carried_from.as_ref(), task_store);
+        if repeat {
+            cp.meta.compaction = current.compactions.max(1);
+            cp.meta.cycle = current.cycle.saturating_sub(1);
+            cp.meta.previous = carried_from.map(|c| c.id);
+        }
+        let facts = match occasion {
+            Occasion::Compaction { facts, .. } => facts(&cp, client_version.as_deref()),
+            Occasion::Drop | Occasion::End => None,
+        };
+        // What was printed for the summarizer, recorded for the compaction's receipt.
+        cp.meta.facts_chars = facts.as_ref().map_or(0, |f| f.chars().count());
+        if let Occasion::End = occasion {
+            // Not a compaction: it keeps the session's compaction count.
+            cp.meta.compaction = current.compactions;
+            // Ended again with nothing new (resumed and left at once): the end checkpoint
+            // there is stays, given as a digest or not, never offered again.
+            let ended_again = latest
+                .as_ref()
+                .is_some_and(|l| l.meta.at_session_end() && same_content(l, &cp));
+            if !worth_a_digest(&cp) || ended_again {
+                return Ok((current.clone(), None));
+            }
+        }
+        // A repeat with nothing new since the first run: its checkpoint stays, and nothing is
+        // written or logged again (the marker still records this run's time, which the
+        // staleness of readings is judged against).
+        let first = current
+            .last_checkpoint
+            .as_ref()
+            .filter(|_| repeat && latest.as_ref().is_some_and(|l| same_content(l, &cp)));
+        let path = if let Some(first) = first {
+            PathBuf::from(first)
+        } else {
+            let path = checkpoints.save(&cp)?;
+            record_in_index(paths, &cp, diag);
+            path
+        };
+        let checkpoint = path.display().to_string();
+        let event = match occasion {
+            Occasion::End => Event::Ended { checkpoint },
+            Occasion::Compaction { .. } | Occasion::Drop => {
+                // A writer killed mid-write leaves its temp file; compaction is rare enough to
+                // tidy up.
+                for dir in [store.dir(), checkpoints.dir()] {
+                    files::sweep_temp_files(dir, Duration::from_secs(60));
+                }
+                Event::Compacted {
+                    checkpoint,
+                    tokens: cp.meta.tokens_before,
+                    auto: input.trigger == "auto",
+                    repeat,
+                    drop: matches!(occasion, Occasion::Drop),
+                }
+            }
+        };
+        let mut next = marker::transition(current, &event, now, stale);
+        if let Occasion::Drop = occasion {
+            // The hook that took the drop gives its recovery itself: nothing is pending.
+            next = marker::transition(&next, &Event::ReceiptSettled, now, stale);
+        }
+        let retry_of = current.compacted_at.filter(|_| repeat);
+        let taken = Taken {
+            cp,
+            path,
+            written: first.is_none(),
+            facts,
+        };
+        Ok((next, Some((taken, retry_of))))
+    })?;
+    let Some((taken, retry_of)) = taken else {
+        return Ok(None);
+    };
+    // A compaction's checkpoint in the daily log (a failure costs the entry, never the
+    // checkpoint).
+    if taken.written && !matches!(occasion, Occasion::End) {
+        let local = now.with_timezone(&Local);
+        let entry = daily_log::entry(&taken.cp, &taken.path, local, retry_of);
+        if let Err(e) = daily_log::append(paths, local.date_naive(), &entry) {
+            diag.note(format!("{e:#}"));
+        }
+    }
+    Ok(Some(taken))
+}
+
+/// Does this checkpoint hold anything a later session could use?
+fn worth_a_digest(cp: &Checkpoint) -> bool {
+    !cp.asks.is_empty()
+        || !cp.earlier_asks.is_empty()
+        || cp.todos.iter().any(Todo::is_open)
+        || !cp.files_modified.is_empty()
+}
+
+/// The checkpoint for this compaction (or session end), from the hook input, what the
+/// transcript gave (or why it could not be read), and the session's marker.
+pub fn build(
     input: &HookInput,
     reading: Result<Reading, String>,
     marker: &Marker,
@@ -214,7 +412,7 @@ const CARRIED_TODOS: usize = 100;
 
 /// The same checkpoint but for when it was written, under which name, after which one, and
 /// what triggered it.
-pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
+fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
     let plain = |c: &Checkpoint| {
         let mut c = c.clone();
         c.id.clear();
@@ -229,7 +427,7 @@ pub fn same_content(a: &Checkpoint, b: &Checkpoint) -> bool {
 
 /// Puts the session that wrote `cp` in its directory's index, for the next session's digest
 /// (a failure costs that digest, never the checkpoint).
-pub fn record_in_index(paths: &Paths, cp: &Checkpoint, diag: &mut Diag) {
+fn record_in_index(paths: &Paths, cp: &Checkpoint, diag: &mut Diag) {
     let at = cp.meta.created_at.unwrap_or_else(Utc::now);
     if let Err(e) = index::record(paths, &cp.meta.cwd, &cp.meta.session_id, at) {
         diag.note(format!("{e:#}"));

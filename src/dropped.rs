@@ -19,17 +19,11 @@
 //! one) is no drop: the conversation is shorter because the user took part of it back, and
 //! nothing of the branch they left is shown ([`crate::checkpoint::chain`]).
 
-use std::path::Path;
+use chrono::{DateTime, Local};
 
-use anyhow::Result;
-use chrono::Local;
-
-use crate::config::Env;
-use crate::daily_log;
-use crate::diag::Diag;
-use crate::input::HookInput;
-use crate::marker::{self, PendingDrop, Store};
-use crate::receipt;
+use crate::checkpoint::Checkpoint;
+use crate::marker::PendingDrop;
+#[cfg(test)]
 use crate::transcript;
 
 /// What a pending drop turned out to be, once the transcript was read (pure inputs: the drop,
@@ -61,206 +55,26 @@ pub fn judge(
     }
 }
 
-/// For the hooks that can give context, with the marker as it stands after this call's reading
-/// (`given`, where this route reaches the model): on a drop no hook has acted on, the recovery block to give (checkpointed and
-/// logged); `None` otherwise. Free unless the marker holds a pending drop. Never fails the hook:
-/// a problem is one note.
-pub fn act(
-    input: &HookInput,
-    env: &Env,
-    given: &crate::nudge::Given,
+/// The daily log's line for a drop acted on (checkpoint `cp`, recovery given by `hook_event`).
+pub fn log_line(
+    session_id: &str,
+    drop: &PendingDrop,
+    cp: &Checkpoint,
     hook_event: &str,
-    diag: &mut Diag,
-) -> Option<String> {
-    if !given.can_deliver || !input.agent_id.is_empty() || input.transcript_path.is_empty() {
-        return None;
-    }
-    let drop = given.marker.as_ref()?.pending_drop?;
-    match handle(input, env, drop, hook_event, diag) {
-        Ok(block) => block,
-        Err(e) => {
-            diag.note(format!("context drop: {e:#}"));
-            None
-        }
-    }
-}
-
-fn handle(
-    input: &HookInput,
-    env: &Env,
-    drop: PendingDrop,
-    hook_event: &str,
-    diag: &mut Diag,
-) -> Result<Option<String>> {
-    let paths = env.paths()?;
-    let store = Store::new(&paths, &input.session_id);
-    // Claimed once under the lock, before the transcript is read: of parallel hooks, one
-    // handles the drop, and only it reads.
-    let claimed = store.update(&input.session_id, diag, |m, _| {
-        if m.pending_drop != Some(drop) {
-            return Ok((m.clone(), false));
-        }
-        let mut next = m.clone();
-        next.pending_drop = None;
-        next.dropped_at = Some(drop.after_at);
-        Ok((next, true))
-    })?;
-    if !claimed {
-        return Ok(None);
-    }
-    let path = Path::new(&input.transcript_path);
-    let boundary = transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
-        .ok()
-        .flatten();
-    let descends = crate::checkpoint::chain::descends(path, drop.after_at, drop.before_at);
-    match judge(&drop, boundary, descends) {
-        Verdict::Lost => {}
-        Verdict::Compacted => return Ok(None),
-        Verdict::Rewound => {
-            diag.note(format!(
-                "context fell from {} to {} tokens after a rewind: no drop",
-                drop.before, drop.after
-            ));
-            return Ok(None);
-        }
-    }
-    let (p, n) = (drop.before, drop.after);
-    let now = env.now();
-    let config = crate::config::Config::for_hook(&paths, env, diag);
-    checkpoint_now(&paths, env, &config, input, diag)?;
-    let stale = config.stale();
-    let taken = store.update(&input.session_id, diag, |m, _| {
-        let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
-        let mut next = if path.is_some() {
-            marker::transition(m, &marker::Event::Recovered, now, stale)
-        } else {
-            m.clone()
-        };
-        next.receipt_pending = None;
-        Ok((next, path))
-    })?;
-    let Some(checkpoint) = taken else {
-        return Ok(None);
-    };
-    let cp_path = std::path::PathBuf::from(&checkpoint);
-    let Some(cp) = crate::checkpoint::load(paths.root(), &cp_path)? else {
-        return Ok(None);
-    };
-    let seen = receipt::AfterBoundary::default();
-    let mut r = receipt::build(
-        Some(&cp),
-        &checkpoint,
-        &seen,
-        receipt::Arrival::GivenAgain,
-        Some(hook_event),
-        None,
-        now,
-    );
-    r.pre_tokens = Some(p);
-    r.post_tokens = Some(n);
-    // No summarizer ran: no facts were handed to one.
-    r.facts_chars = 0;
-    if let Err(e) = receipt::save(paths.root(), &cp_path, &r) {
-        diag.note(format!("{e:#}"));
-    }
-    let local = now.with_timezone(&Local);
-    let line = format!(
+    at: DateTime<Local>,
+) -> String {
+    format!(
         "- {} · session {} · context dropped without a compaction ({} → {} tokens, no \
          compact_boundary): checkpoint {}, recovery given by {hook_event}\n\n",
-        local.format("%H:%M"),
-        crate::text::sanitize(&input.session_id, true)
+        at.format("%H:%M"),
+        crate::text::sanitize(session_id, true)
             .chars()
             .take(8)
             .collect::<String>(),
-        p,
-        n,
+        drop.before,
+        drop.after,
         cp.id,
-    );
-    daily_log::append(&paths, local.date_naive(), &line)?;
-    Ok(Some(crate::recovering::handed_over(
-        &paths,
-        env,
-        &config,
-        &input.cwd,
-        cp,
-        &cp_path,
-        crate::recovery::Kind::Compact,
-        diag,
-    )))
-}
-
-/// Writes the checkpoint of a drop as `PreCompact` writes one (the checkpoint, its daily-log
-/// entry, a new cycle with its recovery pending), with the trigger [`TRIGGER`]: the transcript
-/// still holds what was there before the drop.
-fn checkpoint_now(
-    paths: &crate::paths::Paths,
-    env: &Env,
-    config: &crate::config::Config,
-    input: &HookInput,
-    diag: &mut Diag,
-) -> Result<()> {
-    use crate::checkpoint::CheckpointStore;
-    use crate::checkpointing;
-    let now = env.now();
-    let stale = config.stale();
-    let reading = crate::checkpoint::read_transcript(Path::new(&input.transcript_path))
-        .map_err(|e| format!("{e:#}"));
-    let drop_input = HookInput {
-        session_id: input.session_id.clone(),
-        transcript_path: input.transcript_path.clone(),
-        cwd: input.cwd.clone(),
-        trigger: TRIGGER.to_string(),
-        ..HookInput::default()
-    };
-    let checkpoints = CheckpointStore::new(paths, &input.session_id);
-    let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
-    let project = crate::memory::project_of(env, &input.cwd);
-    let places = crate::memory::Places {
-        home: env.home.as_deref(),
-        project: &project,
-    };
-    let task_store = env
-        .client_dir()
-        .and_then(|d| crate::tasks::dir(&d, &input.session_id))
-        .and_then(|d| crate::tasks::read(&d));
-    let store = Store::new(paths, &input.session_id);
-    let (cp, cp_path) = store.update(&input.session_id, diag, |current, _| {
-        let latest = checkpoints.latest().ok().flatten();
-        let mut cp = checkpointing::decide(
-            &drop_input,
-            reading,
-            current,
-            checkpoints.next_id()?,
-            latest.as_ref().map(|c| c.id.clone()),
-            config,
-            now,
-        );
-        checkpointing::note_saved_memories(
-            &mut cp,
-            memory_dir.as_deref(),
-            latest.as_ref(),
-            &places,
-        );
-        checkpointing::carry_forward(&mut cp, latest.as_ref(), task_store);
-        let cp_path = checkpoints.save(&cp)?;
-        let event = marker::Event::Compacted {
-            checkpoint: cp_path.display().to_string(),
-            tokens: cp.meta.tokens_before,
-            auto: false,
-            repeat: false,
-        };
-        let mut next = marker::transition(current, &event, now, stale);
-        next.drops = next.drops.saturating_add(1);
-        Ok((next, (cp, cp_path)))
-    })?;
-    checkpointing::record_in_index(paths, &cp, diag);
-    let local = now.with_timezone(&Local);
-    daily_log::append(
-        paths,
-        local.date_naive(),
-        &daily_log::entry(&cp, &cp_path, local, None),
-    )?;
-    Ok(())
+    )
 }
 
 /// The checkpoint trigger of a drop.
@@ -303,7 +117,7 @@ mod tests {
     /// The drops a transcript's readings would show, compared the strictest way a hook could
     /// (each main-chain reply against the largest one since the newest boundary, as if every
     /// reply between had gone unseen): (line, before, after) of each.
-    pub(crate) fn drops_in(text: &str) -> Vec<(usize, u64, u64)> {
+    fn drops_in(text: &str) -> Vec<(usize, u64, u64)> {
         let mut out = Vec::new();
         let mut max: Option<u64> = None;
         for (i, line) in text.lines().enumerate() {

@@ -205,7 +205,7 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
 /// countdown is against: the threshold when auto-compaction is on (also for a model it
 /// compacts only when full, whose indicator then reads "N% context used"), the window less the
 /// reply's 20k reservation when it is off ("Context low").
-pub fn client_indicator_shown(tokens: u64, limits: &Limits, ending: Ending) -> bool {
+fn client_indicator_shown(tokens: u64, limits: &Limits, ending: Ending) -> bool {
     const SHOWN_WITHIN: u64 = 20_000;
     const RESERVE: u64 = 20_000;
     let base = match ending {

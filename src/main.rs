@@ -1,4 +1,5 @@
-//! ctxguard: Claude Code hooks that make the agent save what matters before context compaction.
+//! ctxguard: Claude Code and Codex CLI hooks that make the agent save what matters before context
+//! compaction, and give it back after.
 
 // Clippy's pedantic lints are on, and CI denies warnings. Those allowed here are wrong for this
 // code, each for the reason given.
@@ -62,6 +63,7 @@ mod retention;
 mod rollout;
 mod settings;
 mod shell;
+mod step;
 mod summary_facts;
 mod tasks;
 mod text;
@@ -146,19 +148,11 @@ fn run() -> Exit {
             json,
             client,
             client_version,
-        } => {
-            return match commands::doctor::run(json, client_version.as_deref(), client) {
-                Ok(exit) => exit,
-                Err(e) => {
-                    eprintln!("ctxguard: {e:#}");
-                    Exit::Failure
-                }
-            }
-        }
+        } => commands::doctor::run(json, client_version.as_deref(), client),
         Command::Completions { shell } => {
             let mut cmd = cli::command();
             clap_complete::generate(shell, &mut cmd, "ctxguard", &mut std::io::stdout());
-            Ok(())
+            Ok(Exit::Ok)
         }
         Command::Status {
             session,
@@ -215,7 +209,7 @@ fn run() -> Exit {
         eprintln!("ctxguard: note: {refusal}");
     }
     match result {
-        Ok(()) => Exit::Ok,
+        Ok(exit) => exit,
         Err(e) => {
             eprintln!("ctxguard: {e:#}");
             Exit::Failure

@@ -1,23 +1,17 @@
 //! The nudge: what a transcript reading tells the marker, whether a nudge is due, and its text.
-//! `PreToolUse` and `UserPromptSubmit` give it through [`give`], under the session lock, so the
-//! two routes together give each nudge at most once per level per cycle; `Stop` observes with
-//! [`observe`], and `replay` runs [`observe_with`] and [`decide_route`] over a transcript, so that
-//! what it judges is what the hooks do.
+//! The session step (`step`) of `PreToolUse`, `UserPromptSubmit` and `PostToolBatch` decides it
+//! with [`decide_route`], under the session lock, so the routes together give each nudge at
+//! most once per level per cycle; `Stop` observes with [`observe`] and decides with
+//! [`decide_idle`], and `replay` runs [`observe_with`] and [`decide_route`] over a transcript, so
+//! that what it judges is what the hooks do.
 
-use std::path::Path;
-
-use anyhow::Result;
 use chrono::{DateTime, Utc};
 
-use crate::config::{nudge_templates, render_text, Config, Env, NudgeNumbers};
-use crate::diag::Diag;
+use crate::config::{nudge_templates, render_text, Config, NudgeNumbers};
 use crate::event;
 use crate::facts::{self, Context, LimitsFor};
-use crate::input::{Client, HookInput};
-use crate::marker::{
-    self, Event, LastNudge, Marker, Nudge, Observation, Source, State, Store, REFRESH,
-};
-use crate::memory;
+use crate::input::Client;
+use crate::marker::{self, Event, LastNudge, Marker, Nudge, Observation, Source, State};
 use crate::reading::Reading;
 use crate::usage;
 use crate::window::CompactSource;
@@ -85,7 +79,7 @@ pub fn decide(
 /// New work, in tokens since this cycle's last nudge, that makes an idle compaction worth a
 /// nudge: right after the trigger's or the critical nudge the agent has just saved, and one
 /// more turn to save again would cost the user more than the compaction loses.
-pub const IDLE_NEW_WORK: u64 = 100_000;
+const IDLE_NEW_WORK: u64 = 100_000;
 
 /// The end-of-turn nudge before an idle compaction (`Stop`, and `replay` at each turn's end):
 /// the marker after this Stop, and whether to ask the agent to save now: idle compaction can
@@ -147,38 +141,6 @@ pub fn nudge_text(
     render_text(template, numbers, place, make_room)
 }
 
-/// The transcript reading for this call (continued from the session's cached one). `None`
-/// (with a note) when the transcript cannot be read.
-fn read_transcript(
-    store: &Store,
-    input: &HookInput,
-    quiet_if_missing: bool,
-    diag: &mut Diag,
-) -> Option<Reading> {
-    if input.transcript_path.is_empty() {
-        diag.note("no transcript_path in the input; usage unknown");
-        return None;
-    }
-    match store.transcript_reading(Path::new(&input.transcript_path)) {
-        Ok(r) => {
-            if r.gave_up {
-                diag.note(format!(
-                    "no usage in the tail of {}; usage unknown",
-                    input.transcript_path
-                ));
-            }
-            Some(r)
-        }
-        Err(e) => {
-            // With a fresh status-line report the marker knows the usage anyway.
-            if !(quiet_if_missing && crate::files::is_not_found(&e)) {
-                diag.note(format!("{e:#}; usage unknown"));
-            }
-            None
-        }
-    }
-}
-
 /// Is this transcript reading news to the marker, or older news than the status line's last
 /// (fresh) report? A reply stamped before that report is older news as a rule: the report counts
 /// it, or a newer reply not on disk yet (the client writes a reply once it is whole, at times
@@ -210,99 +172,6 @@ pub fn is_news(reading: &Reading, marker: &Marker, now: DateTime<Utc>) -> bool {
         }
         _ => true,
     }
-}
-
-/// The nudge due with this `PreToolUse` or `UserPromptSubmit` event (`hook_event`), if any,
-/// recorded in the session's marker before it is returned.
-///
-/// `peeked`: the session's marker when the caller has just read it (the receipt check does),
-/// so the fast path reads `marker.json` once.
-pub fn give(
-    input: &HookInput,
-    env: &Env,
-    diag: &mut Diag,
-    hook_event: &'static str,
-    peeked: Option<Marker>,
-) -> Result<Given> {
-    if !input.agent_id.is_empty() {
-        // A subagent's call: its context is not the main thread's, and its transcript is not
-        // the main thread's usage.
-        return Ok(Given::default());
-    }
-    let paths = env.paths()?;
-    let store = Store::new(&paths, &input.session_id);
-    let now = env.now();
-    let marker = match peeked.map_or_else(|| store.peek(), |m| Ok(Some(m))) {
-        Ok(Some(m)) => m,
-        Ok(None) => Marker::new(&input.session_id),
-        Err(e) => {
-            diag.note(format!("{e:#}"));
-            Marker::new(&input.session_id)
-        }
-    };
-    let reporting = marker.statusline_fresh(now, facts::LIMITS_FRESH);
-    let reading = read_transcript(&store, input, reporting, diag);
-    let config = Config::for_hook(&paths, env, diag);
-    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
-    ctx.client = input.client();
-    let version = reading.as_ref().and_then(|r| r.client_version.clone());
-    ctx.client_version = version.as_deref();
-    let newer = |r: &Reading| is_news(r, &marker, now);
-    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
-    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
-    let modern = reading
-        .as_ref()
-        .is_none_or(Reading::client_reads_pretooluse_context);
-    let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
-    let at_prompt = withheld_past_the_point(hook_event, modern, ctx.client);
-    let observation = reading
-        .filter(newer)
-        .map(|r| observe(&r, &marker, &ctx, now));
-    let decide_here = |m: &Marker| {
-        decide_route(
-            m,
-            observation.as_ref(),
-            &config,
-            now,
-            can_deliver,
-            at_prompt,
-        )
-    };
-    let (next, nudge) = decide_here(&marker);
-    if nudge.is_none() && !marker::worth_saving(&marker, &next, REFRESH) {
-        // Nothing worth a write: a drop (which is) would have been written.
-        return Ok(Given {
-            text: None,
-            marker: Some(next),
-            can_deliver,
-        });
-    }
-    // Decided again under the lock, on the marker as it is now. If the nudge cannot be
-    // recorded, it is not given: an unrecorded nudge would repeat on every call.
-    let (next, nudge) = store.update(&input.session_id, diag, |current, _| {
-        let (next, nudge) = decide_here(current);
-        Ok((next.clone(), (next, nudge)))
-    })?;
-    let text = nudge.map(|level| {
-        let (place, make_room) =
-            memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
-        nudge_text(level, &next, &config, &place, make_room)
-    });
-    Ok(Given {
-        text,
-        marker: Some(next),
-        can_deliver,
-    })
-}
-
-/// What [`give`] did: the nudge to give (if any), and the session's marker as this call left it
-/// (what the drop check reads next, without reading the file again).
-#[derive(Debug, Default)]
-pub struct Given {
-    pub text: Option<String>,
-    pub marker: Option<Marker>,
-    /// This route's context reaches the model (not `PreToolUse` on a client before 2.1).
-    pub can_deliver: bool,
 }
 
 /// Is a nudge on this route withheld once usage is past the compaction point (the `at_prompt`

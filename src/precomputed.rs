@@ -41,7 +41,7 @@ const SLACK_SECS: i64 = 1;
 
 /// Main-chain prompts and replies in `region` (lines of a transcript) written after `after`:
 /// how many.
-pub fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
+fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
     region
         .split(|b| *b == b'\n')
         .filter(|line| {
@@ -145,7 +145,7 @@ fn rebuild(
         cwd: old.meta.cwd.clone(),
         ..HookInput::default()
     };
-    let mut cp = checkpointing::decide(
+    let mut cp = checkpointing::build(
         &hook_input,
         reading,
         &marker,
@@ -179,15 +179,13 @@ fn rebuild(
     let new_path = path.display().to_string();
     // The session's newest checkpoint is this one now (the receipt and PostCompact's summary go
     // beside it), unless another compaction came meanwhile.
+    let rebuilt = crate::marker::Event::CheckpointRebuilt {
+        from: old_path,
+        to: new_path,
+    };
     store.update(&input.session_id, diag, |m, _| {
-        let mut next = m.clone();
-        if m.last_checkpoint.as_deref() == Some(old_path.as_str()) {
-            next.last_checkpoint = Some(new_path.clone());
-            if let Some(p) = next.receipt_pending.as_mut() {
-                p.checkpoint.clone_from(&new_path);
-            }
-        }
-        Ok((next, ()))
+        let stale = config.stale();
+        Ok((crate::marker::transition(m, &rebuilt, now, stale), ()))
     })?;
     let local = now.with_timezone(&Local);
     let line = format!(

@@ -28,12 +28,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::checkpoint::{self, Checkpoint};
-use crate::config::Env;
 use crate::daily_log;
 use crate::diag::Diag;
 use crate::files;
-use crate::input::HookInput;
-use crate::marker::{self, Marker, Store};
+use crate::marker::{self, Marker};
 use crate::paths::Paths;
 use crate::transcript;
 
@@ -258,127 +256,76 @@ pub fn precomputed(metadata: Option<&Value>) -> bool {
         == Some(true)
 }
 
-/// What the hook should do about the recovery.
-#[derive(Debug, PartialEq)]
-pub enum Check {
-    /// Nothing waits, or the boundary has not landed yet.
-    Nothing,
-    /// It arrived; the receipt was written.
-    Arrived,
-    /// It is missing: this hook gives it (the checkpoint to render, and where it is).
-    Deliver(Box<Checkpoint>, PathBuf),
+/// Is the part after the newest boundary, `seen`, this compaction's (the one `m` waits for)?
+/// A boundary older than the checkpoint is the previous compaction's (a summary prepared ahead
+/// has its boundary later, never earlier).
+pub fn is_of(seen: &AfterBoundary, m: &Marker) -> bool {
+    match (seen.at, m.compacted_at) {
+        (Some(b), Some(c)) => b + chrono::Duration::seconds(5) >= c,
+        _ => true,
+    }
 }
 
-/// The check a `PreToolUse` or `UserPromptSubmit` makes after a compaction, `marker` being the
-/// one it peeked. Cheap unless the marker flags a compaction waiting for its receipt (or a
-/// recovery `SessionStart` never took).
-pub fn check(
-    input: &HookInput,
-    env: &Env,
-    marker: &Marker,
-    hook_event: &str,
+/// The receipt settled on `m` (pure), from what the client recorded after the newest boundary:
+/// the marker with nothing pending any more, and the compaction's checkpoint with how its
+/// recovery arrived. Nothing when no compaction waits for its receipt.
+pub fn settle(
+    m: &Marker,
+    seen: &AfterBoundary,
+    client_pid: Option<u32>,
+    now: DateTime<Utc>,
+    stale: std::time::Duration,
+) -> (Marker, Option<(String, Arrival)>) {
+    if !waiting(m) {
+        return (m.clone(), None);
+    }
+    let checkpoint = m
+        .receipt_pending
+        .as_ref()
+        .map(|p| p.checkpoint.clone())
+        .or_else(|| m.last_checkpoint.clone());
+    let next = marker::transition(m, &marker::Event::ReceiptSettled, now, stale);
+    (next, checkpoint.map(|c| (c, arrival(m, seen, client_pid))))
+}
+
+/// The receipt of the compaction whose checkpoint is at `checkpoint`, once settled: written
+/// beside the checkpoint and logged (a problem is a note). The checkpoint to give again when its
+/// recovery never arrived (`by`: the hook that gives it).
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    paths: &Paths,
+    session_id: &str,
+    checkpoint: &str,
+    seen: &AfterBoundary,
+    arrival: Arrival,
+    by: &str,
+    now: DateTime<Utc>,
     diag: &mut Diag,
-) -> Result<Check> {
-    if !input.agent_id.is_empty() || !waiting_at(marker, env.now()) {
-        return Ok(Check::Nothing);
-    }
-    let Some(seen) = after_boundary(&input.transcript_path) else {
-        return Ok(Check::Nothing);
-    };
-    // The boundary must be this compaction's: one older than the checkpoint is the previous
-    // compaction's (a summary prepared ahead has its boundary later, never earlier).
-    if let (Some(b), Some(c)) = (seen.at, marker.compacted_at) {
-        if b + chrono::Duration::seconds(5) < c {
-            return Ok(Check::Nothing);
-        }
-    }
-    let now = env.now();
-    let pid = env.client_pid;
-    let paths = env.paths()?;
-    let store = Store::new(&paths, &input.session_id);
-    let stale = crate::config::Config::for_hook(&paths, env, diag).stale();
-    // Under the lock: exactly one hook settles it, whatever runs in parallel.
-    let settled = store.update(&input.session_id, diag, |m, _| {
-        if !waiting(m) {
-            return Ok((m.clone(), None));
-        }
-        let checkpoint = m
-            .receipt_pending
-            .as_ref()
-            .map(|p| p.checkpoint.clone())
-            .or_else(|| m.last_checkpoint.clone());
-        let mut next = if m.recovery_pending {
-            marker::transition(m, &marker::Event::Recovered, now, stale)
-        } else {
-            m.clone()
-        };
-        next.receipt_pending = None;
-        Ok((next, checkpoint.map(|c| (c, decide(m, &seen, pid)))))
-    })?;
-    let Some((checkpoint, arrival)) = settled else {
-        return Ok(Check::Nothing);
-    };
-    let cp_path = PathBuf::from(&checkpoint);
+) -> Option<(Checkpoint, PathBuf)> {
+    let cp_path = PathBuf::from(checkpoint);
     let cp = checkpoint::load(paths.root(), &cp_path).ok().flatten();
     let receipt = build(
         cp.as_ref(),
-        &checkpoint,
-        &seen,
+        checkpoint,
+        seen,
         arrival,
-        (arrival == Arrival::GivenAgain).then_some(hook_event),
+        (arrival == Arrival::GivenAgain).then_some(by),
         checkpoint::summary::load(paths.root(), &cp_path).map(|s| s.chars().count()),
         now,
     );
     if let Err(e) = save(paths.root(), &cp_path, &receipt) {
         diag.note(format!("{e:#}"));
     }
-    if let Err(e) = log(&paths, &input.session_id, &receipt, now) {
+    if let Err(e) = log(paths, session_id, &receipt, now) {
         diag.note(format!("{e:#}"));
     }
-    Ok(match (arrival, cp) {
-        (Arrival::GivenAgain, Some(cp)) => Check::Deliver(Box::new(cp), cp_path),
-        _ => Check::Arrived,
-    })
-}
-
-/// For `PreToolUse` and `UserPromptSubmit`: the recovery block to give again when the newest
-/// compaction's never arrived, else `None` (and the receipt written). Never fails the hook: a
-/// problem is one note.
-pub fn give_again(
-    input: &HookInput,
-    env: &Env,
-    marker: Option<&Marker>,
-    hook_event: &str,
-    diag: &mut Diag,
-) -> Option<String> {
-    // The fast path: the marker the hook peeked, and nothing more unless it flags a wait.
-    let marker = marker.filter(|m| waiting_at(m, env.now()))?;
-    let paths = env.paths().ok()?;
-    match check(input, env, marker, hook_event, diag) {
-        Ok(Check::Deliver(cp, path)) => {
-            let config = crate::config::Config::for_hook(&paths, env, diag);
-            Some(crate::recovering::handed_over(
-                &paths,
-                env,
-                &config,
-                &input.cwd,
-                *cp,
-                &path,
-                crate::recovery::Kind::Compact,
-                diag,
-            ))
-        }
-        Ok(_) => None,
-        Err(e) => {
-            diag.note(format!("receipt: {e:#}"));
-            None
-        }
-    }
+    cp.filter(|_| arrival == Arrival::GivenAgain)
+        .map(|cp| (cp, cp_path))
 }
 
 /// A compaction waits for its receipt at most this long: past it, its boundary never landed
 /// where the check can see it, and the hooks stop looking.
-pub const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+const WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Does a compaction wait for its receipt (handed and unchecked, or never taken), as of `now`?
 pub fn waiting_at(m: &Marker, now: DateTime<Utc>) -> bool {
@@ -395,7 +342,7 @@ pub fn waiting(m: &Marker) -> bool {
 }
 
 /// How the recovery stands, from what the client recorded (pure).
-pub fn decide(m: &Marker, seen: &AfterBoundary, client_pid: Option<u32>) -> Arrival {
+pub fn arrival(m: &Marker, seen: &AfterBoundary, client_pid: Option<u32>) -> Arrival {
     let number = m
         .receipt_pending
         .as_ref()
@@ -473,70 +420,6 @@ fn log(paths: &Paths, session_id: &str, receipt: &Receipt, now: DateTime<Utc>) -
     Ok(())
 }
 
-/// The session's marker, read without the lock (what `PreToolUse` and `UserPromptSubmit` peek
-/// once for the receipt and the drop checks); `None` when there is none or it cannot be read.
-pub fn peek(input: &HookInput, env: &Env) -> Option<Marker> {
-    if input.session_id.is_empty() || !input.agent_id.is_empty() {
-        return None;
-    }
-    let paths = env.paths().ok()?;
-    Store::new(&paths, &input.session_id).peek().ok().flatten()
-}
-
-/// Of the compactions in a transcript read line by line, how many were followed by a reply but
-/// by no line holding a recovery block before the next boundary: their recovery never arrived
-/// (`replay --all` counts them). A boundary with no reply after it yet is still open.
-#[cfg(test)]
-fn never_arrived<R: std::io::BufRead>(reader: R) -> std::io::Result<usize> {
-    let mut tally = Tally::default();
-    let mut lines = transcript::LineReader::new(reader, transcript::MAX_LINE);
-    while let Some(line) = lines.next_line()? {
-        if let transcript::Line::Text(line) = line {
-            tally.feed(line);
-        }
-    }
-    Ok(tally.total())
-}
-
-/// The compactions of a transcript whose recovery never arrived, a line at a time (`replay`
-/// feeds it the lines it replays, so a transcript is read once).
-#[derive(Debug, Default)]
-pub struct Tally {
-    missing: usize,
-    /// Since the newest boundary: (a reply came, a block came).
-    open: Option<(bool, bool)>,
-}
-
-impl Tally {
-    pub fn feed(&mut self, line: &[u8]) {
-        match transcript::classify(line) {
-            transcript::Verdict::Boundary { .. } => {
-                if self.open == Some((true, false)) {
-                    self.missing += 1;
-                }
-                self.open = Some((false, false));
-            }
-            transcript::Verdict::Usage { .. } => {
-                if let Some(o) = self.open.as_mut() {
-                    o.0 = true;
-                }
-            }
-            transcript::Verdict::Irrelevant => {}
-        }
-        if let Some(o) = self.open.as_mut() {
-            if !o.1 && recorded_block(line).is_some() {
-                o.1 = true;
-            }
-        }
-    }
-
-    /// The compactions so far whose recovery never arrived (the newest counts once a reply
-    /// came after it without the block).
-    pub fn total(&self) -> usize {
-        self.missing + usize::from(self.open == Some((true, false)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,17 +469,17 @@ mod tests {
             ..Marker::default()
         };
         assert_eq!(
-            decide(&handed(Some(7)), &s(true), Some(8)),
+            arrival(&handed(Some(7)), &s(true), Some(8)),
             Arrival::Transcript
         );
         assert_eq!(
-            decide(&handed(Some(7)), &s(false), Some(7)),
+            arrival(&handed(Some(7)), &s(false), Some(7)),
             Arrival::Memory
         );
-        assert_eq!(decide(&handed(None), &s(false), None), Arrival::Memory);
+        assert_eq!(arrival(&handed(None), &s(false), None), Arrival::Memory);
         // Handed to a process that is gone.
         assert_eq!(
-            decide(&handed(Some(7)), &s(false), Some(8)),
+            arrival(&handed(Some(7)), &s(false), Some(8)),
             Arrival::GivenAgain
         );
         // Never handed: SessionStart did not run (or was refused).
@@ -606,7 +489,7 @@ mod tests {
             ..Marker::default()
         };
         assert!(waiting(&never));
-        assert_eq!(decide(&never, &s(false), Some(7)), Arrival::GivenAgain);
+        assert_eq!(arrival(&never, &s(false), Some(7)), Arrival::GivenAgain);
         assert!(!waiting(&Marker::default()));
     }
 
@@ -636,22 +519,7 @@ mod tests {
             compacted_at: Some(Utc::now()),
             ..Marker::default()
         };
-        assert_eq!(decide(&waiting_for_one, &s, None), Arrival::GivenAgain);
-    }
-
-    #[test]
-    fn replay_counts_the_compactions_whose_recovery_never_arrived() {
-        let text = |lines: &[&str]| (lines.join("\n") + "\n").into_bytes();
-        let count = |bytes: Vec<u8>| never_arrived(std::io::Cursor::new(bytes)).unwrap();
-        // Arrived, then lost (a reply and no block), then still open (no reply yet).
-        assert_eq!(
-            count(text(&[
-                REPLY, BOUNDARY, SUMMARY, KEPT, REPLY, BOUNDARY, SUMMARY, REPLY, BOUNDARY, SUMMARY
-            ])),
-            1
-        );
-        assert_eq!(count(text(&[REPLY, BOUNDARY, SUMMARY, REPLY])), 1);
-        assert_eq!(count(text(&[REPLY, REPLY])), 0);
+        assert_eq!(arrival(&waiting_for_one, &s, None), Arrival::GivenAgain);
     }
 
     #[test]

@@ -1,8 +1,18 @@
 //! The functions that run each hook of the list ([`crate::hook_list`]: subcommand, event,
 //! matcher, help), in the same order. The CLI, the argument-error handling and the fuzz harness
 //! read it; what needs only the list (`settings`, `doctor`) reads the list, below the hooks.
-//! Adding a hook is one entry in each plus its file under `src/hooks/`. The tests here hold the
-//! code map and the import structure.
+//! The tests here hold the code map and the import structure.
+//!
+//! Adding a hook takes these places (a test holds each one marked so):
+//! 1. `event.rs`: the client's event name, written once;
+//! 2. `hook_list.rs`: its entry in `HOOKS` (subcommand, event, matcher, help), and in
+//!    `CODEX_HOOKS` when Codex runs it too;
+//! 3. this file: its entry in [`HOOKS`], in the list's order (held);
+//! 4. `src/hooks/<subcommand>.rs` with its `handle`, and its `pub mod` in `hooks/mod.rs` (held);
+//! 5. `client/accepts.rs`, when only some client versions accept the event;
+//! 6. `hooks/hooks.json`, the plugin's registration (held);
+//! 7. docs: its line in docs/usage.md's "What each hook does" (held) and its file in the code
+//!    map, docs/architecture.md (held).
 
 use anyhow::Result;
 use clap::{ArgMatches, Args, FromArgMatches};
@@ -329,6 +339,7 @@ mod tests {
         ),
         ("its receipt", &["receipt"]),
         ("what was lost", &["dropped", "precomputed"]),
+        ("the session step", &["step"]),
         ("the hooks and the manual commands", &["commands", "hooks"]),
         ("the registry", &["registry"]),
         ("the command line", &["cli"]),

@@ -61,7 +61,7 @@ fn heredoc_end(line: &str) -> Option<String> {
 /// byte, so offsets stay the same: what a quoted string says (a commit message naming `cargo
 /// test`, `echo "a; b"`) is no command, and its `;` or `|` splits nothing. The string after
 /// `-c` (`sh -c "npm test"`) is a command and is kept. An unbalanced quote blanks the rest.
-pub fn blank_quotes(command: &str) -> String {
+fn blank_quotes(command: &str) -> String {
     let bytes = command.as_bytes();
     let mut out = bytes.to_vec();
     let mut i = 0;

@@ -326,7 +326,7 @@ pub const CODEX_EFFECTIVE_PCT: u64 = 95;
 
 /// The window of the models Codex 0.169.0 bundles (all but two of its twelve): what a session's
 /// first tool call is judged against, before any response has reported a window.
-pub const CODEX_DEFAULT_WINDOW: u64 = 272_000;
+const CODEX_DEFAULT_WINDOW: u64 = 272_000;
 
 /// Where Codex compacts, as it decides (0.169.0 to 0.171.0, read in its source and measured):
 /// the model's window is `model_context_window` from `config.toml` when set (Codex puts it in

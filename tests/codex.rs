@@ -403,3 +403,55 @@ fn a_codex_receipt_says_why_no_facts_were_given() {
     );
     assert!(!receipt.contains("facts 0"), "{receipt}");
 }
+
+/// Codex compacts without running `PreCompact` when the user switches to a model with a
+/// smaller window: `SessionStart(compact)` then finds a `compacted` line the marker never
+/// counted, takes the checkpoint itself from the rollout up to that line, and gives the
+/// recovery block, once per compaction.
+#[test]
+fn a_compaction_that_bypassed_precompact_is_checkpointed_at_sessionstart() {
+    let codex = Codex::new(200_000);
+    codex.write(true);
+    let start = || codex.hook("sessionstart", "SessionStart", json!({"source": "compact"}));
+    let run = start();
+    assert_eq!(run.code, 0, "{run:?}");
+    let block = context_of(&run.stdout, "SessionStart");
+    for fact in [
+        "ctxguard recovery: compaction #1 of this session",
+        "Fix the failing parser tests in src/parser.rs and open a PR",
+        "branch feat/parser",
+        "src/parser.rs",
+    ] {
+        assert!(block.contains(fact), "missing {fact:?} in:\n{block}");
+    }
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 1);
+    // Once.
+    assert_eq!(start().stdout, "");
+    // The next one that bypasses it: compaction #2.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&codex.rollout)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"timestamp\": \"2026-11-25T18:09:00.000Z\", \"type\": \"response_item\", \"payload\": {\"type\": \"message\", \"role\": \"user\", \"content\": [{\"type\": \"input_text\", \"text\": \"now port the lexer to the new API\"}]}}\n\
+          {\"timestamp\": \"2026-11-25T18:10:00.000Z\", \"type\": \"compacted\", \"payload\": {\"message\": \"summary\", \"replacement_history\": []}}\n",
+    )
+    .unwrap();
+    let second = start();
+    let block = context_of(&second.stdout, "SessionStart");
+    assert!(block.contains("compaction #2 of this session"), "{block}");
+    assert!(
+        block.contains("now port the lexer to the new API"),
+        "{block}"
+    );
+    assert_eq!(codex.env.marker(SESSION)["compactions"], 2);
+    // Logged as a compaction.
+    let logs = codex.env.state().join("logs");
+    let log: String = fs::read_dir(&logs)
+        .unwrap()
+        .flatten()
+        .map(|e| fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(log.matches("compaction #").count(), 2, "{log}");
+}

@@ -153,3 +153,68 @@ fn the_anchor_and_link_readers_work_on_literals() {
     assert_eq!(links(page), ["b.md#c", "#e"]);
     assert!(Path::new(&root()).join("README.md").exists());
 }
+
+/// The body of `fn name` in `code`: from its signature to the first line that closes it.
+fn body_of<'a>(code: &'a str, name: &str) -> &'a str {
+    let at = code
+        .find(&format!("fn {name}("))
+        .unwrap_or_else(|| panic!("no fn {name}"));
+    let end = code[at..].find("\n}\n").map_or(code.len(), |e| at + e);
+    &code[at..end]
+}
+
+/// docs/architecture.md's walk-through of one PreToolUse call: every function it names in bold
+/// (`**`file` `function`**`) exists in that file, and the session step calls the ones it makes
+/// in the order the walk-through gives (those `step::decide` makes, in its body).
+#[test]
+fn the_pretooluse_walk_through_names_what_the_code_calls_in_its_order() {
+    let map = fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let start = map
+        .find("## One PreToolUse call, followed through")
+        .unwrap();
+    let walk = &map[start..];
+    let walk = &walk[..walk.find("\nThe golden files").unwrap_or(walk.len())];
+    let mut named = Vec::new();
+    let mut rest = walk;
+    while let Some(at) = rest.find("**`") {
+        rest = &rest[at + 3..];
+        let end = rest.find("`**").unwrap();
+        let (file, function) = rest[..end].split_once("` `").unwrap();
+        named.push((file.to_string(), function.to_string()));
+        rest = &rest[end..];
+    }
+    assert!(named.len() >= 15, "{named:?}");
+    let src = root().join("src");
+    for (file, function) in &named {
+        let code = fs::read_to_string(src.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            code.contains(&format!("fn {function}(")) || code.contains(&format!("fn {function}<")),
+            "{file} has no fn {function}"
+        );
+    }
+    // The session step: what `take` calls, then what `decide` calls, each in the order given.
+    let step = fs::read_to_string(src.join("step.rs")).unwrap();
+    let take = body_of(&step, "take");
+    let decide = body_of(&step, "decide");
+    let from = named.iter().position(|(_, f)| f == "take").unwrap();
+    let mut last_take = 0;
+    let mut last_decide = 0;
+    for (file, function) in &named[from + 1..] {
+        let call = format!("{function}(");
+        if let Some(at) = take.find(&call).filter(|_| function != "take") {
+            assert!(
+                at >= last_take,
+                "{file} {function} is called earlier in step::take"
+            );
+            last_take = at;
+        } else if let Some(at) = decide.find(&call) {
+            assert!(
+                at >= last_decide,
+                "{file} {function} is called earlier in step::decide"
+            );
+            last_decide = at;
+        } else {
+            panic!("step::take calls no {function} (named in {file})");
+        }
+    }
+}

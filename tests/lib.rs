@@ -22,6 +22,7 @@ mod faults;
 mod gate;
 mod golden;
 mod hostile;
+mod house;
 mod install;
 mod install_codex;
 mod lifecycle;

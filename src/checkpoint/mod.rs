@@ -40,6 +40,7 @@ pub use store::{checkpoints_dir, CheckpointStore};
 /// Reads the part of a session's file after its newest compaction, forward, in bounded memory
 /// (and when that part is not the whole file, its head for the session's goal): a Claude Code
 /// transcript, or a Codex rollout, by its name.
+#[cfg(test)]
 pub fn read_transcript(path: &Path) -> Result<Reading> {
     read_transcript_until(path, u64::MAX)
 }

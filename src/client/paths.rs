@@ -17,7 +17,7 @@ fn is_sep(c: char) -> bool {
 /// the segment before it (above the root it is dropped from an absolute path and kept in a
 /// relative one), a trailing separator stays, and an empty result is `.`. On Windows the
 /// separators become `\`, and a drive (`C:`) or a UNC share (`\\server\share`) leads.
-pub fn normalize(path: &str) -> String {
+fn normalize(path: &str) -> String {
     if path.is_empty() {
         return ".".to_string();
     }

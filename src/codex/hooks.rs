@@ -83,7 +83,7 @@ const WITHOUT_MATCHER: &[&str] = &["UserPromptSubmit", "Stop", "PreModelRequest"
 const SHORT_TIMEOUT: &[&str] = &["SessionEnd", "Interrupt"];
 
 /// The timeout ctxguard's `SessionEnd` hook asks of Codex: its cap for that event.
-pub const SESSION_END_TIMEOUT: u64 = 3;
+const SESSION_END_TIMEOUT: u64 = 3;
 
 /// The timeout Codex gives a handler of `event`, in seconds.
 fn timeout(event: &str, handler: &Map<String, Value>) -> u64 {
@@ -119,7 +119,7 @@ fn canonical(value: &Value) -> String {
 /// JSON `{"event_name", "matcher"?, "hooks": [{"type", "command", "timeout", "async",
 /// "statusMessage"?, "additionalContextLimit"?}]}`, with the timeout as Codex clamps it and the matcher only for an event
 /// that takes one. Checked against the real 0.169.0 (`hooks/list`'s `currentHash`).
-pub fn trust_hash(event: &str, matcher: Option<&Value>, handler: &Map<String, Value>) -> String {
+fn trust_hash(event: &str, matcher: Option<&Value>, handler: &Map<String, Value>) -> String {
     let mut normal = Map::new();
     normal.insert("type".into(), json!("command"));
     normal.insert(

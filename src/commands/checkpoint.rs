@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::checkpoint::{self, checkpoints_dir, Checkpoint, CheckpointStore};
 use crate::config::{Config, Env};
+use crate::exit::Exit;
 use crate::files;
 use crate::paths::Paths;
 use crate::recovering;
@@ -33,7 +34,7 @@ fn newest(paths: &Paths) -> Result<Option<(Checkpoint, PathBuf)>> {
     Ok(best)
 }
 
-pub fn show(session: Option<String>, json: bool) -> Result<()> {
+pub fn show(session: Option<String>, json: bool) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
@@ -62,7 +63,7 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&cp)?);
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     // Name the immutable file, not `_latest.json`, when it is still there.
     let file = latest_path.with_file_name(format!("{}.json", cp.id));
@@ -82,5 +83,5 @@ pub fn show(session: Option<String>, json: bool) -> Result<()> {
         eprintln!("warning: {note}");
     }
     print!("{block}");
-    Ok(())
+    Ok(Exit::Ok)
 }

@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 use super::doctor::version::Client;
 use crate::client::{self, Accepts};
 use crate::config::Env;
+use crate::exit::Exit;
 use crate::files;
 use crate::program;
 use crate::settings::{self, Edit, Note, StatusLineMode};
@@ -483,10 +484,11 @@ pub fn install(
     mode: StatusLineMode,
     client_version: Option<&str>,
     trust: bool,
-) -> Result<()> {
+) -> Result<Exit> {
     if client == ClientArg::Codex {
         codex_target(target, client_version)?;
-        return codex::install(target.dry_run, trust);
+        codex::install(target.dry_run, trust)?;
+        return Ok(Exit::Ok);
     }
     if trust {
         bail!(
@@ -503,7 +505,8 @@ pub fn install(
         target.dry_run,
         "ctxguard is already installed in",
         |v| settings::install(v, &bin, &same, mode, accepts),
-    )
+    )?;
+    Ok(Exit::Ok)
 }
 
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
@@ -538,23 +541,23 @@ fn client_accepts(env: &Env, given: Option<&str>) -> Result<Accepts> {
 
 /// Takes ctxguard out of the settings; with `purge`, then removes its state directory too
 /// ([`super::purge`]), which a settings file that cannot be edited stops.
-pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Result<()> {
+pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Result<Exit> {
     let env = Env::from_process();
     if client == ClientArg::Codex {
         codex_target(target, None)?;
         if purge {
-            super::purge::check(&env)?;
+            super::purge::refuse_unsafe_root(&env)?;
         }
         codex::uninstall(target.dry_run)?;
         if purge {
             super::purge::run(&env, target.dry_run)?;
         }
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     let path = settings_path(target, &env)?;
     if purge {
         // A state directory that must not be purged stops everything, settings included.
-        super::purge::check(&env)?;
+        super::purge::refuse_unsafe_root(&env)?;
     }
     if path.exists() {
         let (bin, same) = this_binary(&env)?;
@@ -578,7 +581,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     if purge {
         super::purge::run(&env, target.dry_run)?;
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

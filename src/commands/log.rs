@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::config::Env;
 use crate::daily_log::{self, Entry, Kind};
+use crate::exit::Exit;
 use crate::receipt::{Arrival, Logged};
 
 /// One entry in `log --json`. Exactly these fields: scripts rely on them.
@@ -173,7 +174,7 @@ fn mark_failed(entries: &mut [Dated]) {
     }
 }
 
-pub fn run(days: u64, session: Option<String>, json: bool) -> Result<()> {
+pub fn run(days: u64, session: Option<String>, json: bool) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let today = env.now().with_timezone(&Local).date_naive();
@@ -209,7 +210,7 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<()> {
             entries: entries.iter().map(Dated::json).collect(),
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     if entries.is_empty() {
         let span = if days == 1 {
@@ -225,10 +226,10 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<()> {
             "no log entries{whose} {span} under {}",
             daily_log::dir(&paths).display()
         );
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     print!("{}", render(&entries));
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 /// The session `--session` names, as the log names it (its first 8 characters): a session

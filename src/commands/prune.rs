@@ -6,9 +6,10 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
+use crate::exit::Exit;
 use crate::retention::{self, Cutoff, Report};
 
-pub fn run(dry_run: bool, older_than: Option<u64>) -> Result<()> {
+pub fn run(dry_run: bool, older_than: Option<u64>) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
@@ -27,11 +28,11 @@ pub fn run(dry_run: bool, older_than: Option<u64>) -> Result<()> {
             "retention is off (retention_days is 0): nothing is removed; \
              `ctxguard prune --older-than DAYS` prunes by hand"
         );
-        return Ok(());
+        return Ok(Exit::Ok);
     };
     let report = retention::pass(&paths, Some(cutoff), now, dry_run)?;
     print!("{}", render(&report, days, now, dry_run));
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

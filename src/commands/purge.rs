@@ -262,7 +262,7 @@ fn remove(
 }
 
 /// Refuses, before anything is changed, a state root that must not be purged.
-pub fn check(env: &Env) -> Result<()> {
+pub fn refuse_unsafe_root(env: &Env) -> Result<()> {
     refuse_foreign_root(env.paths()?.root(), env)
 }
 

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::config::{Config, Env};
 use crate::diag::Diag;
+use crate::exit::Exit;
 use crate::marker::{self, Event, Store};
 
 fn reset_one(
@@ -17,11 +18,12 @@ fn reset_one(
 ) -> Result<String> {
     let mut diag = Diag::default();
     let id = store.update(session_id.unwrap_or_default(), &mut diag, |current, _| {
-        let mut next = marker::transition(current, &Event::Reset, now, stale);
-        if next.session_id.is_empty() {
-            next.session_id = session_id.unwrap_or_default().to_string();
-        }
-        let id = next.session_id.clone();
+        let next = marker::transition(current, &Event::Reset, now, stale);
+        let id = if next.session_id.is_empty() {
+            session_id.unwrap_or_default().to_string()
+        } else {
+            next.session_id.clone()
+        };
         Ok((next, id))
     })?;
     if let Some(line) = diag.line("reset") {
@@ -30,7 +32,7 @@ fn reset_one(
     Ok(id)
 }
 
-pub fn run(session: Option<String>, all: bool) -> Result<()> {
+pub fn run(session: Option<String>, all: bool) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let stale = Config::load(&paths, &env)?.config.stale();
@@ -40,12 +42,12 @@ pub fn run(session: Option<String>, all: bool) -> Result<()> {
             reset_one(store, None, stale, env.now())?;
         }
         println!("reset {} session(s) to idle", sessions.len());
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     // clap guarantees one of the two.
     let id = session.unwrap_or_default();
     let (id, store) = super::known_session(&paths, &id)?;
     let id = reset_one(&store, Some(&id), stale, env.now())?;
     println!("reset session {id} to idle");
-    Ok(())
+    Ok(Exit::Ok)
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::checkpoint;
 use crate::config::{Config, Env};
+use crate::exit::Exit;
 use crate::marker::{self, LastNudge, Marker, Source};
 use crate::paths::Paths;
 use crate::text::sanitize;
@@ -224,7 +225,7 @@ fn trim_slash(s: &str) -> &str {
     }
 }
 
-pub fn run(query: Query) -> Result<()> {
+pub fn run(query: Query) -> Result<Exit> {
     let env = Env::from_process();
     let paths = env.paths()?;
     let loaded = Config::load(&paths, &env)?;
@@ -256,7 +257,7 @@ pub fn run(query: Query) -> Result<()> {
         } else {
             print!("{}", render_one(&s, &m, now, stale));
         }
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     let wanted = query.cwd.as_deref().map(cwd_forms);
     let newest = marker::newest(&paths, query.limit, |m| match &wanted {
@@ -283,7 +284,7 @@ pub fn run(query: Query) -> Result<()> {
     } else {
         print!("{}", render_table(&report, &query, &paths, now));
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 /// The session's usage, the newest known, and how old it is: the transcript's newest reply when

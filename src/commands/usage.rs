@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::facts::{self, Context};
 use crate::input::Client;
 use crate::marker::Store;
@@ -47,7 +48,7 @@ pub fn run(
     window: Option<u64>,
     autocompact: Option<u64>,
     json: bool,
-) -> Result<()> {
+) -> Result<Exit> {
     let (env, paths, config) = crate::commands::setup()?;
     let codex = crate::rollout::is_rollout(path);
     let scan = if codex {
@@ -122,7 +123,7 @@ pub fn run(
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     match report.tokens {
         Some(t) => println!(
@@ -172,7 +173,7 @@ pub fn run(
         Some(c) => println!("critical at  {}", grouped(c)),
         None => println!("critical at  off"),
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

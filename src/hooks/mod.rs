@@ -1,7 +1,11 @@
-//! The hook commands Claude Code runs. Each file has a pure `decide` that the unit tests call with
-//! literals and a thin `run` that does the I/O. This module holds what they share: a guard that
-//! turns every error and panic into one stderr line and exit 0, so a hook can never block or
-//! break the session it serves.
+//! The hook commands Claude Code and Codex run. Each file has a thin `handle` that parses the
+//! event, calls the capability that acts on it, and prints what that gives; the pure decisions
+//! the unit tests call with literals live in those capabilities, below the hooks (`step::decide`
+//! for `PreToolUse`, `UserPromptSubmit` and `PostToolBatch`; `nudge::decide_idle` for `Stop`;
+//! `checkpointing::take` with `precompact::is_repeat` and `precompact::gate` for `PreCompact`;
+//! `gauge::decide` for the status line). This module holds what they share: a guard that turns
+//! every error and panic into one stderr line and exit 0, so a hook can never block or break the
+//! session it serves.
 
 pub mod postcompact;
 pub mod posttoolbatch;

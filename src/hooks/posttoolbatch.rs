@@ -5,7 +5,7 @@
 //! request with only the previous turn's usage read. `PostToolBatch` runs once the batch's
 //! results are in, when that reply has been written, and its `additionalContext` reaches the
 //! next request; when that reply is not there yet (the client writes it a moment later, at
-//! times), it waits for it, at most a second. It gives the same nudge ([`crate::nudge::give`]), under the same lock, so the
+//! times), it waits for it, at most a second. It takes the same session step ([`crate::step::take`]), under the same lock, so the
 //! routes together still give each nudge at most once per level per cycle.
 
 use std::io::{Read, Seek, SeekFrom};
@@ -18,7 +18,6 @@ use serde::Deserialize;
 use crate::config::Env;
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::nudge;
 
 /// The batch's tool calls, as far as this hook needs them: their ids.
 #[derive(Debug, Default, Deserialize)]
@@ -88,14 +87,10 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     settle(&input.transcript_path, bytes);
-    let given = nudge::give(&input, env, diag, event::POST_TOOL_BATCH, None)?;
-    // A drop this batch's reply shows (PostToolBatch often reads a new reply first): acted on
+    // The same session step, without the receipt (the hooks before a request settle it); a
+    // drop this batch's reply shows (PostToolBatch often reads a new reply first) is acted on
     // here, once.
-    let dropped = crate::dropped::act(&input, env, &given, event::POST_TOOL_BATCH, diag);
-    let text = [dropped, given.text]
-        .into_iter()
-        .flatten()
-        .reduce(|a, b| format!("{a}\n\n{b}"));
+    let text = crate::step::take(&input, env, event::POST_TOOL_BATCH, false, diag)?;
     Ok(text
         .map(|text| additional_context(event::POST_TOOL_BATCH, text))
         .into())

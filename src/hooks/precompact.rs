@@ -7,23 +7,20 @@
 //! it to the user and echo it to the model: [`facts`]), and only once the checkpoint is saved: a
 //! run that fails prints nothing. A repeated `PreCompact` of one compaction prints the same block.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use chrono::{DateTime, Local, Utc};
+use chrono::{DateTime, Utc};
 
-use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpoint::Checkpoint;
 use crate::checkpointing;
 use crate::config::{Config, Env};
-use crate::daily_log;
 use crate::event;
-use crate::files;
 use crate::hooks::{Diag, Outcome};
 use crate::input::{Client, HookInput};
 use crate::marker::{self, Event, Marker, State, Store};
 use crate::summary_facts;
-use crate::tasks;
 use crate::transcript;
 
 /// Never hold a compaction when usage is this close to the window: that compaction may be
@@ -113,7 +110,6 @@ fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc
 }
 
 /// The hook, given its input and environment.
-#[allow(clippy::too_many_lines)] // the gate, the reading, the one transaction, the log
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_COMPACT)?;
     let paths = env.paths()?;
@@ -132,17 +128,6 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
     }
 
-    // The transcript is read before the lock: it is the slow part.
-    let reading = if input.transcript_path.is_empty() {
-        Err("no transcript_path in the PreCompact input".to_string())
-    } else {
-        checkpoint::read_transcript(Path::new(&input.transcript_path)).map_err(|e| format!("{e:#}"))
-    };
-    if let Err(e) = &reading {
-        diag.note(format!("{e}; the checkpoint holds only metadata"));
-    }
-    let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
-
     // The newest boundary, to tell a repeated PreCompact from a new compaction.
     let boundary = if codex {
         crate::rollout::newest_compaction_time(Path::new(&input.transcript_path))
@@ -156,133 +141,25 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let written_compactions = codex
         .then(|| crate::rollout::compaction_count(Path::new(&input.transcript_path)).ok())
         .flatten();
-    let checkpoints = CheckpointStore::new(&paths, &input.session_id);
-    // Claude Code's own task store (Codex keeps its plan in the rollout).
-    let task_store = env
-        .client_dir()
-        .filter(|_| !codex)
-        .and_then(|d| tasks::dir(&d, &input.session_id))
-        .and_then(|d| tasks::read(&d));
-    let memory_dir = crate::memory::client_dir_for(env, &input.cwd, &input.transcript_path);
-    let project = crate::memory::project_of(env, &input.cwd);
-    let places = crate::memory::Places {
-        home: env.home.as_deref(),
-        project: &project,
+    // A repeat with a reply since the first run replaces its checkpoint with a fresher one of
+    // the same compaction: same number, same cycle.
+    let repeat = |current: &Marker| match written_compactions {
+        // Its `compacted` line is written once the compaction is done: a compaction counted
+        // but not yet in the rollout is this one. (A drop of context counted as one is in no
+        // rollout.)
+        Some(written) => current.compactions.saturating_sub(current.drops) > written,
+        None => is_repeat(current, boundary, now),
     };
-    let stale = config.stale();
-    let written = store.update(&input.session_id, diag, |current, diag| {
-        // A repeat with a reply since the first run replaces its checkpoint with a fresher
-        // one of the same compaction: same number, same cycle.
-        let repeat = match written_compactions {
-            // Its `compacted` line is written once the compaction is done: a compaction
-            // counted but not yet in the rollout is this one.
-            // (A drop of context counted as one is in no rollout.)
-            Some(written) => current.compactions.saturating_sub(current.drops) > written,
-            None => is_repeat(current, boundary, now),
-        };
-        let latest = match checkpoints.latest() {
-            Ok(latest) => latest,
-            Err(e) => {
-                diag.note(format!("{e:#}"));
-                None
-            }
-        };
-        let previous = latest.as_ref().map(|cp| cp.id.clone());
-        let mut cp = checkpointing::decide(
-            &input,
-            reading,
-            current,
-            checkpoints.next_id()?,
-            previous,
-            &config,
-            now,
-        );
-        // A repeat replaces the previous checkpoint: carry from the one before it.
-        let carried_from = if repeat {
-            latest
-                .as_ref()
-                .and_then(|l| l.meta.previous.as_deref())
-                .and_then(|id| checkpoints.load_id(id).ok().flatten())
-        } else {
-            latest.clone()
-        };
-        checkpointing::note_saved_memories(
-            &mut cp,
-            memory_dir.as_deref(),
-            carried_from.as_ref(),
-            &places,
-        );
-        checkpointing::carry_forward(&mut cp, carried_from.as_ref(), task_store.clone());
-        if repeat {
-            cp.meta.compaction = current.compactions.max(1);
-            cp.meta.cycle = current.cycle.saturating_sub(1);
-            cp.meta.previous = carried_from.map(|c| c.id);
-        }
-        // What this run prints for the summarizer, recorded for the compaction's receipt.
-        let given = facts(&cp, client_version.as_deref(), &config).filter(|_| !codex);
-        cp.meta.facts_chars = given.as_ref().map_or(0, |f| f.chars().count());
-        // Nothing new since the first run: its checkpoint stays, and nothing is written or
-        // logged again (the marker still records this run's time, which the staleness of
-        // readings is judged against).
-        let first = current.last_checkpoint.as_ref().filter(|_| {
-            repeat
-                && latest
-                    .as_ref()
-                    .is_some_and(|l| checkpointing::same_content(l, &cp))
-        });
-        let cp_path = if let Some(first) = first {
-            PathBuf::from(first)
-        } else {
-            let path = checkpoints.save(&cp)?;
-            checkpointing::record_in_index(&paths, &cp, diag);
-            path
-        };
-        let written = first.is_none();
-        let event = Event::Compacted {
-            checkpoint: cp_path.display().to_string(),
-            tokens: cp.meta.tokens_before,
-            auto: input.trigger == "auto",
-            repeat,
-        };
-        // A writer killed mid-write leaves its temp file; compaction is rare enough to tidy up.
-        for dir in [store.dir(), checkpoints.dir()] {
-            files::sweep_temp_files(dir, Duration::from_secs(60));
-        }
-        Ok((
-            marker::transition(current, &event, now, stale),
-            (
-                cp,
-                cp_path,
-                written,
-                current.compacted_at.filter(|_| repeat),
-                given,
-            ),
-        ))
-    })?;
-    let (cp, cp_path, written, retry_of, given) = written;
-    if written {
-        log(&paths, &cp, &cp_path, retry_of, now, diag);
-    }
     // Codex does not use PreCompact's output: its summary cannot be steered (the recovery
-    // brings the facts back instead); `given` is none there.
-    Ok(given.into())
-}
-
-/// The daily log's entry for a checkpoint just written (a failure costs the entry, never the
-/// checkpoint).
-fn log(
-    paths: &crate::paths::Paths,
-    cp: &Checkpoint,
-    cp_path: &Path,
-    retry_of: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-    diag: &mut Diag,
-) {
-    let local = now.with_timezone(&Local);
-    let entry = daily_log::entry(cp, cp_path, local, retry_of);
-    if let Err(e) = daily_log::append(paths, local.date_naive(), &entry) {
-        diag.note(format!("{e:#}"));
-    }
+    // brings the facts back instead).
+    let facts =
+        |cp: &Checkpoint, version: Option<&str>| facts(cp, version, &config).filter(|_| !codex);
+    let occasion = checkpointing::Occasion::Compaction {
+        repeat: &repeat,
+        facts: &facts,
+    };
+    let taken = checkpointing::take(&paths, env, &config, &input, u64::MAX, &occasion, diag)?;
+    Ok(taken.and_then(|t| t.facts).into())
 }
 
 /// What `PreCompact` prints: the facts block for the summarizer, when `summary_facts` is on, the

@@ -18,27 +18,13 @@ use anyhow::Result;
 use crate::config::Env;
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::nudge;
 
-/// The hook, given its input and environment.
+/// The hook, given its input and environment: one session step ([`crate::step::take`]): the
+/// recovery given again when a compaction's never arrived, the recovery of a drop of context,
+/// the nudge.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_TOOL_USE)?;
-    let before = crate::receipt::peek(&input, env);
-    // After a compaction whose recovery never arrived: given here, once (`receipt`).
-    let again = crate::receipt::give_again(&input, env, before.as_ref(), event::PRE_TOOL_USE, diag);
-    // The marker just read, unless the receipt check had anything to do with it.
-    let peeked = before
-        .clone()
-        .filter(|m| again.is_none() && m.receipt_pending.is_none());
-    let given = nudge::give(&input, env, diag, event::PRE_TOOL_USE, peeked)?;
-    // Context lost without a compaction (read by this call or an earlier hook): checkpointed,
-    // and its recovery given here, once.
-    let dropped = crate::dropped::act(&input, env, &given, event::PRE_TOOL_USE, diag);
-    let nudge = given.text;
-    let text = [again, dropped, nudge]
-        .into_iter()
-        .flatten()
-        .reduce(|a, b| format!("{a}\n\n{b}"));
+    let text = crate::step::take(&input, env, event::PRE_TOOL_USE, true, diag)?;
     Ok(text
         .map(|text| additional_context(event::PRE_TOOL_USE, text))
         .into())

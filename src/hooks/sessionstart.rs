@@ -15,6 +15,7 @@ use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpointing;
 use crate::config::{Config, Env};
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
@@ -129,19 +130,72 @@ fn load_checkpoint(root: &Path, path: &str, diag: &mut Diag) -> Option<(Checkpoi
     }
 }
 
-/// This session's pending recovery, consumed under its lock.
+/// A Codex compaction that bypassed `PreCompact` (when the user switches to a model with a
+/// smaller window, Codex compacts without running it): the rollout holds a `compacted` line
+/// newer than what the marker counted, and nothing is pending. Its checkpoint is taken here,
+/// from the rollout up to that line, as `PreCompact` would have taken it; true when taken.
+fn take_bypassed(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    peeked: Option<&Marker>,
+    diag: &mut Diag,
+) -> Result<bool> {
+    if peeked.is_some_and(|m| m.recovery_pending) {
+        return Ok(false);
+    }
+    let path = Path::new(&input.transcript_path);
+    // Compactions are counted by the rollout's `compacted` lines (a drop of context is in none).
+    let counted = |m: &Marker| m.compactions.saturating_sub(m.drops);
+    let Ok(written) = crate::rollout::compaction_count(path) else {
+        return Ok(false);
+    };
+    if written <= peeked.map_or(0, counted) {
+        return Ok(false);
+    }
+    let (mut file, len) = crate::files::open_regular(path, "rollout")?;
+    let Some((newest, _)) = crate::rollout::newest_compaction(&mut file, len)? else {
+        return Ok(false);
+    };
+    let compaction = HookInput {
+        session_id: input.session_id.clone(),
+        transcript_path: input.transcript_path.clone(),
+        cwd: input.cwd.clone(),
+        trigger: "auto".to_string(),
+        ..HookInput::default()
+    };
+    // Another start that took it meanwhile: the same compaction, its checkpoint replaced.
+    let repeat = |m: &Marker| counted(m) >= written;
+    let no_facts = |_: &Checkpoint, _: Option<&str>| None;
+    let occasion = checkpointing::Occasion::Compaction {
+        repeat: &repeat,
+        facts: &no_facts,
+    };
+    let taken = checkpointing::take(paths, env, config, &compaction, newest, &occasion, diag)?;
+    Ok(taken.is_some())
+}
+
+/// This session's pending recovery, consumed under its lock (on Codex, after taking the
+/// checkpoint of a compaction that bypassed `PreCompact`).
 fn own(
     paths: &Paths,
+    env: &Env,
+    config: &Config,
     input: &HookInput,
-    stale: Duration,
-    now: DateTime<Utc>,
-    client_pid: Option<u32>,
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
+    let (stale, now, client_pid) = (config.stale(), env.now(), env.client_pid);
     let store = Store::new(paths, &input.session_id);
     // Most session starts have nothing pending: answer without the lock.
-    let peeked = store.peek().ok().flatten();
+    let mut peeked = store.peek().ok().flatten();
     let codex = input.client() == Client::Codex;
+    if codex
+        && input.source == "compact"
+        && take_bypassed(paths, env, config, input, peeked.as_ref(), diag)?
+    {
+        peeked = store.peek().ok().flatten();
+    }
     // Codex resuming a session compacts before the turn, then starts it twice: `resume`, then
     // `compact`. The compaction's own start gives its recovery.
     if codex
@@ -175,9 +229,8 @@ fn own(
                     client_pid,
                 };
                 store.update(&input.session_id, diag, |m, _| {
-                    let mut next = m.clone();
-                    next.receipt_pending = Some(pending);
-                    Ok((next, ()))
+                    let handed = Event::Handed(Some(pending));
+                    Ok((marker::transition(m, &handed, now, stale), ()))
                 })?;
             }
             return Ok(found);
@@ -187,22 +240,27 @@ fn own(
     let path = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-        let mut next = marker::transition(m, &Event::Recovered, now, stale);
         // The next hook checks that it arrived (the receipt).
-        next.receipt_pending = path.clone().map(|checkpoint| crate::receipt::Pending {
+        let handed = Event::Handed(path.clone().map(|checkpoint| crate::receipt::Pending {
             compaction: m.compactions,
             checkpoint,
             handed_at: now,
             client_pid,
-        });
-        Ok((next, path))
+        }));
+        Ok((marker::transition(m, &handed, now, stale), path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
 
 /// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
 /// when it is new: the window is judged by it where the transcript's replies drop its `[1m]`.
-fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()> {
+fn record_model(
+    paths: &Paths,
+    input: &HookInput,
+    stale: Duration,
+    now: DateTime<Utc>,
+    diag: &mut Diag,
+) -> Result<()> {
     let model = sanitize(input.model.trim(), true);
     if model.is_empty() || model.chars().count() > 200 || input.session_id.is_empty() {
         return Ok(());
@@ -212,11 +270,8 @@ fn record_model(paths: &Paths, input: &HookInput, diag: &mut Diag) -> Result<()>
         return Ok(());
     }
     store.update(&input.session_id, diag, |m, _| {
-        let mut next = m.clone();
-        next.session_model = Some(model.clone());
-        // Limits computed for another model are not for this one.
-        next.limits_at = None;
-        Ok((next, ()))
+        let named = Event::ModelNamed(model.clone());
+        Ok((marker::transition(m, &named, now, stale), ()))
     })
 }
 
@@ -328,7 +383,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let config = Config::for_hook(&paths, env, diag);
     let stale = config.stale();
     let now = env.now();
-    if let Err(e) = record_model(&paths, &input, diag) {
+    if let Err(e) = record_model(&paths, &input, stale, now, diag) {
         diag.note(format!("{e:#}"));
     }
     // `codex exec` is a scripted run, as `claude -p` is.
@@ -337,7 +392,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
             && crate::rollout::is_exec(Path::new(&input.transcript_path)));
     let (found, kind) = match plan(&input.source, &config, unattended)? {
         Plan::Quiet => return Ok(Outcome::Quiet),
-        Plan::Own(kind) => (own(&paths, &input, stale, now, env.client_pid, diag)?, kind),
+        Plan::Own(kind) => (own(&paths, env, &config, &input, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
             let Some((cp, _)) = previous(&paths, &input, stale, now, diag)? else {

@@ -174,6 +174,7 @@ mod tests {
                 tokens: None,
                 auto: true,
                 repeat: false,
+                drop: false,
             },
             t(40 * 60),
             config.stale(),

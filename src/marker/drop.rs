@@ -17,11 +17,11 @@ pub struct PendingDrop {
 }
 
 /// A drop is only looked for from this many tokens: below, a context has little to lose.
-pub const DROP_MIN_BEFORE: u64 = 100_000;
+const DROP_MIN_BEFORE: u64 = 100_000;
 /// It must lose at least this many tokens...
-pub const DROP_MIN_LOST: u64 = 50_000;
+const DROP_MIN_LOST: u64 = 50_000;
 /// ...and leave at most this share (in percent) of what was there.
-pub const DROP_MAX_LEFT_PCT: u64 = 60;
+const DROP_MAX_LEFT_PCT: u64 = 60;
 
 /// Is `after` tokens a large enough drop from `before` (pure)?
 pub fn is_drop(before: u64, after: u64) -> bool {

@@ -8,6 +8,7 @@
 
 pub mod activity;
 mod drop;
+mod observation;
 mod store;
 
 use std::time::Duration;
@@ -15,10 +16,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::usage::Limits;
 use crate::window::{CompactSource, WindowSource};
 
 pub use drop::{is_drop, PendingDrop};
+pub use observation::Observation;
 pub use store::{all_sessions, lock_within, newest, try_lock, worth_saving, Store};
 
 /// Timestamps alone are written at most this often (the status line redraws many times a
@@ -64,7 +65,7 @@ impl Source {
 }
 
 /// How many nudges `cycle_nudges` keeps: a cycle gives at most three (normal, critical, idle).
-pub const MAX_CYCLE_NUDGES: usize = 4;
+const MAX_CYCLE_NUDGES: usize = 4;
 
 /// The two nudges of a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,65 +271,6 @@ impl Marker {
     }
 }
 
-/// A usage reading, from the status line or the transcript.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    /// Context tokens, `None` when unknown (before the first reply, right after compaction).
-    pub tokens: Option<u64>,
-    pub limits: Limits,
-    pub source: Source,
-    /// A `compact_boundary` newer than every reply in the transcript.
-    pub boundary_at: Option<DateTime<Utc>>,
-    /// The window the status line reported.
-    pub reported_window: Option<u64>,
-    /// The model of the reply the reading comes from.
-    pub model: Option<String>,
-    /// When that reply was written, if known: older than the last compaction means stale.
-    pub reply_at: Option<DateTime<Utc>>,
-    /// Recent replies grew fast enough to reach the compaction point within the configured
-    /// number of replies: arm now, whatever the trigger says.
-    pub growth_due: bool,
-    /// The largest recent growth from one reply to the next, if known.
-    pub growth: Option<u64>,
-    /// A `compact_boundary` of an automatic compaction says the client compacted at this many
-    /// tokens.
-    pub auto_pre_tokens: Option<u64>,
-    pub window_source: Option<WindowSource>,
-    pub compact_source: Option<CompactSource>,
-    /// The config fingerprint the limits were resolved with (when resolved afresh).
-    pub limits_key: Option<u64>,
-    /// Whether the client's idle compaction is on (when resolved afresh).
-    pub idle_compaction: Option<bool>,
-    /// From how many tokens idle compaction applies (when resolved afresh and on).
-    pub idle_from: Option<u64>,
-    /// The session's working directory, when the reading's source knows it.
-    pub cwd: Option<String>,
-}
-
-impl Observation {
-    /// A reading with these numbers and nothing else known.
-    pub fn new(tokens: Option<u64>, limits: Limits, source: Source) -> Observation {
-        Observation {
-            tokens,
-            limits,
-            source,
-            boundary_at: None,
-            reported_window: None,
-            model: None,
-            reply_at: None,
-            growth_due: false,
-            growth: None,
-            auto_pre_tokens: None,
-            window_source: None,
-            compact_source: None,
-            limits_key: None,
-            idle_compaction: None,
-            idle_from: None,
-            cwd: None,
-        }
-    }
-}
-
 // One short-lived value per hook call: boxing the observation would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
@@ -342,15 +284,31 @@ pub enum Event {
     /// `PreCompact` wrote this checkpoint: a new cycle starts and a recovery is pending.
     /// `tokens` were in context; `auto` when the client compacted by itself; `repeat` when it
     /// is the same compaction as the last one (`PreCompact` ran again before it finished): the
-    /// checkpoint is replaced, no new cycle is counted.
+    /// checkpoint is replaced, no new cycle is counted; `drop` when it is a drop of context
+    /// without a compaction (counted in `drops` too).
     Compacted {
         checkpoint: String,
         tokens: Option<u64>,
         auto: bool,
         repeat: bool,
+        drop: bool,
     },
-    /// `SessionStart` injected the pending recovery.
-    Recovered,
+    /// `SessionStart` injected the pending recovery, and handed it to the client (the pending one, consumed, or one given
+    /// again on resume): the next hook checks that it arrived (`receipt`).
+    Handed(Option<ReceiptPending>),
+    /// The newest compaction's recovery is settled (its receipt written, or given by a hook):
+    /// nothing pending any more.
+    ReceiptSettled,
+    /// A hook took this drop of context without a compaction, to act on it once.
+    DropTaken(PendingDrop),
+    /// `SessionStart` named the session's model (limits computed for another are redone).
+    ModelNamed(String),
+    /// The checkpoint `from` was rebuilt as `to` (a summary prepared ahead): the newest one is
+    /// `to`, unless another compaction came meanwhile.
+    CheckpointRebuilt {
+        from: String,
+        to: String,
+    },
     /// Another session's `SessionStart` showed the newest checkpoint as a digest.
     DigestGiven,
     /// `SessionEnd` wrote this final checkpoint.
@@ -434,7 +392,7 @@ impl Marker {
 /// usage only once the request is done, so for a moment after a reply is written the status line
 /// still reports the previous one (seen on 2.1.330: 20-60 ms). A compaction the hooks did not see
 /// takes far longer than this (a summary is written in between).
-pub const STALE_REPORT: chrono::Duration = chrono::Duration::seconds(5);
+const STALE_REPORT: chrono::Duration = chrono::Duration::seconds(5);
 
 /// The tokens of an observation that may be applied: a zero reading is a transient frame, a
 /// reading from a reply written before the last compaction is stale (the client may not have
@@ -617,8 +575,12 @@ pub fn transition(
             checkpoint,
             tokens,
             repeat,
+            drop,
             ..
         } => {
+            if *drop {
+                m.drops = m.drops.saturating_add(1);
+            }
             let before = tokens.or(m.tokens).or(m.tokens_at_compaction);
             // Where an auto-compaction happened is not learned here: the reading `PreCompact`
             // has is often a reply older than the one that crossed the point. The boundary's
@@ -649,7 +611,32 @@ pub fn transition(
                 m.armed_at = Some(now);
             }
         }
-        Event::Recovered => m.recovery_pending = false,
+        Event::Handed(receipt) => {
+            m.recovery_pending = false;
+            m.receipt_pending.clone_from(receipt);
+        }
+        Event::ReceiptSettled => {
+            m.recovery_pending = false;
+            m.receipt_pending = None;
+        }
+        Event::DropTaken(drop) => {
+            if m.pending_drop == Some(*drop) {
+                m.pending_drop = None;
+            }
+            m.dropped_at = Some(drop.after_at);
+        }
+        Event::ModelNamed(model) => {
+            m.session_model = Some(model.clone());
+            m.limits_at = None;
+        }
+        Event::CheckpointRebuilt { from, to } => {
+            if m.last_checkpoint.as_deref() == Some(from.as_str()) {
+                m.last_checkpoint = Some(to.clone());
+                if let Some(p) = m.receipt_pending.as_mut() {
+                    p.checkpoint.clone_from(to);
+                }
+            }
+        }
         Event::DigestGiven => m.digest_given = true,
         Event::Ended { checkpoint } => {
             // The cycle goes on: a session resumed later is the same session (`-p` ends every

@@ -1,6 +1,7 @@
 //! The state machine, driven with literals.
 
 use super::*;
+use crate::usage::Limits;
 use crate::usage::Policy;
 use chrono::TimeZone;
 
@@ -69,13 +70,14 @@ fn full_cycle() {
         tokens: None,
         auto: false,
         repeat: false,
+        drop: false,
     };
     let m = transition(&m, &compacted, t(5), STALE);
     assert_eq!((m.state, m.cycle, m.tokens), (State::Idle, 1, None));
     assert_eq!((m.armed_at, m.nudged_at), (None, None));
     assert_eq!((m.compactions, m.recovery_pending), (1, true));
     assert_eq!(m.last_checkpoint.as_deref(), Some("/cp_001.json"));
-    let recovered = transition(&m, &Event::Recovered, t(5), STALE);
+    let recovered = transition(&m, &Event::Handed(None), t(5), STALE);
     assert!(!recovered.recovery_pending);
     assert_eq!(recovered.state, State::Idle);
 
@@ -269,6 +271,7 @@ fn reset_goes_idle_but_keeps_the_cycle() {
                 tokens: None,
                 auto: false,
                 repeat: false,
+                drop: false,
             },
         ),
         (2, observe(Some(130_000))),
@@ -323,6 +326,7 @@ fn only_a_reading_followed_by_a_newer_reply_is_known_not_to_compact() {
         tokens: None,
         auto: true,
         repeat: false,
+        drop: false,
     };
     let m = run(&[
         (0, reply(150_000, 0)),

@@ -23,7 +23,7 @@ use literal::{
 mod literal;
 
 /// How much of a cell is read (a cell is a few kilobytes; a patch written inline, more).
-pub const MAX_CELL: usize = 512 * 1024;
+const MAX_CELL: usize = 512 * 1024;
 /// Tool calls of one cell read, at most.
 pub const MAX_CALLS: usize = 64;
 

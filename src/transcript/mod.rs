@@ -397,7 +397,7 @@ pub fn newest_boundary_start<R: Read + Seek>(reader: &mut R, len: u64) -> io::Re
 
 /// [`newest_boundary_start`], reading backwards at most `max_read` bytes (`None` when no
 /// boundary lies that close to the end).
-pub fn newest_boundary_start_within<R: Read + Seek>(
+fn newest_boundary_start_within<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     max_read: u64,

@@ -175,7 +175,7 @@ pub fn findings(client: &Client) -> Vec<Finding> {
 
 /// What ctxguard does on Claude Code `v`, in one line: how `install` registers it there, and
 /// what the client's own compaction paths mean for it (each read from that client's code).
-pub fn on_client(v: &str) -> String {
+fn on_client(v: &str) -> String {
     use crate::client::{parse, Accepts};
     let accepts = Accepts::version(v);
     let registered = if accepts.on_failure {

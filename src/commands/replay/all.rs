@@ -51,7 +51,7 @@ struct Session {
     compactions: usize,
     /// Its cycles' verdicts, in order.
     verdicts: Vec<Verdict>,
-    /// Compactions followed by a reply but by no recovery block (`receipt::Tally`).
+    /// Compactions followed by a reply but by no recovery block (`recoveries::Tally`).
     recoveries_missing: usize,
     /// What its compactions cost.
     cost: Totals,

@@ -15,6 +15,7 @@
 mod all;
 mod cost;
 mod line;
+mod recoveries;
 mod render;
 mod report;
 mod rollout;
@@ -34,6 +35,7 @@ use simulate::{Options, Simulation};
 
 pub use sessions::{folder_name, Filter};
 
+use crate::exit::Exit;
 use crate::facts::Gathered;
 
 pub fn run(
@@ -69,11 +71,12 @@ pub fn run_either(
     autocompact: Option<u64>,
     statusline: bool,
     json: bool,
-) -> Result<()> {
+) -> Result<Exit> {
     match transcript {
-        Some(path) => run(path, window, autocompact, statusline, json),
-        None => all::run(&filter, window, autocompact, statusline, json),
+        Some(path) => run(path, window, autocompact, statusline, json)?,
+        None => all::run(&filter, window, autocompact, statusline, json)?,
     }
+    Ok(Exit::Ok)
 }
 
 /// What Codex's `config.toml` sets for compaction, for a rollout: the hooks read it on every

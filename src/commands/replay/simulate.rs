@@ -180,7 +180,7 @@ pub struct Simulation {
     attended: Option<bool>,
     events: Vec<Event>,
     samples: Vec<Sample>,
-    recoveries: crate::receipt::Tally,
+    recoveries: super::recoveries::Tally,
     /// What each compaction cost.
     costs: Ledger,
     /// What a Codex rollout's lines leave for the next.
@@ -210,7 +210,7 @@ impl Simulation {
             attended: None,
             events: Vec::new(),
             samples: Vec::new(),
-            recoveries: crate::receipt::Tally::default(),
+            recoveries: super::recoveries::Tally::default(),
             costs: Ledger::default(),
             rollout: codex::Rollout::default(),
             cycles: Vec::new(),
@@ -416,6 +416,7 @@ impl Simulation {
             auto: trigger == Trigger::Auto,
             // Each boundary in the transcript is a compaction that finished.
             repeat: false,
+            drop: false,
         };
         self.marker = marker::transition(&self.marker, &event, now, self.stale);
         self.costs.boundary(pre_tokens);

@@ -20,7 +20,7 @@ use crate::process;
 const VERSION_LIMIT: Duration = Duration::from_secs(10);
 
 /// The app-server answers `hooks/list` in well under a second; a few seconds is plenty.
-pub const LIST_LIMIT: Duration = Duration::from_secs(5);
+const LIST_LIMIT: Duration = Duration::from_secs(5);
 
 /// No more of the app-server's output is read (its answers are a few kilobytes).
 const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
@@ -75,7 +75,7 @@ impl Probe {
 }
 
 /// The hooks `codex app-server` lists for the current directory, asked within `limit`.
-pub fn hooks_list(codex: &Path, limit: Duration) -> Result<Vec<Listed>, String> {
+fn hooks_list(codex: &Path, limit: Duration) -> Result<Vec<Listed>, String> {
     let mut command = Command::new(codex);
     command
         .arg("app-server")

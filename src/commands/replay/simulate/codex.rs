@@ -47,7 +47,7 @@ pub(super) struct Rollout {
 }
 
 impl Rollout {
-    /// [`crate::receipt::Tally::total`] for a rollout: compactions followed by a reply but by
+    /// [`super::super::recoveries::Tally::total`] for a rollout: compactions followed by a reply but by
     /// no recovery block.
     pub(super) fn recoveries_missing(&self) -> usize {
         self.missing + usize::from(self.recovery == Some((true, false)))

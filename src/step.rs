@@ -1,0 +1,418 @@
+//! One session step: what the hooks that can give context in a turn (`PreToolUse`,
+//! `UserPromptSubmit`, `PostToolBatch`) do with the session, in one pass.
+//!
+//! 1. [`peek`] the marker once, without the lock;
+//! 2. [`read`] what the transcript added since the last call once (and, only while the marker
+//!    waits for a compaction's receipt, what the client recorded after its newest boundary);
+//! 3. [`decide`] the receipt, the nudge and the drop together (pure: unit tests call it with
+//!    literals); when nothing is worth recording, answer there, without the lock;
+//! 4. record the decision under the session's lock once ([`Store::update`]), decided again on
+//!    the marker as it is then, so that of parallel hooks exactly one gives each thing;
+//! 5. then the side effects: the receipt written and logged, a drop judged, checkpointed and
+//!    logged, the texts rendered, in the order the model reads them (the recovery given
+//!    again, the drop's recovery, the nudge).
+//!
+//! `Stop` reads the same way but decides its own nudge (`nudge::decide_idle`), and leaves a drop
+//! to the next hook that can give its recovery.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use chrono::{DateTime, Local, Utc};
+
+use crate::checkpoint;
+use crate::checkpointing::{self, Occasion};
+use crate::config::{Config, Env};
+use crate::daily_log;
+use crate::diag::Diag;
+use crate::dropped::{self, Verdict};
+use crate::event;
+use crate::facts::{self, Context};
+use crate::input::HookInput;
+use crate::marker::{self, Event, Marker, Nudge, Observation, PendingDrop, Store, REFRESH};
+use crate::memory;
+use crate::nudge;
+use crate::paths::Paths;
+use crate::reading::Reading;
+use crate::receipt::{self, AfterBoundary, Arrival};
+use crate::recovery::Kind;
+
+/// What the step found before deciding: the observation of this call's reading (if it is
+/// news), what the client recorded after the newest boundary (only while a receipt waits), and
+/// what this route can do.
+#[derive(Debug, Default)]
+struct Seen {
+    pub observation: Option<Observation>,
+    pub after_boundary: Option<AfterBoundary>,
+    /// The client process this hook runs under (`CLAUDE_PID`), for the receipt.
+    pub client_pid: Option<u32>,
+    /// This route's context reaches the model (not `PreToolUse` on a client before 2.1).
+    pub can_deliver: bool,
+    /// A nudge on this route is withheld past the compaction point
+    /// ([`nudge::withheld_past_the_point`]).
+    pub at_prompt: bool,
+    /// This hook may act on a drop of context (it can give its recovery, and has a transcript
+    /// to checkpoint).
+    pub acts_on_drops: bool,
+}
+
+/// What one step decided.
+#[derive(Debug, PartialEq)]
+struct Decision {
+    /// The marker after this call.
+    pub marker: Marker,
+    /// The newest compaction's receipt, settled here: its checkpoint, and how it arrived.
+    pub receipt: Option<(String, Arrival)>,
+    /// The nudge to give.
+    pub nudge: Option<Nudge>,
+    /// The drop of context this hook took, to act on once.
+    pub drop: Option<PendingDrop>,
+}
+
+impl Decision {
+    /// Nothing for this call to do or record: answered without the lock.
+    fn nothing_new(&self, before: &Marker) -> bool {
+        self.receipt.is_none()
+            && self.nudge.is_none()
+            && self.drop.is_none()
+            && !marker::worth_saving(before, &self.marker, REFRESH)
+    }
+}
+
+/// The step's decision on `m` (pure): the receipt settled when the client's record after the
+/// newest boundary is there and is this compaction's, then the reading applied and the nudge
+/// due on this route, then a drop of context taken by a hook that can act on it.
+fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> Decision {
+    let stale = config.stale();
+    let (m, receipt) = match &seen.after_boundary {
+        Some(after) => receipt::settle(m, after, seen.client_pid, now, stale),
+        None => (m.clone(), None),
+    };
+    let (mut m, nudge) = nudge::decide_route(
+        &m,
+        seen.observation.as_ref(),
+        config,
+        now,
+        seen.can_deliver,
+        seen.at_prompt,
+    );
+    let drop = m.pending_drop.filter(|_| seen.acts_on_drops);
+    if let Some(d) = drop {
+        m = marker::transition(&m, &Event::DropTaken(d), now, stale);
+    }
+    Decision {
+        marker: m,
+        receipt,
+        nudge,
+        drop,
+    }
+}
+
+/// The session's marker, read without the lock: `Marker::new` when there is none, or it cannot
+/// be read (with a note).
+fn peek(store: &Store, session_id: &str, diag: &mut Diag) -> Marker {
+    match store.peek() {
+        Ok(Some(m)) => m,
+        Ok(None) => Marker::new(session_id),
+        Err(e) => {
+            diag.note(format!("{e:#}"));
+            Marker::new(session_id)
+        }
+    }
+}
+
+/// The transcript reading for this call (continued from the session's cached one). `None`
+/// (with a note) when the transcript cannot be read; a missing one is not worth a note while
+/// the status line reports the usage (`quiet_if_missing`).
+fn read(
+    store: &Store,
+    input: &HookInput,
+    quiet_if_missing: bool,
+    diag: &mut Diag,
+) -> Option<Reading> {
+    if input.transcript_path.is_empty() {
+        diag.note("no transcript_path in the input; usage unknown");
+        return None;
+    }
+    match store.transcript_reading(Path::new(&input.transcript_path)) {
+        Ok(r) => {
+            if r.gave_up {
+                diag.note(format!(
+                    "no usage in the tail of {}; usage unknown",
+                    input.transcript_path
+                ));
+            }
+            Some(r)
+        }
+        Err(e) => {
+            // With a fresh status-line report the marker knows the usage anyway.
+            if !(quiet_if_missing && crate::files::is_not_found(&e)) {
+                diag.note(format!("{e:#}; usage unknown"));
+            }
+            None
+        }
+    }
+}
+
+/// One step of `hook_event` (`PreToolUse`, `UserPromptSubmit`, `PostToolBatch`) for the session
+/// of `input`: the context to give, if any. `receipts`: this hook settles a compaction's
+/// receipt (`PostToolBatch` leaves it to the hooks that run before a request).
+pub fn take(
+    input: &HookInput,
+    env: &Env,
+    hook_event: &'static str,
+    receipts: bool,
+    diag: &mut Diag,
+) -> Result<Option<String>> {
+    if !input.agent_id.is_empty() {
+        // A subagent's call: its context is not the main thread's, and its transcript is not
+        // the main thread's usage.
+        return Ok(None);
+    }
+    let paths = env.paths()?;
+    let store = Store::new(&paths, &input.session_id);
+    let now = env.now();
+    let peeked = peek(&store, &input.session_id, diag);
+    let reporting = peeked.statusline_fresh(now, facts::LIMITS_FRESH);
+    let reading = read(&store, input, reporting, diag);
+    let config = Config::for_hook(&paths, env, diag);
+    let after_boundary = (receipts && receipt::waiting_at(&peeked, now))
+        .then(|| receipt::after_boundary(&input.transcript_path))
+        .flatten()
+        .filter(|seen| receipt::is_of(seen, &peeked));
+    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    ctx.client = input.client();
+    let version = reading.as_ref().and_then(|r| r.client_version.clone());
+    ctx.client_version = version.as_deref();
+    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
+    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
+    let modern = reading
+        .as_ref()
+        .is_none_or(Reading::client_reads_pretooluse_context);
+    let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
+    let seen = Seen {
+        observation: reading
+            .filter(|r| nudge::is_news(r, &peeked, now))
+            .map(|r| nudge::observe(&r, &peeked, &ctx, now)),
+        after_boundary,
+        client_pid: env.client_pid,
+        can_deliver,
+        at_prompt: nudge::withheld_past_the_point(hook_event, modern, ctx.client),
+        acts_on_drops: can_deliver && !input.transcript_path.is_empty(),
+    };
+    if decide(&peeked, &seen, &config, now).nothing_new(&peeked) {
+        return Ok(None);
+    }
+    // Decided again under the lock, on the marker as it is now. If the decision cannot be
+    // recorded, nothing is given: an unrecorded nudge would repeat on every call.
+    let decided = store.update(&input.session_id, diag, |current, _| {
+        let decided = decide(current, &seen, &config, now);
+        Ok((decided.marker.clone(), decided))
+    })?;
+    let again = decided.receipt.and_then(|(checkpoint, arrival)| {
+        let after = seen.after_boundary.as_ref()?;
+        let cp = receipt::record(
+            &paths,
+            &input.session_id,
+            &checkpoint,
+            after,
+            arrival,
+            hook_event,
+            now,
+            diag,
+        )?;
+        Some(recovery_block(&paths, env, &config, input, cp, diag))
+    });
+    let dropped = decided.drop.and_then(|drop| {
+        act_on_drop(&paths, env, &config, input, drop, hook_event, diag)
+            .unwrap_or_else(|e| {
+                diag.note(format!("context drop: {e:#}"));
+                None
+            })
+            .map(|cp| recovery_block(&paths, env, &config, input, cp, diag))
+    });
+    let nudge = decided.nudge.map(|level| {
+        let (place, make_room) =
+            memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
+        nudge::nudge_text(level, &decided.marker, &config, &place, make_room)
+    });
+    Ok([again, dropped, nudge]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}\n\n{b}")))
+}
+
+/// The recovery block of the checkpoint at `cp` as a hook gives it.
+fn recovery_block(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    (cp, path): (checkpoint::Checkpoint, PathBuf),
+    diag: &mut Diag,
+) -> String {
+    crate::recovering::handed_over(
+        paths,
+        env,
+        config,
+        &input.cwd,
+        cp,
+        &path,
+        Kind::Compact,
+        diag,
+    )
+}
+
+/// A drop this hook took: judged on the transcript (a compaction or a rewind is no drop), then
+/// checkpointed as a compaction, its receipt written (given by this hook) and logged. The
+/// checkpoint whose recovery to give, or `None`.
+fn act_on_drop(
+    paths: &Paths,
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    drop: PendingDrop,
+    hook_event: &str,
+    diag: &mut Diag,
+) -> Result<Option<(checkpoint::Checkpoint, PathBuf)>> {
+    let path = Path::new(&input.transcript_path);
+    let boundary =
+        crate::transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
+            .ok()
+            .flatten();
+    let descends = checkpoint::chain::descends(path, drop.after_at, drop.before_at);
+    match dropped::judge(&drop, boundary, descends) {
+        Verdict::Lost => {}
+        Verdict::Compacted => return Ok(None),
+        Verdict::Rewound => {
+            diag.note(format!(
+                "context fell from {} to {} tokens after a rewind: no drop",
+                drop.before, drop.after
+            ));
+            return Ok(None);
+        }
+    }
+    let now = env.now();
+    let drop_input = HookInput {
+        session_id: input.session_id.clone(),
+        transcript_path: input.transcript_path.clone(),
+        cwd: input.cwd.clone(),
+        trigger: dropped::TRIGGER.to_string(),
+        ..HookInput::default()
+    };
+    let Some(taken) = checkpointing::take(
+        paths,
+        env,
+        config,
+        &drop_input,
+        u64::MAX,
+        &Occasion::Drop,
+        diag,
+    )?
+    else {
+        return Ok(None);
+    };
+    let checkpoint = taken.path.display().to_string();
+    let mut r = receipt::build(
+        Some(&taken.cp),
+        &checkpoint,
+        &AfterBoundary::default(),
+        Arrival::GivenAgain,
+        Some(hook_event),
+        None,
+        now,
+    );
+    r.pre_tokens = Some(drop.before);
+    r.post_tokens = Some(drop.after);
+    // No summarizer ran: no facts were handed to one.
+    r.facts_chars = 0;
+    if let Err(e) = receipt::save(paths.root(), &taken.path, &r) {
+        diag.note(format!("{e:#}"));
+    }
+    let local = now.with_timezone(&Local);
+    daily_log::append(
+        paths,
+        local.date_naive(),
+        &dropped::log_line(&input.session_id, &drop, &taken.cp, hook_event, local),
+    )?;
+    Ok(Some((taken.cp, taken.path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::marker::{ReceiptPending, Source, State};
+    use crate::usage::Limits;
+    use chrono::TimeZone;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    fn obs(tokens: u64, at: i64) -> Observation {
+        let mut o = Observation::new(
+            Some(tokens),
+            Limits::compute(200_000, &Config::default().policy()),
+            Source::Transcript,
+        );
+        o.reply_at = Some(t(at));
+        o
+    }
+
+    /// An armed marker waiting for a receipt, whose last reply was 190k, now reading 110k: one
+    /// decision settles the receipt, takes the drop, and gives the nudge it waits for.
+    #[test]
+    fn receipt_drop_and_nudge_are_decided_together() {
+        let m = Marker {
+            compactions: 1,
+            compacted_at: Some(t(0)),
+            last_checkpoint: Some("cp_001".into()),
+            receipt_pending: Some(ReceiptPending {
+                compaction: 1,
+                checkpoint: "cp_001".into(),
+                handed_at: t(1),
+                client_pid: Some(7),
+            }),
+            last_reply: Some((190_000, t(10), 200_000)),
+            state: State::Armed,
+            armed_at: Some(t(10)),
+            armed_tokens: Some(130_000),
+            tokens: Some(190_000),
+            updated_at: Some(t(10)),
+            ..Marker::new("s")
+        };
+        let seen = Seen {
+            observation: Some(obs(110_000, 20)),
+            after_boundary: Some(AfterBoundary {
+                blocks: vec![1],
+                ..AfterBoundary::default()
+            }),
+            client_pid: Some(7),
+            can_deliver: true,
+            at_prompt: false,
+            acts_on_drops: true,
+        };
+        let config = Config::default();
+        let d = decide(&m, &seen, &config, t(21));
+        assert_eq!(d.receipt, Some(("cp_001".into(), Arrival::Transcript)));
+        assert_eq!(d.nudge, Some(Nudge::Normal));
+        let drop = d.drop.expect("the drop taken");
+        assert_eq!((drop.before, drop.after), (190_000, 110_000));
+        assert_eq!(d.marker.state, State::Nudged);
+        assert!(d.marker.receipt_pending.is_none() && d.marker.pending_drop.is_none());
+        assert_eq!(d.marker.dropped_at, Some(t(20)));
+        // Decided again on what it recorded: nothing more to give.
+        let again = decide(&d.marker, &seen, &config, t(22));
+        assert_eq!((again.receipt, again.nudge, again.drop), (None, None, None));
+        // A route whose context does not reach the model leaves the drop, and the nudge, for
+        // one that does.
+        let mute = Seen {
+            can_deliver: false,
+            acts_on_drops: false,
+            ..seen
+        };
+        let d = decide(&m, &mute, &config, t(21));
+        assert_eq!((d.nudge, d.drop), (None, None));
+        assert!(d.marker.pending_drop.is_some());
+    }
+}
