@@ -2,7 +2,8 @@
 """How much of a real Codex session the recovery block brings back.
 
 For every rollout in the directories given (default: the held-back part of the manifest,
-bench/codex_rollouts.tsv, fetched by bench/fetch_codex_rollouts.sh into ../codex-rollouts/),
+bench/codex_rollouts.tsv, fetched by bench/fetch_codex_rollouts.sh into ../codex-rollouts/;
+its `fresh` part, sessions with no compaction read by nobody before, gives midturn moments),
 runs the real binary's PreCompact then SessionStart(compact) in a temporary CTXGUARD_HOME, HOME
 and CODEX_HOME, with the rollout cut at two kinds of moment:
 
@@ -19,7 +20,10 @@ Each is checked against what the rollout says at that moment, read here from the
   verify    the last test/build/lint/typecheck command of the cycle (since the previous
             `compacted` line) that got an output, from a `function_call` (`exec_command`,
             `shell`) or a code-mode cell (`tools.exec_command({cmd: ...})`, decoded here with
-            Python's JSON decoder), is named from its runner on (its first 25 characters);
+            Python's JSON decoder), is named from its runner on (its first 25 characters). A
+            command still running is judged where its session is read for the last time in
+            the whole rollout (`write_stdin`, in a cell or not, and a cell's `wait`): the
+            rollout's future says which read saw it end, which no hook can know;
   verdict   for that command, a verdict line of its output (a count of passed/failed tests,
             `test result:`, `Finished`, an `error:` line) is in the block;
   file      the newest successful patch of the cycle (`patch_apply_end` events, `success`) has

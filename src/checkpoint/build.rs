@@ -342,99 +342,6 @@ impl Builder {
         }
     }
 
-    /// A user message's text: notifications of background tasks (whoever the client says sent
-    /// them), or an ask.
-    fn typed(&mut self, text: &str, is_prompt: bool) {
-        if text.trim_start().starts_with(NOTIFICATION) {
-            self.tools.notification(text);
-        } else if is_prompt {
-            self.forced_turn = false;
-            if let Some((id, subject)) = asks::assignment(text) {
-                self.tools.task_named(&id, &subject);
-            }
-            if let Some(body) = prompt_body(text) {
-                self.ask(&body, false);
-            } else if let Some(reply) = short_reply(text) {
-                match (self.question.take(), self.reply_end.take()) {
-                    // "approved", answering the agent's question: an ask, with its question.
-                    (Some(question), _) => {
-                        self.ask(&format!("{reply} (answering: {question})"), false);
-                    }
-                    // "ok continue" after the agent's report: the user's newest word, kept
-                    // (with what it follows) until the user asks something else.
-                    (None, Some(end)) => self.acknowledged(&format!("{reply} (after: {end})")),
-                    // "Continue" after an interrupted turn, or with no reply read.
-                    (None, None) => self.acknowledged(&reply),
-                }
-            }
-            self.question = None;
-            self.reply_end = None;
-        }
-    }
-
-    /// An ask (its text before cutting): the goal if it is the first, then the newest of its
-    /// kind. A queued prompt that later reaches the transcript as a prompt of its own (the
-    /// client sent it as the next turn, as 2.1.330 does with every prompt) is the same ask, kept
-    /// once, where it was typed, and not counted as typed mid-turn.
-    fn ask(&mut self, body: &str, queued: bool) {
-        let max = if queued { QUEUED_CHARS } else { ASK_CHARS };
-        let Some(text) = ask_text(body, max) else {
-            return;
-        };
-        if !self.asked {
-            self.asked = true;
-            self.goal = ask_text(body, GOAL_CHARS);
-        }
-        if !queued {
-            // Queued, then sent as a turn of its own (`dequeue`): not typed mid-turn after all.
-            let short = ask_text(body, QUEUED_CHARS).unwrap_or_default();
-            if let Some(ask) = self.asks.iter_mut().find(|a| a.queued && a.text == short) {
-                ask.text = text;
-                ask.queued = false;
-                self.cap_asks(false);
-                return;
-            }
-        }
-        if !queued && self.last_assistant.is_some() {
-            self.gist_before_ask = true;
-        }
-        // An acknowledgement is the newest ask only until another comes.
-        self.asks.retain(|a| !a.ack);
-        self.asks.push_back(Ask {
-            text,
-            queued,
-            ack: false,
-        });
-        self.cap_asks(queued);
-    }
-
-    /// A bare acknowledgement of the agent's last message: the newest ask until another comes,
-    /// never the goal.
-    fn acknowledged(&mut self, text: &str) {
-        let Some(text) = ask_text(text, ASK_CHARS) else {
-            return;
-        };
-        self.asks.retain(|a| !a.ack);
-        self.asks.push_back(Ask {
-            text,
-            queued: false,
-            ack: true,
-        });
-        self.cap_asks(false);
-    }
-
-    /// Forgets the oldest ask of a kind past its cap.
-    fn cap_asks(&mut self, queued: bool) {
-        // An acknowledgement takes no request's slot.
-        let cap = if queued { MAX_QUEUED } else { MAX_ASKS };
-        let counted = |a: &Ask| a.queued == queued && !a.ack;
-        if self.asks.iter().filter(|a| counted(a)).count() > cap {
-            if let Some(oldest) = self.asks.iter().position(counted) {
-                self.asks.remove(oldest);
-            }
-        }
-    }
-
     /// A `queue-operation` record: an `enqueue` of a prompt typed while the agent worked is an
     /// ask; machine text in the queue is not.
     fn enqueued(&mut self, line: &str) {
@@ -729,5 +636,6 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     Ok(reading)
 }
 
+mod asking;
 #[cfg(test)]
 mod tests;

@@ -245,7 +245,6 @@ impl Feeder {
                     // Codex's own context, unless its `user_message` event says the user sent
                     // it (an automation's `<heartbeat>` is the user's standing instruction).
                     self.tagged = Some(text);
-                    return;
                 }
             }
             Item::UserEvent(message) => {
