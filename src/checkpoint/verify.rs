@@ -190,6 +190,12 @@ fn verifies(words: Vec<&str>) -> bool {
         // The first few words that are not flags, past a `--filter x` and the like: a script
         // that verifies, or a verifier the runner starts (`yarn vitest`, `pnpm exec jest`).
         // Not a package named for installing or asking about it (`yarn add vitest`).
+        // `mise task info test:e2e`, `mise tasks ls`: about a task, not running it.
+        let about_task =
+            matches!(words.get(1), Some(&"task" | &"tasks")) && words.get(2) != Some(&"run");
+        if about_task {
+            return false;
+        }
         let managing = words.get(1).is_some_and(|w| {
             matches!(
                 *w,
@@ -303,6 +309,11 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         match class {
             Some(Class::Fail) if summary => summary_fail = Some(l),
             Some(Class::Pass) if summary => summary_pass = Some(l),
+            // cargo's "warning: build failed, waiting for other jobs to finish..." follows the
+            // line that says why ("error: could not compile `x` due to 30 previous errors").
+            Some(Class::Fail) if l.starts_with("warning:") => {
+                failing = failing.or(Some(l));
+            }
             Some(Class::Fail) => failing = Some(l),
             Some(Class::Pass) => passing = Some(l),
             Some(Class::Weak) => weak = Some(l),

@@ -97,7 +97,7 @@ pub fn output(texts: &[String]) -> Option<CellOutput> {
 /// "exit_code": 0, "output": …}`), else the part itself as the command's output.
 pub fn exec_result(part: &str) -> ExecResult {
     let body = without_truncation_note(part);
-    let trimmed = body.trim();
+    let trimmed = without_label(body.trim());
     if trimmed.starts_with('{') && trimmed.ends_with('}') {
         if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(trimmed) {
             let is_result = ["chunk_id", "wall_time_seconds", "exit_code", "session_id"]
@@ -136,6 +136,21 @@ pub fn exec_result(part: &str) -> ExecResult {
     ExecResult {
         output: body.to_string(),
         ..ExecResult::default()
+    }
+}
+
+/// A result printed whole after a short label of the cell's own (`---1---\n{"chunk_id": …}`,
+/// `cargo test:\n{…}`): the result alone.
+fn without_label(part: &str) -> &str {
+    match part.split_once('\n') {
+        Some((label, rest))
+            if !part.starts_with('{')
+                && label.len() <= 80
+                && rest.trim_start().starts_with('{') =>
+        {
+            rest.trim()
+        }
+        _ => part,
     }
 }
 

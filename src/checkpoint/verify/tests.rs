@@ -6,6 +6,7 @@ fn verification_commands() {
         "cargo test",
         "cargo clippy --all-targets -- -D warnings",
         "env GOCACHE=/private/tmp/go-cache mise run check",
+        "mise tasks run test:e2e",
         "rustup toolchain install nightly-2026-06-29 --profile minimal && cargo +nightly-2026-06-29 build --all-features",
         "npm test",
         "npm run build",
@@ -61,6 +62,8 @@ fn verification_commands() {
         "ruff format .",
         "python -m ruff format .",
         "yarn add vitest",
+        "mise task info test:e2e",
+        "mise tasks ls",
     ] {
         assert!(!is_verification(command), "{command}");
     }
@@ -236,6 +239,11 @@ fn verdicts_of_more_runners() {
         "{line}"
     );
     assert!(!v("--- FAIL: TestX\nexit status 1\nFAIL\tpkg\t0.1s", false).1);
+    // cargo's closing warning is not the reason the build failed.
+    assert_eq!(
+        v("error: trailing semicolon in macro\nerror: could not compile `mise` (build script) due to 30 previous errors\nwarning: build failed, waiting for other jobs to finish...\n", true),
+        ("error: could not compile `mise` (build script) due to 30 previous errors".into(), false)
+    );
     // cargo's progress, read while the build still runs, says nothing of it.
     assert_eq!(
         v("    Checking rattler v0.46.0\n    Checking testing_table v0.3.0\n   Compiling test-log v0.2.21\n", false).0,

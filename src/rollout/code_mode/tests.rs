@@ -205,3 +205,22 @@ fn a_cells_output_its_status_and_parts() {
     assert_eq!(output(&parts(&["Exit code: 0\nOutput:\nx"])), None);
     assert_eq!(output(&[]), None);
 }
+
+#[test]
+fn a_result_printed_after_a_label_is_read_whole() {
+    // `results.forEach((r,i)=>text(`---${i+1}---\n${JSON.stringify(r)}`))` (a public 0.144
+    // rollout): the label is the cell's, the result the command's.
+    let r = exec_result("---1---\n{\"chunk_id\":\"db30ed\",\"session_id\":76405,\"output\":\"   Compiling mise\\n\"}");
+    assert_eq!(r.session.as_deref(), Some("76405"));
+    assert_eq!(r.exit_code, None);
+    let r = exec_result(
+        "---2---\n{\"chunk_id\":\"a1\",\"exit_code\":0,\"output\":\"Task: test:e2e\\n\"}",
+    );
+    assert_eq!(
+        (r.exit_code, r.output.as_str()),
+        (Some(0), "Task: test:e2e\n")
+    );
+    // Text that is no result stays as it is.
+    let r = exec_result("note:\nnot json");
+    assert_eq!(r.output, "note:\nnot json");
+}
