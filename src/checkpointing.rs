@@ -354,7 +354,13 @@ pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: 
         }
         cp.prs = prs;
         let mut earlier: Vec<String> = prev.earlier_asks.clone();
-        earlier.extend(prev.asks.iter().cloned());
+        // An acknowledgement was the user's newest word then, not a request to carry.
+        earlier.extend(
+            prev.asks
+                .iter()
+                .filter(|a| !checkpoint::is_acknowledgement(a))
+                .cloned(),
+        );
         earlier.retain(|a| !cp.asks.contains(a));
         earlier.dedup();
         let skip = earlier.len().saturating_sub(EARLIER_ASKS);

@@ -406,7 +406,15 @@ fn render_checkpoint(
     // instructions and the earlier requests.
     // What the focus sets aside is left out, and named in one line (`recovery/focus.rs`).
     let reading = match &m.custom_instructions {
-        Some(c) if focus => focus::Focus::parse(c),
+        Some(c) if focus => {
+            let items: Vec<&str> = goal
+                .iter()
+                .chain(asks.iter())
+                .chain(open.iter())
+                .map(String::as_str)
+                .collect();
+            focus::Focus::parse(c).about(&items)
+        }
         _ => focus::Focus::default(),
     };
     let goal_aside = reading.take_aside(&mut goal) > 0;

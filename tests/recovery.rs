@@ -1136,6 +1136,62 @@ fn a_compact_focus_leaves_out_what_it_drops_and_names_it_in_one_line() {
     assert!(cp.contains("Handle quoted strings in the parser"), "{cp}");
 }
 
+/// A focus that keeps ("don't forget …", "do not lose …") or says only how to summarize ("just
+/// summarize briefly") sets nothing aside: the whole block comes back.
+#[test]
+fn a_compact_focus_that_keeps_or_says_how_sets_nothing_aside() {
+    let ts = time_from_now(-60);
+    let usage = json!({"input_tokens": 5, "cache_creation_input_tokens": 0,
+                       "cache_read_input_tokens": 90_000});
+    let prompt = |text: &str| {
+        json!({"type": "user", "cwd": CWD, "timestamp": ts,
+               "message": {"role": "user", "content": text}})
+    };
+    let reply = |text: &str| {
+        json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
+               "content": [{"type": "text", "text": text}], "usage": usage}})
+    };
+    let lines = [
+        prompt("Build the auth middleware for the API"),
+        reply("Middleware in place."),
+        prompt("Write the migration plan for the sessions table"),
+        reply("Plan written."),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    for focus in [
+        "don't forget the migration plan",
+        "do not lose the migration plan",
+        "don't drop the auth work",
+        "just summarize briefly",
+        "only what's needed to continue",
+    ] {
+        let env = TestEnv::new();
+        let path = env.write("t.jsonl", &text);
+        let run = env.run(
+            &["precompact"],
+            precompact_payload(SESSION, &path, "manual", json!(focus)).to_string(),
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        let block = decode_block(
+            &env.run(
+                &["sessionstart"],
+                sessionstart_payload(SESSION, "compact", CWD).to_string(),
+            )
+            .stdout,
+        );
+        for kept in [
+            "Build the auth middleware for the API",
+            "Write the migration plan for the sessions table",
+        ] {
+            assert!(block.contains(kept), "{focus}: {kept} missing: {block}");
+        }
+        assert!(
+            !block.contains("Set aside by the focus"),
+            "{focus}: {block}"
+        );
+    }
+}
+
 /// A turn ctxguard's own Stop nudge made the agent take (to save before an idle compaction) is
 /// not what the agent last told the user: the gist stays the question the user will answer, in
 /// the form 2.1.330 records the nudge (an attachment of the Stop hook's additional context) and

@@ -305,6 +305,36 @@ pub(super) fn question(text: &str, max: usize) -> Option<String> {
     (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
 }
 
+/// Does this acknowledgement ask to go on ("continue", "go on", "keep going", "resume")?
+pub(super) fn goes_on(text: &str) -> bool {
+    let t = text
+        .trim()
+        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
+        .to_lowercase();
+    [
+        "continue",
+        "cont",
+        "c",
+        "go on",
+        "go ahead",
+        "keep going",
+        "proceed",
+        "resume",
+        "next",
+        "retry",
+        "again",
+        "go",
+    ]
+    .iter()
+    .any(|w| t == *w || t.ends_with(&format!(" {w}")))
+}
+
+/// Is `text` an acknowledgement as the checkpoint keeps it (`ok continue (after: …)`, or one
+/// bare): the user's newest word then, never an earlier request?
+pub fn is_acknowledgement(text: &str) -> bool {
+    is_ack(text.split(" (after: ").next().unwrap_or(text))
+}
+
 /// The last non-empty line of the agent's message, on one line of at most `max` characters.
 pub(super) fn last_line(text: &str, max: usize) -> Option<String> {
     let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files;
 
+pub use asks::is_acknowledgement;
 pub use build::{clean_prompt, same_ask, Reading};
 pub(crate) use prs::acted_on as pr_acted_on;
 pub(crate) use prs::remember as remember_pr;

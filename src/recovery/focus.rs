@@ -9,6 +9,10 @@
 //!   all that is kept: its words (before a dropping word, if any);
 //! - any other clause ("focus on the tests") only says what matters first: nothing is set aside.
 //!
+//! A negated drop keeps ("don't forget the migration plan", "do not lose the auth work"): such a
+//! clause sets nothing aside. An exclusive clause none of whose terms any item names ("just
+//! summarize briefly") says how to summarize, not what: it keeps all.
+//!
 //! Words that say how, not what ("the", "history", "changes", "work", "keep", …) are no terms. An
 //! item (the goal, a request, an open todo) is set aside when one of its words
 //! is a dropped term, or when the focus is exclusive and none of its words is a kept term. Two
@@ -30,6 +34,15 @@ const DROPS: &[&str] = &[
 
 const ONLY: &[&str] = &["only", "just", "solely", "exclusively"];
 
+/// Words that negate the drop verb after them ("don't forget", "do not lose", "never skip").
+const NEGATIONS: &[&str] = &["not", "no", "don", "dont", "never"];
+
+/// Verbs of losing, which a negation turns into keeping.
+const LOSING: &[&str] = &[
+    "forget", "drop", "ignore", "skip", "omit", "exclude", "remove", "discard", "leave", "lose",
+    "miss",
+];
+
 /// Words that say how or how much, never what: no terms.
 const NOT_TERMS: &str =
     "a about after all also an and any anything are as at back be before bits bring by change changes \
@@ -37,7 +50,9 @@ compact compaction concentrate context conversation detail details discussion do
 else everything focus for from history i in into is it its keep later me mention more \
 mostly my now of old older on or other our out part parts please preserve previous \
 related relevant rest retain set so stuff summary that the them then these thing things \
-this those to too up us we what which with work you your";
+this those to too up us we what which with work you your summarize summarise summary brief \
+briefly short shortly concise concisely essential essentials needed need necessary continue \
+going important main key minimal lose lost miss";
 
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
@@ -73,6 +88,17 @@ impl Focus {
         for clause in clauses {
             let all: Vec<String> = words(clause).collect();
             let cut = all.iter().position(|w| DROPS.contains(&w.as_str()));
+            // "don't forget X", "do not lose X": X is kept, nothing set aside.
+            let is = |w: &String, set: &[&str]| set.contains(&w.as_str());
+            let negated_loss = cut.is_some_and(|at| {
+                let mut after = all[at + 1..].iter().take(2);
+                let mut before = all[at.saturating_sub(2)..at].iter();
+                (is(&all[at], NEGATIONS) && after.any(|w| is(w, LOSING)))
+                    || (is(&all[at], LOSING) && before.any(|w| is(w, NEGATIONS)))
+            });
+            if negated_loss {
+                continue;
+            }
             let (kept, dropped) = all.split_at(cut.unwrap_or(all.len()));
             out.dropped
                 .extend(dropped.iter().filter(|w| is_term(w)).cloned());
@@ -81,6 +107,18 @@ impl Focus {
             }
         }
         out
+    }
+
+    /// Forgets an exclusive clause none of whose terms any of `items` names: "just summarize
+    /// briefly" says how, not what.
+    pub(super) fn about(mut self, items: &[&str]) -> Focus {
+        let named = items
+            .iter()
+            .any(|item| words(item).any(|w| self.only.iter().any(|t| same_term(&w, t))));
+        if !named {
+            self.only.clear();
+        }
+        self
     }
 
     /// Does the focus set `item` aside?
@@ -161,6 +199,28 @@ mod tests {
             assert_eq!(f, Focus::default(), "{plain}");
             assert!(!f.sets_aside("Rename the modules"), "{plain}");
         }
+        // A negated drop keeps.
+        for keep in [
+            "don't forget the migration plan",
+            "do not lose the migration plan",
+            "don't drop the auth work",
+            "never skip the auth tests",
+        ] {
+            assert_eq!(Focus::parse(keep), Focus::default(), "{keep}");
+        }
+        // An exclusive clause that names nothing of the session says how, not what.
+        let items = ["Build the auth middleware", "fix the CSS of the login page"];
+        for how in [
+            "just summarize briefly",
+            "just the essentials please",
+            "only what's needed to continue",
+        ] {
+            let f = Focus::parse(how).about(&items);
+            assert!(!items.iter().any(|i| f.sets_aside(i)), "{how}: {f:?}");
+        }
+        let f = Focus::parse("only the auth work matters now").about(&items);
+        assert!(!f.sets_aside(items[0]));
+        assert!(f.sets_aside(items[1]));
         let f = Focus::parse("don't bring back the lexer");
         assert_eq!(f.dropped, ["lexer"]);
         let f = Focus::parse("the migration, but not the old schema notes");

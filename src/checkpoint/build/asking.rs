@@ -28,8 +28,10 @@ impl Builder {
                     // "ok continue" after the agent's report: the user's newest word, kept
                     // (with what it follows) until the user asks something else.
                     (None, Some(end)) => self.acknowledged(&format!("{reply} (after: {end})")),
-                    // "Continue" after an interrupted turn, or with no reply read.
-                    (None, None) => self.acknowledged(&reply),
+                    // "Continue" after an interrupted turn, or with no reply read: only a word
+                    // that asks to go on says something ("y" alone does not).
+                    (None, None) if asks::goes_on(&reply) => self.acknowledged(&reply),
+                    (None, None) => self.asks.retain(|a| !a.ack),
                 }
             }
             self.question = None;
