@@ -179,16 +179,16 @@ before anything else; then tell the user to run {make_room} now.";
 /// The default texts when the client compacts only once a request no longer fits the window
 /// (no threshold for this model): where a request overflows (4k before the window's end) is the
 /// point, and a compaction comes there.
-const FULL_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
-window is full ({tokens} of {window} tokens are in use). Claude Code compacts this session only \
-then, when a request no longer fits, and the compaction will summarise and drop the history. \
+const FULL_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before a request no \
+longer fits ({tokens} of {window} tokens are in use). Claude Code compacts this session only \
+then, and the compaction will summarise and drop the history. \
 Before continuing, save durable knowledge to memory now, {where}: decisions and their reasons, \
 user preferences, debugging insights, project facts, open tasks and next steps. Keep it brief, \
 then continue with the task.";
 
 const FULL_CRITICAL_TEXT: &str = "ctxguard: the context window is almost full: about \
-{headroom} tokens are left ({tokens} of {window} tokens are in use), and Claude Code compacts \
-this session when a request no longer fits. If decisions, open tasks and next steps are not yet \
+{headroom} tokens are left before a request no longer fits ({tokens} of {window} tokens are in \
+use), and Claude Code compacts this session then. If decisions, open tasks and next steps are not yet \
 saved, save them now, {where}, in a few lines, before anything else; then continue.";
 
 /// The texts of a nudge of either level: the configured ones, or, when they are the defaults,

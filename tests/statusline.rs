@@ -327,9 +327,9 @@ fn a_model_compacted_only_when_full_is_counted_to_where_a_request_overflows() {
     );
     assert!(
         text.starts_with(
-            "ctxguard: the context window is almost full: about 7k tokens are left (189k of 200k \
-             tokens are in use), and Claude Code compacts this session when a request no longer \
-             fits."
+            "ctxguard: the context window is almost full: about 7k tokens are left before a \
+             request no longer fits (189k of 200k tokens are in use), and Claude Code compacts \
+             this session then."
         ),
         "{text}"
     );

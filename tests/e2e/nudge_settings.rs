@@ -198,7 +198,7 @@ fn a_model_compacted_only_when_full_gets_no_false_countdown() {
     let text = last.to_string();
     assert!(
         text.contains(
-            "ctxguard: about 25k tokens are left before the context window is full (171k of 200k \
+            "ctxguard: about 25k tokens are left before a request no longer fits (171k of 200k \
              tokens are in use). Claude Code compacts this session only then"
         ),
         "{text}"
