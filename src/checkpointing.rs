@@ -32,6 +32,10 @@ pub enum Occasion<'a> {
     Compaction {
         repeat: &'a dyn Fn(&Marker) -> bool,
         facts: &'a dyn Fn(&Checkpoint, Option<&str>) -> Option<String>,
+        /// Taken after the compaction (on Codex, one that bypassed `PreCompact`): the rollout's
+        /// newest reading before its `compacted` line may be the compaction request's own
+        /// (Codex 0.169+), so the context before is the larger of it and the hooks' last one.
+        after: bool,
     },
     /// Context dropped without a compaction: the transcript still holds what was there. The
     /// hook that took the drop gives the recovery itself, so none is left pending.
@@ -129,6 +133,9 @@ pub fn take(
             cp.meta.compaction = current.compactions.max(1);
             cp.meta.cycle = current.cycle.saturating_sub(1);
             cp.meta.previous = carried_from.map(|c| c.id);
+        }
+        if let Occasion::Compaction { after: true, .. } = occasion {
+            cp.meta.tokens_before = cp.meta.tokens_before.max(current.tokens);
         }
         let facts = match occasion {
             Occasion::Compaction { facts, .. } => facts(&cp, client_version.as_deref()),

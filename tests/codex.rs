@@ -408,6 +408,46 @@ fn a_codex_receipt_says_why_no_facts_were_given() {
 /// smaller window: `SessionStart(compact)` then finds a `compacted` line the marker never
 /// counted, takes the checkpoint itself from the rollout up to that line, and gives the
 /// recovery block, once per compaction.
+/// Codex 0.169+ writes the compaction request's own usage just before its `compacted` line: a
+/// checkpoint taken after a compaction that bypassed `PreCompact` keeps the context the hooks
+/// last saw before it (180k), not that request's 1,250 tokens.
+#[test]
+fn a_bypassed_compaction_keeps_the_size_of_the_context_before_it() {
+    let codex = Codex::new(200_000);
+    codex.write(false);
+    assert_eq!(codex.pretooluse().code, 0);
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex/rollout-work.jsonl"),
+    )
+    .unwrap();
+    let cut = text.find("\"type\": \"compacted\"").unwrap();
+    let cut = text[..cut].rfind('\n').unwrap() + 1;
+    let request = "{\"timestamp\": \"2026-11-25T18:05:59.000Z\", \"type\": \"event_msg\", \"payload\": {\"type\": \"token_count\", \"info\": {\"total_token_usage\": {\"total_tokens\": 541250}, \"last_token_usage\": {\"input_tokens\": 1200, \"output_tokens\": 50, \"total_tokens\": 1250}, \"model_context_window\": 190000}}}\n";
+    fs::write(
+        &codex.rollout,
+        format!("{}{request}{}", &text[..cut], &text[cut..]),
+    )
+    .unwrap();
+    let run = codex.hook("sessionstart", "SessionStart", json!({"source": "compact"}));
+    assert!(
+        context_of(&run.stdout, "SessionStart").contains("compaction #1"),
+        "{run:?}"
+    );
+    let cp: Value = serde_json::from_str(
+        &fs::read_to_string(
+            codex
+                .env
+                .state()
+                .join("checkpoints")
+                .join(SESSION)
+                .join("_latest.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cp["meta"]["tokens_before"], 180_000, "{cp}");
+}
+
 #[test]
 fn a_compaction_that_bypassed_precompact_is_checkpointed_at_sessionstart() {
     let codex = Codex::new(200_000);

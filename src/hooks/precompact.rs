@@ -157,6 +157,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let occasion = checkpointing::Occasion::Compaction {
         repeat: &repeat,
         facts: &facts,
+        after: false,
     };
     let taken = checkpointing::take(&paths, env, &config, &input, u64::MAX, &occasion, diag)?;
     Ok(taken.and_then(|t| t.facts).into())

@@ -171,6 +171,7 @@ fn take_bypassed(
     let occasion = checkpointing::Occasion::Compaction {
         repeat: &repeat,
         facts: &no_facts,
+        after: true,
     };
     let taken = checkpointing::take(paths, env, config, &compaction, newest, &occasion, diag)?;
     Ok(taken.is_some())
