@@ -88,6 +88,8 @@ struct Seen {
     count: u64,
     /// What the tool acted on, for a tool other than Bash and the file tools.
     target: Option<String>,
+    /// A failed command whole (its shown subject is cut), to tell when it ran again.
+    run: Option<String>,
 }
 
 /// The last [`MAX_FAILURES`] distinct failures, oldest first.
@@ -100,16 +102,17 @@ impl Failures {
     /// Records a failure of `tool`; the same tool, subject and line as a recorded one counts it
     /// again and makes it the newest.
     pub(super) fn push(&mut self, tool: &str, subject: Option<&str>, line: &str) {
-        self.push_on(tool, subject, line, None);
+        self.push_on(tool, subject, line, None, None);
     }
 
-    /// [`Self::push`], for a tool that acted on `target`.
+    /// [`Self::push`], for a tool that acted on `target`, or a command `run` whole.
     pub(super) fn push_on(
         &mut self,
         tool: &str,
         subject: Option<&str>,
         line: &str,
         target: Option<&str>,
+        run: Option<&str>,
     ) {
         let text = match subject {
             Some(subject) => format!("{subject} → {line}"),
@@ -129,6 +132,7 @@ impl Failures {
                 text,
                 count: 1,
                 target: target.map(str::to_string),
+                run: run.map(str::to_string),
             },
         };
         self.items.push_back(seen);
@@ -149,7 +153,10 @@ impl Failures {
     pub(super) fn resolve_runs(&mut self, command: &str, verified: bool) {
         self.items.retain(|f| {
             let shell = f.tool == "Bash" || f.tool == BACKGROUND;
-            let failed = f.text.split_once(" → ");
+            let failed = f.text.split_once(" → ").map(|(shown, error)| {
+                // The command whole when known: the shown one may be cut (`./cmd/…`).
+                (f.run.as_deref().unwrap_or(shown), error)
+            });
             !(shell
                 && failed.is_some_and(|(c, error)| {
                     super::runs::covers_failure(command, c, error, verified)

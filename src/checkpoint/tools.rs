@@ -437,8 +437,9 @@ impl ToolLog {
         };
         if failed {
             if let Some(line) = failures::error_line(&text(), call.tool == "Bash") {
+                let (target, run) = (call.target.as_deref(), call.command.as_deref());
                 self.failures
-                    .push_on(&call.tool, subject, &line, call.target.as_deref());
+                    .push_on(&call.tool, subject, &line, target, run);
             }
             if call.tool == "Bash" {
                 self.pull_requests(call.command.as_deref().or(subject), raw, &text, true);

@@ -673,3 +673,29 @@ fn a_pr_link_is_its_number_and_url_only() {
     )]);
     assert_eq!(cp.prs, ["#7 https://github.com/o/r/pull/7"]);
 }
+
+/// entirecli-f022dad1.jsonl (tune part): a long command whose shown subject is cut (`./cmd/…`)
+/// failed on a flag, then ran again in another form and passed: the failure is history, matched
+/// on the command whole, not on its cut.
+#[test]
+fn a_long_failed_command_run_again_in_another_form_is_cleared() {
+    let cp = build(&[
+        tool_use(
+            "t1",
+            "Bash",
+            json!({"command": "golangci-lint run --new-from-rev=main --enable=staticcheck --disable-all ./cmd/entire/cli/checkpoint/... 2>&1"}),
+        ),
+        tool_result(
+            "t1",
+            json!("Exit code 3\nError: unknown flag: --disable-all"),
+            true,
+        ),
+        tool_use(
+            "t2",
+            "Bash",
+            json!({"command": "git diff main > /tmp/pr.patch && golangci-lint run --new-from-patch=/tmp/pr.patch --new=false ./cmd/entire/cli/checkpoint/... 2>&1 | head -50"}),
+        ),
+        tool_result("t2", json!("0 issues."), false),
+    ]);
+    assert_eq!(cp.failures, [], "{:?}", cp.failures);
+}
