@@ -674,9 +674,7 @@ fn a_pr_link_is_its_number_and_url_only() {
     assert_eq!(cp.prs, ["#7 https://github.com/o/r/pull/7"]);
 }
 
-/// entirecli-f022dad1.jsonl (tune part): a long command whose shown subject is cut (`./cmd/…`)
-/// failed on a flag, then ran again in another form and passed: the failure is history, matched
-/// on the command whole, not on its cut.
+/// entirecli-f022dad1.jsonl: a failure matched on its command whole, not its cut subject.
 #[test]
 fn a_long_failed_command_run_again_in_another_form_is_cleared() {
     let cp = build(&[
