@@ -12,25 +12,30 @@ use crate::util::*;
 const SESSION: &str = "019f67a6-199d-76d0-ae8b-b6f5c28f5a69";
 
 fn block() -> String {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/codex/code-mode")
+        .join(format!("rollout-2026-07-15T21-19-26-{SESSION}.jsonl"));
+    recovery_block(&fixture, "/Users/jdx/src")
+}
+
+/// The recovery block PreCompact then SessionStart(compact) give on the rollout `fixture` (its
+/// session from its `session_meta`), run in `cwd`.
+pub(crate) fn recovery_block(fixture: &Path, cwd: &str) -> String {
     let mut env = TestEnv::new();
     let home = env.dir.path().join("codex");
     let day = home.join("sessions/2026/07/15");
     fs::create_dir_all(&day).unwrap();
     env.set("CODEX_HOME", home.to_str().unwrap());
-    let name = format!("rollout-2026-07-15T21-19-26-{SESSION}.jsonl");
-    let rollout = day.join(&name);
-    fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/codex/code-mode")
-            .join(&name),
-        &rollout,
-    )
-    .unwrap();
+    let text = fs::read_to_string(fixture).unwrap();
+    let meta: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let session = meta["payload"]["id"].as_str().unwrap().to_string();
+    let rollout = day.join(format!("rollout-2026-07-15T21-19-26-{session}.jsonl"));
+    fs::write(&rollout, &text).unwrap();
     let payload = |event: &str, extra: Value| {
         let mut p = json!({
-            "session_id": SESSION,
+            "session_id": session,
             "transcript_path": rollout.to_str().unwrap(),
-            "cwd": "/Users/jdx/src",
+            "cwd": cwd,
             "hook_event_name": event,
             "model": "gpt-5.5",
         });
@@ -58,7 +63,7 @@ fn block() -> String {
 
 /// The section of the block that starts with `title`, up to the next blank line after its
 /// fence.
-fn section<'a>(block: &'a str, title: &str) -> &'a str {
+pub(crate) fn section<'a>(block: &'a str, title: &str) -> &'a str {
     let start = block
         .find(title)
         .unwrap_or_else(|| panic!("no {title:?} in:\n{block}"));

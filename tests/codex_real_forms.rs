@@ -5,63 +5,19 @@
 use std::fs;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::util::*;
+use crate::codex_code_mode::{recovery_block, section};
 
-/// The recovery block PreCompact then SessionStart(compact) give on the fixture `name`.
+/// The recovery block PreCompact then SessionStart(compact) give on the fixture `name`, run in
+/// the directory its `session_meta` names.
 fn block(name: &str) -> String {
-    let mut env = TestEnv::new();
-    let home = env.dir.path().join("codex");
-    let day = home.join("sessions/2026/07/15");
-    fs::create_dir_all(&day).unwrap();
-    env.set("CODEX_HOME", home.to_str().unwrap());
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/codex/real-forms")
         .join(format!("{name}.jsonl"));
-    let text = fs::read_to_string(&source).unwrap();
+    let text = fs::read_to_string(&fixture).unwrap();
     let meta: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    let session = meta["payload"]["id"].as_str().unwrap().to_string();
-    let rollout = day.join(format!("rollout-2026-07-15T21-19-26-{session}.jsonl"));
-    fs::write(&rollout, &text).unwrap();
-    let payload = |event: &str, extra: Value| {
-        let mut p = json!({
-            "session_id": session,
-            "transcript_path": rollout.to_str().unwrap(),
-            "cwd": meta["payload"]["cwd"],
-            "hook_event_name": event,
-            "model": "gpt-5.5",
-        });
-        for (k, v) in extra.as_object().unwrap() {
-            p[k] = v.clone();
-        }
-        p.to_string()
-    };
-    let pre = env.run(
-        &["precompact"],
-        payload("PreCompact", json!({"turn_id": "t1", "trigger": "auto"})),
-    );
-    assert_eq!((pre.code, pre.stdout.as_str()), (0, ""), "{pre:?}");
-    let run = env.run(
-        &["sessionstart"],
-        payload("SessionStart", json!({"source": "compact"})),
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-/// The fenced section of the block that starts with `title`.
-fn section<'a>(block: &'a str, title: &str) -> &'a str {
-    let start = block
-        .find(title)
-        .unwrap_or_else(|| panic!("no {title:?} in:\n{block}"));
-    let rest = &block[start..];
-    let end = rest.find("```\n\n").map_or(rest.len(), |e| e + 3);
-    &rest[..end]
+    recovery_block(&fixture, meta["payload"]["cwd"].as_str().unwrap_or("/"))
 }
 
 #[test]
