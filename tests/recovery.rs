@@ -1063,6 +1063,42 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
     );
 }
 
+/// Usage of a reply in the focus tests: 90k in context.
+fn focus_usage() -> Value {
+    json!({"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 90_000})
+}
+
+/// A prompt typed a minute ago, for the focus tests.
+fn focus_prompt(text: &str) -> Value {
+    json!({"type": "user", "cwd": CWD, "timestamp": time_from_now(-60),
+           "message": {"role": "user", "content": text}})
+}
+
+/// A reply of a minute ago, for the focus tests.
+fn focus_reply(text: &str) -> Value {
+    json!({"type": "assistant", "timestamp": time_from_now(-60), "message": {
+           "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}],
+           "usage": focus_usage()}})
+}
+
+/// The block after `/compact <focus>` on a transcript of `lines`.
+fn focused_block(env: &TestEnv, lines: &[Value], focus: &str) -> String {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = env.write("t.jsonl", &text);
+    let run = env.run(
+        &["precompact"],
+        precompact_payload(SESSION, &path, "manual", json!(focus)).to_string(),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    decode_block(
+        &env.run(
+            &["sessionstart"],
+            sessionstart_payload(SESSION, "compact", CWD).to_string(),
+        )
+        .stdout,
+    )
+}
+
 /// Issue 37 item 5: `/compact focus on the README changes only, drop the parser history`. What
 /// the focus sets aside (the parser goal, the parser request, the parser's todo) is left out of
 /// the block and named in one line; what it keeps (the README request and todo) stays. The rule,
@@ -1072,16 +1108,8 @@ fn a_compact_focus_leaves_out_what_it_set_aside() {
 fn a_compact_focus_leaves_out_what_it_drops_and_names_it_in_one_line() {
     let env = TestEnv::new();
     let ts = time_from_now(-60);
-    let usage = json!({"input_tokens": 5, "cache_creation_input_tokens": 0,
-                       "cache_read_input_tokens": 90_000});
-    let prompt = |text: &str| {
-        json!({"type": "user", "cwd": CWD, "timestamp": ts,
-               "message": {"role": "user", "content": text}})
-    };
-    let reply = |text: &str| {
-        json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
-               "content": [{"type": "text", "text": text}], "usage": usage}})
-    };
+    let usage = focus_usage();
+    let (prompt, reply) = (focus_prompt, focus_reply);
     let lines = [
         prompt("Build the parser for the config format"),
         json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
@@ -1095,21 +1123,8 @@ fn a_compact_focus_leaves_out_what_it_drops_and_names_it_in_one_line() {
         prompt("Now update the README install section for the new flags"),
         reply("README updated."),
     ];
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let path = env.write("t.jsonl", &text);
     let focus = "focus on the README changes only, drop the parser history";
-    let run = env.run(
-        &["precompact"],
-        precompact_payload(SESSION, &path, "manual", json!(focus)).to_string(),
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    let block = decode_block(
-        &env.run(
-            &["sessionstart"],
-            sessionstart_payload(SESSION, "compact", CWD).to_string(),
-        )
-        .stdout,
-    );
+    let block = focused_block(&env, &lines, focus);
     for gone in [
         "Build the parser for the config format",
         "Handle quoted strings in the parser",
@@ -1140,24 +1155,12 @@ fn a_compact_focus_leaves_out_what_it_drops_and_names_it_in_one_line() {
 /// summarize briefly") sets nothing aside: the whole block comes back.
 #[test]
 fn a_compact_focus_that_keeps_or_says_how_sets_nothing_aside() {
-    let ts = time_from_now(-60);
-    let usage = json!({"input_tokens": 5, "cache_creation_input_tokens": 0,
-                       "cache_read_input_tokens": 90_000});
-    let prompt = |text: &str| {
-        json!({"type": "user", "cwd": CWD, "timestamp": ts,
-               "message": {"role": "user", "content": text}})
-    };
-    let reply = |text: &str| {
-        json!({"type": "assistant", "timestamp": ts, "message": {"model": "claude-opus-5-5",
-               "content": [{"type": "text", "text": text}], "usage": usage}})
-    };
     let lines = [
-        prompt("Build the auth middleware for the API"),
-        reply("Middleware in place."),
-        prompt("Write the migration plan for the sessions table"),
-        reply("Plan written."),
+        focus_prompt("Build the auth middleware for the API"),
+        focus_reply("Middleware in place."),
+        focus_prompt("Write the migration plan for the sessions table"),
+        focus_reply("Plan written."),
     ];
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     for focus in [
         "don't forget the migration plan",
         "do not lose the migration plan",
@@ -1165,20 +1168,7 @@ fn a_compact_focus_that_keeps_or_says_how_sets_nothing_aside() {
         "just summarize briefly",
         "only what's needed to continue",
     ] {
-        let env = TestEnv::new();
-        let path = env.write("t.jsonl", &text);
-        let run = env.run(
-            &["precompact"],
-            precompact_payload(SESSION, &path, "manual", json!(focus)).to_string(),
-        );
-        assert_eq!(run.code, 0, "{run:?}");
-        let block = decode_block(
-            &env.run(
-                &["sessionstart"],
-                sessionstart_payload(SESSION, "compact", CWD).to_string(),
-            )
-            .stdout,
-        );
+        let block = focused_block(&TestEnv::new(), &lines, focus);
         for kept in [
             "Build the auth middleware for the API",
             "Write the migration plan for the sessions table",
