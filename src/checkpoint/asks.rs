@@ -290,17 +290,24 @@ const ASKING: &[&str] = &[
 /// The question an agent's message ends its turn on (its last line that asks something), cut
 /// to `max` characters keeping its end; `None` when it asks nothing.
 pub(super) fn question(text: &str, max: usize) -> Option<String> {
-    let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());
-    let line = text
+    let line = closing_lines(text).take(4).find(|l| {
+        let lower = l.to_lowercase();
+        ASKING.iter().any(|w| lower.contains(w))
+    })?;
+    one_line(line, max)
+}
+
+/// The non-empty lines of the end of an agent's message (its last 4 KiB), last first.
+fn closing_lines(text: &str) -> impl Iterator<Item = &str> {
+    super::failures::within(text, text.len().saturating_sub(4096), text.len())
         .lines()
         .rev()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .take(4)
-        .find(|l| {
-            let lower = l.to_lowercase();
-            ASKING.iter().any(|w| lower.contains(w))
-        })?;
+}
+
+/// `line` sanitised, at most `max` characters (its head and tail), or `None` when empty.
+fn one_line(line: &str, max: usize) -> Option<String> {
     let clean = sanitize(line, true);
     (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
 }
@@ -337,10 +344,7 @@ pub fn is_acknowledgement(text: &str) -> bool {
 
 /// The last non-empty line of the agent's message, on one line of at most `max` characters.
 pub(super) fn last_line(text: &str, max: usize) -> Option<String> {
-    let text = super::failures::within(text, text.len().saturating_sub(4096), text.len());
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let clean = sanitize(line, true);
-    (!clean.is_empty()).then(|| ends(&clean, max, max * 2 / 3))
+    one_line(closing_lines(text).next()?, max)
 }
 
 pub(super) fn teammate_message(text: &str) -> Option<String> {

@@ -239,12 +239,14 @@ impl Feeder {
             }
             Item::Cwd(cwd) => self.builder.place(Some(&cwd), None),
             Item::User(text) => {
-                if !is_codex_text(&text) {
-                    self.builder.prompt(&text);
-                } else if tag_wrapped(text.trim_start()) && !is_known_wrapper(&text) {
+                if is_known_wrapper(&text) {
+                    // Codex's own text (its context, AGENTS.md, the summary): never an ask.
+                } else if tag_wrapped(text.trim_start()) {
                     // Codex's own context, unless its `user_message` event says the user sent
                     // it (an automation's `<heartbeat>` is the user's standing instruction).
                     self.tagged = Some(text);
+                } else {
+                    self.builder.prompt(&text);
                 }
             }
             Item::UserEvent(message) => {

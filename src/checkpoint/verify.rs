@@ -462,14 +462,10 @@ fn class(line: &str) -> Option<Class> {
     }
     // A runner's closing time ("Finished in 6.59s", yarn's "✨  Done in 3.21s."): the run got
     // to its end, which says nothing of how it went.
-    let closing = lower
-        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
-        .strip_prefix("finished in ")
-        .or_else(|| {
-            lower
-                .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
-                .strip_prefix("done in ")
-        });
+    let words = lower.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+    let closing = ["finished in ", "done in "]
+        .iter()
+        .find_map(|p| words.strip_prefix(p));
     if closing.is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit())) {
         return Some(Class::Weak);
     }
