@@ -20,6 +20,31 @@ pub fn fixture_json(name: &str) -> Value {
     serde_json::from_str(&fixture(name)).unwrap()
 }
 
+/// A file of `../shared` (sessions and rollouts gathered from public repositories, and the
+/// excerpts cut from them, which the project never commits), or `None` with one line saying the
+/// test skipped it when `../shared` is absent. `CTXGUARD_SHARED` names another folder.
+/// docs/testing.md lists the tests that read it.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let root = shared_root();
+    let path = root.join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    if root.is_dir() {
+        panic!("{} is missing from {}", rel, root.display());
+    }
+    eprintln!("skipped: {} is absent ({rel} is read from there)", root.display());
+    None
+}
+
+/// Where `../shared` is: `CTXGUARD_SHARED`, else the folder beside the checkout.
+pub fn shared_root() -> PathBuf {
+    match std::env::var_os("CTXGUARD_SHARED") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    }
+}
+
 /// What one run of the binary did.
 #[derive(Debug)]
 pub struct Run {
