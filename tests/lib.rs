@@ -46,6 +46,8 @@ mod status_newest;
 mod statusline;
 mod stop;
 mod summary_facts;
+#[cfg(target_os = "linux")]
+mod syscalls;
 #[cfg(unix)]
 mod then;
 #[cfg(unix)]

@@ -17,7 +17,6 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -31,7 +30,6 @@ use super::{
     Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_QUEUED,
     QUEUED_CHARS,
 };
-use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 
@@ -588,28 +586,21 @@ fn goal_in_head<R: io::Read>(
 /// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
 /// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
 /// choice: this module never imports the other client's reader, which builds on it.)
-pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
-    let (mut file, len) = files::open_regular(path, "transcript")?;
-    let len = len.min(end);
-    let start = transcript::since_newest_boundary(&mut file, len)
-        .with_context(|| format!("reading transcript {}", path.display()))?;
-    io::Seek::seek(&mut file, io::SeekFrom::Start(start))
-        .with_context(|| format!("reading transcript {}", path.display()))?;
+pub(super) fn read_claude_until(opened: &mut super::Opened, end: u64) -> Result<Reading> {
+    let path = opened.path.clone();
+    let context = || format!("reading transcript {}", path.display());
+    let len = opened.len.min(end);
     // The branches the user rewound away from: read first, never fed (`chain`).
-    let gone = {
-        let (mut again, _) = files::open_regular(path, "transcript")?;
-        io::Seek::seek(&mut again, io::SeekFrom::Start(start))
-            .with_context(|| format!("reading transcript {}", path.display()))?;
-        super::chain::tree_of(io::Read::take(again, len - start))
-            .with_context(|| format!("reading transcript {}", path.display()))?
-            .abandoned()
-    };
+    let gone = opened.tree(len)?.abandoned();
+    let file = &mut opened.file;
+    let start = transcript::since_newest_boundary(file, len).with_context(context)?;
+    io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
     let mut builder = Builder::default();
-    let mut lines = LineReader::new(io::Read::take(file, len - start), transcript::MAX_LINE);
-    while let Some(line) = lines
-        .next_line()
-        .with_context(|| format!("reading transcript {}", path.display()))?
-    {
+    let mut lines = LineReader::new(
+        io::Read::take(&mut *file, len - start),
+        transcript::MAX_LINE,
+    );
+    while let Some(line) = lines.next_line().with_context(context)? {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
             if gone.holds(text) {
@@ -622,13 +613,12 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     if start > 0 {
         // The head's own rewinds: a first prompt edited before the compaction is no goal.
         let limit = start.min(GOAL_SCAN_BYTES);
-        let (head, _) = files::open_regular(path, "transcript")?;
-        let head_gone = super::chain::tree_of(io::Read::take(head, limit))
-            .with_context(|| format!("reading transcript {}", path.display()))?
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let head_gone = super::chain::tree_of(io::Read::take(&mut *file, limit))
+            .with_context(context)?
             .abandoned();
-        let (head, _) = files::open_regular(path, "transcript")?;
-        let goal = goal_in_head(head, limit, &head_gone)
-            .with_context(|| format!("reading transcript {}", path.display()))?;
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let goal = goal_in_head(&mut *file, limit, &head_gone).with_context(context)?;
         if goal.is_some() {
             reading.body.goal = goal;
         }

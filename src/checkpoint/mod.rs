@@ -52,7 +52,66 @@ pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
     if crate::rollout::is_rollout(path) {
         rollout::read_rollout_until(path, end)
     } else {
-        build::read_claude_until(path, end)
+        build::read_claude_until(&mut Opened::open(path)?, end)
+    }
+}
+
+/// [`read_transcript_until`] on a transcript a hook already opened for this call (Claude
+/// Code's: a rollout is read by its own reader).
+pub fn read_opened_until(opened: &mut Opened, end: u64) -> Result<Reading> {
+    if crate::rollout::is_rollout(&opened.path) {
+        return rollout::read_rollout_until(&opened.path, end);
+    }
+    build::read_claude_until(opened, end)
+}
+
+/// A Claude Code transcript opened once for a hook call: what reads it whole (the checkpoint,
+/// the rewind tree of the part after its newest boundary, that boundary) shares the one open
+/// file, and the tree is built at most once.
+pub struct Opened {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    len: u64,
+    /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
+    tree: Option<(u64, chain::Tree)>,
+}
+
+impl Opened {
+    pub fn open(path: &Path) -> Result<Opened> {
+        let (file, len) = files::open_regular(path, "transcript")?;
+        Ok(Opened {
+            path: path.to_path_buf(),
+            file,
+            len,
+            tree: None,
+        })
+    }
+
+    /// When the newest boundary was written, if the tail holds one.
+    pub fn newest_boundary_time(&mut self) -> Option<DateTime<Utc>> {
+        crate::transcript::newest_boundary_in(&mut self.file, self.len)
+            .ok()
+            .flatten()
+            .and_then(|b| b.at)
+    }
+
+    /// The tree of the part after the newest boundary, the file taken as ending at `end`
+    /// (built once).
+    pub fn tree(&mut self, end: u64) -> Result<&chain::Tree> {
+        use std::io::{Seek, SeekFrom};
+        let end = self.len.min(end);
+        if self.tree.as_ref().is_none_or(|(at, _)| *at != end) {
+            let context = || format!("reading transcript {}", self.path.display());
+            let start = crate::transcript::since_newest_boundary(&mut self.file, end)
+                .with_context(context)?;
+            self.file
+                .seek(SeekFrom::Start(start))
+                .with_context(context)?;
+            let tree = chain::tree_of(std::io::Read::take(&mut self.file, end - start))
+                .with_context(context)?;
+            self.tree = Some((end, tree));
+        }
+        Ok(&self.tree.as_ref().expect("built above").1)
     }
 }
 
