@@ -30,7 +30,7 @@ text(r.output);
 
 #[test]
 fn a_plan_then_a_command_and_calls_inside_strings_are_not_calls() {
-    let cell = r#"const p = await tools.update_plan({plan:[
+    let cell = r#"const plan = await tools.update_plan({plan:[
   {step:"Create crate",status:"in_progress"},
   {step:"Run tests",status:"pending"}
 ]});
@@ -61,7 +61,7 @@ fn a_patch_held_in_a_const_a_raw_template_or_joined_strings() {
             "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch"
         ))
     );
-    let cell = "const patch = String.raw`*** Begin Patch\n*** Add File: /p/b.tsx\n+import { x } from \"y\";\n+const re = /\\d+/;\n*** End Patch`;\nconst r = await tools.apply_patch(patch);\ntext(JSON.stringify(r));";
+    let cell = "const diff = String.raw`*** Begin Patch\n*** Add File: /p/b.tsx\n+import { x } from \"y\";\n+const re = /\\d+/;\n*** End Patch`;\nconst r = await tools.apply_patch(diff);\ntext(JSON.stringify(r));";
     let arg = names(cell)[0].1.clone().unwrap();
     assert!(
         arg.as_str().unwrap().contains("+const re = /\\d+/;"),
@@ -110,7 +110,7 @@ fn calls_in_promise_all_run_once_calls_in_callbacks_and_loops_may_not() {
   tools.exec_command({cmd:"npm run lint","workdir":"/m","yield_time_ms":2500}),
   tools.exec_command({cmd:"npm run check","workdir":"/m","yield_time_ms":2500})
 ]);
-for (const r of results) text(JSON.stringify(r));
+for (const res of results) text(JSON.stringify(res));
 const more = await Promise.all(["a","b"].map(f => tools.exec_command({cmd: "cat " + f})));
 for (const f of ["x"]) await tools.exec_command({cmd: "ls"});
 await tools.exec_command({cmd: "git status"});"#;
