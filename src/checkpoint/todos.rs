@@ -255,8 +255,8 @@ impl Todos {
         }
     }
 
-    /// The subjects a `TaskGet` result (`Task #29: TST-6: Integration test…`) or a `TaskList`
-    /// result (`#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)`,
+    /// The subjects a `TaskGet` result (`Task #12: QA-4: Load test…`) or a `TaskList`
+    /// result (`#9 [pending] API-3: Add the export endpoint [blocked by #5] (api-dev)`,
     /// one task a line) names.
     pub(super) fn learn_names(&mut self, text: &str) {
         for line in text.lines().take(MAX_NAMES) {
@@ -510,7 +510,7 @@ mod tests {
         assert_eq!(todos.finish().len(), MAX_WAITING * 3);
     }
 
-    /// cybervpn-cdd85d16.jsonl (2.1.42): a teammate updates tasks the lead created; their
+    /// In the form of a real 2.1.42 team session: a teammate updates tasks the lead created; their
     /// subjects are in `TaskList` and `TaskGet` results.
     #[test]
     fn tasks_known_by_id_get_their_subjects() {
@@ -521,24 +521,22 @@ mod tests {
                 .unwrap();
             todos.settle(key, true, "Updated task status");
         }
-        todos.learn_names("#26 [pending] TST-3: Unit tests for use cases (test-eng)\n#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)\n#28 [pending] TST-5: Widget tests [blocked by #14]");
-        todos.learn_names("Task #29: TST-6: Integration test for migration flow\nStatus: pending\nDescription: Test: migration");
+        todos.learn_names("#26 [pending] QA-3: Smoke tests for checkout (qa-eng)\n#5 [completed] DB-5: Add row mappers (Sql ↔ Model) (db-dev)\n#28 [pending] QA-5: Screen tests [blocked by #14]");
+        todos.learn_names("Task #29: QA-6: Load test for the import flow\nStatus: pending\nDescription: Test: import");
         let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
         assert_eq!(
             shown,
             [
-                "#26 TST-3: Unit tests for use cases",
-                "#29 TST-6: Integration test for migration flow",
+                "#26 QA-3: Smoke tests for checkout",
+                "#29 QA-6: Load test for the import flow",
                 "task #30"
             ]
         );
         let mut todos = Todos::default();
-        todos.learn_names(
-            "#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)",
-        );
+        todos.learn_names("#5 [completed] DB-5: Add row mappers (Sql ↔ Model) (db-dev)");
         assert_eq!(
             todos.names.back().unwrap().1,
-            "DL-5: Create data mappers (Drift ↔ Domain)"
+            "DB-5: Add row mappers (Sql ↔ Model)"
         );
     }
 }

@@ -71,7 +71,7 @@ struct OutputInput<'a> {
 }
 
 /// A Bash result saying the command went to the background: "Command running in background
-/// with ID: b7636e2. Output is being written to: ...".
+/// with ID: c41d9a3. Output is being written to: ...".
 const BACKGROUND_STARTED: &str = "running in background with ID: ";
 
 /// Where that result says the command's output goes: "Output is being written to: /tmp/….output".
@@ -302,7 +302,7 @@ impl ToolLog {
                             &command
                         };
                         call.subject = Some(command_subject(shown)).filter(|c| !c.is_empty());
-                        // `tail -20 /tmp/…/b7636e2.output`: a read of a background command's
+                        // `tail -20 /tmp/…/c41d9a3.output`: a read of a background command's
                         // output, its verdict known here.
                         let reads = ["cat", "tail", "head", "less"]
                             .iter()

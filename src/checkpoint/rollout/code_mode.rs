@@ -393,13 +393,13 @@ mod tests {
         };
         assert!(read_later(&unknown).starts_with("<status>completed</status>"));
         let partial = ExecResult {
-            output: "   Compiling mise v2026.7.7\n".into(),
+            output: "   Compiling widget v0.3.1\n".into(),
             ..unknown
         };
         assert_eq!(read_later(&partial), "<status>running</status>");
         assert_eq!(
-            session_of(&json!({"session_id": 92491})).as_deref(),
-            Some("92491")
+            session_of(&json!({"session_id": 41873})).as_deref(),
+            Some("41873")
         );
         assert_eq!(session_of(&json!({"session_id": ""})), None);
     }
