@@ -177,7 +177,7 @@ pub fn take(
     let reading = read(&store, input, reporting, diag);
     let config = Config::for_hook(&paths, env, diag);
     let after_boundary = (receipts && receipt::waiting_at(&peeked, now))
-        .then(|| receipt::after_boundary(&input.transcript_path))
+        .then(|| receipt::since_handover(&peeked, &input.transcript_path))
         .flatten()
         .filter(|seen| receipt::is_of(seen, &peeked));
     let mut ctx = Context::new(&config, env, &paths, &input.cwd);

@@ -396,13 +396,18 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         Plan::Own(kind) => (own(&paths, env, &config, &input, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
-            let Some((cp, _)) = previous(&paths, &input, stale, now, diag)? else {
+            let Some((cp, path)) = previous(&paths, &input, stale, now, diag)? else {
                 return Ok(Outcome::Quiet);
             };
-            return Ok(Outcome::Print(additional_context(
-                event::SESSION_START,
-                recovery::pointer(&cp, now),
-            )));
+            let id = &input.session_id;
+            if crate::recovering::full_after_clear(&paths, env, &config, id, &cp, &path, diag) {
+                (Some((cp, path)), Kind::Clear)
+            } else {
+                return Ok(Outcome::Print(additional_context(
+                    event::SESSION_START,
+                    recovery::pointer(&cp, now),
+                )));
+            }
         }
     };
     let Some((cp, path)) = found else {

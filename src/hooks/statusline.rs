@@ -331,17 +331,33 @@ mod tests {
                 )
             );
         }
+        // Auto-compaction off: counted to where the client stops accepting requests (177k on
+        // 2.1.332), "limit reached" from there, beside the client's "Context limit reached".
+        let stop = |tokens| Gauge {
+            limits: Limits::compute(
+                200_000,
+                &crate::usage::Policy {
+                    compact_buffer_tokens: 23_000,
+                    ..crate::usage::Policy::default()
+                },
+            ),
+            ..end(tokens, Ending::Full)
+        };
         assert_eq!(
-            render(&end(159_000, Ending::Full), false),
-            "ctx 80% · 159k/200k · full in 41k"
+            render(&stop(150_000), false),
+            "ctx 75% · 150k/200k · limit in 27k"
         );
         assert_eq!(
-            render(&end(176_000, Ending::Full), false),
-            "ctx 176k/200k · full in 24k"
+            render(&stop(164_000), false),
+            "ctx 164k/200k · limit in 13k"
+        );
+        assert_eq!(
+            render(&stop(177_510), false),
+            "ctx 178k/200k · limit reached"
         );
         assert_eq!(
             render(&end(200_000, Ending::Full), false),
-            "ctx 200k/200k · window full"
+            "ctx 200k/200k · limit reached"
         );
         assert!(render(&g(100_000), true).starts_with(GREEN));
         assert!(render(&g(130_000), true).starts_with(YELLOW));
