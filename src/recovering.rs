@@ -77,7 +77,7 @@ pub fn handed_over(
 
 /// What the new session after a `/clear` gets of the session it cleared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterClear {
+enum AfterClear {
     /// The whole recovery block, once: the soft restart. Auto-compaction was off, ctxguard
     /// asked the agent to save in this cycle and told the user that `/clear` brings the
     /// checkpoint back, and the user cleared.
@@ -90,7 +90,7 @@ pub enum AfterClear {
 /// Which of the two a `/clear` gives, from the marker of the session it cleared (pure): the
 /// full block when that session was nudged in its current cycle (after its newest compaction,
 /// if any) while its client's auto-compaction was off; else the pointer.
-pub fn after_clear(cleared: Option<&Marker>) -> AfterClear {
+fn after_clear(cleared: Option<&Marker>) -> AfterClear {
     let soft_restart = cleared.is_some_and(|m| {
         matches!(m.compact_source, Some(CompactSource::Off(_)))
             && m.nudged_at
