@@ -1,7 +1,9 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
 //! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On startup,
 //! a short digest of the previous session in the same directory, once; after `/clear`, one line
-//! pointing to that session's checkpoint instead (the user cleared the context to leave it).
+//! pointing to that session's checkpoint instead (the user cleared the context to leave it), or
+//! its whole block when ctxguard had asked it to save with auto-compaction off
+//! (`recovering::full_after_clear`: the soft restart).
 //!
 //! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
 //! under that session's lock, by that session only. A digest for another session never consumes
