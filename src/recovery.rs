@@ -22,7 +22,13 @@ pub enum Kind {
     Resume,
     /// A new session (clear, startup, fork): a digest of the previous one in this project.
     Previous,
+    /// A new session after the `/clear` that followed a nudge with auto-compaction off: the
+    /// cleared session's work, in full (the soft restart).
+    Clear,
 }
+
+/// How the block after a soft restart opens (`receipt` looks for it in the new transcript).
+pub const CLEAR_HEADER: &str = "## ctxguard recovery: the work before /clear";
 
 /// Compactions after which a fresh session is suggested.
 const MANY_COMPACTIONS: u64 = 3;
@@ -170,6 +176,15 @@ fn render_checkpoint(
             "## ctxguard recovery: resumed session, last checkpoint at compaction #{}\n\
              Recorded mechanically from the transcript before that compaction ({trigger}, {when}).",
             m.compaction
+        ),
+        Kind::Clear => format!(
+            "{CLEAR_HEADER}\n\
+             Session {} in this directory saved what mattered when ctxguard asked, and the user \
+             ran /clear to go on in a fresh context: this is where its work stood, recorded \
+             mechanically from its transcript when it ended ({trigger}, {when}{}), so you can \
+             pick up where it left off.",
+            cut(&sanitize(&m.session_id, true), 80),
+            compactions(m.compaction)
         ),
         Kind::Previous => format!(
             "## ctxguard: previous session in this project\n\
@@ -504,7 +519,7 @@ fn render_checkpoint(
             cp.named_in_summary
         ));
     }
-    if m.compaction > MANY_COMPACTIONS && kind != Kind::Previous {
+    if m.compaction > MANY_COMPACTIONS && matches!(kind, Kind::Compact | Kind::Resume) {
         footer.push_str(&format!(
             "Note: this session has been compacted {} times, and each summary loses detail. \
              Consider writing a handoff (state, decisions, next steps) to memory and starting a \

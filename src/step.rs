@@ -489,7 +489,7 @@ pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Resu
     };
     let (paths, config) = (&call.paths, &call.config);
     let after_boundary = (route.settles_receipts() && receipt::waiting_at(&peeked, now))
-        .then(|| receipt::after_boundary(&input.transcript_path))
+        .then(|| receipt::since_handover(&peeked, &input.transcript_path))
         .flatten()
         .filter(|seen| receipt::is_of(seen, &peeked));
     let mut ctx = Context::new(config, env, paths, &input.cwd);

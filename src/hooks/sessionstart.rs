@@ -1,7 +1,9 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
 //! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On startup,
 //! a short digest of the previous session in the same directory, once; after `/clear`, one line
-//! pointing to that session's checkpoint instead (the user cleared the context to leave it).
+//! pointing to that session's checkpoint instead (the user cleared the context to leave it), or
+//! its whole block when ctxguard had asked it to save with auto-compaction off
+//! (`recovering::full_after_clear`: the soft restart).
 //!
 //! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
 //! under that session's lock, by that session only. A digest for another session never consumes
@@ -397,13 +399,18 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         Plan::Own(kind) => (own(&paths, env, &config, &input, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
-            let Some((cp, _)) = previous(&paths, &input, stale, now, diag)? else {
+            let Some((cp, path)) = previous(&paths, &input, stale, now, diag)? else {
                 return Ok(Outcome::Quiet);
             };
-            return Ok(Outcome::Print(additional_context(
-                event::SESSION_START,
-                recovery::pointer(&cp, now),
-            )));
+            let id = &input.session_id;
+            if crate::recovering::full_after_clear(&paths, env, &config, id, &cp, &path, diag) {
+                (Some((cp, path)), Kind::Clear)
+            } else {
+                return Ok(Outcome::Print(additional_context(
+                    event::SESSION_START,
+                    recovery::pointer(&cp, now),
+                )));
+            }
         }
     };
     let Some((cp, path)) = found else {
