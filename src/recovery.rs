@@ -440,6 +440,12 @@ fn render_checkpoint(
     sections.extend([
         Section::new(goal_title, "goal", 10, goal),
         Section::new(requests_title, "requests", 11, asks),
+        Section::new(
+            "The user's decisions (their answers to your questions, newest first):",
+            "decisions",
+            10,
+            cp.decisions.iter().rev().cloned().collect(),
+        ),
         Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 9, place),
@@ -476,7 +482,7 @@ fn render_checkpoint(
     if !focus {
         // After the gist, as before: the instructions of a compaction without a focus of the
         // user's own are rarely what the next step turns on.
-        sections.insert(7, focus_section(1));
+        sections.insert(8, focus_section(1));
     }
     if sections.iter().all(|s| s.items.is_empty()) && cp.named_in_summary == 0 {
         // Nothing to recover: one line, not a block of empty headings.

@@ -26,10 +26,11 @@ use serde_json::value::RawValue;
 use super::asks;
 use super::block::{push_line, result_text, tag_text, Block};
 use super::bounded;
+use super::decisions;
 use super::tools::ToolLog;
 use super::{
-    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_QUEUED,
-    QUEUED_CHARS,
+    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS,
+    MAX_DECISIONS, MAX_QUEUED, QUEUED_CHARS,
 };
 use crate::files;
 use crate::text::{cut, sanitize};
@@ -238,6 +239,8 @@ struct Ask {
 #[derive(Debug, Default)]
 pub(super) struct Builder {
     asks: VecDeque<Ask>,
+    /// The user's answers to the agent's questions, oldest first (`decisions`).
+    decisions: VecDeque<String>,
     /// The session's first substantive request, when the part read holds it.
     goal: Option<String>,
     /// Whether an ask was seen yet: the goal is only the first one.
@@ -307,6 +310,11 @@ impl Builder {
             return;
         };
         if entry.kind.as_deref() == Some("user") {
+            if decisions::may_answer(line) {
+                decisions::in_line(line)
+                    .into_iter()
+                    .for_each(|d| self.decided(d));
+            }
             let is_prompt = entry.is_meta != Some(true)
                 && entry.is_compact_summary != Some(true)
                 && entry.transcript_only != Some(true);
@@ -334,7 +342,12 @@ impl Builder {
                     push_line(&mut typed, text);
                 }
             }
-            Some("tool_result") => self.tools.result(&block),
+            Some("tool_result") => {
+                if self.tools.approves_plan(&block) {
+                    self.decided(decisions::PLAN_DECISION.to_string());
+                }
+                self.tools.result(&block);
+            }
             _ => {}
         });
         if let Some(typed) = typed {
@@ -435,6 +448,15 @@ impl Builder {
         });
     }
 
+    /// A decision of the user's, the newest kept.
+    fn decided(&mut self, decision: String) {
+        self.decisions.retain(|d| *d != decision);
+        self.decisions.push_back(decision);
+        if self.decisions.len() > MAX_DECISIONS {
+            self.decisions.pop_front();
+        }
+    }
+
     /// A prompt the user sent (wrappers, notifications and acknowledgements are sorted out here).
     pub(super) fn prompt(&mut self, text: &str) {
         self.typed(text, true);
@@ -515,6 +537,7 @@ impl Builder {
             body: Checkpoint {
                 goal: self.goal,
                 asks: self.asks.into_iter().map(|a| a.text).collect(),
+                decisions: self.decisions.into(),
                 queued,
                 last_assistant: self.last_assistant,
                 gist_before_ask: self.gist_before_ask,

@@ -1,0 +1,184 @@
+//! What sessions nobody here tuned on still lost (issue 43), each class through the binary: a
+//! transcript in the form Claude Code writes (each helper names the real record it imitates),
+//! `precompact`, then the block `sessionstart` injects. Each test failed on the main branch
+//! before this round.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::recovery_classes::{first_of, Session};
+use crate::util::*;
+
+/// The agent asks `questions` (`(question, options)`) with `AskUserQuestion` and the user answers
+/// (`answers`: question → answer, `notes`: question → notes), as 2.1.232 records it
+/// (entirecontext-d29c2adb.jsonl, lines 82–84: the tool result's text and its `toolUseResult`
+/// with `questions`, `answers` and `annotations`). An empty `answers` is the client's timeout.
+fn ask_user(
+    s: &mut Session,
+    questions: &[(&str, &[&str])],
+    answers: &[(&str, &str)],
+    notes: &[(&str, &str)],
+) {
+    let qs: Vec<Value> = questions
+        .iter()
+        .map(|(q, opts)| {
+            json!({"question": q, "header": "Choice", "multiSelect": false,
+                   "options": opts.iter().map(|o| json!({"label": o, "description": "…"})).collect::<Vec<_>>()})
+        })
+        .collect();
+    let id = s.call(
+        "AskUserQuestion",
+        json!({"questions": qs}),
+        &if answers.is_empty() {
+            "No response after 300s — the user may be away from keyboard. Proceed using your best judgment based on the context so far.".to_string()
+        } else {
+            let pairs: Vec<String> = answers.iter().map(|(q, a)| format!("\"{q}\"=\"{a}\"")).collect();
+            format!("Your questions have been answered: {}. You can now continue with these answers in mind.", pairs.join(", "))
+        },
+        false,
+    );
+    let last = s.lines.pop().expect("the result line");
+    let mut result: Value = serde_json::from_str(&last).expect("json");
+    assert_eq!(result["message"]["content"][0]["tool_use_id"], json!(id));
+    let map = |pairs: &[(&str, &str)]| -> Value {
+        pairs
+            .iter()
+            .map(|(q, a)| ((*q).to_string(), json!(a)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let annotations: serde_json::Map<String, Value> = notes
+        .iter()
+        .map(|(q, n)| ((*q).to_string(), json!({"notes": n})))
+        .collect();
+    result["version"] = json!("2.1.232");
+    result["toolUseResult"] =
+        json!({"questions": qs, "answers": map(answers), "annotations": annotations});
+    if answers.is_empty() {
+        result["toolUseResult"]["afkTimeoutMs"] = json!(300_000);
+    }
+    s.lines.push(result.to_string());
+}
+
+/// `precompact` at an automatic compaction: the facts it prints for the summarizer.
+fn facts(s: &Session) -> String {
+    let env = TestEnv::new();
+    let path: PathBuf = env.write("t.jsonl", &(s.lines.join("\n") + "\n"));
+    let mut payload = precompact_payload(SESSION, &path, "auto", json!(""));
+    payload["cwd"] = json!("/work/app");
+    let run = env.run(&["precompact"], payload.to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+}
+
+/// The fenced items under `title`, or none.
+fn items_of(block: &str, title: &str) -> Vec<String> {
+    let Some(at) = block.find(title) else {
+        return Vec::new();
+    };
+    block[at..]
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Class 1: the user's answers to the agent's questions come back, newest first, with their
+/// notes; a question that timed out is no decision. They are in the summarizer's facts too.
+#[test]
+fn the_users_answers_to_the_agents_questions_are_decisions() {
+    let mut s = Session::new("Clean up the release tooling and ship 2.4");
+    ask_user(
+        &mut s,
+        &[("Keep the mise pin for node?", &["Keep it", "Drop it"])],
+        &[(
+            "Keep the mise pin for node?",
+            "Drop the mise pin; keep npx in the script",
+        )],
+        &[],
+    );
+    s.bash("git rm .mise.toml", "rm '.mise.toml'", false);
+    ask_user(
+        &mut s,
+        &[
+            (
+                "Archive the old changelog where?",
+                &["onto #540 now", "later"],
+            ),
+            (
+                "How are the fixtures queried?",
+                &["Shared", "Isolated / queried separately"],
+            ),
+        ],
+        &[
+            ("Archive the old changelog where?", "Archive onto #540 now"),
+            (
+                "How are the fixtures queried?",
+                "Isolated / queried separately",
+            ),
+        ],
+        &[("How are the fixtures queried?", "one db per test file")],
+    );
+    ask_user(&mut s, &[("Merge PR #541?", &["Merge", "Wait"])], &[], &[]);
+    let block = s.block();
+    let decisions = items_of(&block, "The user's decisions");
+    assert_eq!(
+        decisions,
+        [
+            "How are the fixtures queried? → Isolated / queried separately (notes: one db per test file)",
+            "Archive the old changelog where? → Archive onto #540 now",
+            "Keep the mise pin for node? → Drop the mise pin; keep npx in the script",
+        ],
+        "{block}"
+    );
+    assert!(!block.contains("Merge PR #541?"), "{block}");
+    let facts = facts(&s);
+    assert!(facts.contains("The user's decisions"), "{facts}");
+    assert!(facts.contains("Archive onto #540 now"), "{facts}");
+}
+
+/// Class 1: a plan the user approved in plan mode is a decision (2.0.76's `ExitPlanMode`
+/// result, cctrace-phase0.jsonl line 34); one the user refused is not.
+#[test]
+fn a_plan_approved_in_plan_mode_is_a_decision() {
+    let mut s = Session::new("Plan the storage migration, then do it");
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Storage migration\n\n## 1. Copy the rows\n## 2. Switch reads"}),
+        "User has approved your plan. You can now start coding. Start with updating your todo list if applicable",
+        false,
+    );
+    let block = s.block();
+    assert_eq!(
+        items_of(&block, "The user's decisions"),
+        ["The plan written in plan mode → approved"],
+        "{block}"
+    );
+    let mut s = Session::new("Plan the storage migration, then do it");
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Storage migration\n\n## 1. Copy the rows"}),
+        "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        true,
+    );
+    assert!(!s.block().contains("The user's decisions"));
+}
+
+/// Class 2: an apostrophe in a here-document's body opened no quote over the commands after its
+/// terminator, so the older failing run stayed the last verification.
+#[test]
+fn a_here_document_hides_no_command_after_it() {
+    let mut s = Session::new("fix the exporter and note it");
+    s.bash("uv run pytest -q", "1 failed, 674 passed in 9.10s", true);
+    s.bash(
+        "cat >> NOTES.md <<'EOF'\n- the exporter's header is written once\nEOF\nuv run pytest -q",
+        "675 passed in 9.42s",
+        false,
+    );
+    let block = s.block();
+    let last = first_of(&block, "Last verification:");
+    assert!(last.starts_with("[passed] "), "{block}");
+    assert!(last.contains("675 passed"), "{block}");
+}
