@@ -182,3 +182,62 @@ fn a_here_document_hides_no_command_after_it() {
     assert!(last.starts_with("[passed] "), "{block}");
     assert!(last.contains("675 passed"), "{block}");
 }
+
+/// Class 3: tests and a lint in one command: the test count stays beside the lint's verdict; a
+/// lint's own count of warnings beats its count of files checked.
+#[test]
+fn tests_and_a_lint_in_one_command_keep_the_test_count() {
+    let mut s = Session::new("get the exporter green");
+    s.bash(
+        "uv run pytest -q | tail -3; uv run ruff check",
+        "........\n675 passed in 9.42s\nAll checks passed!",
+        false,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(last.contains("675 passed in 9.42s"), "{last}");
+    assert!(last.contains("All checks passed!"), "{last}");
+    let mut s = Session::new("lint the web app");
+    s.bash(
+        "npx biome check src",
+        "Checked 42 files in 5ms. No fixes applied.\nFound 10 warnings.",
+        false,
+    );
+    let last = first_of(&s.block(), "Last verification:");
+    assert!(
+        last.starts_with("[passed] npx biome check src → Found 10 warnings"),
+        "{last}"
+    );
+}
+
+/// Class 4: the `Tool loaded.` Claude Code 2.1.70 writes beside each `ToolSearch` result (a
+/// user message holding the `tool_result`, its content a `tool_reference`, then that text) is
+/// no request.
+#[test]
+fn the_clients_tool_loaded_is_no_request() {
+    let mut s = Session::new("Wire the new search endpoint into the CLI");
+    s.prompt("also add a --json flag");
+    for tool in ["WebSearch", "WebFetch", "NotebookEdit"] {
+        s.call(
+            "ToolSearch",
+            json!({"query": format!("select:{tool}")}),
+            "",
+            false,
+        );
+        let last = s.lines.pop().expect("the result line");
+        let mut result: Value = serde_json::from_str(&last).expect("json");
+        let id = result["message"]["content"][0]["tool_use_id"].clone();
+        result["message"]["content"] = json!([
+            {"type": "tool_result", "tool_use_id": id,
+             "content": [{"type": "tool_reference", "tool_name": tool}]},
+            {"type": "text", "text": "Tool loaded."}
+        ]);
+        s.lines.push(result.to_string());
+    }
+    let block = s.block();
+    assert!(!block.contains("Tool loaded."), "{block}");
+    assert_eq!(
+        first_of(&block, "Recent user requests"),
+        "also add a --json flag",
+        "{block}"
+    );
+}

@@ -181,6 +181,9 @@ fn short_reply(text: &str) -> Option<String> {
     typed.then(|| cut(&sanitize(t, true), 40))
 }
 
+/// What Claude Code writes beside each `ToolSearch` result, in the same user message.
+const TOOL_LOADED: &str = "Tool loaded.";
+
 /// How a background task's notification starts.
 const NOTIFICATION: &str = "<task-notification>";
 
@@ -336,13 +339,18 @@ impl Builder {
             return;
         }
         let mut typed = None;
+        let mut beside_result = false;
         bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
             Some("text") => {
-                if let Some(text) = block.text.as_deref() {
+                // The client's own word beside a tool search's result (2.1.70), no request.
+                let client =
+                    beside_result && block.text.as_deref().map(str::trim) == Some(TOOL_LOADED);
+                if let Some(text) = block.text.as_deref().filter(|_| !client) {
                     push_line(&mut typed, text);
                 }
             }
             Some("tool_result") => {
+                beside_result = true;
                 if self.tools.approves_plan(&block) {
                     self.decided(decisions::PLAN_DECISION.to_string());
                 }
