@@ -241,3 +241,65 @@ fn the_clients_tool_loaded_is_no_request() {
         "{block}"
     );
 }
+
+/// Class 6: a failure redone successfully is history: a `Read` too large, then the same file
+/// read with a limit; a relative path refused, then the same file by its absolute path; a
+/// command the client blocked (`sleep` first), then the command alone.
+#[test]
+fn failures_redone_successfully_are_not_current() {
+    let mut s = Session::new("find why the importer drops rows");
+    s.call(
+        "Read",
+        json!({"file_path": "/work/app/data/import.log"}),
+        "<tool_use_error>File content (61234 tokens) exceeds maximum allowed tokens (25000). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.</tool_use_error>",
+        true,
+    );
+    s.call(
+        "Read",
+        json!({"file_path": "/work/app/data/import.log", "offset": 1, "limit": 200}),
+        "     1→row 1 ok",
+        false,
+    );
+    s.call(
+        "Read",
+        json!({"file_path": "src/importer.rs"}),
+        "<tool_use_error>File does not exist. Note: your current working directory is /work/app.</tool_use_error>",
+        true,
+    );
+    s.call(
+        "Read",
+        json!({"file_path": "/work/app/src/importer.rs"}),
+        "     1→use std::io;",
+        false,
+    );
+    s.bash(
+        "sleep 45; gh pr checks 540",
+        "Blocked: sleep 45 followed by: gh pr checks 540. To wait for a condition, use Monitor with an until-loop. To wait for a command you started, use run_in_background: true.",
+        true,
+    );
+    s.bash(
+        "gh pr checks 540",
+        "build\tpass\t2m3s\thttps://github.com/o/r/actions/runs/1",
+        false,
+    );
+    s.call(
+        "Edit",
+        json!({"file_path": "/work/app/src/importer.rs", "old_string": "x", "new_string": "y"}),
+        "<tool_use_error>String to replace not found in file.</tool_use_error>",
+        true,
+    );
+    s.call(
+        "Read",
+        json!({"file_path": "/work/app/src/importer.rs"}),
+        "     1→use std::io;",
+        false,
+    );
+    let block = s.block();
+    let failures = items_of(&block, "Recent tool failures");
+    // The failed Edit stays: a read of its file redoes no edit.
+    assert_eq!(
+        failures,
+        ["Edit: src/importer.rs → String to replace not found in file."],
+        "{block}"
+    );
+}

@@ -13,9 +13,9 @@ use super::asks;
 use crate::text::{cut, sanitize};
 
 /// A decision's question, at most (the answer is what must survive).
-const QUESTION_CHARS: usize = 110;
+const QUESTION_CHARS: usize = 90;
 /// Its answer with the user's notes, at most.
-const ANSWER_CHARS: usize = 200;
+const ANSWER_CHARS: usize = 160;
 /// Questions read of one result: the client asks at most four at once.
 const MAX_PER_RESULT: usize = 8;
 

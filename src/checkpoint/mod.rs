@@ -65,7 +65,7 @@ const ASK_CHARS: usize = 200;
 /// Prompts typed while the agent was working (queued), the newest, each kept short.
 const MAX_QUEUED: usize = 5;
 /// The user's answers to the agent's questions, the newest.
-const MAX_DECISIONS: usize = 5;
+const MAX_DECISIONS: usize = 4;
 const QUEUED_CHARS: usize = 160;
 /// A plan written in plan mode: its title and step headings.
 const PLAN_CHARS: usize = 600;
@@ -302,6 +302,8 @@ mod tests {
             ]
             .concat(),
             queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
+            // A question, ` → ` and an answer (`decisions.rs`).
+            decisions: vec![text(260); MAX_DECISIONS],
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![

@@ -278,6 +278,10 @@ impl ToolLog {
                 "Read" => {
                     let path = file_path(input);
                     call.subject = path.as_deref().map(|p| shown_path(p, cwd));
+                    // Its target is the file as shown (a relative path and the absolute one
+                    // under the session's directory alike): a later read of it, with a limit or
+                    // by its absolute path, clears a read of it that failed.
+                    call.target.clone_from(&call.subject);
                     // A background command's output file: its verdict is known here.
                     if let Some(command) = path.and_then(|p| self.background_command_of(&p)) {
                         call.verify = verify::is_verification(&command);

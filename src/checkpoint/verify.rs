@@ -312,7 +312,8 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         match class {
             Some(Class::Fail) if summary => summary_fail = Some(l),
             Some(Class::Pass) if summary => {
-                if l.contains(|c: char| c.is_ascii_digit()) {
+                let lower = l.to_lowercase();
+                if counts(&lower).any(|(_, w)| TEST_COUNTS.contains(&w)) {
                     counted_pass = Some(l);
                 }
                 summary_pass = Some(l);
@@ -380,6 +381,9 @@ enum Class {
     /// Says the run happened, not how it went ("Ran 1309 tests across 58 files").
     Weak,
 }
+
+/// What a passing run counts (`675 passed`, `Ran 12 tests`).
+const TEST_COUNTS: &[&str] = &["passed", "pass", "passing", "tests", "examples", "specs"];
 
 /// Phrases of a run that failed, in lower case.
 const FAIL_PHRASES: &[&str] = &[
