@@ -303,3 +303,42 @@ fn failures_redone_successfully_are_not_current() {
         "{block}"
     );
 }
+
+/// Class 7: an agent team's lead creates the tasks and its teammates close them in their own
+/// transcripts: the lead's `TaskList` result (2.1.42's form, cybervpn-cdd85d16.jsonl line 102:
+/// `#24 [in_progress] TST-1: … (test-eng)`, one task a line) carries their statuses.
+#[test]
+fn a_leads_task_list_carries_the_statuses_its_teammates_set() {
+    let mut s = Session::new("Build the profile import with the team");
+    for (n, subject) in [
+        "DOM-1: Profile entity",
+        "DL-1: Drift schema",
+        "UI-1: Profile list screen",
+    ]
+    .iter()
+    .enumerate()
+    {
+        s.call(
+            "TaskCreate",
+            json!({"subject": subject, "description": "…"}),
+            &format!("Task #{} created successfully: {subject}", n + 1),
+            false,
+        );
+    }
+    s.call(
+        "TaskList",
+        json!({}),
+        "#1 [completed] DOM-1: Profile entity (domain-dev)\n#2 [completed] DL-1: Drift schema (data-dev)\n#3 [in_progress] UI-1: Profile list screen (ui-dev) [blocked by #1]",
+        false,
+    );
+    let block = s.block();
+    assert!(
+        block.contains("Open todos (2 completed not shown):"),
+        "{block}"
+    );
+    assert_eq!(
+        items_of(&block, "Open todos"),
+        ["[in_progress] UI-1: Profile list screen"],
+        "{block}"
+    );
+}

@@ -24,6 +24,9 @@ const TASK_ID_CHARS: usize = 40;
 /// is listed with its subject when the transcript has it anywhere.
 const MAX_NAMES: usize = 256;
 
+/// The statuses a `TaskList` result shows (`#4 [completed] …`).
+const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
+
 /// Changes waiting for their results. A result follows its call within a few lines; past this
 /// many, the oldest waiting change is taken as done (its result is as good as lost).
 const MAX_WAITING: usize = 16;
@@ -259,6 +262,7 @@ impl Todos {
     /// result (`#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)`,
     /// one task a line) names.
     pub(super) fn learn_names(&mut self, text: &str) {
+        let mut listed = Vec::new();
         for line in text.lines().take(MAX_NAMES) {
             let line = line.trim();
             let (id, rest) = if let Some(rest) = line.strip_prefix("Task #") {
@@ -271,10 +275,14 @@ impl Todos {
                     continue;
                 };
                 // The status in brackets, then the subject.
-                let Some(rest) = rest.strip_prefix('[').and_then(|r| r.split_once("] ")) else {
+                let Some((state, rest)) = rest.strip_prefix('[').and_then(|r| r.split_once("] "))
+                else {
                     continue;
                 };
-                (id, rest.1)
+                if STATUSES.contains(&state) {
+                    listed.push((id, state));
+                }
+                (id, rest)
             } else {
                 continue;
             };
@@ -293,6 +301,24 @@ impl Todos {
                 }
             }
             self.name(id, subject);
+        }
+        // A `TaskList` result is the list as it is now, statuses included (a lead's tasks are
+        // closed by its teammates, in their own transcripts): each task takes the status listed.
+        for (id, state) in listed {
+            if id.chars().all(|c| c.is_ascii_alphanumeric()) {
+                let subject = self
+                    .names
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == id)
+                    .map(|(_, s)| s.clone());
+                self.update_task(
+                    cut(&sanitize(id, true), TASK_ID_CHARS),
+                    Some(status(state)),
+                    subject,
+                );
+                self.tasks_newer = true;
+            }
         }
     }
 
