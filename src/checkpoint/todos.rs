@@ -306,17 +306,9 @@ impl Todos {
         // closed by its teammates, in their own transcripts): each task takes the status listed.
         for (id, state) in listed {
             if id.chars().all(|c| c.is_ascii_alphanumeric()) {
-                let subject = self
-                    .names
-                    .iter()
-                    .rev()
-                    .find(|(k, _)| k == id)
-                    .map(|(_, s)| s.clone());
-                self.update_task(
-                    cut(&sanitize(id, true), TASK_ID_CHARS),
-                    Some(status(state)),
-                    subject,
-                );
+                // Its subject from the names, as for any task known by its id (`finish`).
+                let id = cut(&sanitize(id, true), TASK_ID_CHARS);
+                self.update_task(id, Some(status(state)), None);
                 self.tasks_newer = true;
             }
         }
@@ -549,13 +541,22 @@ mod tests {
         }
         todos.learn_names("#26 [pending] TST-3: Unit tests for use cases (test-eng)\n#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)\n#28 [pending] TST-5: Widget tests [blocked by #14]");
         todos.learn_names("Task #29: TST-6: Integration test for migration flow\nStatus: pending\nDescription: Test: migration");
-        let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
+        let shown: Vec<(String, String)> = todos
+            .finish()
+            .into_iter()
+            .map(|t| (t.content, t.status))
+            .collect();
+        // The TaskList came last: its statuses are the tasks' own (#26 back to pending), and
+        // the tasks it lists are on the list.
+        let pair = |c: &str, s: &str| (c.to_string(), s.to_string());
         assert_eq!(
             shown,
             [
-                "#26 TST-3: Unit tests for use cases",
-                "#29 TST-6: Integration test for migration flow",
-                "task #30"
+                pair("#26 TST-3: Unit tests for use cases", "pending"),
+                pair("#29 TST-6: Integration test for migration flow", "pending"),
+                pair("task #30", "pending"),
+                pair("#28 TST-5: Widget tests", "pending"),
+                pair("#5 DL-5: Create data mappers (Drift ↔ Domain)", "completed"),
             ]
         );
         let mut todos = Todos::default();
