@@ -342,3 +342,74 @@ fn a_leads_task_list_carries_the_statuses_its_teammates_set() {
         "{block}"
     );
 }
+
+/// Class 9: what the user typed while the agent worked on a branch later rewound away from (a
+/// `queue-operation` `enqueue`, no `uuid`), and a pull request linked there (a `pr-link`, no
+/// `uuid`), are abandoned with it: not a `[queued]` request, not a pull request, in the block,
+/// `checkpoint show` or the summarizer's facts.
+#[test]
+fn what_came_without_a_uuid_on_an_abandoned_branch_is_abandoned_with_it() {
+    let at = |s: i64| time_from_now(s - 3600);
+    let prompt = |uuid: &str, parent: Option<&str>, text: &str, s: i64| {
+        json!({"type": "user", "uuid": uuid, "parentUuid": parent, "timestamp": at(s),
+               "isSidechain": false, "version": "2.1.232",
+               "message": {"role": "user", "content": text}})
+        .to_string()
+    };
+    let reply = |uuid: &str, parent: &str, s: i64| {
+        json!({"type": "assistant", "uuid": uuid, "parentUuid": parent, "timestamp": at(s),
+               "isSidechain": false,
+               "message": {"id": format!("msg_{uuid}"), "model": "claude-opus-4-6",
+                           "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                           "usage": {"input_tokens": 5, "cache_read_input_tokens": 50_000,
+                                     "output_tokens": 10}}})
+        .to_string()
+    };
+    let lines = [
+        prompt("p1", None, "Port the billing job to the new queue", 0),
+        reply("a1", "p1", 5),
+        prompt("p2", Some("a1"), "try it with a raw SQS client first", 10),
+        reply("a2", "p2", 15),
+        json!({"type": "queue-operation", "operation": "enqueue", "timestamp": at(17),
+               "content": "use the key AKIA_SECRET_QUEUED for the test account"})
+        .to_string(),
+        json!({"type": "pr-link", "prNumber": 611, "timestamp": at(18),
+               "prUrl": "https://github.com/o/billing/pull/611"})
+        .to_string(),
+        // Esc Esc on the second prompt: the raw-client branch is abandoned.
+        prompt(
+            "p2b",
+            Some("a1"),
+            "no, use the queue library we already have",
+            30,
+        ),
+        reply("a3", "p2b", 35),
+    ];
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &(lines.join("\n") + "\n"));
+    let mut payload = precompact_payload(SESSION, &path, "auto", json!(""));
+    payload["cwd"] = json!("/work/app");
+    let facts = env.run(&["precompact"], payload.to_string());
+    assert_eq!(facts.code, 0, "{facts:?}");
+    let show = env
+        .run(&["checkpoint", "show", "--session", SESSION], "")
+        .stdout;
+    for text in [&facts.stdout, &show] {
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(!text.contains("611"), "{text}");
+    }
+    assert!(
+        show.contains("no, use the queue library we already have"),
+        "{show}"
+    );
+    let start = env.run(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", "/work/app").to_string(),
+    );
+    let block = decode_block(&start.stdout);
+    assert!(block.contains("no, use the queue library"), "{block}");
+    assert!(
+        !block.contains("SECRET") && !block.contains("611"),
+        "{block}"
+    );
+}

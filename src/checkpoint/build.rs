@@ -588,6 +588,32 @@ fn gist(text: &str) -> Option<String> {
     Some(super::asks::ends(&clean, GIST_CHARS, GIST_CHARS - HEAD - 1))
 }
 
+/// Whether the newest record with a `uuid` was on a branch the user rewound away from: a record
+/// without one (a prompt queued, a pull request linked while the agent worked there) written
+/// then belongs to that branch, and is abandoned with it.
+#[derive(Default)]
+struct OnGone(bool);
+
+impl OnGone {
+    /// Is `line` left out: abandoned itself, or written without a `uuid` on an abandoned branch?
+    fn skips(&mut self, gone: &super::chain::Gone, line: &[u8]) -> bool {
+        #[derive(Deserialize)]
+        struct Rec<'a> {
+            #[serde(borrow, default)]
+            uuid: Option<&'a RawValue>,
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        let dated = serde_json::from_slice::<Rec>(line).is_ok_and(|r| r.uuid.is_some());
+        let abandoned = gone.holds(line);
+        if dated {
+            self.0 = abandoned;
+        }
+        abandoned || (!dated && self.0)
+    }
+}
+
 /// How much of a transcript's head is read for the session's goal when the part after the
 /// newest boundary does not start at the beginning: the first request is near the start, and
 /// a session whose first lines hold none is not worth reading whole for one.
@@ -637,13 +663,14 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     };
     let mut builder = Builder::default();
     let mut lines = LineReader::new(io::Read::take(file, len - start), transcript::MAX_LINE);
+    let mut on_gone = OnGone::default();
     while let Some(line) = lines
         .next_line()
         .with_context(|| format!("reading transcript {}", path.display()))?
     {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
-            if gone.holds(text) {
+            if on_gone.skips(&gone, text) {
                 continue;
             }
             builder.feed(text);
