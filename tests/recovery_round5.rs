@@ -413,3 +413,49 @@ fn what_came_without_a_uuid_on_an_abandoned_branch_is_abandoned_with_it() {
         "{block}"
     );
 }
+
+/// The block after `/compact <focus>` on `s`.
+fn focused(s: &Session, focus: &str) -> String {
+    let env = TestEnv::new();
+    let path = env.write("t.jsonl", &(s.lines.join("\n") + "\n"));
+    let mut payload = precompact_payload(SESSION, &path, "manual", json!(focus));
+    payload["cwd"] = json!("/work/app");
+    assert_eq!(env.run(&["precompact"], payload.to_string()).code, 0);
+    let start = env.run(
+        &["sessionstart"],
+        sessionstart_payload(SESSION, "compact", "/work/app").to_string(),
+    );
+    decode_block(&start.stdout)
+}
+
+/// Class 10: a negated loss keeps, whatever the verb of losing and however far it is from the
+/// negation, and "not just X" widens: none of these set anything aside.
+#[test]
+fn a_focus_that_says_keep_in_other_words_sets_nothing_aside() {
+    let mut s = Session::new("Rotate the SSH keys on the build hosts");
+    s.prompt("Then harden the auth middleware for the API");
+    s.prompt("Write the migration for the sessions table");
+    for focus in [
+        "focus on the API, without losing the SSH key rotation",
+        "the API, not just the auth middleware",
+        "don't summarize away the migration",
+        "no need to drop the SSH key work",
+        "do not let the migration get lost",
+    ] {
+        let block = focused(&s, focus);
+        assert!(
+            !block.contains("Set aside by the focus"),
+            "{focus}: {block}"
+        );
+        for kept in [
+            "Rotate the SSH keys",
+            "harden the auth middleware",
+            "Write the migration",
+        ] {
+            assert!(block.contains(kept), "{focus}: {kept} missing: {block}");
+        }
+    }
+    // A drop still drops.
+    let block = focused(&s, "drop the SSH key work");
+    assert!(!block.contains("Rotate the SSH keys"), "{block}");
+}
