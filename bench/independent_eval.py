@@ -45,7 +45,8 @@ moments, and checks the block against truths this file derives itself from the t
                 arguments): the first 40 characters (whitespace collapsed) are in the block.
   rewind        only for transcripts with a rewind (two user children of the same parentUuid):
                 the live conversation is the parentUuid chain from the newest line at the cut;
-                no prompt or reply off that chain (its first 40 characters) appears in the block.
+                no prompt or reply off that chain (its first 40 characters) appears in the block,
+                unless a text on the chain holds them too (a prompt retyped after the rewind).
   decisions     the user's answers to the agent's questions in the part the compaction takes
                 (after the newest compact_boundary before the cut), as the client recorded them:
                 the tool_result of an AskUserQuestion call: its toolUseResult's `answers`
@@ -741,7 +742,10 @@ def check_rewind(block, sess, cut, live):
                 t = b.get("text", "") if b.get("type") == "text" else ""
                 if len(t.split()) >= 4 and not WRAPPER.match(t):
                     gone.append((i, flat(t)[:40]))
-    shown = [(i, k) for i, k in gone if k and k in flat(block)]
+    # A prompt retyped after the rewind (the same words, extended) is the live one's text too.
+    live_texts = [flat(b.get("text", "")) for e in sess.entries[:cut] if on_main(e) and e.get("uuid") in live
+                  for b in blocks_of(e) if b.get("type") == "text"]
+    shown = [(i, k) for i, k in gone if k and k in flat(block) and not any(k in t for t in live_texts)]
     return (not shown, "%d abandoned texts" % len(gone), "shown: line %d %s" % (shown[0][0] + 1, shown[0][1]) if shown else "")
 
 
