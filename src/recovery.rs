@@ -227,7 +227,7 @@ fn render_checkpoint(
         .is_some_and(|c| !c.trim().is_empty())
         && matches!(kind, Kind::Compact | Kind::Resume)
         && !m.at_session_end();
-    let earlier: Vec<String> = if focus {
+    let mut earlier: Vec<String> = if focus {
         Vec::new()
     } else {
         cp.earlier_asks
@@ -237,6 +237,11 @@ fn render_checkpoint(
             .cloned()
             .collect()
     };
+    // No request since the previous compaction: the newest before it is the one in flight, and
+    // ranks as the recent ones do (not first cut for space, below a finished task's plan).
+    if asks.is_empty() && !earlier.is_empty() {
+        asks.push(earlier.remove(0));
+    }
     let set_aside = if focus {
         cp.earlier_asks.iter().filter(not_goal).count()
     } else {

@@ -459,3 +459,63 @@ fn a_focus_that_says_keep_in_other_words_sets_nothing_aside() {
     let block = focused(&s, "drop the SSH key work");
     assert!(!block.contains("Rotate the SSH keys"), "{block}");
 }
+
+/// Class 5: a request typed just before a compaction and worked on through the next one (no
+/// prompt since, no `last-prompt` record) is the request in flight: it ranks with the recent
+/// requests, not with the earlier ones cut first for space, below a finished task's plan.
+#[test]
+fn the_request_in_flight_across_compactions_is_a_recent_one() {
+    let mut s = Session::new("Set up the billing service");
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Billing service scaffold\n\n## 1. Crate layout\n## 2. Config loading\n## 3. Health endpoint"}),
+        "User has approved your plan. You can now start coding.",
+        false,
+    );
+    s.prompt(
+        "Now migrate the billing tables to the new ledger schema, keeping the old columns readable",
+    );
+    let first = s.lines.clone();
+    let at = s.at();
+    s.lines.push(
+        json!({"type": "system", "subtype": "compact_boundary", "timestamp": at,
+               "compactMetadata": {"trigger": "auto", "preTokens": 160_000}})
+        .to_string(),
+    );
+    for n in 0..30 {
+        let file = format!(
+            "/work/app/crates/billing/src/ledger/migrations/step_{n:02}_move_the_columns.rs"
+        );
+        s.call(
+            "Edit",
+            json!({"file_path": file, "old_string": "a", "new_string": "b"}),
+            "The file has been updated.",
+            false,
+        );
+        s.bash(
+            &format!("cargo test -p billing migration_{n}"),
+            &format!("error: test failed, step {n} left a column unreadable"),
+            true,
+        );
+    }
+    let env = TestEnv::new();
+    // The first compaction before the boundary's time, the second now.
+    let run = |lines: &[String], secs: i64| {
+        let path = env.write("t.jsonl", &(lines.join("\n") + "\n"));
+        let mut payload = precompact_payload(SESSION, &path, "auto", json!(""));
+        payload["cwd"] = json!("/work/app");
+        assert_eq!(
+            env.run_at(secs, &["precompact"], payload.to_string()).code,
+            0
+        );
+        let start = sessionstart_payload(SESSION, "compact", "/work/app").to_string();
+        decode_block(&env.run_at(secs, &["sessionstart"], start).stdout)
+    };
+    run(&first, -3590);
+    let block = run(&s.lines, 0);
+    assert!(block.contains("compaction #2"), "{block}");
+    assert!(
+        first_of(&block, "Recent user requests").starts_with("Now migrate the billing tables"),
+        "{block}"
+    );
+}
