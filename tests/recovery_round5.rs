@@ -519,3 +519,93 @@ fn the_request_in_flight_across_compactions_is_a_recent_one() {
         "{block}"
     );
 }
+
+/// A Codex 0.144 code-mode rollout (the forms of fixtures/codex/code-mode/: `custom_tool_call`
+/// `exec` cells, their `custom_tool_call_output` headed `Script completed\nWall time N
+/// seconds\nOutput:\n`, and fixtures/codex/real-forms/toolchain-background.jsonl's top-level
+/// `write_stdin` and its `Process exited with code N` output): a first `cargo test` that passed,
+/// then `cells`, each `(code, output parts, later write_stdin output)`.
+fn code_mode_block(cells: &[(&str, &[&str], Option<&str>)]) -> String {
+    let session = "019f99aa-0000-7000-8000-000000000043";
+    let line = |t: &str, payload: Value| {
+        json!({"timestamp": t, "type": "response_item", "payload": payload}).to_string()
+    };
+    let mut lines = vec![
+        json!({"timestamp": "2026-07-15T21:19:26.792Z", "type": "session_meta",
+               "payload": {"id": session, "timestamp": "2026-07-15T21:19:26.631Z", "cwd": "/work/app",
+                           "originator": "codex_cli_rs", "cli_version": "0.144.2"}})
+        .to_string(),
+        line("2026-07-15T21:19:28.000Z", json!({"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "Make the workspace tests pass"}]})),
+    ];
+    let mut all: Vec<(&str, &[&str], Option<&str>)> = vec![(
+        "const r = await tools.exec_command({cmd:\"cargo test -p core\", yield_time_ms: 10000}); text(JSON.stringify(r))",
+        &["{\"chunk_id\":\"a1\",\"wall_time_seconds\":0.003,\"exit_code\":0,\"output\":\"test result: ok. 3 passed; 0 failed\"}"],
+        None,
+    )];
+    all.extend_from_slice(cells);
+    for (n, (code, parts, later)) in all.iter().enumerate() {
+        let t = format!("2026-07-15T21:2{n}:00.000Z");
+        let call = format!("call_cell_{n}");
+        lines.push(line(
+            &t,
+            json!({"type": "custom_tool_call", "status": "completed", "call_id": call,
+                                   "name": "exec", "input": code}),
+        ));
+        let mut output: Vec<Value> = vec![json!({"type": "input_text", "text": parts[0]})];
+        output.extend(
+            parts[1..]
+                .iter()
+                .map(|p| json!({"type": "input_text", "text": p})),
+        );
+        lines.push(line(
+            &t,
+            json!({"type": "custom_tool_call_output", "call_id": call, "output": output}),
+        ));
+        if let Some(later) = later {
+            let id = format!("call_stdin_{n}");
+            lines.push(line(
+                &t,
+                json!({"type": "function_call", "name": "write_stdin", "call_id": id,
+                "arguments": "{\"session_id\":4821,\"chars\":\"\",\"yield_time_ms\":30000}"}),
+            ));
+            lines.push(line(
+                &t,
+                json!({"type": "function_call_output", "call_id": id, "output": later}),
+            ));
+        }
+    }
+    let env = TestEnv::new();
+    let path = env.write(
+        &format!("rollout-2026-07-15T21-19-26-{session}.jsonl"),
+        &(lines.join("\n") + "\n"),
+    );
+    crate::codex_code_mode::recovery_block(&path, "/work/app")
+}
+
+/// Class 8: a cell that prints its command's session as `SESSION_ID=N` on a line of the output
+/// is linked to the later `write_stdin` that saw the command fail; a command printed without
+/// exit code or verdict whose cell ended before its yield time had ended, and is the last run.
+#[test]
+fn codex_code_mode_links_a_printed_session_and_a_cell_that_ended_before_its_yield() {
+    let block = code_mode_block(&[(
+        "const r = await tools.exec_command({cmd:\"cargo test --workspace\", yield_time_ms: 10000}); text(r.output + \"\\nSESSION_ID=\" + r.session_id)",
+        &["Script completed\nWall time 10.0 seconds\nOutput:\n", "   Compiling app v0.1.0\nSESSION_ID=4821"],
+        Some("Chunk ID: 9a5cd2\nWall time: 183.2 seconds\nProcess exited with code 101\nOriginal token count: 40\nOutput:\ntest tests::ledger ... FAILED\ntest result: FAILED. 41 passed; 1 failed; 0 ignored"),
+    )]);
+    let last = first_of(&block, "Last verification:");
+    assert!(
+        last.starts_with("[failed] cargo test --workspace"),
+        "{block}"
+    );
+    let block = code_mode_block(&[(
+        "const r = await tools.exec_command({cmd:\"cargo build --release\", yield_time_ms: 30000}); text(r.output)",
+        &["Script completed\nWall time 2.1 seconds\nOutput:\n", "   Compiling app v0.1.0"],
+        None,
+    )]);
+    let last = first_of(&block, "Last verification:");
+    assert!(
+        last.starts_with("[passed] cargo build --release"),
+        "{block}"
+    );
+}
