@@ -303,13 +303,12 @@ impl Todos {
             self.name(id, subject);
         }
         // A `TaskList` result is the list as it is now, statuses included (a lead's tasks are
-        // closed by its teammates, in their own transcripts): each task takes the status listed.
+        // closed by its teammates, in their own transcripts): each task of this session's list
+        // takes the status listed. The others' tasks it lists (a teammate sees the whole team's)
+        // are not this session's to do.
         for (id, state) in listed {
-            if id.chars().all(|c| c.is_ascii_alphanumeric()) {
-                // Its subject from the names, as for any task known by its id (`finish`).
-                let id = cut(&sanitize(id, true), TASK_ID_CHARS);
-                self.update_task(id, Some(status(state)), None);
-                self.tasks_newer = true;
+            if let Some(task) = self.tasks.iter_mut().find(|t| t.id.as_deref() == Some(id)) {
+                task.todo.status = status(state);
             }
         }
     }
@@ -546,8 +545,8 @@ mod tests {
             .into_iter()
             .map(|t| (t.content, t.status))
             .collect();
-        // The TaskList came last: its statuses are the tasks' own (#26 back to pending), and
-        // the tasks it lists are on the list.
+        // The TaskList came last: its status is the task's own (#26 back to pending); the tasks
+        // of others it lists (#5, #28) are not added.
         let pair = |c: &str, s: &str| (c.to_string(), s.to_string());
         assert_eq!(
             shown,
@@ -555,8 +554,6 @@ mod tests {
                 pair("#26 TST-3: Unit tests for use cases", "pending"),
                 pair("#29 TST-6: Integration test for migration flow", "pending"),
                 pair("task #30", "pending"),
-                pair("#28 TST-5: Widget tests", "pending"),
-                pair("#5 DL-5: Create data mappers (Drift ↔ Domain)", "completed"),
             ]
         );
         let mut todos = Todos::default();
