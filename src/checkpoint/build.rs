@@ -314,9 +314,9 @@ impl Builder {
         };
         if entry.kind.as_deref() == Some("user") {
             if decisions::may_answer(line) {
-                decisions::in_line(line)
-                    .into_iter()
-                    .for_each(|d| self.decided(d));
+                for decision in decisions::in_line(line) {
+                    self.decided(decision);
+                }
             }
             let is_prompt = entry.is_meta != Some(true)
                 && entry.is_compact_summary != Some(true)

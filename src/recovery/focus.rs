@@ -118,8 +118,9 @@ impl Focus {
                 let mut after = all[at + 1..].iter();
                 let mut before = all[at.saturating_sub(2)..at].iter();
                 let negation = is(&all[at], NEGATIONS);
-                (negation && after.any(|w| is(w, LOSING)))
-                    || (negation && all.get(at + 1).is_some_and(|w| is(w, ONLY)))
+                (negation
+                    && (after.any(|w| is(w, LOSING))
+                        || all.get(at + 1).is_some_and(|w| is(w, ONLY))))
                     || (is(&all[at], LOSING) && before.any(|w| is(w, NEGATIONS)))
             });
             if negated_loss {
