@@ -520,11 +520,11 @@ fn the_request_in_flight_across_compactions_is_a_recent_one() {
     );
 }
 
-/// A Codex 0.144 code-mode rollout (the forms of fixtures/codex/code-mode/: `custom_tool_call`
-/// `exec` cells, their `custom_tool_call_output` headed `Script completed\nWall time N
-/// seconds\nOutput:\n`, and fixtures/codex/real-forms/toolchain-background.jsonl's top-level
-/// `write_stdin` and its `Process exited with code N` output): a first `cargo test` that passed,
-/// then `cells`, each `(code, output parts, later write_stdin output)`.
+/// A Codex 0.144 code-mode rollout in the forms of ../shared/from-project/fixtures/codex/
+/// (code-mode: `custom_tool_call` `exec` cells, their `custom_tool_call_output` headed `Script
+/// completed\nWall time N seconds\nOutput:\n`; real-forms/toolchain-background.jsonl: a
+/// top-level `write_stdin` and its `Process exited with code N` output): a first `cargo test`
+/// that passed, then `cells`, each `(code, output parts, later write_stdin output)`.
 fn code_mode_block(cells: &[(&str, &[&str], Option<&str>)]) -> String {
     let session = "019f99aa-0000-7000-8000-000000000043";
     let line = |t: &str, payload: Value| {
