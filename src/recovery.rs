@@ -242,7 +242,7 @@ fn render_checkpoint(
         .is_some_and(|c| !c.trim().is_empty())
         && matches!(kind, Kind::Compact | Kind::Resume)
         && !m.at_session_end();
-    let earlier: Vec<String> = if focus {
+    let mut earlier: Vec<String> = if focus {
         Vec::new()
     } else {
         cp.earlier_asks
@@ -252,6 +252,11 @@ fn render_checkpoint(
             .cloned()
             .collect()
     };
+    // No request since the previous compaction: the newest before it is the one in flight, and
+    // ranks as the recent ones do (not first cut for space, below a finished task's plan).
+    if asks.is_empty() && !earlier.is_empty() {
+        asks.push(earlier.remove(0));
+    }
     let set_aside = if focus {
         cp.earlier_asks.iter().filter(not_goal).count()
     } else {
@@ -455,6 +460,12 @@ fn render_checkpoint(
     sections.extend([
         Section::new(goal_title, "goal", 10, goal),
         Section::new(requests_title, "requests", 11, asks),
+        Section::new(
+            "The user's decisions (their answers to your questions, newest first):",
+            "decisions",
+            10,
+            cp.decisions.iter().rev().cloned().collect(),
+        ),
         Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 9, place),
@@ -491,7 +502,7 @@ fn render_checkpoint(
     if !focus {
         // After the gist, as before: the instructions of a compaction without a focus of the
         // user's own are rarely what the next step turns on.
-        sections.insert(7, focus_section(1));
+        sections.insert(8, focus_section(1));
     }
     if sections.iter().all(|s| s.items.is_empty()) && cp.named_in_summary == 0 {
         // Nothing to recover: one line, not a block of empty headings.

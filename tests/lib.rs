@@ -35,6 +35,7 @@ mod receipt;
 mod recovery;
 mod recovery_build;
 mod recovery_classes;
+mod recovery_round5;
 mod replay;
 mod replay_codex;
 mod replay_cost;

@@ -13,6 +13,7 @@ mod block;
 mod bounded;
 mod build;
 pub mod chain;
+mod decisions;
 mod failures;
 mod prs;
 mod rollout;
@@ -122,6 +123,8 @@ const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
 /// Prompts typed while the agent was working (queued), the newest, each kept short.
 const MAX_QUEUED: usize = 5;
+/// The user's answers to the agent's questions, the newest.
+const MAX_DECISIONS: usize = 4;
 const QUEUED_CHARS: usize = 160;
 /// A plan written in plan mode: its title and step headings.
 const PLAN_CHARS: usize = 600;
@@ -157,6 +160,9 @@ pub struct Checkpoint {
     /// The last real user prompts, oldest first: typed ones, and those typed while the agent
     /// was working (queued), in their place in time.
     pub asks: Vec<String>,
+    /// The user's answers to the agent's questions (`question → answer`) and a plan approved in
+    /// plan mode, in the part read, oldest first.
+    pub decisions: Vec<String>,
     /// Which of `asks` were typed while the agent was working.
     pub queued: Vec<String>,
     /// Asks carried forward from before the previous compaction, oldest first.
@@ -355,6 +361,8 @@ mod tests {
             ]
             .concat(),
             queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
+            // A question, ` → ` and an answer (`decisions.rs`).
+            decisions: vec![text(260); MAX_DECISIONS],
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![

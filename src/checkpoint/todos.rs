@@ -24,6 +24,9 @@ const TASK_ID_CHARS: usize = 40;
 /// is listed with its subject when the transcript has it anywhere.
 const MAX_NAMES: usize = 256;
 
+/// The statuses a `TaskList` result shows (`#4 [completed] …`).
+const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
+
 /// Changes waiting for their results. A result follows its call within a few lines; past this
 /// many, the oldest waiting change is taken as done (its result is as good as lost).
 const MAX_WAITING: usize = 16;
@@ -259,6 +262,7 @@ impl Todos {
     /// result (`#9 [pending] API-3: Add the export endpoint [blocked by #5] (api-dev)`,
     /// one task a line) names.
     pub(super) fn learn_names(&mut self, text: &str) {
+        let mut listed = Vec::new();
         for line in text.lines().take(MAX_NAMES) {
             let line = line.trim();
             let (id, rest) = if let Some(rest) = line.strip_prefix("Task #") {
@@ -271,10 +275,14 @@ impl Todos {
                     continue;
                 };
                 // The status in brackets, then the subject.
-                let Some(rest) = rest.strip_prefix('[').and_then(|r| r.split_once("] ")) else {
+                let Some((state, rest)) = rest.strip_prefix('[').and_then(|r| r.split_once("] "))
+                else {
                     continue;
                 };
-                (id, rest.1)
+                if STATUSES.contains(&state) {
+                    listed.push((id, state));
+                }
+                (id, rest)
             } else {
                 continue;
             };
@@ -293,6 +301,15 @@ impl Todos {
                 }
             }
             self.name(id, subject);
+        }
+        // A `TaskList` result is the list as it is now, statuses included (a lead's tasks are
+        // closed by its teammates, in their own transcripts): each task of this session's list
+        // takes the status listed. The others' tasks it lists (a teammate sees the whole team's)
+        // are not this session's to do.
+        for (id, state) in listed {
+            if let Some(task) = self.tasks.iter_mut().find(|t| t.id.as_deref() == Some(id)) {
+                task.todo.status = status(state);
+            }
         }
     }
 
@@ -523,13 +540,20 @@ mod tests {
         }
         todos.learn_names("#26 [pending] QA-3: Smoke tests for checkout (qa-eng)\n#5 [completed] DB-5: Add row mappers (Sql ↔ Model) (db-dev)\n#28 [pending] QA-5: Screen tests [blocked by #14]");
         todos.learn_names("Task #29: QA-6: Load test for the import flow\nStatus: pending\nDescription: Test: import");
-        let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
+        let shown: Vec<(String, String)> = todos
+            .finish()
+            .into_iter()
+            .map(|t| (t.content, t.status))
+            .collect();
+        // The TaskList came last: its status is the task's own (#26 back to pending); the tasks
+        // of others it lists (#5, #28) are not added.
+        let pair = |c: &str, s: &str| (c.to_string(), s.to_string());
         assert_eq!(
             shown,
             [
-                "#26 QA-3: Smoke tests for checkout",
-                "#29 QA-6: Load test for the import flow",
-                "task #30"
+                pair("#26 QA-3: Smoke tests for checkout", "pending"),
+                pair("#29 QA-6: Load test for the import flow", "pending"),
+                pair("task #30", "pending"),
             ]
         );
         let mut todos = Todos::default();
