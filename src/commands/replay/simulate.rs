@@ -340,7 +340,7 @@ impl Simulation {
         self.record(Hook::Statusline, next, None);
     }
 
-    /// `PreToolUse` or `UserPromptSubmit`: `nudge::give` without the I/O.
+    /// `PreToolUse` or `UserPromptSubmit`: the session step's decision (`nudge::decide_route`) without the I/O.
     fn nudge_hook(&mut self, hook: Hook) {
         let now = self.clock();
         // A reply older than the status line's last fresh report is older news than the
