@@ -85,16 +85,28 @@ struct Node {
 }
 
 /// The records of a transcript (or its part after the newest boundary), as a tree, in memory
-/// bounded by what it needs: a few words per message, the prompts' texts, and one entry per
-/// progress record (long sessions are full of them) mapping it to the node it hangs from.
+/// bounded whatever the file: a few words per message (at most [`MAX_NODES`]), the prompts'
+/// texts, and the newest [`MAX_ALIASES`] progress records (long sessions are full of them), each
+/// mapped to the node it hangs from: the client hangs a record from one written just before it.
 #[derive(Debug, Default)]
 pub struct Tree {
     nodes: Vec<Node>,
     index: HashMap<u64, u32>,
     /// A progress record's id → the id of the nearest record above it that is a node.
     alias: HashMap<u64, u64>,
+    /// The progress records in `alias`, oldest first (the oldest are forgotten first).
+    aliased: std::collections::VecDeque<u64>,
     texts: Vec<String>,
+    /// Records past [`MAX_NODES`]: the tree can no longer tell a rewind.
+    overflowed: bool,
 }
+
+/// The most messages a tree holds (about 40 MB with their index): past it, a transcript's
+/// rewinds are not read (nothing is taken for abandoned, a drop is judged as one).
+const MAX_NODES: usize = 400_000;
+
+/// The most progress records a tree remembers, the newest.
+const MAX_ALIASES: usize = 65_536;
 
 /// Is this content a typed prompt's: text, and no tool result?
 fn typed(content: Option<&RawValue>) -> bool {
@@ -124,7 +136,17 @@ impl Tree {
         let parent = self.alias.get(&parent).copied().unwrap_or(parent);
         let kind = ids.kind.as_deref().unwrap_or_default();
         if kind == "progress" {
+            if self.aliased.len() >= MAX_ALIASES {
+                if let Some(old) = self.aliased.pop_front() {
+                    self.alias.remove(&old);
+                }
+            }
             self.alias.insert(uuid, parent);
+            self.aliased.push_back(uuid);
+            return;
+        }
+        if self.nodes.len() >= MAX_NODES {
+            self.overflowed = true;
             return;
         }
         let prompt = kind == "user"
@@ -237,7 +259,7 @@ impl Tree {
 
     /// What lies on the branches the user rewound away from, seen from the newest record.
     pub fn abandoned(&self) -> Gone {
-        let Some(leaf) = self.newest() else {
+        let Some(leaf) = self.newest().filter(|_| !self.overflowed) else {
             return Gone::default();
         };
         let gone = self.abandoned_from(leaf);
@@ -263,6 +285,9 @@ impl Tree {
         let reply_at = |n: &Node, t: DateTime<Utc>| {
             !n.sidechain && n.reply.as_ref().is_some_and(|(at, _)| *at == Some(t))
         };
+        if self.overflowed {
+            return None;
+        }
         let leaf = self.nodes.iter().rposition(|n| reply_at(n, after))?;
         // The records of the older reply: those written then, and their reply's other records.
         let ids: HashSet<u64> = self
@@ -512,6 +537,29 @@ mod tests {
         assert_eq!(tr.abandoned().uuids, ids(&["a2", "p2", "r2"]));
         assert_eq!(tr.descends(at(6), at(1)), Some(true));
         assert_eq!(tr.descends(at(6), at(3)), Some(false));
+    }
+
+    /// However many progress records a transcript holds, the tree remembers the newest
+    /// [`MAX_ALIASES`]: a record hanging from a recent one still finds its node.
+    #[test]
+    fn the_progress_records_remembered_are_bounded() {
+        let mut tr = tree(&rewound()[..2]);
+        let mut parent = "a1".to_string();
+        for i in 0..MAX_ALIASES + 5_000 {
+            let uuid = format!("x{i}");
+            tr.feed(
+                format!(r#"{{"uuid":"{uuid}","parentUuid":"{parent}","type":"progress"}}"#)
+                    .as_bytes(),
+            );
+            parent = uuid;
+        }
+        assert_eq!(
+            (tr.alias.len(), tr.aliased.len()),
+            (MAX_ALIASES, MAX_ALIASES)
+        );
+        tr.feed(line("p2", Some(&parent), "user", r#""go on""#, &t(9)).as_bytes());
+        assert_eq!(tr.nodes.last().unwrap().parent, id_of("a1"));
+        assert_eq!(tr.path_up(tr.nodes.len() - 1).len(), 3);
     }
 
     #[test]
