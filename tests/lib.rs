@@ -19,6 +19,7 @@ mod e2e;
 #[cfg(unix)]
 mod e2e_codex;
 mod faults;
+mod first_hour;
 mod gate;
 mod golden;
 mod hostile;
