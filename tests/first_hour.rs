@@ -135,8 +135,7 @@ fn a_codex_replay_never_totals_an_unknown_refill_as_zero() {
     assert!(!run.stdout.contains("with 0 tokens"), "{}", run.stdout);
     assert!(
         run.stdout.contains(
-            "  1 compaction: what refilled the cache is not known (the transcript does not say \
-             what was written to it)"
+            "  1 compaction: what refilled the cache is not known (the transcript does not say)\n"
         ),
         "{}",
         run.stdout

@@ -1188,8 +1188,8 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
     assert_eq!(un.code, 0, "{un:?}");
     assert_eq!(
         fs::read_to_string(settings(&env)).unwrap(),
-        pretty(THEIRS),
-        "their status line is back, padding and all"
+        THEIRS,
+        "their status line is back, padding and all, and the file byte for byte"
     );
     assert!(
         un.stdout.contains("statusLine: restored `printf 'mine'`")
@@ -1226,7 +1226,7 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
 
     let un = env.run(&["uninstall"], "");
     assert!(un.stdout.contains("removed the note"), "{un:?}");
-    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), pretty(THEIRS));
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), THEIRS);
 
     // A broken note stops uninstall before anything is touched.
     fs::write(settings(&env), THEIRS).unwrap();

@@ -292,8 +292,7 @@ fn refilled(t: &Totals) -> String {
             grouped(t.refill.known)
         ),
         (0, _) => format!(
-            "{compactions}: what refilled the cache is not known (the transcript does not say \
-             what was written to it)"
+            "{compactions}: what refilled the cache is not known (the transcript does not say)"
         ),
         (of, unknown) => format!(
             "{compactions}: {of} refilled the cache with {} tokens, {unknown} more by an amount \
