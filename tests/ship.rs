@@ -211,12 +211,13 @@ fn ship_the_installer_installs_a_working_binary_that_registers_itself() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     let installed = home.join(".local/bin/ctxguard");
-    // The very binary the release packaged, checked against SHA256SUMS on the way.
+    // The very binary the release packaged, checked on the way against the checksums the
+    // installer carries: no SHA256SUMS is downloaded.
     assert_eq!(
         sha256_of(&installed),
         sha256_of(Path::new(env!("CARGO_BIN_EXE_ctxguard")))
     );
-    assert_eq!(server.gets("SHA256SUMS"), 1);
+    assert_eq!(server.gets("SHA256SUMS"), 0);
     assert_eq!(server.gets(&release.archive()), 1);
     assert!(
         stdout.contains(&format!(
@@ -325,7 +326,11 @@ fn ship_the_installer_refuses_a_tampered_archive_and_installs_nothing() {
     assert_eq!(server.gets(&release.archive()), 1, "it was downloaded");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains(&format!("{} does not match SHA256SUMS", release.archive())),
+        stderr.contains(&format!(
+            "{}/{} is not the release's archive",
+            server.url,
+            release.archive()
+        )),
         "{stderr}"
     );
     assert!(
@@ -334,6 +339,54 @@ fn ship_the_installer_refuses_a_tampered_archive_and_installs_nothing() {
     );
     assert!(!home.join(".local").exists(), "nothing installed");
     assert_eq!(fs::read_dir(home.join("tmp")).unwrap().count(), 0);
+}
+
+/// A mirror that substitutes the archive and serves a SHA256SUMS that matches it: the installer
+/// checks the archive against the checksums written into it at release, never against what the
+/// mirror serves, and installs nothing.
+#[test]
+fn ship_the_installer_refuses_a_mirror_whose_sums_match_its_substituted_archive() {
+    let Some(release) = release() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dist = tampered(release, env.dir.path());
+    let fake = dist.join(release.archive());
+    fs::write(
+        dist.join("SHA256SUMS"),
+        format!("{}  {}\n", sha256_of(&fake), release.archive()),
+    )
+    .unwrap();
+    let server = Serve::start(&dist, env.dir.path().join("server.log"));
+    let home = env.home();
+    let out = user_command(posix_sh(), &home)
+        .arg(release.dist.join("install.sh"))
+        .env("CTXGUARD_DOWNLOAD_URL", &server.url)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(server.gets(&release.archive()), 1, "it was downloaded");
+    assert!(
+        stderr.contains(&format!(
+            "is not the release's archive (SHA-256 {}, expected {}",
+            sha256_of(&fake),
+            sha256_of(&release.dist.join(release.archive()))
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("installed"), "{stdout}");
+    assert!(!home.join(".local").exists(), "nothing installed");
+    assert_eq!(fs::read_dir(home.join("tmp")).unwrap().count(), 0);
+    // The template itself carries no checksums, and says so rather than trust a download.
+    let out = user_command(posix_sh(), &home)
+        .arg(repo("scripts/installer.sh"))
+        .env("CTXGUARD_DOWNLOAD_URL", &server.url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("carries no checksums"), "{:?}", text(&out));
+    assert_eq!(server.gets(&release.archive()), 1);
 }
 
 #[test]
@@ -665,10 +718,21 @@ fn ship_assembling_from_the_archives_alone_gives_the_same_release() {
         )),
         "{pinned}"
     );
+    // The installer downloads this version's archives and carries their checksums.
     let installer = fs::read_to_string(dist.join("install.sh")).unwrap();
-    assert!(installer.contains(
-        "url=${CTXGUARD_DOWNLOAD_URL:-https://github.com/ctxguard/ctxguard/releases/latest/download}"
-    ));
+    assert!(
+        installer.contains(&format!(
+            "url=${{CTXGUARD_DOWNLOAD_URL:-https://github.com/ctxguard/ctxguard/releases/download/v{}}}",
+            release.version
+        )),
+        "{installer}"
+    );
+    let sums = fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(
+        installer.contains(&format!("<<'SUMS'\n{sums}SUMS\n")),
+        "{installer}"
+    );
+    assert!(!installer.contains("@SHA256SUMS@"));
 }
 
 /// Cargo.toml, parsed.
