@@ -21,7 +21,7 @@
 #                                       file downloaded beside it
 #   npm/                                the npm package `ctxguard` and one package per platform
 #                                       (`@ctxguard/linux-x64`, ...) holding its native binary
-# and it writes hooks/release.sha256 (or $CTXGUARD_PINS): the address of this release and the
+# and it writes plugin/hooks/release.sha256 (or $CTXGUARD_PINS): the address of this release and the
 # SHA-256 of its archives, which the plugin's hooks/run.sh checks a download against. Committed,
 # it is what the plugin trusts (docs/install.md).
 #
@@ -38,7 +38,7 @@ cd "$(dirname "$0")/.."
 dist=${DIST:-dist}
 mkdir -p "$dist"
 dist=$(cd "$dist" && pwd)
-pins=${CTXGUARD_PINS:-hooks/release.sha256}
+pins=${CTXGUARD_PINS:-plugin/hooks/release.sha256}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 repository=$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -1)
 [ -n "$repository" ] || { echo "release.sh: no repository = \"...\" in Cargo.toml" >&2; exit 1; }
