@@ -494,8 +494,8 @@ mod tests {
     /// subcommands, through the launcher.
     #[test]
     fn the_plugin_hooks_file_matches_the_registry() {
-        let file: Value =
-            serde_json::from_str(include_str!("../plugin/hooks/hooks.json")).expect("hooks.json parses");
+        let file: Value = serde_json::from_str(include_str!("../plugin/hooks/hooks.json"))
+            .expect("hooks.json parses");
         let hooks = file["hooks"].as_object().expect("a hooks object");
         let listed: Vec<&str> = hooks.keys().map(String::as_str).collect();
         let expected: Vec<&str> = hook_list::events().filter_map(|h| h.event).collect();

@@ -20,9 +20,14 @@ fn log_refuses_an_unknown_session_and_a_negative_count_as_status_and_prune_do() 
     assert_eq!(log.code, 1, "{log:?}");
     assert!(log.stdout.is_empty(), "{log:?}");
     assert!(
-        log.stderr.contains("no state for session \"nosuch\" under ")
-            && log.stderr.contains("no entry of the log names it in the last 1 day")
-            && log.stderr.contains("run `ctxguard status` to list known sessions"),
+        log.stderr
+            .contains("no state for session \"nosuch\" under ")
+            && log
+                .stderr
+                .contains("no entry of the log names it in the last 1 day")
+            && log
+                .stderr
+                .contains("run `ctxguard status` to list known sessions"),
         "{}",
         log.stderr
     );
@@ -34,15 +39,26 @@ fn log_refuses_an_unknown_session_and_a_negative_count_as_status_and_prune_do() 
     );
     let known = env.run(&["log", "--session", &SESSION[..8]], "");
     assert_eq!(known.code, 0, "{known:?}");
-    assert!(known.stdout.starts_with("no log entries for session "), "{known:?}");
+    assert!(
+        known.stdout.starts_with("no log entries for session "),
+        "{known:?}"
+    );
 
     // A negative or zero count, in words, as `prune --older-than -1` says it.
     let prune = env.run(&["prune", "--older-than", "-1"], "");
     assert_eq!(prune.code, 1, "{prune:?}");
-    assert!(prune.stderr.contains("\"-1\" is negative; give a whole number of days"));
+    assert!(prune
+        .stderr
+        .contains("\"-1\" is negative; give a whole number of days"));
     for (days, says) in [
-        ("-1", "\"-1\" is negative; give a whole number of days from 1 (today) to 3660"),
-        ("0", "0 days is fewer than 1; give a whole number of days from 1 (today)"),
+        (
+            "-1",
+            "\"-1\" is negative; give a whole number of days from 1 (today) to 3660",
+        ),
+        (
+            "0",
+            "0 days is fewer than 1; give a whole number of days from 1 (today)",
+        ),
         ("3661", "3661 days is more than 3660"),
         ("week", "\"week\" is not a number of days"),
     ] {
@@ -69,8 +85,14 @@ fn replay_refuses_a_file_that_is_not_a_transcript_saying_what_it_is() {
     let binary = env.write("blob.jsonl", "\u{0}\u{1}\u{2}\n");
     for (file, what) in [
         (&settings, "it is one JSON document spread over lines"),
-        (&log, "its first line is not JSON (\"ran the tests, all green\")"),
-        (&keyless, "its first line is a JSON object without a \"type\" (keys: message)"),
+        (
+            &log,
+            "its first line is not JSON (\"ran the tests, all green\")",
+        ),
+        (
+            &keyless,
+            "its first line is a JSON object without a \"type\" (keys: message)",
+        ),
         (&binary, "it is not text"),
     ] {
         let run = env.run(&["replay", file.to_str().unwrap()], "");
@@ -80,7 +102,9 @@ fn replay_refuses_a_file_that_is_not_a_transcript_saying_what_it_is() {
             run.stderr.contains(&format!(
                 "{} is not a transcript or a rollout: {what}",
                 file.display()
-            )) && run.stderr.contains("~/.claude/projects/<project>/<session>.jsonl"),
+            )) && run
+                .stderr
+                .contains("~/.claude/projects/<project>/<session>.jsonl"),
             "{}",
             run.stderr
         );
@@ -90,7 +114,10 @@ fn replay_refuses_a_file_that_is_not_a_transcript_saying_what_it_is() {
         "t.jsonl",
         &(assistant_line(50_000, &time_from_now(-60)) + "\n"),
     );
-    assert_eq!(env.run(&["replay", transcript.to_str().unwrap()], "").code, 0);
+    assert_eq!(
+        env.run(&["replay", transcript.to_str().unwrap()], "").code,
+        0
+    );
     let empty = env.write("empty.jsonl", "");
     assert_eq!(env.run(&["replay", empty.to_str().unwrap()], "").code, 0);
 }
@@ -168,7 +195,11 @@ fn the_status_table_marks_a_reading_older_than_the_transcript() {
             .to_string()
     };
     let before = env.run(&["status"], "");
-    assert!(row(&before.stdout).contains(" 21k/200k "), "{}", before.stdout);
+    assert!(
+        row(&before.stdout).contains(" 21k/200k "),
+        "{}",
+        before.stdout
+    );
     assert!(!before.stdout.contains('*'), "{}", before.stdout);
 
     // The transcript, written since.
@@ -181,7 +212,11 @@ fn the_status_table_marks_a_reading_older_than_the_transcript() {
     .unwrap();
     let after = env.run(&["status"], "");
     assert_eq!(after.code, 0, "{after:?}");
-    assert!(row(&after.stdout).contains(" 21k/200k* "), "{}", after.stdout);
+    assert!(
+        row(&after.stdout).contains(" 21k/200k* "),
+        "{}",
+        after.stdout
+    );
     assert!(
         after.stdout.contains(
             "* the hooks' last reading: the transcript was written since (a turn's last reply \
@@ -217,7 +252,11 @@ fn uninstall_gives_the_settings_back_byte_for_byte_when_nothing_else_changed() {
 
     // Something else changed meanwhile: that change is kept, in the file's JSON as ctxguard
     // writes it.
-    assert_eq!(env.run(&["install", "--client-version", "2.1.330"], "").code, 0);
+    assert_eq!(
+        env.run(&["install", "--client-version", "2.1.330"], "")
+            .code,
+        0
+    );
     let mut value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
     value["model"] = "sonnet".into();
     fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
@@ -227,5 +266,9 @@ fn uninstall_gives_the_settings_back_byte_for_byte_when_nothing_else_changed() {
     let mut want: Value = serde_json::from_str(original).unwrap();
     want["model"] = "sonnet".into();
     assert_eq!(left, want);
-    assert!(!uninstall.stdout.contains("byte for byte"), "{}", uninstall.stdout);
+    assert!(
+        !uninstall.stdout.contains("byte for byte"),
+        "{}",
+        uninstall.stdout
+    );
 }

@@ -732,12 +732,6 @@ fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
         .ends_with("statusline --then 'printf mine'"));
 }
 
-/// `text` as ctxguard writes settings back (2-space JSON, key order kept), to compare files
-/// byte for byte: `Value` equality would not see a change of key order.
-fn pretty(text: &str) -> String {
-    serde_json::to_string_pretty(&serde_json::from_str::<Value>(text).unwrap()).unwrap() + "\n"
-}
-
 /// Runs `program` (a copy of, or a link to, the binary under another name) as `env.command`
 /// runs the binary.
 fn run_as(env: &TestEnv, program: &Path, args: &[&str]) -> Run {

@@ -30,6 +30,8 @@ mod lifecycle;
 mod manual;
 mod outside_files;
 mod plugin;
+#[cfg(unix)]
+mod plugin_launcher;
 mod precomputed;
 mod pretooluse;
 mod receipt;

@@ -712,7 +712,10 @@ fn log_shows_summaries_failed_attempts_and_json() {
     let run = env.run(&["log", "--json", "--session", "nobody"], "");
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
     // Nothing in the span: an empty list, not a sentence.
-    let run = env.run(&["log", "--json", "--days", "1", "--session", "225d8c26"], "");
+    let run = env.run(
+        &["log", "--json", "--days", "1", "--session", "225d8c26"],
+        "",
+    );
     ok(&run);
     assert!(
         serde_json::from_str::<Value>(&run.stdout).unwrap()["entries"].is_array(),

@@ -161,10 +161,7 @@ fn replay_gives_what_each_compaction_cost_and_the_sessions_total() {
     );
     let totals: Totals = serde_json::from_value(report["cost"].clone()).unwrap();
     let recovery = chars(FIRST_BLOCK) + chars(SECOND_BLOCK);
-    assert_eq!(
-        totals,
-        Totals::known(2, 151_509, 19_005, 16_000, recovery)
-    );
+    assert_eq!(totals, Totals::known(2, 151_509, 19_005, 16_000, recovery));
 
     // The text gives the same figures, one row per compaction, then the total.
     let run = env.run(&["replay", path.to_str().unwrap()], "");
@@ -209,7 +206,10 @@ fn replay_all_sums_the_costs_of_every_session() {
     let recovery = chars(FIRST_BLOCK) + chars(SECOND_BLOCK);
     for session in summary["sessions"].as_array().unwrap() {
         let totals: Totals = serde_json::from_value(session["cost"].clone()).unwrap();
-        assert_eq!((totals.refill, totals.recovery_chars), (Some(16_000), recovery));
+        assert_eq!(
+            (totals.refill, totals.recovery_chars),
+            (Some(16_000), recovery)
+        );
     }
     let overall: Totals = serde_json::from_value(summary["cost"].clone()).unwrap();
     assert_eq!(

@@ -33,7 +33,10 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
     if root.is_dir() {
         panic!("{} is missing from {}", rel, root.display());
     }
-    eprintln!("skipped: {} is absent ({rel} is read from there)", root.display());
+    eprintln!(
+        "skipped: {} is absent ({rel} is read from there)",
+        root.display()
+    );
     None
 }
 

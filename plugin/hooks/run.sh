@@ -161,8 +161,10 @@ bounded() {
 # fetch.failed, or the binary in place.
 fetch() {
     tmp="$data/fetch.$$"
+    job=
     trap 'rm -rf "$tmp" "$lock" "$said"' EXIT
-    trap 'exit 1' HUP INT TERM
+    # Stopped, it stops its download too.
+    trap '[ -z "$job" ] || kill "$job" 2>/dev/null; exit 1' HUP INT TERM
     rm -rf "$tmp"
     mkdir -p "$tmp" "$data/bin"
     if command -v curl >/dev/null 2>&1; then
