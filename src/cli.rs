@@ -135,6 +135,10 @@ trusts them itself only with --trust."
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
         statusline: StatusLineArg,
+        /// Register only the status line (wrapping yours, as --statusline says), no hook: beside
+        /// the plugin, which registers the hooks. ctxguard's hooks already in the file go
+        #[arg(long, conflicts_with_all = ["trust"])]
+        statusline_only: bool,
         /// The Claude Code version to register for, instead of asking the `claude` on PATH
         #[arg(long, value_name = "VERSION")]
         client_version: Option<String>,

@@ -58,6 +58,14 @@ pub enum ClientArg {
     Codex,
 }
 
+/// What `install` registers: everything, or the status line alone (`--statusline-only`, beside
+/// the plugin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Register {
+    All,
+    StatusLineOnly,
+}
+
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
 const BACKUP_ATTEMPTS: u32 = 1000;
 
@@ -501,10 +509,21 @@ fn codex_target(target: &SettingsTarget, client_version: Option<&str>) -> Result
 pub fn install(
     client: ClientArg,
     target: &SettingsTarget,
-    mode: StatusLineMode,
+    (mode, what): (StatusLineMode, Register),
     client_version: Option<&str>,
     trust: bool,
 ) -> Result<Exit> {
+    if what == Register::StatusLineOnly {
+        if client == ClientArg::Codex {
+            bail!("--statusline-only is Claude Code's: Codex has no status line to register");
+        }
+        if mode == StatusLineMode::Skip {
+            bail!(
+                "--statusline-only registers only the status line, which --statusline skip \
+                 leaves alone: give one of them"
+            );
+        }
+    }
     if client == ClientArg::Codex {
         codex_target(target, client_version)?;
         codex::install(target.dry_run, trust)?;
@@ -519,6 +538,17 @@ pub fn install(
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
     let (bin, same) = this_binary(&env)?;
+    if what == Register::StatusLineOnly {
+        apply(
+            &path,
+            target.dry_run,
+            "ctxguard's status line is already in",
+            false,
+            |v| settings::install_statusline(v, &bin, &same, mode),
+        )?;
+        return Ok(Exit::Ok);
+    }
+    refuse_beside_the_plugin(&env)?;
     let accepts = client_accepts(&env, client_version)?;
     apply(
         &path,
@@ -528,6 +558,21 @@ pub fn install(
         |v| settings::install(v, &bin, &same, mode, accepts),
     )?;
     Ok(Exit::Ok)
+}
+
+/// The hooks are not registered in a settings file while the plugin registers them too: each
+/// would run twice.
+fn refuse_beside_the_plugin(env: &Env) -> Result<()> {
+    let settings = super::plugin::client_settings(env);
+    let Some((name, file)) = super::plugin::enabled(&settings).into_iter().next() else {
+        return Ok(());
+    };
+    bail!(
+        "the plugin {name} is enabled (in {}) and registers ctxguard's hooks itself: run \
+         `ctxguard install --statusline-only` to add the status line beside it, or disable the \
+         plugin first (`claude plugin disable {name}`) to register the hooks here instead",
+        file.path.display()
+    )
 }
 
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
@@ -607,6 +652,7 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     }
     if purge {
         super::purge::run(&env, target.dry_run)?;
+        super::plugin::purge(&env, target.dry_run)?;
     }
     Ok(Exit::Ok)
 }
