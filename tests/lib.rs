@@ -31,6 +31,8 @@ mod manual;
 mod outside_files;
 mod plugin;
 #[cfg(unix)]
+mod plugin_cli;
+#[cfg(unix)]
 mod plugin_launcher;
 mod precomputed;
 mod pretooluse;
