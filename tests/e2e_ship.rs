@@ -205,7 +205,7 @@ fn ship_the_plugin_from_a_marketplace_downloads_the_binary_and_its_hooks_run() {
     assert!(status.contains(session), "{status}");
     let (code, _, err) = user(&["log"]);
     assert_eq!(code, 0, "{err}");
-    let doctor = |user: &dyn Fn(&[&str]) -> (i32, String, String)| -> Value {
+    let doctor = || -> Value {
         let (_, out, err) = user(&["doctor", "--json"]);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
     };
@@ -223,7 +223,7 @@ fn ship_the_plugin_from_a_marketplace_downloads_the_binary_and_its_hooks_run() {
             })
             .collect()
     };
-    let report = doctor(&user);
+    let report = doctor();
     let plugin = of(&report, "plugin");
     assert_eq!(plugin.len(), 1, "{plugin:?}");
     assert_eq!(plugin[0].0, "ok", "{plugin:?}");
@@ -258,7 +258,7 @@ fn ship_the_plugin_from_a_marketplace_downloads_the_binary_and_its_hooks_run() {
             .ends_with(" statusline"),
         "{settings:#}"
     );
-    let report = doctor(&user);
+    let report = doctor();
     assert!(
         of(&report, "hooks")
             .iter()

@@ -119,9 +119,11 @@ pub fn purge(env: &Env, dry_run: bool) -> Result<()> {
         };
         match uninstall_with(&claude, name) {
             Ok(()) => {
-                println!("ran `{command}`: the plugin, its data folder and its binary are gone")
+                println!("ran `{command}`: the plugin, its data folder and its binary are gone");
             }
-            Err(e) => println!("the plugin {name} may still be installed ({e:#}); run `{command}`"),
+            Err(e) => {
+                println!("the plugin {name} may still be installed ({e:#}); run `{command}`");
+            }
         }
     }
     Ok(())

@@ -162,7 +162,9 @@ fn refuse_other_files(path: &Path) -> Result<()> {
         }
     };
     let what = match serde_json::from_slice::<serde_json::Value>(&first) {
-        Ok(serde_json::Value::Object(o)) if o.get("type").is_some_and(|t| t.is_string()) => {
+        Ok(serde_json::Value::Object(o))
+            if o.get("type").is_some_and(serde_json::Value::is_string) =>
+        {
             return Ok(())
         }
         Ok(serde_json::Value::Object(o)) => {
