@@ -59,8 +59,8 @@ midturn cuts just after tool results spread over it. Deterministic.
 Usage: bench/independent_eval.py [--binary B] [--transcripts DIR] [--part tune|held|all]
                                  [--misses] [--only NAME]
 Transcripts: DIR/tune/*.jsonl[.gz] and DIR/held/*.jsonl[.gz] (default: ../notes/sessions, then
-bench/sessions/cache, then the gzip copies in bench/sessions/data/ with their part from
-MANIFEST.tsv). --no-task-runners leaves mise/just/task/make tasks out of the verifications.
+bench/sessions/cache, then the gzip copies in ../shared/from-project/bench/sessions/data/ with
+their part from MANIFEST.tsv; sessions of public repositories are never committed here). --no-task-runners leaves mise/just/task/make tasks out of the verifications.
 The default part is tune: the held part is for the lead to score once. Python 3 stdlib only.
 """
 
@@ -874,12 +874,13 @@ def main():
         for d in dirs:
             for f in sorted((d / part).glob("*.jsonl*")) if (d / part).is_dir() else []:
                 files.setdefault(f.name.replace(".gz", ""), f)
-        # the small sessions committed gzip-compressed, their part from the manifest
+        # the small sessions kept gzip-compressed beside the project (../shared), their part from
+        # the manifest
         manifest = ROOT / "bench" / "sessions" / "MANIFEST.tsv"
         if not a.transcripts and manifest.exists():
             for row in manifest.read_text().splitlines():
                 c = row.split("\t")
-                gz = ROOT / "bench" / "sessions" / "data" / (c[0] + ".gz")
+                gz = ROOT.parent / "shared" / "from-project" / "bench" / "sessions" / "data" / (c[0] + ".gz")
                 if not row.startswith("#") and len(c) > 10 and c[10] == part and gz.exists():
                     files.setdefault(c[0], gz)
         if a.only:

@@ -1,4 +1,5 @@
-"""Builds fixtures/codex/real-forms/ from real Codex rollouts (../codex-rollouts/held, jdx/mise,
+"""Builds the excerpts of ../shared/from-project/fixtures/codex/real-forms/ (never committed to the
+project: tests/codex_real_forms.rs reads them there) from real Codex rollouts (../codex-rollouts/held, jdx/mise,
 entireio/entire-graph, tsutoringo/shui on entire/checkpoints branches; see bench/codex_rollouts.tsv).
 Each fixture: the rollout's session_meta (kept to id, cwd, originator, version, source, git), then
 real lines copied verbatim (a compaction's long texts cut)."""
@@ -6,7 +7,7 @@ import json, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HELD = ROOT.parent / "codex-rollouts" / "held"
-OUT = ROOT / "fixtures" / "codex" / "real-forms"
+OUT = ROOT.parent / "shared" / "from-project" / "fixtures" / "codex" / "real-forms"
 
 def lines_of(name):
     return (HELD / name).read_text().splitlines()

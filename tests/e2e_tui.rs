@@ -649,7 +649,7 @@ fn tui_stop_asks_once_to_save_before_an_idle_compaction() {
     assert!(!screen.contains("reported a problem"), "{screen}");
     // What the user sees and how the client keeps it, for the docs.
     eprintln!("the screen after the Stop nudge:\n{screen}");
-    // CTXGUARD_E2E_KEEP=FILE keeps the client's transcript (how fixtures/replay's TUI session
+    // CTXGUARD_E2E_KEEP=FILE keeps the client's transcript (how fixtures/replay/tui-stop-2.1.330.jsonl
     // was recorded).
     if let Some(keep) = std::env::var_os("CTXGUARD_E2E_KEEP") {
         fs::copy(transcript_of(env, &session), keep).unwrap();

@@ -44,30 +44,6 @@ const CASES: &[Case] = &[
     ("recovery-saved-memory.md", |s| s.saved(0).start(1, SESSION, "compact", CWD)),
     ("recovery-busy-session.md", |s| s.busy(0).start(1, SESSION, "compact", CWD)),
     ("recovery-missing-transcript.md", |s| s.unreadable(0).start(1, SESSION, "compact", CWD)),
-    // The same on excerpts of published sessions (fixtures/transcripts/, sources in its SOURCES.txt).
-    ("recovery-real-edits.md", |s| s.published(0, "spotter-ae4a77f8-edits.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-todos.md", |s| s.published(0, "reliability-python-to-rust-port-todos.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-slash-command.md", |s| s.published(0, "kronix-slash-command.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-git-push.md", |s| s.published(0, "spotter-4d5611e5-git-push.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-queued.md", |s| s.published(0, "cipherbox-f7594e2b-queued.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-plan.md", |s| s.published(0, "ctxeval-8209f1c2-plan.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-teammate.md", |s| s.published(0, "cybervpn-cdd85d16-teammate.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-red-tail.md", |s| s.published(0, "spotter-ae4a77f8-red-tail.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-vite.md", |s| s.published(0, "cipherbox-f7594e2b-vite.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-jest.md", |s| s.published(0, "cipherbox-f7594e2b-jest.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-gh-pr.md", |s| s.published(0, "entirecontext-d29c2adb-gh-pr.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-team.md", |s| s.published(0, "entirecontext-d29c2adb-team.jsonl").start(1, SESSION, "compact", CWD)),
-    ("recovery-real-plan-mode.md", |s| s.published(0, "cctrace-phase0-plan-mode.jsonl").start(1, SESSION, "compact", CWD)),
-    // PreCompact: the facts block the client adds to the compaction's instructions, on the same excerpts.
-    ("facts-real-edits.md", |s| s.facts(0, "spotter-ae4a77f8-edits.jsonl", Value::Null)),
-    ("facts-real-todos.md", |s| s.facts(0, "reliability-python-to-rust-port-todos.jsonl", Value::Null)),
-    ("facts-real-slash-command.md", |s| s.facts(0, "kronix-slash-command.jsonl", Value::Null)),
-    ("facts-real-git-push.md", |s| s.facts(0, "spotter-4d5611e5-git-push.jsonl", Value::Null)),
-    ("facts-real-queued.md", |s| s.facts(0, "cipherbox-f7594e2b-queued.jsonl", Value::Null)),
-    ("facts-real-plan.md", |s| s.facts(0, "ctxeval-8209f1c2-plan.jsonl", Value::Null)),
-    ("facts-real-teammate.md", |s| s.facts(0, "cybervpn-cdd85d16-teammate.jsonl", Value::Null)),
-    ("facts-real-red-tail.md", |s| s.facts(0, "spotter-ae4a77f8-red-tail.jsonl", Value::Null)),
-    ("facts-real-commands.md", |s| s.facts(0, "session-share-0ccf1a04-commands.jsonl", Value::Null)),
     // PreToolUse: the nudge text, decoded strictly.
     ("nudge.txt", |s| s.report(0, SESSION, 930_000, 1_000_000).nudge(0, SESSION)),
     ("nudge-critical.txt", |s| s.nudged(0).report(1, SESSION, 153_000, 200_000).nudge(1, SESSION)),
@@ -86,6 +62,37 @@ const CASES: &[Case] = &[
     ("install.txt", |s| s.ok(0, &["install"])),
     ("doctor.txt", |s| unwrapped(&s.installed().ok(1, &["doctor"]))),
     ("doctor.json", |s| s.installed().ok(1, &["doctor", "--json"])),
+];
+
+/// The same cases on excerpts of published sessions (`../shared/from-project/fixtures/
+/// transcripts/`, sources in its SOURCES.txt): the recovery block, then PreCompact's facts block
+/// for the client's summarizer. Those sessions are never committed, nor is anything rendered from
+/// them: the tree holds each expected output's SHA-256 (`fixtures/golden/real-sessions.sha256`),
+/// and a difference is shown against the rendering kept beside the excerpts.
+#[rustfmt::skip]
+const REAL_CASES: &[Case] = &[
+    ("recovery-real-edits.md", |s| s.published(0, "spotter-ae4a77f8-edits.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-todos.md", |s| s.published(0, "reliability-python-to-rust-port-todos.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-slash-command.md", |s| s.published(0, "kronix-slash-command.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-git-push.md", |s| s.published(0, "spotter-4d5611e5-git-push.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-queued.md", |s| s.published(0, "cipherbox-f7594e2b-queued.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-plan.md", |s| s.published(0, "ctxeval-8209f1c2-plan.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-teammate.md", |s| s.published(0, "cybervpn-cdd85d16-teammate.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-red-tail.md", |s| s.published(0, "spotter-ae4a77f8-red-tail.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-vite.md", |s| s.published(0, "cipherbox-f7594e2b-vite.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-jest.md", |s| s.published(0, "cipherbox-f7594e2b-jest.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-gh-pr.md", |s| s.published(0, "entirecontext-d29c2adb-gh-pr.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-team.md", |s| s.published(0, "entirecontext-d29c2adb-team.jsonl").start(1, SESSION, "compact", CWD)),
+    ("recovery-real-plan-mode.md", |s| s.published(0, "cctrace-phase0-plan-mode.jsonl").start(1, SESSION, "compact", CWD)),
+    ("facts-real-edits.md", |s| s.facts(0, "spotter-ae4a77f8-edits.jsonl", Value::Null)),
+    ("facts-real-todos.md", |s| s.facts(0, "reliability-python-to-rust-port-todos.jsonl", Value::Null)),
+    ("facts-real-slash-command.md", |s| s.facts(0, "kronix-slash-command.jsonl", Value::Null)),
+    ("facts-real-git-push.md", |s| s.facts(0, "spotter-4d5611e5-git-push.jsonl", Value::Null)),
+    ("facts-real-queued.md", |s| s.facts(0, "cipherbox-f7594e2b-queued.jsonl", Value::Null)),
+    ("facts-real-plan.md", |s| s.facts(0, "ctxeval-8209f1c2-plan.jsonl", Value::Null)),
+    ("facts-real-teammate.md", |s| s.facts(0, "cybervpn-cdd85d16-teammate.jsonl", Value::Null)),
+    ("facts-real-red-tail.md", |s| s.facts(0, "spotter-ae4a77f8-red-tail.jsonl", Value::Null)),
+    ("facts-real-commands.md", |s| s.facts(0, "session-share-0ccf1a04-commands.jsonl", Value::Null)),
 ];
 
 /// `doctor`'s explanations as one line per item: where they wrap depends on the length of the
@@ -131,6 +138,86 @@ fn golden_outputs() {
     );
 }
 
+/// The real-session cases: each output's SHA-256 against the list in the tree. Blessing
+/// rewrites the list (and `CTXGUARD_GOLDEN_OUT=DIR` writes the outputs there, to review them).
+#[test]
+fn golden_outputs_on_published_sessions() {
+    let Some(excerpts) = shared(EXCERPTS) else {
+        return;
+    };
+    assert!(excerpts.is_dir(), "{}", excerpts.display());
+    let bless = std::env::var_os("CTXGUARD_BLESS").is_some_and(|v| !v.is_empty());
+    let list = golden_dir().join(REAL_DIGESTS);
+    let expected = fs::read_to_string(&list).unwrap_or_default();
+    let expected: Vec<(&str, &str)> = expected
+        .lines()
+        .filter_map(|l| l.split_once("  "))
+        .map(|(digest, name)| (name, digest))
+        .collect();
+    let keep = std::env::var_os("CTXGUARD_GOLDEN_OUT").map(PathBuf::from);
+    let mut written = String::new();
+    let mut failures = Vec::new();
+    for (name, produce) in REAL_CASES {
+        let scene = Scene::new();
+        let actual = scene.normalise(&produce(&scene));
+        let digest = sha256_hex(actual.as_bytes());
+        written.push_str(&format!("{digest}  {name}\n"));
+        if let Some(dir) = &keep {
+            fs::create_dir_all(dir).unwrap();
+            fs::write(dir.join(name), &actual).unwrap();
+        }
+        let want = expected.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+        if bless || want == Some(digest.as_str()) {
+            continue;
+        }
+        // The rendering kept beside the excerpts, when it is the one the list expects, shows
+        // what changed; otherwise the output itself.
+        let kept = shared(&format!("{REAL_RENDERINGS}/{name}"))
+            .and_then(|p| fs::read_to_string(p).ok())
+            .filter(|text| Some(sha256_hex(text.as_bytes()).as_str()) == want);
+        failures.push(match (want, kept) {
+            (None, _) => format!("{name}: not in {REAL_DIGESTS} (never blessed?)"),
+            (Some(_), Some(text)) => format!(
+                "{name} differs (- expected, + actual):\n{}",
+                line_diff(&text, &actual).trim_end()
+            ),
+            (Some(d), None) => {
+                format!("{name}: SHA-256 {digest}, expected {d}; it reads:\n{actual}")
+            }
+        });
+    }
+    if bless {
+        fs::write(&list, written).unwrap();
+        return;
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n\nIf the change is intended: CTXGUARD_BLESS=1 cargo test --test integration golden",
+        failures.join("\n\n")
+    );
+}
+
+/// Where the excerpts of published sessions are, in `../shared`.
+const EXCERPTS: &str = "from-project/fixtures/transcripts";
+/// Their outputs as rendered when they left the tree (02915ff), for a readable diff.
+const REAL_RENDERINGS: &str = "from-project/fixtures/golden";
+/// The SHA-256 of each real-session case's output, in the tree.
+const REAL_DIGESTS: &str = "real-sessions.sha256";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An excerpt of a published session, read from `../shared` (the real cases run only with it).
+fn excerpt(name: &str) -> String {
+    let path = shared(&format!("{EXCERPTS}/{name}")).expect("the real cases check ../shared first");
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden")
 }
@@ -143,7 +230,7 @@ fn orphans(dir: &Path, bless: bool) -> Vec<String> {
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if CASES.iter().any(|(case, _)| *case == name) {
+        if name == REAL_DIGESTS || CASES.iter().any(|(case, _)| *case == name) {
             continue;
         }
         if bless {
@@ -395,10 +482,7 @@ impl Scene {
     /// What `PreCompact` prints for the summarizer at an auto-compaction of `SESSION` on an
     /// excerpt of a published session (`instructions`: a `/compact` with them).
     fn facts(&self, minutes: i64, name: &str, instructions: Value) -> String {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/transcripts")
-            .join(name);
-        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let text = excerpt(name);
         let path = self.env.write(name, &text);
         let trigger = if instructions.is_null() {
             "auto"
@@ -418,10 +502,7 @@ impl Scene {
 
     /// An auto-compaction of `SESSION` on an excerpt of a published session.
     fn published(&self, minutes: i64, name: &str) -> &Scene {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/transcripts")
-            .join(name);
-        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let text = excerpt(name);
         let path = self.env.write(name, &text);
         self.precompact(minutes, SESSION, &path, Value::Null);
         self

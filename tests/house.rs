@@ -243,3 +243,88 @@ fn every_hook_has_the_places_the_registrys_checklist_names() {
         );
     }
 }
+
+/// Sessions and rollouts gathered from public repositories, and anything cut from or rendered
+/// from them, live in `../shared`, never in the tree: no file under `fixtures/` names a
+/// repository that the manifests (or `../shared`'s SOURCES.txt, when it is there) list as a
+/// source, and none is a SOURCES.txt of its own.
+#[test]
+fn no_fixture_names_a_public_repository_as_its_source() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let is_repo = |s: &str| {
+        let s = s.trim();
+        s.split_once('/').is_some_and(|(owner, name)| {
+            let word = |w: &str| {
+                !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            };
+            word(owner) && word(name) && !s.contains("//")
+        })
+    };
+    let mut repos = std::collections::BTreeSet::new();
+    for manifest in ["bench/sessions/MANIFEST.tsv", "bench/codex_rollouts.tsv"] {
+        let text = fs::read_to_string(root.join(manifest)).unwrap();
+        // The column headed `repo` (a header row, or a comment row of column names).
+        let column = text
+            .lines()
+            .map(|l| l.trim_start_matches("# "))
+            .find_map(|l| l.split('\t').position(|c| c == "repo"))
+            .unwrap_or_else(|| panic!("{manifest}: no repo column"));
+        for row in text.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(repo) = row.split('\t').nth(column).filter(|c| is_repo(c)) {
+                repos.insert(repo.trim().to_string());
+            }
+        }
+    }
+    assert!(repos.len() >= 5, "{repos:?}");
+    let shared = shared_root();
+    for folder in ["transcripts", "rollouts", "from-project"] {
+        let mut files = Vec::new();
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.file_name().is_some_and(|n| n == "SOURCES.txt") {
+                    out.push(p);
+                }
+            }
+        }
+        walk(&shared.join(folder), &mut files);
+        for file in files {
+            let text = fs::read_to_string(&file).unwrap_or_default();
+            for row in text.lines().filter(|l| !l.starts_with('#')) {
+                if let Some(repo) = row.split('|').nth(1).filter(|c| is_repo(c)) {
+                    repos.insert(repo.trim().to_string());
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    fn all(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                all(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    all(&root.join("fixtures"), &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        if file.file_name().is_some_and(|n| n == "SOURCES.txt") {
+            found.push(format!("{name}: a list of sources"));
+        }
+        let text = String::from_utf8_lossy(&fs::read(file).unwrap()).into_owned();
+        for repo in &repos {
+            if text.contains(repo.as_str()) {
+                found.push(format!("{name} names {repo}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

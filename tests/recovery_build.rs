@@ -1,6 +1,7 @@
 //! What a checkpoint takes from real sessions, through the binary: `precompact` on excerpts of
-//! real transcripts (fixtures/transcripts/, sources in its SOURCES.txt), then `checkpoint show
-//! --json` and `sessionstart`. Asks given as slash commands, long asks, todos, edits that failed,
+//! real transcripts (`../shared/from-project/fixtures/transcripts/`, sources in its SOURCES.txt;
+//! skipped without `../shared`), then `checkpoint show --json` and `sessionstart`. What they say
+//! is known here by its SHA-256 ([`Quote`]), never quoted. Asks given as slash commands, long asks, todos, edits that failed,
 //! failures that say what failed, background commands.
 
 use std::path::{Path, PathBuf};
@@ -9,10 +10,18 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-fn excerpt(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/transcripts")
-        .join(name)
+fn excerpt(name: &str) -> Option<PathBuf> {
+    shared(&format!("from-project/fixtures/transcripts/{name}"))
+}
+
+/// A JSON value as one compact line, what a [`Quote`] of it is taken on.
+fn line(value: &Value) -> String {
+    value.to_string()
+}
+
+/// A section's lines joined, what a [`Quote`] of a whole section is taken on.
+fn lines(section: &[&str]) -> String {
+    section.join("\n")
 }
 
 /// The working directory the transcript's lines record.
@@ -55,18 +64,21 @@ fn section<'a>(block: &'a str, title: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// kronix.jsonl (2.1.123): `/apply-grant` alone, then with arguments: the second is the ask.
+/// kronix.jsonl (2.1.123): a custom slash command alone, then with arguments: the second is the ask.
 #[test]
 fn a_slash_command_with_arguments_is_an_ask() {
+    let Some(path) = excerpt("kronix-slash-command.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(&env, &excerpt("kronix-slash-command.jsonl"), "");
-    assert_eq!(
-        cp["asks"],
-        json!(["/apply-grant help me apply for the agentic engineering grant by Superteam"])
-    );
-    assert_eq!(
-        section(&block, "Recent user requests"),
-        ["/apply-grant help me apply for the agentic engineering grant by Superteam"]
+    let (cp, block) = compact(&env, &path, "");
+    // The second command, with its arguments, the only ask.
+    let ask = quote(73, "e331f69e9b9b78b885eec0e2");
+    assert_eq!(cp["asks"].as_array().map(Vec::len), Some(1), "{cp}");
+    assert!(ask.is(cp["asks"][0].as_str().unwrap()), "{cp}");
+    assert!(
+        ask.is(&lines(&section(&block, "Recent user requests"))),
+        "{block}"
     );
 }
 
@@ -74,8 +86,11 @@ fn a_slash_command_with_arguments_is_an_ask() {
 /// are not asks; a long prompt keeps its start and its end; a `TaskOutput` error names its task.
 #[test]
 fn slash_commands_without_arguments_are_not_asks() {
+    let Some(path) = excerpt("session-share-0ccf1a04-commands.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, _) = compact(&env, &excerpt("session-share-0ccf1a04-commands.jsonl"), "");
+    let (cp, _) = compact(&env, &path, "");
     let asks: Vec<&str> = cp["asks"]
         .as_array()
         .unwrap()
@@ -83,18 +98,24 @@ fn slash_commands_without_arguments_are_not_asks() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(asks.len(), 2, "{asks:?}");
+    // The long prompt's start and end, then the user's question.
     assert!(
-        asks[0].starts_with("Spaw sub-agents to write poems"),
+        quote(30, "d149efc5ac5099178e893fa6").starts(asks[0]),
         "{asks:?}"
     );
     assert!(
-        asks[0].ends_with("write your own poem about sushi"),
+        quote(31, "9caa6882852da71f5a79f6a2").ends(asks[0]),
         "{asks:?}"
     );
-    assert_eq!(asks[1], "why won't you run it?");
-    assert_eq!(
-        cp["failures"],
-        json!([{"tool": "TaskOutput", "error": "task ac27727 → No task found with ID: ac27727"}])
+    assert!(
+        quote(21, "0ca5dabf1fcfccf9eaea80ea").is(asks[1]),
+        "{asks:?}"
+    );
+    // The task's id, then the client's error.
+    assert!(
+        quote(79, "f6c22c9f8a03ea4f7383ed2e").is(&line(&cp["failures"])),
+        "{}",
+        cp["failures"]
     );
 }
 
@@ -102,61 +123,76 @@ fn slash_commands_without_arguments_are_not_asks() {
 /// prompt survives, and the todo list is recalled.
 #[test]
 fn a_long_ask_keeps_its_end_and_todos_are_recalled() {
+    let Some(path) = excerpt("reliability-python-to-rust-port-todos.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(
-        &env,
-        &excerpt("reliability-python-to-rust-port-todos.jsonl"),
-        "",
-    );
+    let (cp, block) = compact(&env, &path, "");
     let ask = cp["asks"][0].as_str().unwrap();
-    assert!(
-        ask.starts_with("Port this Python project to Rust."),
-        "{ask}"
-    );
-    assert!(
-        ask.ends_with("You can ask me questions if you need clarification."),
-        "{ask}"
-    );
+    // The prompt's first sentence and its closing instruction.
+    assert!(quote(33, "fe488dbcf7260cbdbaa6c6f5").starts(ask), "{ask}");
+    assert!(quote(51, "2f6e1c2f691ee828e1e6d137").ends(ask), "{ask}");
     assert!(ask.chars().count() <= 200 && ask.contains('…'), "{ask}");
     let todos = section(&block, "Open todos");
     assert_eq!(todos.len(), 10, "{block}");
-    assert_eq!(
-        todos[0],
-        "[in_progress] Initialize Rust library project structure"
+    // The first todo in progress, the last pending.
+    assert!(
+        quote(55, "67dbdeda35585dae845af16a").is(todos[0]),
+        "{block}"
     );
-    assert_eq!(todos[9], "[pending] Delete Python source files");
+    assert!(
+        quote(36, "b77f998f9ee3fb99ec03f952").is(todos[9]),
+        "{block}"
+    );
 }
 
 /// spotter-ae4a77f8.jsonl (2.1.39): the Edit whose old string was not found changed nothing;
 /// the Write did. Failures name their file or command; /compact's arguments are not an ask.
 #[test]
 fn failed_edits_are_not_modified_files_and_failures_say_what_failed() {
+    let Some(path) = excerpt("spotter-ae4a77f8-edits.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(
-        &env,
-        &excerpt("spotter-ae4a77f8-edits.jsonl"),
-        "and continue with the reamining tasks",
+    // The user's own /compact arguments.
+    let instructions = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["message"]["content"].as_str().map(str::to_string))
+        .find_map(|c| {
+            c.split_once("<command-args>")
+                .and_then(|(_, rest)| rest.split_once("</command-args>"))
+                .map(|(args, _)| args.to_string())
+        })
+        .unwrap_or_default();
+    assert!(
+        quote(37, "06121818b45d10129daa1cc4").is(&instructions),
+        "{instructions}"
     );
-    assert_eq!(
-        cp["files_modified"],
-        json!(["/home/USER/projects/spotter-worktrees/spotter-4te/.dialyzerignore"])
+    let (cp, block) = compact(&env, &path, &instructions);
+    // The one file written, whole.
+    assert!(
+        quote(69, "9819cc2b8d75318f63312d4b").is(&line(&cp["files_modified"])),
+        "{}",
+        cp["files_modified"]
     );
     assert_eq!(cp.get("files_read"), None);
-    assert_eq!(
-        cp["asks"],
-        json!(["Work on bead spotter-4te. Run bd show spotter-4te to see the issue details and bd ready to find available subtasks. Start with the first ready task."])
+    // The prompt, not the /compact arguments.
+    assert!(
+        quote(152, "794e6f432bed679e899635df").is(&line(&cp["asks"])),
+        "{}",
+        cp["asks"]
     );
     assert_eq!(
         section(&block, "Files modified"),
         [".dialyzerignore"],
         "relative to the session's directory"
     );
-    assert_eq!(
-        section(&block, "Recent tool failures"),
-        [
-            "Bash: source spotter-plugin/scripts/lib/trace_context.sh && \\ spotter_rand_hex 16 | g… → (eval):1: permission denied:",
-            "Edit: lib/spotter/telemetry/otel.ex → String to replace not found in file.",
-        ]
+    // The command cut with its error, then the file whose edit found no match.
+    assert!(
+        quote(192, "e4a10f6d137aae768432de69").is(&lines(&section(&block, "Recent tool failures"))),
+        "{block}"
     );
 }
 
@@ -164,13 +200,17 @@ fn failed_edits_are_not_modified_files_and_failures_say_what_failed() {
 /// command's notification is neither an ask nor a failure.
 #[test]
 fn a_bash_failure_names_its_command_and_error() {
+    let Some(path) = excerpt("spotter-4d5611e5-git-push.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let path = excerpt("spotter-4d5611e5-git-push.jsonl");
     let (cp, _) = compact(&env, &path, "");
     assert_eq!(cp["asks"], json!([]));
-    assert_eq!(
-        cp["failures"],
-        json!([{"tool": "Bash", "error": "git push 2>&1 → fatal: The current branch spotter-dov has no upstream branch."}])
+    // The push and git's own `fatal:` line.
+    assert!(
+        quote(105, "9eaa0ede6eaa30a860a18f56").is(&line(&cp["failures"])),
+        "{}",
+        cp["failures"]
     );
 
     // The same session had the background command failed: its notification as the client
@@ -183,9 +223,10 @@ fn a_bash_failure_names_its_command_and_error() {
     let env = TestEnv::new();
     let path = env.write("failed-background.jsonl", &failed);
     let (cp, block) = compact(&env, &path, "");
-    assert_eq!(
-        section(&block, "Recent tool failures")[0],
-        "Bash (background): mix test test/spotter_web/live/session_live_test.exs 2>&1 → Background command \"Run SessionLive tests\" failed with exit code 2"
+    // The background command, its description and the failure.
+    assert!(
+        quote(145, "e9e8aeafa31cc1fe5dbf84ed").is(section(&block, "Recent tool failures")[0]),
+        "{block}"
     );
     assert_eq!(cp["failures"].as_array().unwrap().len(), 2);
 }
@@ -217,38 +258,44 @@ fn the_last_prompt_record_names_the_ask_after_an_auto_compaction() {
 /// that started the session is its goal. The branch and the pull request are named.
 #[test]
 fn queued_prompts_the_goal_the_branch_and_the_pull_request() {
+    let Some(path) = excerpt("cipherbox-f7594e2b-queued.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(&env, &excerpt("cipherbox-f7594e2b-queued.jsonl"), "");
-    assert_eq!(cp["goal"], json!("/security:review all of phase 14 work"));
-    assert_eq!(
-        cp["queued"],
-        json!([
-            "also, forgot to mention the implementation of suggested tests from the report.",
-            "we also use migrations in staging, so I dont think that we need to avoid migrations based on dev",
-            "ok lets get a pr up for this"
-        ])
+    let (cp, block) = compact(&env, &path, "");
+    // The skill that started the session.
+    let goal = quote(37, "fa8f8ac429c4b18ebcc7f963");
+    assert!(goal.is(cp["goal"].as_str().unwrap_or_default()), "{cp}");
+    // The three prompts typed while the agent worked, oldest first.
+    assert!(
+        quote(212, "345afd5ce59b1f65ee5eb793").is(&line(&cp["queued"])),
+        "{}",
+        cp["queued"]
     );
     let requests = section(&block, "Recent user requests");
-    assert_eq!(requests[0], "[queued] ok lets get a pr up for this");
-    assert_eq!(requests.len(), 4, "{block}");
+    // The newest queued prompt first, marked as queued.
     assert!(
-        requests[3].starts_with("ok, lets commit the review"),
+        quote(37, "204f453c800acdcee07d449f").is(requests[0]),
         "{block}"
     );
-    assert_eq!(
-        section(&block, "The session's goal"),
-        ["/security:review all of phase 14 work"]
+    assert_eq!(requests.len(), 4, "{block}");
+    assert!(
+        quote(26, "d246b42e40838030df974222").starts(requests[3]),
+        "{block}"
     );
-    assert_eq!(
-        section(&block, "Where the work lives"),
-        [
-            "branch feat/phase-14-user-to-user-sharing",
-            "pull request #183 https://github.com/FSM1/cipher-box/pull/183"
-        ]
+    assert!(
+        goal.is(&lines(&section(&block, "The session's goal"))),
+        "{block}"
     );
-    assert_eq!(
-        section(&block, "Last verification"),
-        ["[passed] pnpm --filter @cipherbox/crypto test -- --reporter=verbose 2>&1 → Tests 241 passed (241)"]
+    // The branch, then the pull request's number and address.
+    assert!(
+        quote(103, "049c2082a89b54440c3d4717").is(&lines(&section(&block, "Where the work lives"))),
+        "{block}"
+    );
+    // The test run, its verdict line.
+    assert!(
+        quote(97, "299bd5c045f966739304f4f5").is(&lines(&section(&block, "Last verification"))),
+        "{block}"
     );
 }
 
@@ -257,31 +304,29 @@ fn queued_prompts_the_goal_the_branch_and_the_pull_request() {
 /// the end of the last message.
 #[test]
 fn a_plan_keeps_its_steps_a_fixed_failure_goes_and_the_gist_keeps_its_end() {
+    let Some(path) = excerpt("ctxeval-8209f1c2-plan.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(&env, &excerpt("ctxeval-8209f1c2-plan.jsonl"), "");
+    let (cp, block) = compact(&env, &path, "");
     let goal = cp["goal"].as_str().unwrap();
+    // The plan's title and first step, then its eighth and last.
+    assert!(quote(85, "dfe8ef2c4f2e4d8c2ece7b7a").starts(goal), "{goal}");
     assert!(
-        goal.starts_with(
-            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes"
-        ),
-        "{goal}"
-    );
-    assert!(
-        goal.ends_with("; 8. No API route changes needed"),
+        quote(32, "747118b196324fb3b842fe12").ends(goal),
         "every step: {goal}"
     );
     assert!(!block.contains("read the full transcript at"), "{block}");
     assert_eq!(cp["failures"], json!([]), "the lint passed later");
-    assert_eq!(
-        cp["verification"],
-        json!({"command": "bun run lint 2>&1", "verdict": "Checked 286 files in 85ms. No fixes applied.", "passed": true})
+    // The lint that passed, and its verdict line.
+    assert!(
+        quote(102, "6848951ef58428a85f9de30a").is(&line(&cp["verification"])),
+        "{}",
+        cp["verification"]
     );
     let gist = cp["last_assistant"].as_str().unwrap();
-    assert!(gist.starts_with("All clean."), "{gist}");
-    assert!(
-        gist.ends_with("Our plan sections are correctly positioned above the new component."),
-        "{gist}"
-    );
+    assert!(quote(10, "f51461d0d4dbf37101b3b4ef").starts(gist), "{gist}");
+    assert!(quote(67, "dcf9ac30256a48f2b2a3bc01").ends(gist), "{gist}");
     assert_eq!(cp["meta"]["git_branch"], json!("main"));
     assert!(
         !block.contains("Where the work lives"),
@@ -293,19 +338,20 @@ fn a_plan_keeps_its_steps_a_fixed_failure_goes_and_the_gist_keeps_its_end() {
 /// them); their subjects come from `TaskList` and `TaskGet` results.
 #[test]
 fn a_teammates_tasks_carry_their_subjects() {
+    let Some(path) = excerpt("cybervpn-cdd85d16-teammate.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (cp, block) = compact(&env, &excerpt("cybervpn-cdd85d16-teammate.jsonl"), "");
-    assert_eq!(
-        section(&block, "Open todos"),
-        [
-            "[in_progress] #26 TST-3: Unit tests for use cases",
-            "[in_progress] #28 TST-5: Widget tests for AddByUrlScreen",
-            "[in_progress] #29 TST-6: Integration test for migration flow"
-        ]
+    let (cp, block) = compact(&env, &path, "");
+    // Three tasks in progress, each with its id and its subject.
+    assert!(
+        quote(167, "5b9cd086ddf78904e3e9e93d").is(&lines(&section(&block, "Open todos"))),
+        "{block}"
     );
-    assert_eq!(
-        cp["asks"][1],
-        json!("team-lead assigned task #24: TST-1: Unit tests for domain entities")
+    // The lead's message as its sender and task.
+    assert!(
+        quote(66, "9a5e03f3f8f200d91d4e560b").is(cp["asks"][1].as_str().unwrap_or_default()),
+        "{cp}"
     );
 }
 
@@ -313,11 +359,15 @@ fn a_teammates_tasks_carry_their_subjects() {
 /// verification says so.
 #[test]
 fn a_red_run_piped_through_tail_is_a_failed_verification() {
+    let Some(path) = excerpt("spotter-ae4a77f8-red-tail.jsonl") else {
+        return;
+    };
     let env = TestEnv::new();
-    let (_, block) = compact(&env, &excerpt("spotter-ae4a77f8-red-tail.jsonl"), "");
-    assert_eq!(
-        section(&block, "Last verification"),
-        ["[failed] mix test --seed 0 2>&1 | tail -30 → 14 doctests, 297 tests, 11 failures"]
+    let (_, block) = compact(&env, &path, "");
+    // Failed, the command and its count of failures.
+    assert!(
+        quote(80, "116595201501050d89693d2c").is(&lines(&section(&block, "Last verification"))),
+        "{block}"
     );
 }
 

@@ -18,10 +18,23 @@ const ROLLOUT: &str =
 /// A Claude Code session with an automatic compaction (see tests/replay.rs).
 const CLAUDE: &str = "replay/spotter-4d5611e5-auto-compaction.jsonl";
 
+/// A fixture of the tree, else an excerpt of a published session in `../shared` (under the path
+/// it had in the tree); the tests on those check [`published`] first.
 fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let own = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
-        .join(name)
+        .join(name);
+    if own.exists() {
+        return own;
+    }
+    shared_root().join("from-project/fixtures").join(name)
+}
+
+/// Are the excerpts of published sessions there (`../shared`)? Says so in one line if not.
+fn published() -> bool {
+    [CLAUDE]
+        .iter()
+        .all(|name| shared(&format!("from-project/fixtures/{name}")).is_some())
 }
 
 /// A test environment whose Codex home is `CODEX_HOME` under it (nothing of the developer's
@@ -218,6 +231,9 @@ fn put_rollout(codex_home: &Path, day: &str) -> PathBuf {
 /// user with only Codex gets its sessions; `--project` matches a rollout's directory.
 #[test]
 fn replay_all_takes_codexs_sessions_too() {
+    if !published() {
+        return;
+    }
     let (env, codex_home) = codex_env(None);
     let project = env.home().join(".claude/projects/-home-u-app");
     fs::create_dir_all(&project).unwrap();
@@ -296,6 +312,9 @@ fn replay_all_takes_codexs_sessions_too() {
 /// sessions, with no error.
 #[test]
 fn replay_all_finds_dot_codex_and_does_without_it() {
+    if !published() {
+        return;
+    }
     let env = TestEnv::new();
     let project = env.home().join(".claude/projects/-home-u-app");
     fs::create_dir_all(&project).unwrap();

@@ -445,3 +445,64 @@ pub const FACTS: &str = "ctxguard (a hook) adds facts to preserve";
 pub fn facts_or_nothing(stdout: &str) -> bool {
     stdout.is_empty() || stdout.starts_with(FACTS)
 }
+
+/// Text of a session from a public repository, known to a test by its length and SHA-256 only:
+/// the tree never holds such text (the session is read from `../shared`), yet the assertion is
+/// as exact as the literal it replaced. `chars` counts characters.
+#[derive(Debug, Clone, Copy)]
+pub struct Quote {
+    pub chars: usize,
+    pub sha256: &'static str,
+}
+
+/// A [`Quote`] of `chars` characters whose SHA-256 (hex) starts with `sha256`.
+pub const fn quote(chars: usize, sha256: &'static str) -> Quote {
+    Quote { chars, sha256 }
+}
+
+impl Quote {
+    fn matches(&self, text: &str) -> bool {
+        use sha2::{Digest, Sha256};
+        let hex: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.chars().count() == self.chars && hex.starts_with(self.sha256)
+    }
+
+    /// `text` is the quote, whole.
+    pub fn is(&self, text: &str) -> bool {
+        self.matches(text)
+    }
+
+    /// `text` starts with the quote.
+    pub fn starts(&self, text: &str) -> bool {
+        self.matches(&text.chars().take(self.chars).collect::<String>())
+    }
+
+    /// `text` ends with the quote.
+    pub fn ends(&self, text: &str) -> bool {
+        let n = text.chars().count();
+        self.matches(
+            &text
+                .chars()
+                .skip(n.saturating_sub(self.chars))
+                .collect::<String>(),
+        )
+    }
+
+    /// The quote is somewhere in `text`.
+    pub fn within(&self, text: &str) -> bool {
+        self.find(text).is_some()
+    }
+
+    /// Where the quote first starts in `text` (a byte offset).
+    pub fn find(&self, text: &str) -> Option<usize> {
+        let starts: Vec<usize> = text.char_indices().map(|(at, _)| at).collect();
+        (0..starts.len()).find_map(|i| {
+            let end = starts.get(i + self.chars).copied().unwrap_or(text.len());
+            (i + self.chars <= starts.len() && self.matches(&text[starts[i]..end]))
+                .then_some(starts[i])
+        })
+    }
+}

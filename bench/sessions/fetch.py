@@ -5,8 +5,9 @@ Each file is the blob at `path` in the named commit of a public GitHub repositor
 checkpoint refs: `refs/heads/entire/checkpoints/v1` or `refs/entire/checkpoints/…`). It is taken
 from raw.githubusercontent.com/<repo>/<commit>/<path>; when that fails (a commit only reachable
 from a non-branch ref), from a blobless partial clone of the repository with that ref fetched.
-Files already in the cache with the right hash, or committed gzip-compressed under data/, are
-not downloaded again.
+Files already in the cache with the right hash, or kept gzip-compressed beside the project in
+../shared/from-project/bench/sessions/data/, are not downloaded again (sessions of public
+repositories are never committed to the project).
 
 Usage: bench/sessions/fetch.py [--cache DIR] [--part tune|held|all]
 Default cache: bench/sessions/cache/ (gitignored). Python 3 standard library (and git) only.
@@ -58,7 +59,7 @@ def main():
         dst = Path(a.cache) / m["split"] / m["file"]
         if dst.exists() and sha(dst.read_bytes()) == m["sha256"]:
             continue
-        gz = HERE / "data" / (m["file"] + ".gz")
+        gz = HERE.parent.parent.parent / "shared" / "from-project" / "bench" / "sessions" / "data" / (m["file"] + ".gz")
         data = gzip.decompress(gz.read_bytes()) if gz.exists() else None
         for how in (by_raw, by_git):
             if data is not None and sha(data) == m["sha256"]:
