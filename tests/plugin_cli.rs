@@ -279,7 +279,7 @@ fn as_the_plugins_binary_doctor_knows_it_and_purge_takes_the_plugin_out() {
     assert!(fs::symlink_metadata(&link).is_err(), "{run:?}");
     assert_eq!(
         fs::read_to_string(&calls).unwrap(),
-        "plugin uninstall ctxguard@ctxguard\n"
+        "plugin uninstall ctxguard@ctxguard --scope user\n"
     );
     assert!(!data.exists());
     assert!(

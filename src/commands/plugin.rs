@@ -81,13 +81,21 @@ pub fn client_settings(env: &Env) -> client::Settings {
 /// which removes its data folder too. Says what it did, or what is left to run and why.
 pub fn purge(env: &Env, dry_run: bool) -> Result<()> {
     let settings = client_settings(env);
-    let mut names: Vec<String> = enabled(&settings)
+    // Each with the scope it was installed at, as `claude plugin uninstall --scope` names it.
+    let mut names: Vec<(String, &str)> = enabled(&settings)
         .into_iter()
-        .map(|(name, _)| name.to_string())
+        .map(|(name, file)| {
+            let scope = match file.scope {
+                client::Scope::Project => "project",
+                client::Scope::Local => "local",
+                _ => "user",
+            };
+            (name.to_string(), scope)
+        })
         .collect();
     let link = link(env.home.as_deref());
     if names.is_empty() && (running().is_some() || link.is_some()) {
-        names.push(ID.to_string());
+        names.push((ID.to_string(), "user"));
     }
     let verb = if dry_run { "would remove" } else { "removed" };
     if let Some((link, target)) = &link {
@@ -100,8 +108,11 @@ pub fn purge(env: &Env, dry_run: bool) -> Result<()> {
             target.display()
         );
     }
-    for name in &names {
-        let command = format!("claude plugin uninstall {name}");
+    for (name, scope) in &names {
+        let command = match *scope {
+            "user" => format!("claude plugin uninstall {name}"),
+            _ => format!("claude plugin uninstall {name} --scope {scope}"),
+        };
         if dry_run {
             println!("would run `{command}` (the plugin, its data folder and its binary)");
             continue;
@@ -117,7 +128,7 @@ pub fn purge(env: &Env, dry_run: bool) -> Result<()> {
                 continue;
             }
         };
-        match uninstall_with(&claude, name) {
+        match uninstall_with(&claude, name, scope) {
             Ok(()) => {
                 println!("ran `{command}`: the plugin, its data folder and its binary are gone");
             }
@@ -129,11 +140,11 @@ pub fn purge(env: &Env, dry_run: bool) -> Result<()> {
     Ok(())
 }
 
-/// `claude plugin uninstall NAME`, bounded, with everything it starts.
-fn uninstall_with(claude: &Path, name: &str) -> Result<()> {
+/// `claude plugin uninstall NAME --scope SCOPE`, bounded, with everything it starts.
+fn uninstall_with(claude: &Path, name: &str, scope: &str) -> Result<()> {
     let mut command = Command::new(claude);
     command
-        .args(["plugin", "uninstall", name])
+        .args(["plugin", "uninstall", name, "--scope", scope])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
