@@ -7,7 +7,7 @@
 //! alone beside the plugin, and `ctxguard uninstall --purge` taking everything out, the plugin
 //! included.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::ship::{plugin_copy, release, Serve};
@@ -299,4 +299,72 @@ fn find_all(dir: &Path) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// The session: the first download stalls (headers, then a byte a second). The hook that
+/// started it waits for it (here 20 s, `CTXGUARD_PLUGIN_WAIT`), every other hook of the session
+/// returns at once, and the user is told once that ctxguard is being downloaded. Were every hook
+/// to wait, the session's hooks (SessionStart, UserPromptSubmit, a PreToolUse and a
+/// PostToolBatch per tool call, Stop) would take 20 s each, over two minutes.
+#[test]
+fn ship_a_stalled_download_holds_up_one_hook_of_the_session_and_is_said_once() {
+    let Some(release) = release() else {
+        return;
+    };
+    let Some(client) = client_at(VERSION) else {
+        return;
+    };
+    let Some(mut rig) = Rig::new(2, 940_000) else {
+        return;
+    };
+    rig.client = client;
+    // Longer than the session: a hook that waited would wait its whole 20 s.
+    let stall = crate::plugin_launcher::Stall::start(rig.env.dir.path().join("stall.log"), 300);
+    let market = rig.env.dir.path().join("market");
+    plugin_copy(release, &market);
+    rig.plugin(&["marketplace", "add", market.to_str().unwrap()]);
+    rig.plugin(&["install", "ctxguard@ctxguard"]);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        std::env::split_paths(&path).filter(|dir| !dir.join("ctxguard").exists()),
+    )
+    .unwrap();
+    let settings = rig.env.dir.path().join("empty.json");
+    fs::write(&settings, "{}").unwrap();
+    let start = Instant::now();
+    let out = rig.claude_with(
+        &settings,
+        "run two commands",
+        None,
+        &[],
+        &[
+            ("CTXGUARD_DOWNLOAD_URL", &stall.url),
+            ("CTXGUARD_PLUGIN_WAIT", "20"),
+            ("CTXGUARD_DOWNLOAD_LIMIT", "100"),
+            ("PATH", path.to_str().unwrap()),
+        ],
+    );
+    let took = start.elapsed();
+    assert!(out["session_id"].is_string(), "{out:#}");
+    assert_eq!(stall.gets(), 1, "one download");
+    assert!(took < Duration::from_secs(60), "the session took {took:?}");
+    // No ctxguard ran: the model got no nudge, and the session went on.
+    assert_eq!(count(rig.api.requests().last().unwrap(), ANY_NUDGE), 0);
+    let said: Vec<String> = find_all(&rig.env.home().join(".claude/projects"))
+        .iter()
+        .flat_map(|t| {
+            fs::read_to_string(t)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| l["attachment"]["type"] == "hook_system_message")
+        .filter_map(|l| Some(l["attachment"]["content"].as_str()?.to_string()))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(
+        said[0].starts_with("ctxguard is being downloaded for its plugin (ctxguard-"),
+        "{said:?}"
+    );
 }

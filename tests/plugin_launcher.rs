@@ -21,16 +21,16 @@ const STALL: u64 = 40;
 /// 40 s): on a loaded machine a shell script and a few forks take well under this.
 const AT_ONCE: Duration = Duration::from_secs(3);
 
-/// A server on 127.0.0.1 that answers every GET with headers, then a byte a second; it logs
-/// each request's path, and is killed on drop.
-struct Stall {
+/// A server on 127.0.0.1 that answers every GET with headers, then a byte a second for `hold`
+/// seconds; it logs each request's path, and is killed on drop.
+pub(crate) struct Stall {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     log: PathBuf,
 }
 
 impl Stall {
-    fn start(log: PathBuf) -> Stall {
+    pub(crate) fn start(log: PathBuf, hold: u64) -> Stall {
         let script = format!(
             r#"
 import http.server, sys, time
@@ -43,7 +43,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "10000000")
         self.end_headers()
         try:
-            for _ in range({STALL}):
+            for _ in range({hold}):
                 self.wfile.write(b"x")
                 self.wfile.flush()
                 time.sleep(1)
@@ -75,7 +75,7 @@ s.serve_forever()
         }
     }
 
-    fn gets(&self) -> usize {
+    pub(crate) fn gets(&self) -> usize {
         fs::read_to_string(&self.log)
             .unwrap_or_default()
             .matches("GET ")
@@ -153,7 +153,7 @@ fn launcher_a_stalled_download_holds_only_the_hook_that_started_it() {
         return;
     };
     let env = TestEnv::new();
-    let stall = Stall::start(env.dir.path().join("stall.log"));
+    let stall = Stall::start(env.dir.path().join("stall.log"), STALL);
     let root = plugin_copy(release, &env.dir.path().join("market"));
     let data = env.dir.path().join("data");
     let path = "/usr/bin:/bin";
@@ -280,7 +280,7 @@ fn launcher_bounds_a_download_in_total_time_with_curl_and_with_wget() {
         return;
     };
     let env = TestEnv::new();
-    let stall = Stall::start(env.dir.path().join("stall.log"));
+    let stall = Stall::start(env.dir.path().join("stall.log"), STALL);
     let root = plugin_copy(release, &env.dir.path().join("market"));
     let wget_only = without_curl(&env.dir.path().join("wget-only"));
     let has = |tool: &str, path: &str| {
