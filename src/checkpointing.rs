@@ -32,16 +32,25 @@ pub enum Occasion<'a> {
     Compaction {
         repeat: &'a dyn Fn(&Marker) -> bool,
         facts: &'a dyn Fn(&Checkpoint, Option<&str>) -> Option<String>,
-        /// Taken after the compaction (on Codex, one that bypassed `PreCompact`): the rollout's
-        /// newest reading before its `compacted` line may be the compaction request's own
-        /// (Codex 0.169+), so the context before is the larger of it and the hooks' last one.
+        /// Taken after the compaction (one no `PreCompact` counted: [`crate::dropped`]): the
+        /// rollout's newest reading before its `compacted` line may be the compaction request's
+        /// own (Codex 0.169+), so the context before is the larger of it and the hooks' last one.
         after: bool,
+        /// The time of the boundary this compaction wrote, when it is known (taken after it):
+        /// recorded as counted.
+        boundary: Option<DateTime<Utc>>,
+        /// The hook taking it gives the recovery itself: nothing is left pending.
+        given: bool,
     },
     /// Context dropped without a compaction: the transcript still holds what was there. The
     /// hook that took the drop gives the recovery itself, so none is left pending.
     Drop,
     /// The session ends: a checkpoint for the next session's digest, when it holds anything.
     End,
+    /// The checkpoint `old` of this compaction, rebuilt up to its boundary: the session went on
+    /// after a summary prepared ahead (`crate::precomputed`). The same compaction, read further:
+    /// it keeps what `old` recorded of the compaction ([`read_further`]).
+    Rebuild { old: &'a Checkpoint },
 }
 
 /// A checkpoint taken: the checkpoint and where it is, whether it was written now (a repeat
@@ -98,29 +107,35 @@ pub fn take(
     let taken = store.update(&input.session_id, diag, |current, diag| {
         let repeat = match occasion {
             Occasion::Compaction { repeat, .. } => repeat(current),
-            Occasion::Drop | Occasion::End => false,
+            Occasion::Drop | Occasion::End | Occasion::Rebuild { .. } => false,
         };
         let latest = checkpoints.latest().unwrap_or_else(|e| {
             diag.note(format!("{e:#}"));
             None
         });
+        // A repeat replaces the previous checkpoint, and a rebuild its own: carry from the one
+        // before it.
+        let replaced = match occasion {
+            Occasion::Rebuild { old } => Some(old.meta.previous.as_deref()),
+            _ if repeat => Some(latest.as_ref().and_then(|l| l.meta.previous.as_deref())),
+            _ => None,
+        };
+        let previous = match (occasion, &latest) {
+            (Occasion::Rebuild { old }, _) => old.meta.previous.clone(),
+            (_, latest) => latest.as_ref().map(|cp| cp.id.clone()),
+        };
         let mut cp = build(
             input,
             reading,
             current,
             checkpoints.next_id()?,
-            latest.as_ref().map(|cp| cp.id.clone()),
+            previous,
             config,
             now,
         );
-        // A repeat replaces the previous checkpoint: carry from the one before it.
-        let carried_from = if repeat {
-            latest
-                .as_ref()
-                .and_then(|l| l.meta.previous.as_deref())
-                .and_then(|id| checkpoints.load_id(id).ok().flatten())
-        } else {
-            latest.clone()
+        let carried_from = match replaced {
+            Some(id) => id.and_then(|id| checkpoints.load_id(id).ok().flatten()),
+            None => latest.clone(),
         };
         note_saved_memories(
             &mut cp,
@@ -139,10 +154,13 @@ pub fn take(
         }
         let facts = match occasion {
             Occasion::Compaction { facts, .. } => facts(&cp, client_version.as_deref()),
-            Occasion::Drop | Occasion::End => None,
+            Occasion::Drop | Occasion::End | Occasion::Rebuild { .. } => None,
         };
         // What was printed for the summarizer, recorded for the compaction's receipt.
         cp.meta.facts_chars = facts.as_ref().map_or(0, |f| f.chars().count());
+        if let Occasion::Rebuild { old } = occasion {
+            read_further(&mut cp, old);
+        }
         if let Occasion::End = occasion {
             // Not a compaction: it keeps the session's compaction count.
             cp.meta.compaction = current.compactions;
@@ -172,6 +190,12 @@ pub fn take(
         let checkpoint = path.display().to_string();
         let event = match occasion {
             Occasion::End => Event::Ended { checkpoint },
+            // The session's newest checkpoint is this one now (the receipt and PostCompact's
+            // summary go beside it), unless another compaction came meanwhile.
+            Occasion::Rebuild { .. } => Event::CheckpointRebuilt {
+                from: current.last_checkpoint.clone().unwrap_or_default(),
+                to: checkpoint,
+            },
             Occasion::Compaction { .. } | Occasion::Drop => {
                 // A writer killed mid-write leaves its temp file; compaction is rare enough to
                 // tidy up.
@@ -188,8 +212,17 @@ pub fn take(
             }
         };
         let mut next = marker::transition(current, &event, now, stale);
-        if let Occasion::Drop = occasion {
-            // The hook that took the drop gives its recovery itself: nothing is pending.
+        if let Occasion::Compaction {
+            boundary: Some(at), ..
+        } = occasion
+        {
+            next = marker::transition(&next, &Event::BoundaryCounted(*at), now, stale);
+        }
+        if matches!(
+            occasion,
+            Occasion::Drop | Occasion::Compaction { given: true, .. }
+        ) {
+            // The hook that took it gives its recovery itself: nothing is pending.
             next = marker::transition(&next, &Event::ReceiptSettled, now, stale);
         }
         let retry_of = current.compacted_at.filter(|_| repeat);
@@ -206,7 +239,8 @@ pub fn take(
     };
     // A compaction's checkpoint in the daily log (a failure costs the entry, never the
     // checkpoint).
-    if taken.written && !matches!(occasion, Occasion::End) {
+    // (A rebuild's line is its own: `crate::precomputed` says why it was rebuilt.)
+    if taken.written && matches!(occasion, Occasion::Compaction { .. } | Occasion::Drop) {
         let local = now.with_timezone(&Local);
         let entry = daily_log::entry(&taken.cp, &taken.path, local, retry_of);
         if let Err(e) = daily_log::append(paths, local.date_naive(), &entry) {
@@ -214,6 +248,18 @@ pub fn take(
         }
     }
     Ok(Some(taken))
+}
+
+/// What a checkpoint rebuilt for the same compaction keeps of the one it replaces (`old`): the
+/// compaction's number and cycle, the usage and window it was taken at, the nudges of its cycle
+/// and what `PreCompact` printed for the summarizer (its receipt says whether facts reached it).
+fn read_further(cp: &mut Checkpoint, old: &Checkpoint) {
+    cp.meta.compaction = old.meta.compaction;
+    cp.meta.cycle = old.meta.cycle;
+    cp.meta.tokens_before = old.meta.tokens_before.or(cp.meta.tokens_before);
+    cp.meta.window = old.meta.window.or(cp.meta.window);
+    cp.meta.nudges.clone_from(&old.meta.nudges);
+    cp.meta.facts_chars = old.meta.facts_chars;
 }
 
 /// Does this checkpoint hold anything a later session could use?
@@ -314,7 +360,7 @@ fn cycle_nudges(marker: &Marker) -> Vec<String> {
 /// memories the agent saved in Claude Code's memory folder `dir` meanwhile that a recovery block
 /// will show (read from `places` as it reads them): never carried forward, so a block shows a
 /// saved memory once, and again only when it is edited again.
-pub fn note_saved_memories(
+fn note_saved_memories(
     cp: &mut Checkpoint,
     dir: Option<&Path>,
     previous: Option<&Checkpoint>,
@@ -343,7 +389,7 @@ const CARRIED_FILES: usize = 30;
 /// ones become earlier asks), the open tasks when this part changed none, the last verification
 /// when this part ran none, the pull requests and the modified files. `store` is the client's
 /// own task store, when it keeps one: then it decides which tasks are open.
-pub fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
+fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
     if let Some(prev) = previous {
         if prev.goal.is_some() {
             cp.goal.clone_from(&prev.goal);

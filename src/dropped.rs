@@ -18,12 +18,27 @@
 //! an earlier prompt: the newer reply's chain of `parentUuid` does not pass through the older
 //! one) is no drop: the conversation is shorter because the user took part of it back, and
 //! nothing of the branch they left is shown ([`crate::checkpoint::chain`]).
+//!
+//! A compaction nobody counted is lost context too: `PreCompact` fails open (the session's lock
+//! held past its wait, a timeout) or is not registered (settings written by hand, an older
+//! install), or Codex compacts without running it (a switch to a model with a smaller window).
+//! The transcript then holds a boundary newer than any compaction the marker counted, with no
+//! recovery pending ([`unseen`]). [`catch_up`] checkpoints the transcript up to that boundary
+//! as `PreCompact` would have, counts and logs it; the next hook that can give context gives its
+//! recovery (`SessionStart(compact)` when it comes, else the drop's hook itself), with a
+//! receipt.
 
-use chrono::{DateTime, Local};
+use std::path::Path;
+
+use anyhow::Result;
+use chrono::{DateTime, Local, Utc};
 
 use crate::checkpoint::Checkpoint;
-use crate::marker::PendingDrop;
-#[cfg(test)]
+use crate::checkpointing::{self, Occasion, Taken};
+use crate::config::{Config, Env};
+use crate::diag::Diag;
+use crate::input::{Client, HookInput};
+use crate::marker::{Marker, PendingDrop};
 use crate::transcript;
 
 /// What a pending drop turned out to be, once the transcript was read (pure inputs: the drop,
@@ -32,8 +47,12 @@ use crate::transcript;
 pub enum Verdict {
     /// Context lost: checkpoint it and give the recovery.
     Lost,
-    /// A compaction the transcript shows after the older reading: the receipt's, not ours.
+    /// A compaction the transcript shows after the older reading, counted: the receipt's, not
+    /// ours.
     Compacted,
+    /// A compaction the transcript shows after the older reading that nobody counted
+    /// ([`unseen`]): caught up by the hook that took the drop.
+    Unseen,
     /// The user rewound the conversation: nothing was lost that they still want.
     Rewound,
 }
@@ -43,16 +62,127 @@ pub enum Verdict {
 /// cannot tell, taken as a drop).
 pub fn judge(
     drop: &PendingDrop,
-    boundary: Option<chrono::DateTime<chrono::Utc>>,
+    boundary: Option<DateTime<Utc>>,
     descends: Option<bool>,
+    marker: &Marker,
 ) -> Verdict {
-    if boundary.is_some_and(|b| b >= drop.before_at) {
-        Verdict::Compacted
-    } else if descends == Some(false) {
-        Verdict::Rewound
-    } else {
-        Verdict::Lost
+    match boundary.filter(|b| *b >= drop.before_at) {
+        Some(b) if unseen(marker, b, Some(drop.before_at)) => Verdict::Unseen,
+        Some(_) => Verdict::Compacted,
+        None if descends == Some(false) => Verdict::Rewound,
+        None => Verdict::Lost,
     }
+}
+
+/// Is the compaction whose boundary was written at `boundary` one nobody counted (pure)? A
+/// reading of the session came after the newest compaction the marker counted and before the
+/// boundary (`before`, the reply a drop was measured from, else the marker's last reply:
+/// `PreCompact` forgets it, so after a counted compaction there is none from before its
+/// boundary), no recovery is pending or waiting for its receipt, and no boundary the marker
+/// accounted for is as new.
+pub fn unseen(m: &Marker, boundary: DateTime<Utc>, before: Option<DateTime<Utc>>) -> bool {
+    let read_before = before
+        .or(m.last_reply.map(|(_, at, _)| at))
+        .is_some_and(|at| at < boundary && m.compacted_at.is_none_or(|c| c < at));
+    read_before
+        && !m.recovery_pending
+        && m.receipt_pending.is_none()
+        && m.boundary_counted.is_none_or(|c| c < boundary)
+}
+
+/// What [`catch_up`] checkpoints: the transcript up to byte `until` (the compaction's line),
+/// the boundary's time, whether the client compacted by itself, and how a hook that took it
+/// meanwhile is recognised (the same compaction, its checkpoint replaced).
+struct Target {
+    until: u64,
+    boundary: Option<DateTime<Utc>>,
+    auto: bool,
+    repeat: Box<dyn Fn(&Marker) -> bool>,
+}
+
+/// Takes the checkpoint of a compaction no `PreCompact` counted, from the transcript up to its
+/// boundary, and counts and logs it: on Claude Code a boundary newer than any the marker
+/// accounts for ([`unseen`]); on Codex a `compacted` line beyond the compactions the marker
+/// counted (its rollout's own count). `before`: the reading before the boundary a drop was
+/// measured from, if any; `given`: the hook gives the recovery itself (else it is left pending
+/// for `SessionStart`). `None` when there is none to catch up.
+pub fn catch_up(
+    env: &Env,
+    config: &Config,
+    input: &HookInput,
+    peeked: &Marker,
+    before: Option<DateTime<Utc>>,
+    given: bool,
+    diag: &mut Diag,
+) -> Result<Option<Taken>> {
+    let path = Path::new(&input.transcript_path);
+    if input.transcript_path.is_empty() || peeked.recovery_pending {
+        return Ok(None);
+    }
+    let target: Target = if input.client() == Client::Codex {
+        // Compactions are counted by the rollout's `compacted` lines (a drop of context is in
+        // none).
+        let counted = |m: &Marker| m.compactions.saturating_sub(m.drops);
+        let Ok(written) = crate::rollout::compaction_count(path) else {
+            return Ok(None);
+        };
+        if written <= counted(peeked) {
+            return Ok(None);
+        }
+        let (mut file, len) = crate::files::open_regular(path, "rollout")?;
+        let Some((newest, _)) = crate::rollout::newest_compaction(&mut file, len)? else {
+            return Ok(None);
+        };
+        // Another hook that took it meanwhile: the same compaction, its checkpoint replaced.
+        Target {
+            until: newest,
+            boundary: None,
+            auto: true,
+            repeat: Box::new(move |m| counted(m) >= written),
+        }
+    } else {
+        let Some(b) = transcript::newest_boundary(path).ok().flatten() else {
+            return Ok(None);
+        };
+        let Some(at) = b.at.filter(|at| unseen(peeked, *at, before)) else {
+            return Ok(None);
+        };
+        // Another hook that took it meanwhile has counted its boundary.
+        Target {
+            until: b.start,
+            boundary: Some(at),
+            auto: b.auto,
+            repeat: Box::new(move |m| m.boundary_counted.is_some_and(|c| c >= at)),
+        }
+    };
+    let Target {
+        until,
+        boundary,
+        auto,
+        repeat,
+    } = target;
+    let compaction = HookInput {
+        session_id: input.session_id.clone(),
+        transcript_path: input.transcript_path.clone(),
+        cwd: input.cwd.clone(),
+        trigger: if auto { "auto" } else { "manual" }.to_string(),
+        ..HookInput::default()
+    };
+    // No summarizer can be steered any more: it ran.
+    let no_facts = |_: &Checkpoint, _: Option<&str>| None;
+    let occasion = Occasion::Compaction {
+        repeat: &*repeat,
+        facts: &no_facts,
+        after: true,
+        boundary,
+        given,
+    };
+    let paths = env.paths()?;
+    let taken = checkpointing::take(&paths, env, config, &compaction, until, &occasion, diag)?;
+    if taken.is_some() {
+        diag.note("a compaction no PreCompact counted: checkpointed from the transcript");
+    }
+    Ok(taken)
 }
 
 /// The daily log's line for a drop acted on (checkpoint `cp`, recovery given by `hook_event`).
@@ -106,12 +236,66 @@ mod tests {
         assert!(!is_drop(300_000, 260_000), "a small drop");
         assert!(!is_drop(120_000, 80_000), "less than 50k lost");
         let d = drop_of(903_000, 275_000);
-        assert_eq!(judge(&d, None, None), Verdict::Lost);
-        assert_eq!(judge(&d, Some(t(-30)), Some(true)), Verdict::Lost);
-        // A boundary after the older reading: a compaction, the receipt's to check.
-        assert_eq!(judge(&d, Some(t(30)), Some(true)), Verdict::Compacted);
+        assert_eq!(judge(&d, None, None, &Marker::new("s")), Verdict::Lost);
+        assert_eq!(
+            judge(&d, Some(t(-30)), Some(true), &Marker::new("s")),
+            Verdict::Lost
+        );
+        // A boundary after the older reading: a compaction, the receipt's to check when it was
+        // counted (a recovery pending, or `PreCompact` ran at or after the boundary's time)...
+        let counted = Marker {
+            recovery_pending: true,
+            ..Marker::new("s")
+        };
+        assert_eq!(
+            judge(&d, Some(t(30)), Some(true), &counted),
+            Verdict::Compacted
+        );
+        let accounted = Marker {
+            boundary_counted: Some(t(30)),
+            ..Marker::new("s")
+        };
+        assert_eq!(
+            judge(&d, Some(t(30)), Some(true), &accounted),
+            Verdict::Compacted
+        );
+        // ...and one nobody counted (`PreCompact` failed, or is not registered) when not.
+        assert_eq!(
+            judge(&d, Some(t(30)), Some(true), &Marker::new("s")),
+            Verdict::Unseen
+        );
+        let older = Marker {
+            compacted_at: Some(t(-100)),
+            boundary_counted: Some(t(-90)),
+            ..Marker::new("s")
+        };
+        assert_eq!(judge(&d, Some(t(30)), Some(true), &older), Verdict::Unseen);
+        // `PreCompact` counted one after the older reading: the receipt's.
+        let after = Marker {
+            compacted_at: Some(t(10)),
+            ..Marker::new("s")
+        };
+        assert_eq!(
+            judge(&d, Some(t(30)), Some(true), &after),
+            Verdict::Compacted
+        );
+        // Without a drop, the marker's last reply before the boundary is the evidence; none
+        // (`PreCompact` forgot it) is no evidence.
+        let read = Marker {
+            last_reply: Some((170_000, t(0), 200_000)),
+            ..Marker::new("s")
+        };
+        assert!(unseen(&read, t(30), None));
+        assert!(!unseen(&Marker::new("s"), t(30), None));
+        assert!(
+            !unseen(&read, t(-10), None),
+            "a boundary older than the reading"
+        );
         // The newer reply does not descend from the older one: a rewind.
-        assert_eq!(judge(&d, None, Some(false)), Verdict::Rewound);
+        assert_eq!(
+            judge(&d, None, Some(false), &Marker::new("s")),
+            Verdict::Rewound
+        );
     }
 
     /// The drops a transcript's readings would show, compared the strictest way a hook could

@@ -23,14 +23,13 @@ use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
 use serde_json::Value;
 
-use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpoint::Checkpoint;
 use crate::checkpointing;
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::diag::Diag;
 use crate::files;
 use crate::input::HookInput;
-use crate::marker::Store;
 use crate::transcript;
 
 /// How far before the newest boundary the turns after a checkpoint are looked for.
@@ -127,16 +126,6 @@ fn rebuild(
 ) -> Result<(Checkpoint, PathBuf)> {
     let paths = env.paths()?;
     let now = env.now();
-    let reading = checkpoint::read_transcript_until(Path::new(transcript), boundary)
-        .map_err(|e| format!("{e:#}"));
-    let checkpoints = CheckpointStore::new(&paths, &input.session_id);
-    let previous = old
-        .meta
-        .previous
-        .as_deref()
-        .and_then(|id| checkpoints.load_id(id).ok().flatten());
-    let store = Store::new(&paths, &input.session_id);
-    let marker = store.peek()?.unwrap_or_default();
     let hook_input = HookInput {
         session_id: input.session_id.clone(),
         trigger: old.meta.trigger.clone(),
@@ -145,48 +134,15 @@ fn rebuild(
         cwd: old.meta.cwd.clone(),
         ..HookInput::default()
     };
-    let mut cp = checkpointing::build(
-        &hook_input,
-        reading,
-        &marker,
-        checkpoints.next_id()?,
-        old.meta.previous.clone(),
-        config,
-        now,
-    );
-    // The same compaction, read further: its number, cycle and usage stay.
-    cp.meta.compaction = old.meta.compaction;
-    cp.meta.cycle = old.meta.cycle;
-    cp.meta.tokens_before = old.meta.tokens_before.or(cp.meta.tokens_before);
-    cp.meta.window = old.meta.window.or(cp.meta.window);
-    let memory_dir = crate::memory::client_dir_for(env, &cp.meta.cwd, transcript);
-    let project = crate::memory::project_of(env, &cp.meta.cwd);
-    let places = crate::memory::Places {
-        home: env.home.as_deref(),
-        project: &project,
+    // One way to take a checkpoint: the same compaction, read further ([`checkpointing::take`]
+    // says what the rebuilt one keeps).
+    let occasion = checkpointing::Occasion::Rebuild { old };
+    let Some(taken) =
+        checkpointing::take(&paths, env, config, &hook_input, boundary, &occasion, diag)?
+    else {
+        anyhow::bail!("no checkpoint rebuilt");
     };
-    checkpointing::note_saved_memories(&mut cp, memory_dir.as_deref(), previous.as_ref(), &places);
-    let task_store = env
-        .client_dir()
-        .and_then(|d| crate::tasks::dir(&d, &input.session_id))
-        .and_then(|d| crate::tasks::read(&d));
-    checkpointing::carry_forward(&mut cp, previous.as_ref(), task_store);
-    let old_path = store
-        .peek()?
-        .and_then(|m| m.last_checkpoint)
-        .unwrap_or_default();
-    let path = checkpoints.save(&cp)?;
-    let new_path = path.display().to_string();
-    // The session's newest checkpoint is this one now (the receipt and PostCompact's summary go
-    // beside it), unless another compaction came meanwhile.
-    let rebuilt = crate::marker::Event::CheckpointRebuilt {
-        from: old_path,
-        to: new_path,
-    };
-    store.update(&input.session_id, diag, |m, _| {
-        let stale = config.stale();
-        Ok((crate::marker::transition(m, &rebuilt, now, stale), ()))
-    })?;
+    let (cp, path) = (taken.cp, taken.path);
     let local = now.with_timezone(&Local);
     let line = format!(
         "- {} · session {} · compaction #{}: the summary was prepared ahead ({}), {turns} \

@@ -1,5 +1,5 @@
-//! One session step: what the hooks that can give context in a turn (`PreToolUse`,
-//! `UserPromptSubmit`, `PostToolBatch`) do with the session, in one pass.
+//! One session step: what the hooks that read the session in a turn (`PreToolUse`,
+//! `UserPromptSubmit`, `PostToolBatch`, `Stop`: a [`Route`]) do with it, in one pass.
 //!
 //! 1. [`peek`] the marker once, without the lock;
 //! 2. [`read`] what the transcript added since the last call once (and, only while the marker
@@ -12,8 +12,11 @@
 //!    logged, the texts rendered, in the order the model reads them (the recovery given
 //!    again, the drop's recovery, the nudge).
 //!
-//! `Stop` reads the same way but decides its own nudge (`nudge::decide_idle`), and leaves a drop
-//! to the next hook that can give its recovery.
+//! `Stop` takes the same step on its own route: its reading waits a moment for the turn's reply
+//! when no usage is known yet, it decides the idle nudge (`nudge::decide_idle`) instead of the
+//! trigger's, and it leaves a drop or a compaction nobody counted to the next hook that can give
+//! its recovery (its context reaches the user too, not as a recovery should). A compaction no
+//! `PreCompact` counted that this reading shows is caught up first ([`dropped::catch_up`]).
 
 use std::path::{Path, PathBuf};
 
@@ -37,11 +40,50 @@ use crate::reading::Reading;
 use crate::receipt::{self, AfterBoundary, Arrival};
 use crate::recovery::Kind;
 
+/// The hook a step is taken for: what arrives, turned into one typed value once (each hook's
+/// `handle` names its route), then matched on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Before a tool call: the receipt, a drop, the nudge (on a client that passes its context
+    /// on).
+    PreToolUse,
+    /// Before a prompt: the same, for turns with no tool call.
+    UserPromptSubmit,
+    /// After a batch of tool calls: a drop and the nudge; the receipt is left to the hooks that
+    /// run before a request.
+    PostToolBatch,
+    /// At the end of a turn: the idle nudge only.
+    Stop,
+}
+
+impl Route {
+    /// The client's name of the event.
+    pub fn event(self) -> &'static str {
+        match self {
+            Route::PreToolUse => event::PRE_TOOL_USE,
+            Route::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
+            Route::PostToolBatch => event::POST_TOOL_BATCH,
+            Route::Stop => event::STOP,
+        }
+    }
+
+    /// Does this route settle a compaction's receipt?
+    fn settles_receipts(self) -> bool {
+        matches!(self, Route::PreToolUse | Route::UserPromptSubmit)
+    }
+
+    /// Can this route give a recovery (a drop's, a compaction nobody counted)?
+    fn gives_recoveries(self) -> bool {
+        self != Route::Stop
+    }
+}
+
 /// What the step found before deciding: the observation of this call's reading (if it is
 /// news), what the client recorded after the newest boundary (only while a receipt waits), and
 /// what this route can do.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Seen {
+    pub route: Route,
     pub observation: Option<Observation>,
     pub after_boundary: Option<AfterBoundary>,
     /// The client process this hook runs under (`CLAUDE_PID`), for the receipt.
@@ -58,6 +100,7 @@ struct Seen {
 
 /// What one step decided.
 #[derive(Debug, PartialEq)]
+#[allow(clippy::struct_excessive_bools)]
 struct Decision {
     /// The marker after this call.
     pub marker: Marker,
@@ -67,6 +110,10 @@ struct Decision {
     pub nudge: Option<Nudge>,
     /// The drop of context this hook took, to act on once.
     pub drop: Option<PendingDrop>,
+    /// The idle nudge to give (`Stop`).
+    pub idle: bool,
+    /// A drop of context this reading showed, left for the next hook that can act on it.
+    pub new_drop: bool,
 }
 
 impl Decision {
@@ -75,6 +122,8 @@ impl Decision {
         self.receipt.is_none()
             && self.nudge.is_none()
             && self.drop.is_none()
+            && !self.idle
+            && !self.new_drop
             && !marker::worth_saving(before, &self.marker, REFRESH)
     }
 }
@@ -84,6 +133,19 @@ impl Decision {
 /// due on this route, then a drop of context taken by a hook that can act on it.
 fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> Decision {
     let stale = config.stale();
+    if seen.route == Route::Stop {
+        // The idle nudge, a level of its own; a drop the reading shows stays pending.
+        let (next, idle) = nudge::decide_idle(m, seen.observation.as_ref(), config, now, true);
+        let new_drop = next.pending_drop.is_some() && next.pending_drop != m.pending_drop;
+        return Decision {
+            marker: next,
+            receipt: None,
+            nudge: None,
+            drop: None,
+            idle,
+            new_drop,
+        };
+    }
     let (m, receipt) = match &seen.after_boundary {
         Some(after) => receipt::settle(m, after, seen.client_pid, now, stale),
         None => (m.clone(), None),
@@ -105,6 +167,8 @@ fn decide(m: &Marker, seen: &Seen, config: &Config, now: DateTime<Utc>) -> Decis
         receipt,
         nudge,
         drop,
+        idle: false,
+        new_drop: false,
     }
 }
 
@@ -128,13 +192,26 @@ fn read(
     store: &Store,
     input: &HookInput,
     quiet_if_missing: bool,
+    settle: Option<&Marker>,
     diag: &mut Diag,
 ) -> Option<Reading> {
     if input.transcript_path.is_empty() {
         diag.note("no transcript_path in the input; usage unknown");
         return None;
     }
-    match store.transcript_reading(Path::new(&input.transcript_path)) {
+    let started = std::time::Instant::now();
+    let path = Path::new(&input.transcript_path);
+    let mut reading = store.transcript_reading(path);
+    // `Stop` (`settle`): the turn's reply may not be on disk yet when no usage is known at all.
+    while let (Some(m), Ok(r)) = (settle, &reading) {
+        let known = r.tokens.is_some() || m.tokens.is_some();
+        if known || started.elapsed() >= SETTLE {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        reading = store.transcript_reading(path);
+    }
+    match reading {
         Ok(r) => {
             if r.gave_up {
                 diag.note(format!(
@@ -154,16 +231,214 @@ fn read(
     }
 }
 
-/// One step of `hook_event` (`PreToolUse`, `UserPromptSubmit`, `PostToolBatch`) for the session
-/// of `input`: the context to give, if any. `receipts`: this hook settles a compaction's
-/// receipt (`PostToolBatch` leaves it to the hooks that run before a request).
-pub fn take(
-    input: &HookInput,
-    env: &Env,
-    hook_event: &'static str,
-    receipts: bool,
-    diag: &mut Diag,
-) -> Result<Option<String>> {
+/// How long `Stop` waits for the turn's reply to reach the transcript when no usage is known at
+/// all: measured on the real 2.1.330 TUI, the hook often runs before the client has written the
+/// only reply of a text-only turn. Only then is it worth the wait; a known earlier reading is
+/// close enough.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// One hook call's shared inputs, each read once: what the step's parts take instead of each
+/// opening its own.
+struct Call<'a> {
+    input: &'a HookInput,
+    env: &'a Env,
+    paths: Paths,
+    config: Config,
+    route: Route,
+}
+
+impl Call<'_> {
+    /// The recovery block of the checkpoint at `cp` as a hook gives it.
+    fn recovery_block(&self, (cp, path): Given, diag: &mut Diag) -> String {
+        crate::recovering::handed_over(
+            &self.paths,
+            self.env,
+            &self.config,
+            &self.input.cwd,
+            cp,
+            &path,
+            Kind::Compact,
+            diag,
+        )
+    }
+
+    /// A receipt for a recovery this hook gives itself, beside its checkpoint (`drop`: the
+    /// drop of context it stands for, whose sizes it records).
+    fn given_here(
+        &self,
+        taken: &checkpointing::Taken,
+        drop: Option<&PendingDrop>,
+        diag: &mut Diag,
+    ) {
+        let checkpoint = taken.path.display().to_string();
+        let mut r = receipt::build(
+            Some(&taken.cp),
+            &checkpoint,
+            &AfterBoundary::default(),
+            Arrival::GivenAgain,
+            Some(self.route.event()),
+            None,
+            self.env.now(),
+        );
+        if let Some(drop) = drop {
+            r.pre_tokens = Some(drop.before);
+            r.post_tokens = Some(drop.after);
+            // No summarizer ran: no facts were handed to one.
+            r.facts_chars = 0;
+        }
+        if let Err(e) = receipt::save(self.paths.root(), &taken.path, &r) {
+            diag.note(format!("{e:#}"));
+        }
+    }
+
+    /// A compaction nobody counted ([`dropped::unseen`]), caught up by this hook, which gives
+    /// its recovery itself. The checkpoint whose recovery to give, or `None`.
+    fn catch_up(
+        &self,
+        marker: &Marker,
+        before: Option<DateTime<Utc>>,
+        diag: &mut Diag,
+    ) -> Result<Option<Given>> {
+        let (env, config, input) = (self.env, &self.config, self.input);
+        let Some(taken) = dropped::catch_up(env, config, input, marker, before, true, diag)? else {
+            return Ok(None);
+        };
+        self.given_here(&taken, None, diag);
+        Ok(Some((taken.cp, taken.path)))
+    }
+
+    /// A drop this hook took: judged on the transcript (a counted compaction or a rewind is no
+    /// drop; a compaction nobody counted is caught up), then checkpointed as a compaction, its
+    /// receipt written (given by this hook) and logged. The checkpoint whose recovery to give,
+    /// or `None`. `marker`: the session's, as this call recorded it.
+    fn act_on_drop(
+        &self,
+        drop: PendingDrop,
+        marker: &Marker,
+        diag: &mut Diag,
+    ) -> Result<Option<Given>> {
+        let input = self.input;
+        let path = Path::new(&input.transcript_path);
+        let boundary =
+            crate::transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
+                .ok()
+                .flatten();
+        let descends = checkpoint::chain::descends(path, drop.after_at, drop.before_at);
+        match dropped::judge(&drop, boundary, descends, marker) {
+            Verdict::Lost => {}
+            Verdict::Compacted => return Ok(None),
+            Verdict::Unseen => return self.catch_up(marker, Some(drop.before_at), diag),
+            Verdict::Rewound => {
+                diag.note(format!(
+                    "context fell from {} to {} tokens after a rewind: no drop",
+                    drop.before, drop.after
+                ));
+                return Ok(None);
+            }
+        }
+        let drop_input = HookInput {
+            session_id: input.session_id.clone(),
+            transcript_path: input.transcript_path.clone(),
+            cwd: input.cwd.clone(),
+            trigger: dropped::TRIGGER.to_string(),
+            ..HookInput::default()
+        };
+        let (paths, env, config) = (&self.paths, self.env, &self.config);
+        let occasion = Occasion::Drop;
+        let Some(taken) =
+            checkpointing::take(paths, env, config, &drop_input, u64::MAX, &occasion, diag)?
+        else {
+            return Ok(None);
+        };
+        self.given_here(&taken, Some(&drop), diag);
+        let local = env.now().with_timezone(&Local);
+        let hook_event = self.route.event();
+        daily_log::append(
+            paths,
+            local.date_naive(),
+            &dropped::log_line(&input.session_id, &drop, &taken.cp, hook_event, local),
+        )?;
+        Ok(Some((taken.cp, taken.path)))
+    }
+
+    /// A boundary this `reading` shows that no compaction the marker counted accounts for
+    /// (`PreCompact` failed or is not registered): caught up first, on the marker as it was
+    /// before it, its recovery given by this hook when its route can give one. The recovery
+    /// block, if any (the marker changed then: peek it again).
+    fn caught_up(
+        &self,
+        reading: Option<&Reading>,
+        peeked: &Marker,
+        diag: &mut Diag,
+    ) -> Option<String> {
+        let unseen = reading
+            .and_then(|r| r.boundary_at)
+            .is_some_and(|b| dropped::unseen(peeked, b, None));
+        let can_give = self.route != Route::PreToolUse
+            || reading.is_none_or(Reading::client_reads_pretooluse_context);
+        let codex = self.input.client() == crate::input::Client::Codex;
+        if !(unseen && can_give && self.route.gives_recoveries()) || codex {
+            return None;
+        }
+        let given = self.catch_up(peeked, None, diag).unwrap_or_else(|e| {
+            diag.note(format!("a compaction nobody counted: {e:#}"));
+            None
+        })?;
+        Some(self.recovery_block(given, diag))
+    }
+
+    /// What the decision gives, in the order the model reads it: the recovery given again, the
+    /// drop's recovery, the nudge (or the idle nudge).
+    fn give(
+        &self,
+        decided: Decision,
+        after: Option<&AfterBoundary>,
+        diag: &mut Diag,
+    ) -> Vec<String> {
+        let (input, env, config) = (self.input, self.env, &self.config);
+        let again = decided.receipt.and_then(|(checkpoint, arrival)| {
+            let cp = receipt::record(
+                &self.paths,
+                &input.session_id,
+                &checkpoint,
+                after?,
+                arrival,
+                self.route.event(),
+                env.now(),
+                diag,
+            )?;
+            Some(self.recovery_block(cp, diag))
+        });
+        let dropped = decided.drop.and_then(|drop| {
+            self.act_on_drop(drop, &decided.marker, diag)
+                .unwrap_or_else(|e| {
+                    diag.note(format!("context drop: {e:#}"));
+                    None
+                })
+                .map(|cp| self.recovery_block(cp, diag))
+        });
+        let nudge = decided.nudge.map(|level| {
+            let (place, make_room) =
+                memory::save_place_for(env, &input.cwd, &input.transcript_path, config);
+            nudge::nudge_text(level, &decided.marker, config, &place, make_room)
+        });
+        let idle = decided.idle.then(|| {
+            let place =
+                memory::short_save_place_for(env, &input.cwd, &input.transcript_path, config);
+            crate::config::idle_nudge_text(decided.marker.tokens.unwrap_or(0), &place)
+        });
+        [again, dropped, nudge, idle]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+/// A checkpoint whose recovery a hook gives, and where it is.
+type Given = (checkpoint::Checkpoint, PathBuf);
+
+/// One step of `route` for the session of `input`: the context to give, if any.
+pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Result<Option<String>> {
     if !input.agent_id.is_empty() {
         // A subagent's call: its context is not the main thread's, and its transcript is not
         // the main thread's usage.
@@ -174,13 +449,29 @@ pub fn take(
     let now = env.now();
     let peeked = peek(&store, &input.session_id, diag);
     let reporting = peeked.statusline_fresh(now, facts::LIMITS_FRESH);
-    let reading = read(&store, input, reporting, diag);
+    // Stop waits for the turn's reply only when the input names one.
+    let replied = route == Route::Stop && !input.last_assistant_message.trim().is_empty();
+    let reading = read(&store, input, reporting, replied.then_some(&peeked), diag);
     let config = Config::for_hook(&paths, env, diag);
-    let after_boundary = (receipts && receipt::waiting_at(&peeked, now))
+    let call = Call {
+        input,
+        env,
+        paths,
+        config,
+        route,
+    };
+    let caught = call.caught_up(reading.as_ref(), &peeked, diag);
+    let peeked = if caught.is_some() {
+        peek(&store, &input.session_id, diag)
+    } else {
+        peeked
+    };
+    let (paths, config) = (&call.paths, &call.config);
+    let after_boundary = (route.settles_receipts() && receipt::waiting_at(&peeked, now))
         .then(|| receipt::after_boundary(&input.transcript_path))
         .flatten()
         .filter(|seen| receipt::is_of(seen, &peeked));
-    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
+    let mut ctx = Context::new(config, env, paths, &input.cwd);
     ctx.client = input.client();
     let version = reading.as_ref().and_then(|r| r.client_version.clone());
     ctx.client_version = version.as_deref();
@@ -189,153 +480,32 @@ pub fn take(
     let modern = reading
         .as_ref()
         .is_none_or(Reading::client_reads_pretooluse_context);
-    let can_deliver = hook_event != event::PRE_TOOL_USE || modern;
+    let can_deliver = route != Route::PreToolUse || modern;
     let seen = Seen {
+        route,
         observation: reading
             .filter(|r| nudge::is_news(r, &peeked, now))
             .map(|r| nudge::observe(&r, &peeked, &ctx, now)),
         after_boundary,
         client_pid: env.client_pid,
         can_deliver,
-        at_prompt: nudge::withheld_past_the_point(hook_event, modern, ctx.client),
-        acts_on_drops: can_deliver && !input.transcript_path.is_empty(),
+        at_prompt: nudge::withheld_past_the_point(route.event(), modern, ctx.client),
+        acts_on_drops: can_deliver && route.gives_recoveries() && !input.transcript_path.is_empty(),
     };
-    if decide(&peeked, &seen, &config, now).nothing_new(&peeked) {
-        return Ok(None);
+    if decide(&peeked, &seen, config, now).nothing_new(&peeked) {
+        return Ok(caught);
     }
     // Decided again under the lock, on the marker as it is now. If the decision cannot be
     // recorded, nothing is given: an unrecorded nudge would repeat on every call.
     let decided = store.update(&input.session_id, diag, |current, _| {
-        let decided = decide(current, &seen, &config, now);
+        let decided = decide(current, &seen, config, now);
         Ok((decided.marker.clone(), decided))
     })?;
-    let again = decided.receipt.and_then(|(checkpoint, arrival)| {
-        let after = seen.after_boundary.as_ref()?;
-        let cp = receipt::record(
-            &paths,
-            &input.session_id,
-            &checkpoint,
-            after,
-            arrival,
-            hook_event,
-            now,
-            diag,
-        )?;
-        Some(recovery_block(&paths, env, &config, input, cp, diag))
-    });
-    let dropped = decided.drop.and_then(|drop| {
-        act_on_drop(&paths, env, &config, input, drop, hook_event, diag)
-            .unwrap_or_else(|e| {
-                diag.note(format!("context drop: {e:#}"));
-                None
-            })
-            .map(|cp| recovery_block(&paths, env, &config, input, cp, diag))
-    });
-    let nudge = decided.nudge.map(|level| {
-        let (place, make_room) =
-            memory::save_place_for(env, &input.cwd, &input.transcript_path, &config);
-        nudge::nudge_text(level, &decided.marker, &config, &place, make_room)
-    });
-    Ok([again, dropped, nudge]
+    let given = call.give(decided, seen.after_boundary.as_ref(), diag);
+    Ok(caught
         .into_iter()
-        .flatten()
+        .chain(given)
         .reduce(|a, b| format!("{a}\n\n{b}")))
-}
-
-/// The recovery block of the checkpoint at `cp` as a hook gives it.
-fn recovery_block(
-    paths: &Paths,
-    env: &Env,
-    config: &Config,
-    input: &HookInput,
-    (cp, path): (checkpoint::Checkpoint, PathBuf),
-    diag: &mut Diag,
-) -> String {
-    crate::recovering::handed_over(
-        paths,
-        env,
-        config,
-        &input.cwd,
-        cp,
-        &path,
-        Kind::Compact,
-        diag,
-    )
-}
-
-/// A drop this hook took: judged on the transcript (a compaction or a rewind is no drop), then
-/// checkpointed as a compaction, its receipt written (given by this hook) and logged. The
-/// checkpoint whose recovery to give, or `None`.
-fn act_on_drop(
-    paths: &Paths,
-    env: &Env,
-    config: &Config,
-    input: &HookInput,
-    drop: PendingDrop,
-    hook_event: &str,
-    diag: &mut Diag,
-) -> Result<Option<(checkpoint::Checkpoint, PathBuf)>> {
-    let path = Path::new(&input.transcript_path);
-    let boundary =
-        crate::transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
-            .ok()
-            .flatten();
-    let descends = checkpoint::chain::descends(path, drop.after_at, drop.before_at);
-    match dropped::judge(&drop, boundary, descends) {
-        Verdict::Lost => {}
-        Verdict::Compacted => return Ok(None),
-        Verdict::Rewound => {
-            diag.note(format!(
-                "context fell from {} to {} tokens after a rewind: no drop",
-                drop.before, drop.after
-            ));
-            return Ok(None);
-        }
-    }
-    let now = env.now();
-    let drop_input = HookInput {
-        session_id: input.session_id.clone(),
-        transcript_path: input.transcript_path.clone(),
-        cwd: input.cwd.clone(),
-        trigger: dropped::TRIGGER.to_string(),
-        ..HookInput::default()
-    };
-    let Some(taken) = checkpointing::take(
-        paths,
-        env,
-        config,
-        &drop_input,
-        u64::MAX,
-        &Occasion::Drop,
-        diag,
-    )?
-    else {
-        return Ok(None);
-    };
-    let checkpoint = taken.path.display().to_string();
-    let mut r = receipt::build(
-        Some(&taken.cp),
-        &checkpoint,
-        &AfterBoundary::default(),
-        Arrival::GivenAgain,
-        Some(hook_event),
-        None,
-        now,
-    );
-    r.pre_tokens = Some(drop.before);
-    r.post_tokens = Some(drop.after);
-    // No summarizer ran: no facts were handed to one.
-    r.facts_chars = 0;
-    if let Err(e) = receipt::save(paths.root(), &taken.path, &r) {
-        diag.note(format!("{e:#}"));
-    }
-    let local = now.with_timezone(&Local);
-    daily_log::append(
-        paths,
-        local.date_naive(),
-        &dropped::log_line(&input.session_id, &drop, &taken.cp, hook_event, local),
-    )?;
-    Ok(Some((taken.cp, taken.path)))
 }
 
 #[cfg(test)]
@@ -382,6 +552,7 @@ mod tests {
             ..Marker::new("s")
         };
         let seen = Seen {
+            route: Route::PreToolUse,
             observation: Some(obs(110_000, 20)),
             after_boundary: Some(AfterBoundary {
                 blocks: vec![1],
@@ -401,6 +572,7 @@ mod tests {
         assert_eq!(d.marker.state, State::Nudged);
         assert!(d.marker.receipt_pending.is_none() && d.marker.pending_drop.is_none());
         assert_eq!(d.marker.dropped_at, Some(t(20)));
+        assert!(!d.idle);
         // Decided again on what it recorded: nothing more to give.
         let again = decide(&d.marker, &seen, &config, t(22));
         assert_eq!((again.receipt, again.nudge, again.drop), (None, None, None));

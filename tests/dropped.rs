@@ -83,7 +83,8 @@ fn a_synthetic_drop_gives_one_checkpoint_and_one_recovery() {
         assert_eq!((again.code, again.stdout.as_str()), (0, ""), "{again:?}");
     }
     assert_eq!(checkpoints(&env).len(), 1);
-    let log = env.run(&["log"], "").stdout;
+    // The log of the day the drop was read (an hour from now: tomorrow, late in the evening).
+    let log = env.run_at(3600, &["log"], "").stdout;
     assert!(
         log.contains("context dropped without a compaction (903000 → 275000 tokens"),
         "{log}"
@@ -137,7 +138,9 @@ fn what_only_looks_like_a_drop_never_is_one() {
     );
     let run = env.run_at(150, &["pretooluse"], sub.to_string());
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
-    // A boundary before the small reply: the client compacted; no drop.
+    // A boundary before the small reply: the client compacted; no drop. No `PreCompact` counted
+    // that compaction here, so it is caught up as one (tests/unseen.rs): its checkpoint is the
+    // compaction's, up to the boundary, never a drop's.
     let env = TestEnv::new();
     let path = env.write(
         "t.jsonl",
@@ -152,8 +155,16 @@ fn what_only_looks_like_a_drop_never_is_one() {
         ],
     );
     let run = pretooluse_at(&env, 130, &path);
-    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
-    assert!(checkpoints(&env).is_empty());
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(decode_nudge(&run.stdout).contains("compaction #1"), "{run:?}");
+    let cps = checkpoints(&env);
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    assert_eq!(cps[0]["meta"]["trigger"], "auto");
+    assert_eq!(cps[0]["meta"]["tokens_before"], 903_000);
+    let log = env.run_at(130, &["log"], "").stdout;
+    assert!(!log.contains("context dropped"), "{log}");
+    let again = pretooluse_at(&env, 140, &path);
+    assert_eq!((again.code, again.stdout.as_str()), (0, ""), "{again:?}");
 }
 
 /// The transcript of [`a_synthetic_drop_gives_one_checkpoint_and_one_recovery`], its first

@@ -53,6 +53,8 @@ mod stop;
 mod summary_facts;
 #[cfg(unix)]
 mod then;
+#[cfg(unix)]
+mod unseen;
 mod versions;
 
 /// Under Windows (CI runs this suite under wine) the two modules above are not built; this says

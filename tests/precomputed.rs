@@ -151,3 +151,88 @@ fn resume_from_a_saved_summary_gives_a_recovery_that_covers_the_later_turns() {
     let again = env.run(&["sessionstart"], p.to_string());
     assert_eq!(again.stdout, "", "{again:?}");
 }
+
+/// Defect 3 of issue 42: the checkpoint rebuilt at the boundary keeps what the one it replaces
+/// recorded of the compaction: the facts `PreCompact` handed the summarizer (the receipt says
+/// they reached it) and the nudges of its cycle.
+#[test]
+fn a_rebuilt_checkpoint_keeps_the_facts_handed_over_and_the_cycles_nudges() {
+    let env = TestEnv::new();
+    // A 2.1.330 session (its PreCompact output reaches the summarizer) nudged at 150k.
+    let versioned = |line: String| {
+        let mut v: Value = serde_json::from_str(&line).unwrap();
+        v["version"] = json!("2.1.330");
+        v.to_string()
+    };
+    let path = env.write(
+        "t.jsonl",
+        &format!(
+            "{}\n{}\n",
+            versioned(prompt("first task: fix the lexer", -300)),
+            versioned(assistant_line(150_000, &time_from_now(-290)))
+        ),
+    );
+    let nudge = env.run_at(
+        -285,
+        &["pretooluse"],
+        pretooluse_payload(SESSION, &path).to_string(),
+    );
+    assert!(nudge.stdout.contains("additionalContext"), "{nudge:?}");
+    let pre = env.run_at(
+        -280,
+        &["precompact"],
+        precompact_payload(SESSION, &path, "auto", Value::Null).to_string(),
+    );
+    assert!(pre.stdout.starts_with(FACTS), "{pre:?}");
+    let facts = pre.stdout.chars().count();
+    append_lines(
+        &path,
+        &[
+            versioned(prompt("second task: add the parser tests", -200)),
+            versioned(assistant_line(160_000, &time_from_now(-190))),
+            boundary(-10),
+            summary(-9),
+        ],
+    );
+    let block = start(&env, &path, "compact", -5);
+    assert!(
+        block.contains("second task: add the parser tests"),
+        "rebuilt: {block}"
+    );
+    let show = env.run(&["checkpoint", "show", "--session", SESSION, "--json"], "");
+    let cp: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(cp["id"], json!("cp_002"), "{cp}");
+    assert_eq!(cp["meta"]["facts_chars"], json!(facts), "{cp}");
+    assert_eq!(cp["meta"]["nudges"], json!(["normal 150k"]), "{cp}");
+    // The receipt, once the next hook reads what the client recorded after the boundary.
+    append_lines(
+        &path,
+        &[versioned(assistant_line(30_000, &time_from_now(-2)))],
+    );
+    env.run_at(
+        -1,
+        &["pretooluse"],
+        pretooluse_payload(SESSION, &path).to_string(),
+    );
+    let status = env.run(&["status", "--session", SESSION], "");
+    assert!(
+        !status.stdout.contains("no facts"),
+        "the receipt says the facts reached the summarizer: {}",
+        status.stdout
+    );
+    let grouped = facts
+        .to_string()
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(
+        status
+            .stdout
+            .contains(&format!("facts {grouped} characters")),
+        "{}",
+        status.stdout
+    );
+}

@@ -185,3 +185,34 @@ fn the_log_names_every_nudge_of_the_cycle() {
         "{log}"
     );
 }
+
+/// Defect 2 of issue 42: the status line reports 260k of 1M while the newest reply on disk is
+/// the turn's first, at 150k (the client writes the rest later). The step ignores a reading
+/// older than the status line's, so `Stop` judges the session at 260k, where idle compaction
+/// can take it, and asks once.
+#[test]
+fn stop_judges_by_the_status_lines_newer_reading_not_an_older_reply_on_disk() {
+    let env = TestEnv::new();
+    let t = env.write(
+        "t.jsonl",
+        &(assistant_line_of("claude-opus-5-5", 150_000, &time_from_now(-60)) + "\n"),
+    );
+    let mut frame = statusline_payload(SESSION, Some(260_000), Some(1_000_000));
+    frame["transcript_path"] = json!(t.to_str().unwrap());
+    frame["model"]["id"] = json!("claude-opus-5-5");
+    let sl = env.statusline(&frame);
+    assert_eq!(sl.code, 0, "{sl:?}");
+    assert_eq!(env.marker(SESSION)["tokens"], json!(260_000));
+    let run = env.run(&["stop"], stop_payload(&t, false).to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    let out: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:?}"));
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("these 260k tokens"), "{text}");
+    assert_eq!(
+        env.marker(SESSION)["tokens"],
+        json!(260_000),
+        "not the older reply"
+    );
+}

@@ -52,28 +52,48 @@ struct Msg<'a> {
     content: Option<&'a RawValue>,
 }
 
-/// One record of the tree.
+/// A uuid as the tree keeps it: a 64-bit hash (`0` for none), so a node costs a few words
+/// whatever the record's size (a collision among a session's records is a 1 in 10^7 chance at a
+/// million of them).
+fn id_of(uuid: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    if uuid.is_empty() {
+        return 0;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    uuid.hash(&mut h);
+    h.finish().max(1)
+}
+
+/// One record of the tree: a user or assistant message, an attachment, a boundary (a progress
+/// record is no node: [`Tree::alias`]).
 #[derive(Debug, Clone)]
 struct Node {
-    uuid: String,
-    parent: Option<String>,
+    uuid: u64,
+    /// Its parent's id, through any progress records between (`0`: a root).
+    parent: u64,
     /// A prompt the user typed (not a tool result, not the client's own text).
     prompt: bool,
     /// Its text's start, for a prompt (records without a `uuid` repeat it: the queue, the
-    /// client's `last-prompt`).
-    text: Option<String>,
+    /// client's `last-prompt`): an index into the tree's texts.
+    text: Option<u32>,
     /// An assistant reply: its time and its message id (the records of one reply share it).
-    reply: Option<(Option<DateTime<Utc>>, Option<String>)>,
+    reply: Option<(Option<DateTime<Utc>>, u64)>,
     sidechain: bool,
     /// A user or assistant record (not a boundary, an attachment, a progress line).
     message: bool,
 }
 
-/// The records of a transcript (or its part after the newest boundary), as a tree.
+/// The records of a transcript (or its part after the newest boundary), as a tree, in memory
+/// bounded by what it needs: a few words per message, the prompts' texts, and one entry per
+/// progress record (long sessions are full of them) mapping it to the node it hangs from.
 #[derive(Debug, Default)]
 pub struct Tree {
     nodes: Vec<Node>,
-    index: HashMap<String, usize>,
+    index: HashMap<u64, u32>,
+    /// A progress record's id → the id of the nearest record above it that is a node.
+    alias: HashMap<u64, u64>,
+    texts: Vec<String>,
 }
 
 /// Is this content a typed prompt's: text, and no tool result?
@@ -95,10 +115,18 @@ impl Tree {
         let Ok(ids) = serde_json::from_slice::<Ids>(line) else {
             return;
         };
-        let Some(uuid) = ids.uuid.filter(|u| !u.is_empty()) else {
+        let uuid = ids.uuid.as_deref().map_or(0, id_of);
+        if uuid == 0 {
             return;
-        };
+        }
+        let parent = ids.parent.as_deref().map_or(0, id_of);
+        // Through the progress records between: the node they hang from.
+        let parent = self.alias.get(&parent).copied().unwrap_or(parent);
         let kind = ids.kind.as_deref().unwrap_or_default();
+        if kind == "progress" {
+            self.alias.insert(uuid, parent);
+            return;
+        }
         let prompt = kind == "user"
             && ids.meta != Some(true)
             && ids.summary != Some(true)
@@ -108,31 +136,43 @@ impl Tree {
                 ids.timestamp.as_deref().and_then(parse_time),
                 ids.message
                     .as_ref()
-                    .and_then(|m| m.id.as_deref().map(str::to_string)),
+                    .and_then(|m| m.id.as_deref())
+                    .map_or(0, id_of),
             )
         });
         let text = prompt
             .then(|| ids.message.as_ref().and_then(|m| m.content))
             .flatten()
-            .and_then(prompt_text);
+            .and_then(prompt_text)
+            .map(|t| {
+                self.texts.push(t);
+                u32::try_from(self.texts.len() - 1).unwrap_or(u32::MAX)
+            });
         let node = Node {
-            uuid: uuid.into_owned(),
-            parent: ids.parent.map(std::borrow::Cow::into_owned),
+            uuid,
+            parent,
             prompt,
             text,
             reply,
             sidechain: ids.sidechain == Some(true),
             message: matches!(kind, "user" | "assistant"),
         };
-        self.index.insert(node.uuid.clone(), self.nodes.len());
+        let Ok(at) = u32::try_from(self.nodes.len()) else {
+            return;
+        };
+        self.index.insert(uuid, at);
         self.nodes.push(node);
     }
 
+    fn text(&self, i: usize) -> Option<&String> {
+        self.nodes[i].text.and_then(|t| self.texts.get(t as usize))
+    }
+
     fn parent_of(&self, i: usize) -> Option<usize> {
-        self.nodes[i]
-            .parent
-            .as_deref()
-            .and_then(|p| self.index.get(p).copied())
+        let p = self.nodes[i].parent;
+        (p != 0)
+            .then(|| self.index.get(&p).map(|&at| at as usize))
+            .flatten()
     }
 
     /// The records from `leaf` up to its root (bounded: a cycle ends the walk).
@@ -160,22 +200,26 @@ impl Tree {
     fn abandoned_from(&self, leaf: usize) -> HashSet<usize> {
         let live: Vec<usize> = self.path_up(leaf);
         let live_set: HashSet<usize> = live.iter().copied().collect();
-        let mut children: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
+        let mut children: HashMap<u64, Vec<u32>> = HashMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
-            children.entry(n.parent.as_deref()).or_default().push(i);
+            if let Ok(i) = u32::try_from(i) {
+                children.entry(n.parent).or_default().push(i);
+            }
         }
+        let kids = |p: u64| children.get(&p).map_or(&[][..], Vec::as_slice);
         let mut roots = Vec::new();
         let mut forks = HashSet::new();
         for &c in &live {
             if !self.nodes[c].prompt {
                 continue;
             }
-            let parent = self.nodes[c].parent.as_deref();
+            let parent = self.nodes[c].parent;
             // Each fork once, however many live prompts hang from it.
             if !forks.insert(parent) {
                 continue;
             }
-            for &s in children.get(&parent).map_or(&[][..], Vec::as_slice) {
+            for &s in kids(parent) {
+                let s = s as usize;
                 if s != c && self.nodes[s].prompt && !live_set.contains(&s) {
                     roots.push(s);
                 }
@@ -186,8 +230,7 @@ impl Tree {
             if live_set.contains(&i) || !out.insert(i) {
                 continue;
             }
-            let uuid = self.nodes[i].uuid.as_str();
-            roots.extend(children.get(&Some(uuid)).into_iter().flatten().copied());
+            roots.extend(kids(self.nodes[i].uuid).iter().map(|&k| k as usize));
         }
         out
     }
@@ -198,18 +241,18 @@ impl Tree {
             return Gone::default();
         };
         let gone = self.abandoned_from(leaf);
-        let text_of = |i: &usize| self.nodes[*i].text.clone();
-        let live: HashSet<String> = (0..self.nodes.len())
+        let live: HashSet<&String> = (0..self.nodes.len())
             .filter(|i| !gone.contains(i))
-            .filter_map(|i| text_of(&i))
+            .filter_map(|i| self.text(i))
             .collect();
         Gone {
             texts: gone
                 .iter()
-                .filter_map(text_of)
+                .filter_map(|i| self.text(*i))
                 .filter(|t| !live.contains(t))
+                .cloned()
                 .collect(),
-            uuids: gone.iter().map(|i| self.nodes[*i].uuid.clone()).collect(),
+            uuids: gone.iter().map(|i| self.nodes[*i].uuid).collect(),
         }
     }
 
@@ -222,21 +265,17 @@ impl Tree {
         };
         let leaf = self.nodes.iter().rposition(|n| reply_at(n, after))?;
         // The records of the older reply: those written then, and their reply's other records.
-        let ids: HashSet<&str> = self
+        let ids: HashSet<u64> = self
             .nodes
             .iter()
             .filter(|n| reply_at(n, before))
-            .filter_map(|n| n.reply.as_ref().and_then(|(_, id)| id.as_deref()))
+            .filter_map(|n| n.reply.map(|(_, id)| id).filter(|id| *id != 0))
             .collect();
         let older: Vec<usize> = (0..self.nodes.len())
             .filter(|&i| {
                 let n = &self.nodes[i];
                 reply_at(n, before)
-                    || (!n.sidechain
-                        && n.reply
-                            .as_ref()
-                            .and_then(|(_, id)| id.as_deref())
-                            .is_some_and(|id| ids.contains(id)))
+                    || (!n.sidechain && n.reply.is_some_and(|(_, id)| ids.contains(&id)))
             })
             .collect();
         if older.is_empty() {
@@ -256,7 +295,7 @@ impl Tree {
 /// repeats.
 #[derive(Debug, Default)]
 pub struct Gone {
-    uuids: HashSet<String>,
+    uuids: HashSet<u64>,
     texts: HashSet<String>,
 }
 
@@ -287,12 +326,12 @@ impl Gone {
             return false;
         };
         if let Some(uuid) = rec.uuid {
-            return self.uuids.contains(uuid.as_ref());
+            return self.uuids.contains(&id_of(&uuid));
         }
         let repeats = |t: Option<String>| t.is_some_and(|t| self.texts.contains(&t));
         match rec.kind.as_deref() {
             Some("last-prompt") => {
-                rec.leaf.is_some_and(|l| self.uuids.contains(l.as_ref()))
+                rec.leaf.is_some_and(|l| self.uuids.contains(&id_of(&l)))
                     || repeats(rec.last_prompt.as_deref().map(key))
             }
             Some("queue-operation") => repeats(rec.content.and_then(prompt_text)),
@@ -360,6 +399,10 @@ mod tests {
         )
     }
 
+    fn ids(uuids: &[&str]) -> HashSet<u64> {
+        uuids.iter().map(|u| id_of(u)).collect()
+    }
+
     fn tree(lines: &[String]) -> Tree {
         tree_of((lines.join("\n") + "\n").as_bytes()).unwrap()
     }
@@ -400,9 +443,7 @@ mod tests {
     #[test]
     fn a_rewound_prompt_and_what_followed_it_are_abandoned() {
         let tr = tree(&rewound());
-        let mut gone: Vec<String> = tr.abandoned().uuids.into_iter().collect();
-        gone.sort();
-        assert_eq!(gone, ["a2", "p2", "r2"]);
+        assert_eq!(tr.abandoned().uuids, ids(&["a2", "p2", "r2"]));
         // What repeats the abandoned prompt without a uuid goes with it.
         let g = tr.abandoned();
         assert!(g.holds(
@@ -454,6 +495,25 @@ mod tests {
         assert_eq!(tr.descends(at(5), at(2)), Some(true));
     }
 
+    /// Progress records are no nodes (long sessions hold hundreds of thousands): a record that
+    /// hangs from one hangs from the node above it, and a rewind is still seen through them.
+    #[test]
+    fn progress_records_are_passed_through() {
+        let progress = |uuid: &str, parent: &str| {
+            format!(r#"{{"uuid":"{uuid}","parentUuid":"{parent}","type":"progress","data":{{}}}}"#)
+        };
+        let mut lines = rewound();
+        // a1 → x1 → x2 → p3 (the edited prompt hangs from progress below a1).
+        lines.insert(5, progress("x1", "a1"));
+        lines.insert(6, progress("x2", "x1"));
+        lines[7] = lines[7].replace(r#""parentUuid":"a1""#, r#""parentUuid":"x2""#);
+        let tr = tree(&lines);
+        assert_eq!(tr.nodes.len(), 7);
+        assert_eq!(tr.abandoned().uuids, ids(&["a2", "p2", "r2"]));
+        assert_eq!(tr.descends(at(6), at(1)), Some(true));
+        assert_eq!(tr.descends(at(6), at(3)), Some(false));
+    }
+
     #[test]
     fn an_edited_first_prompt_abandons_the_first_root() {
         let lines = vec![
@@ -462,8 +522,6 @@ mod tests {
             line("p1b", None, "user", r#""second try""#, &t(2)),
             line("a2", Some("p1b"), "assistant", "[]", &t(3)),
         ];
-        let mut gone: Vec<String> = tree(&lines).abandoned().uuids.into_iter().collect();
-        gone.sort();
-        assert_eq!(gone, ["a1", "p1"]);
+        assert_eq!(tree(&lines).abandoned().uuids, ids(&["a1", "p1"]));
     }
 }

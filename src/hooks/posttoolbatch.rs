@@ -90,7 +90,7 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     // The same session step, without the receipt (the hooks before a request settle it); a
     // drop this batch's reply shows (PostToolBatch often reads a new reply first) is acted on
     // here, once.
-    let text = crate::step::take(&input, env, event::POST_TOOL_BATCH, false, diag)?;
+    let text = crate::step::take(&input, env, crate::step::Route::PostToolBatch, diag)?;
     Ok(text
         .map(|text| additional_context(event::POST_TOOL_BATCH, text))
         .into())

@@ -158,6 +158,8 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         repeat: &repeat,
         facts: &facts,
         after: false,
+        boundary: None,
+        given: false,
     };
     let taken = checkpointing::take(&paths, env, &config, &input, u64::MAX, &occasion, diag)?;
     Ok(taken.and_then(|t| t.facts).into())

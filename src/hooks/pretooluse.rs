@@ -24,7 +24,7 @@ use crate::hooks::{additional_context, Diag, Outcome};
 /// the nudge.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::PRE_TOOL_USE)?;
-    let text = crate::step::take(&input, env, event::PRE_TOOL_USE, true, diag)?;
+    let text = crate::step::take(&input, env, crate::step::Route::PreToolUse, diag)?;
     Ok(text
         .map(|text| additional_context(event::PRE_TOOL_USE, text))
         .into())

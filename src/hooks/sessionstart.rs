@@ -15,8 +15,8 @@ use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointStore};
-use crate::checkpointing;
 use crate::config::{Config, Env};
+use crate::dropped;
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
@@ -130,55 +130,8 @@ fn load_checkpoint(root: &Path, path: &str, diag: &mut Diag) -> Option<(Checkpoi
     }
 }
 
-/// A Codex compaction that bypassed `PreCompact` (when the user switches to a model with a
-/// smaller window, Codex compacts without running it): the rollout holds a `compacted` line
-/// newer than what the marker counted, and nothing is pending. Its checkpoint is taken here,
-/// from the rollout up to that line, as `PreCompact` would have taken it; true when taken.
-fn take_bypassed(
-    paths: &Paths,
-    env: &Env,
-    config: &Config,
-    input: &HookInput,
-    peeked: Option<&Marker>,
-    diag: &mut Diag,
-) -> Result<bool> {
-    if peeked.is_some_and(|m| m.recovery_pending) {
-        return Ok(false);
-    }
-    let path = Path::new(&input.transcript_path);
-    // Compactions are counted by the rollout's `compacted` lines (a drop of context is in none).
-    let counted = |m: &Marker| m.compactions.saturating_sub(m.drops);
-    let Ok(written) = crate::rollout::compaction_count(path) else {
-        return Ok(false);
-    };
-    if written <= peeked.map_or(0, counted) {
-        return Ok(false);
-    }
-    let (mut file, len) = crate::files::open_regular(path, "rollout")?;
-    let Some((newest, _)) = crate::rollout::newest_compaction(&mut file, len)? else {
-        return Ok(false);
-    };
-    let compaction = HookInput {
-        session_id: input.session_id.clone(),
-        transcript_path: input.transcript_path.clone(),
-        cwd: input.cwd.clone(),
-        trigger: "auto".to_string(),
-        ..HookInput::default()
-    };
-    // Another start that took it meanwhile: the same compaction, its checkpoint replaced.
-    let repeat = |m: &Marker| counted(m) >= written;
-    let no_facts = |_: &Checkpoint, _: Option<&str>| None;
-    let occasion = checkpointing::Occasion::Compaction {
-        repeat: &repeat,
-        facts: &no_facts,
-        after: true,
-    };
-    let taken = checkpointing::take(paths, env, config, &compaction, newest, &occasion, diag)?;
-    Ok(taken.is_some())
-}
-
-/// This session's pending recovery, consumed under its lock (on Codex, after taking the
-/// checkpoint of a compaction that bypassed `PreCompact`).
+/// This session's pending recovery, consumed under its lock (after taking the checkpoint of a
+/// compaction no `PreCompact` counted: [`dropped::catch_up`]).
 fn own(
     paths: &Paths,
     env: &Env,
@@ -191,11 +144,19 @@ fn own(
     // Most session starts have nothing pending: answer without the lock.
     let mut peeked = store.peek().ok().flatten();
     let codex = input.client() == Client::Codex;
-    if codex
-        && input.source == "compact"
-        && take_bypassed(paths, env, config, input, peeked.as_ref(), diag)?
-    {
-        peeked = store.peek().ok().flatten();
+    // The boundary this start follows (Claude Code's; Codex counts its `compacted` lines).
+    let boundary = (input.source == "compact" && !codex)
+        .then(|| transcript::newest_boundary(Path::new(&input.transcript_path)).ok())
+        .flatten()
+        .flatten()
+        .and_then(|b| b.at);
+    if input.source == "compact" {
+        let m = peeked
+            .clone()
+            .unwrap_or_else(|| Marker::new(&input.session_id));
+        if dropped::catch_up(env, config, input, &m, None, false, diag)?.is_some() {
+            peeked = store.peek().ok().flatten();
+        }
     }
     // Codex resuming a session compacts before the turn, then starts it twice: `resume`, then
     // `compact`. The compaction's own start gives its recovery.
@@ -248,7 +209,12 @@ fn own(
             handed_at: now,
             client_pid,
         }));
-        Ok((marker::transition(m, &handed, now, stale), path))
+        let mut next = marker::transition(m, &handed, now, stale);
+        // The boundary this recovery follows is accounted for.
+        if let Some(at) = boundary.filter(|_| path.is_some()) {
+            next = marker::transition(&next, &Event::BoundaryCounted(at), now, stale);
+        }
+        Ok((next, path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }

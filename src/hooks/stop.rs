@@ -13,54 +13,19 @@
 //! subagent, never under `-p` or the SDK (no idle compaction there), and not with `idle_nudge`
 //! off.
 
-use std::path::Path;
-
 use anyhow::Result;
 
-use crate::config::{idle_nudge_text, Config, Env};
+use crate::config::{Config, Env};
 use crate::event;
-use crate::facts::Context;
 use crate::hooks::{additional_context, Diag, Outcome};
-use crate::marker::{Marker, Store};
-use crate::memory;
-use crate::nudge;
+#[cfg(test)]
+use crate::marker::Marker;
+#[cfg(test)]
 use crate::nudge::decide_idle as decide;
 
-/// How long `Stop` waits for the turn's reply to reach the transcript when no usage is known at
-/// all: measured on the real 2.1.330 TUI, the hook often runs before the client has written the
-/// only reply of a text-only turn. Only then is it worth the wait; a known earlier reading is
-/// close enough.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
-
-/// The transcript's reading, waiting up to [`SETTLE`] for the turn's reply when the input names
-/// one (`last_assistant_message`) and neither the transcript nor the marker knows any usage yet.
-/// A transcript that cannot be read is not waited for.
-fn read_settled(
-    store: &Store,
-    path: &Path,
-    marker: &Marker,
-    replied: bool,
-    diag: &mut Diag,
-) -> Option<crate::reading::Reading> {
-    let started = std::time::Instant::now();
-    loop {
-        match store.transcript_reading(path) {
-            Ok(r) => {
-                let known = r.tokens.is_some() || marker.tokens.is_some();
-                if known || !replied || started.elapsed() >= SETTLE {
-                    return Some(r);
-                }
-            }
-            Err(e) => {
-                diag.note(format!("{e:#}; usage unknown"));
-                return None;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
-/// The hook, given its input and environment.
+/// The hook, given its input and environment: the session step on the `Stop` route
+/// ([`crate::step::take`]), which reads the transcript as the other hooks do (a reading older
+/// than the status line's is no news) and decides the idle nudge.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::STOP)?;
     // Codex never compacts an idle session, and fails a Stop hook that answers with context.
@@ -69,54 +34,13 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         return Ok(Outcome::Quiet);
     }
     let paths = env.paths()?;
-    let config = Config::for_hook(&paths, env, diag);
-    if !config.idle_nudge {
+    if !Config::for_hook(&paths, env, diag).idle_nudge {
         return Ok(Outcome::Quiet);
     }
-    let store = Store::new(&paths, &input.session_id);
-    let now = env.now();
-    let marker = store
-        .peek()
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Marker::new(&input.session_id));
-    let mut ctx = Context::new(&config, env, &paths, &input.cwd);
-    let reading = if input.transcript_path.is_empty() {
-        None
-    } else {
-        let replied = !input.last_assistant_message.trim().is_empty();
-        read_settled(
-            &store,
-            Path::new(&input.transcript_path),
-            &marker,
-            replied,
-            diag,
-        )
-    };
-    if let Some(r) = &reading {
-        ctx.client_version = r.client_version.as_deref();
-    }
-    let observation = reading
-        .as_ref()
-        .map(|r| nudge::observe(r, &marker, &ctx, now));
-    let (next, nudge) = decide(&marker, observation.as_ref(), &config, now, true);
-    // A drop of context this reading shows is recorded for the next hook that can give its
-    // recovery (this one's context reaches the user, not as a recovery should).
-    let new_drop = next.pending_drop.is_some() && next.pending_drop != marker.pending_drop;
-    if !nudge && !new_drop {
-        return Ok(Outcome::Quiet);
-    }
-    let (nudged, tokens) = store.update(&input.session_id, diag, |current, _| {
-        let (next, nudge) = decide(current, observation.as_ref(), &config, now, true);
-        let tokens = next.tokens.unwrap_or(0);
-        Ok((next, (nudge, tokens)))
-    })?;
-    if !nudged {
-        return Ok(Outcome::Quiet);
-    }
-    let place = memory::short_save_place_for(env, &input.cwd, &input.transcript_path, &config);
-    let text = idle_nudge_text(tokens, &place);
-    Ok(Outcome::Print(additional_context(event::STOP, text)))
+    let text = crate::step::take(&input, env, crate::step::Route::Stop, diag)?;
+    Ok(text
+        .map(|text| additional_context(event::STOP, text))
+        .into())
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::hooks::{additional_context, Diag, Outcome};
 /// ([`crate::step::take`]).
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let input = super::parse_event(bytes, event::USER_PROMPT_SUBMIT)?;
-    let text = crate::step::take(&input, env, event::USER_PROMPT_SUBMIT, true, diag)?;
+    let text = crate::step::take(&input, env, crate::step::Route::UserPromptSubmit, diag)?;
     Ok(text
         .map(|text| additional_context(event::USER_PROMPT_SUBMIT, text))
         .into())

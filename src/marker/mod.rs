@@ -194,6 +194,11 @@ pub struct Marker {
     /// Codex rollout records only the client's: its count is compared with the rest).
     #[serde(skip_serializing_if = "is_zero")]
     pub drops: u64,
+    /// The newest `compact_boundary` a counted compaction accounts for (its recovery handed
+    /// over, or caught up when no `PreCompact` counted it): a newer one with nothing pending is
+    /// a compaction nobody saw ([`crate::dropped::unseen`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boundary_counted: Option<DateTime<Utc>>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -311,6 +316,9 @@ pub enum Event {
     },
     /// Another session's `SessionStart` showed the newest checkpoint as a digest.
     DigestGiven,
+    /// The compaction whose boundary was written at this time is counted (see
+    /// `boundary_counted`).
+    BoundaryCounted(DateTime<Utc>),
     /// `SessionEnd` wrote this final checkpoint.
     Ended {
         checkpoint: String,
@@ -638,6 +646,9 @@ pub fn transition(
             }
         }
         Event::DigestGiven => m.digest_given = true,
+        Event::BoundaryCounted(at) => {
+            m.boundary_counted = Some(m.boundary_counted.map_or(*at, |c| c.max(*at)));
+        }
         Event::Ended { checkpoint } => {
             // The cycle goes on: a session resumed later is the same session (`-p` ends every
             // run), and its nudges were given.

@@ -339,6 +339,45 @@ pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
     newest_boundary_time_with(path, classify)
 }
 
+/// The newest `compact_boundary` of a transcript: where its line starts, when it was written,
+/// and whether the client compacted by itself (an automatic one records its `preTokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewestBoundary {
+    pub start: u64,
+    pub at: Option<DateTime<Utc>>,
+    pub auto: bool,
+}
+
+/// [`NewestBoundary`] of the transcript at `path`, found in its tail (as
+/// [`newest_boundary_time`] finds it); `None` when the tail holds none.
+pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
+    let (mut file, len) = crate::files::open_regular(path, "transcript")?;
+    let mut found = None;
+    scan_backwards(
+        &mut file,
+        len,
+        FIRST_CHUNK,
+        MAX_SCAN,
+        MAX_LINE,
+        |line, start| match classify(line) {
+            Verdict::Boundary {
+                at,
+                auto_pre_tokens,
+            } => {
+                found = Some(NewestBoundary {
+                    start,
+                    at,
+                    auto: auto_pre_tokens.is_some(),
+                });
+                true
+            }
+            _ => false,
+        },
+    )
+    .with_context(|| format!("reading transcript {}", path.display()))?;
+    Ok(found)
+}
+
 /// [`newest_boundary_time`] with a reader of lines of its own (another client's).
 pub fn newest_boundary_time_with(
     path: &Path,
