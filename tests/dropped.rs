@@ -156,7 +156,10 @@ fn what_only_looks_like_a_drop_never_is_one() {
     );
     let run = pretooluse_at(&env, 130, &path);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(decode_nudge(&run.stdout).contains("compaction #1"), "{run:?}");
+    assert!(
+        decode_nudge(&run.stdout).contains("compaction #1"),
+        "{run:?}"
+    );
     let cps = checkpoints(&env);
     assert_eq!(cps.len(), 1, "{cps:?}");
     assert_eq!(cps[0]["meta"]["trigger"], "auto");

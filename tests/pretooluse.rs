@@ -316,10 +316,17 @@ fn a_compact_boundary_after_arming_starts_a_new_cycle_that_can_rearm() {
     text.push_str(&(boundary_line(&time_from_now(5)) + "\n"));
     std::fs::write(&path, &text).unwrap();
     let run = env.pretooluse(&payload);
-    assert!(decode_nudge(&run.stdout).contains("compaction #1"), "{run:?}");
+    assert!(
+        decode_nudge(&run.stdout).contains("compaction #1"),
+        "{run:?}"
+    );
     let m = env.marker(SESSION);
     assert_eq!(
-        (m["state"].as_str(), m["cycle"].as_u64(), m["compactions"].as_u64()),
+        (
+            m["state"].as_str(),
+            m["cycle"].as_u64(),
+            m["compactions"].as_u64()
+        ),
         (Some("idle"), Some(1), Some(1))
     );
     assert_eq!(m["tokens"], Value::Null);

@@ -259,7 +259,10 @@ fn checkpoints_are_numbered_kept_five_and_logged() {
         .collect();
     logs.sort();
     assert!((1..=2).contains(&logs.len()), "{logs:?}");
-    let log: String = logs.iter().map(|l| fs::read_to_string(l).unwrap()).collect();
+    let log: String = logs
+        .iter()
+        .map(|l| fs::read_to_string(l).unwrap())
+        .collect();
     assert_eq!(log.matches("## ").count(), 7, "{log}");
     assert!(log.contains("compaction #7 (auto)"));
     assert!(log.contains("- last request: now run a failing command"));

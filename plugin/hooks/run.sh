@@ -135,7 +135,9 @@ case "$limit" in '' | *[!0-9]*) limit=120 ;; esac
 
 lock="$data/fetch.lock"
 failed="$data/fetch.failed"
-said="$data/fetch.said"
+# Inside the lock: it goes with the download it was said of, and none is said of a download
+# already over.
+said="$lock/said"
 
 # Runs "$@", killed after $limit seconds if it has not ended: wget has no bound on a whole
 # download (a server that trickles a byte every few seconds never trips its read timeout), and
@@ -162,7 +164,7 @@ bounded() {
 fetch() {
     tmp="$data/fetch.$$"
     job=
-    trap 'rm -rf "$tmp" "$lock" "$said"' EXIT
+    trap 'rm -rf "$tmp" "$lock"' EXIT
     # Stopped, it stops its download too.
     trap '[ -z "$job" ] || kill "$job" 2>/dev/null; exit 1' HUP INT TERM
     rm -rf "$tmp"
