@@ -45,7 +45,15 @@ moments, and checks the block against truths this file derives itself from the t
                 arguments): the first 40 characters (whitespace collapsed) are in the block.
   rewind        only for transcripts with a rewind (two user children of the same parentUuid):
                 the live conversation is the parentUuid chain from the newest line at the cut;
-                no prompt or reply off that chain (its first 40 characters) appears in the block.
+                no prompt or reply off that chain (its first 40 characters) appears in the block,
+                unless a text on the chain holds them too (a prompt retyped after the rewind).
+  decisions     the user's answers to the agent's questions in the part the compaction takes
+                (after the newest compact_boundary before the cut), as the client recorded them:
+                the tool_result of an AskUserQuestion call: its toolUseResult's `answers`
+                (question -> answer), else the `"question"="answer"` pairs of its text. A result
+                that is an error, a refusal ("doesn't want to proceed") or a timeout ("No
+                response after") names no decision. Pass: the first 40 characters of each of the
+                three newest answers are in the block.
 
 What it must share with the product: what counts as a test/build/lint/typecheck command (a list
 of runners written here, RUNNERS, from the runners' own documentation, not copied from either
@@ -734,11 +742,47 @@ def check_rewind(block, sess, cut, live):
                 t = b.get("text", "") if b.get("type") == "text" else ""
                 if len(t.split()) >= 4 and not WRAPPER.match(t):
                     gone.append((i, flat(t)[:40]))
-    shown = [(i, k) for i, k in gone if k and k in flat(block)]
+    # A prompt retyped after the rewind (the same words, extended) is the live one's text too.
+    live_texts = [flat(b.get("text", "")) for e in sess.entries[:cut] if on_main(e) and e.get("uuid") in live
+                  for b in blocks_of(e) if b.get("type") == "text"]
+    shown = [(i, k) for i, k in gone if k and k in flat(block) and not any(k in t for t in live_texts)]
     return (not shown, "%d abandoned texts" % len(gone), "shown: line %d %s" % (shown[0][0] + 1, shown[0][1]) if shown else "")
 
 
-ITEMS = ["verification", "stale", "plan", "plan-cut", "prs", "ask", "goal", "rewind"]
+ANSWER_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"', re.S)
+
+
+def answers(sess, cut):
+    """[(at, question, answer)] of the AskUserQuestion results after the newest boundary before
+    the cut, oldest first."""
+    start = max((i for i, e in enumerate(sess.entries[:cut]) if e and e.get("type") == "system"
+                 and e.get("subtype") == "compact_boundary"), default=-1)
+    out = []
+    for tid in sess.order:
+        call, res = sess.calls.get(tid), sess.results[tid]
+        if not call or call["name"] != "AskUserQuestion" or not (start < res["at"] < cut):
+            continue
+        text = res["text"]
+        if res["error"] or "want to proceed" in text or text.startswith("No response after"):
+            continue
+        extra = res["extra"] if isinstance(res["extra"], dict) else {}
+        pairs = [(q, a) for q, a in (extra.get("answers") or {}).items() if isinstance(a, str)]
+        if not pairs:
+            pairs = ANSWER_PAIR.findall(text)
+        out.extend((res["at"], q, a) for q, a in pairs if a.strip())
+    return out
+
+
+def check_decisions(block, sess, cut):
+    got = answers(sess, cut)[-3:]
+    if not got:
+        return None
+    missing = [(at, a) for at, q, a in got if flat(a)[:40] not in flat(block)]
+    return (not missing, "%d answers: %s" % (len(got), "; ".join(flat(a)[:40] for _, _, a in got)),
+            "missing line %d: %s" % (missing[0][0] + 1, flat(missing[0][1])[:60]) if missing else "")
+
+
+ITEMS = ["verification", "stale", "plan", "plan-cut", "prs", "ask", "goal", "rewind", "decisions"]
 
 
 def measure(block, sess, cut):
@@ -752,6 +796,7 @@ def measure(block, sess, cut):
         "ask": check_ask(block, sess, cut, live),
         "goal": check_goal(block, sess, cut, live),
         "rewind": check_rewind(block, sess, cut, live),
+        "decisions": check_decisions(block, sess, cut),
     }
 
 

@@ -50,7 +50,75 @@ pub enum Occasion<'a> {
     /// The checkpoint `old` of this compaction, rebuilt up to its boundary: the session went on
     /// after a summary prepared ahead (`crate::precomputed`). The same compaction, read further:
     /// it keeps what `old` recorded of the compaction ([`read_further`]).
-    Rebuild { old: &'a Checkpoint },
+    Rebuild {
+        old: &'a Checkpoint,
+        /// `SessionStart` hands the rebuilt checkpoint's recovery over in the same update.
+        hand: Option<&'a HandOver>,
+    },
+}
+
+/// A pending recovery as `SessionStart` hands it over: when, to which client process (for the
+/// receipt), the boundary it follows (counted), and the model the start names.
+#[derive(Debug, Clone)]
+pub struct HandOver {
+    pub at: DateTime<Utc>,
+    pub client_pid: Option<u32>,
+    pub boundary: Option<DateTime<Utc>>,
+    pub model: Option<String>,
+}
+
+/// The marker once `SessionStart` handed over the recovery of `checkpoint` (`None`: consumed
+/// even if unreadable, so a broken one is not retried on every start; the next hook checks that
+/// it arrived, the receipt): the boundary it follows counted, the model it names recorded.
+pub fn hand_over(
+    m: &Marker,
+    hand: &HandOver,
+    checkpoint: Option<String>,
+    stale: Duration,
+) -> Marker {
+    let counted = checkpoint.is_some();
+    let handed = Event::Handed(checkpoint.map(|checkpoint| marker::ReceiptPending {
+        compaction: m.compactions,
+        checkpoint,
+        handed_at: hand.at,
+        client_pid: hand.client_pid,
+    }));
+    let mut next = marker::transition(m, &handed, hand.at, stale);
+    if let Some(at) = hand.boundary.filter(|_| counted) {
+        next = marker::transition(&next, &Event::BoundaryCounted(at), hand.at, stale);
+    }
+    name_model(&next, hand, stale)
+}
+
+/// The marker with the model `SessionStart` names, when it is new.
+pub fn name_model(m: &Marker, hand: &HandOver, stale: Duration) -> Marker {
+    match &hand.model {
+        Some(model) if m.session_model.as_ref() != Some(model) => {
+            let named = Event::ModelNamed(model.clone());
+            marker::transition(m, &named, hand.at, stale)
+        }
+        _ => m.clone(),
+    }
+}
+
+/// How much of the transcript a checkpoint reads (as if it ended at byte `end`), and the file
+/// when the hook already opened it for this call (the readers share one open).
+pub struct Until<'a> {
+    pub end: u64,
+    pub opened: Option<&'a mut checkpoint::Opened>,
+}
+
+impl Until<'_> {
+    /// The whole transcript, opened by the checkpoint.
+    pub const WHOLE: Until<'static> = Until {
+        end: u64::MAX,
+        opened: None,
+    };
+
+    /// Up to byte `end`, opened by the checkpoint.
+    pub fn at(end: u64) -> Until<'static> {
+        Until { end, opened: None }
+    }
 }
 
 /// A checkpoint taken: the checkpoint and where it is, whether it was written now (a repeat
@@ -61,6 +129,8 @@ pub struct Taken {
     pub path: PathBuf,
     pub written: bool,
     pub facts: Option<String>,
+    /// Its recovery was handed over in the same update (a rebuild at `SessionStart`).
+    pub handed: bool,
 }
 
 /// Takes the checkpoint of this `occasion` for the session of `input` (whose `trigger` says
@@ -74,17 +144,21 @@ pub fn take(
     env: &Env,
     config: &Config,
     input: &HookInput,
-    until: u64,
+    until: Until,
     occasion: &Occasion,
     diag: &mut Diag,
 ) -> Result<Option<Taken>> {
     let now = env.now();
     let stale = config.stale();
-    let reading = if input.transcript_path.is_empty() {
-        Err("no transcript_path in the input".to_string())
-    } else {
-        checkpoint::read_transcript_until(Path::new(&input.transcript_path), until)
-            .map_err(|e| format!("{e:#}"))
+    let reading = match (input.transcript_path.is_empty(), until.opened) {
+        (true, _) => Err("no transcript_path in the input".to_string()),
+        (false, Some(opened)) => {
+            checkpoint::read_opened_until(opened, until.end).map_err(|e| format!("{e:#}"))
+        }
+        (false, None) => {
+            checkpoint::read_transcript_until(Path::new(&input.transcript_path), until.end)
+                .map_err(|e| format!("{e:#}"))
+        }
     };
     if let Err(e) = &reading {
         diag.note(format!("{e}; the checkpoint holds only metadata"));
@@ -116,12 +190,12 @@ pub fn take(
         // A repeat replaces the previous checkpoint, and a rebuild its own: carry from the one
         // before it.
         let replaced = match occasion {
-            Occasion::Rebuild { old } => Some(old.meta.previous.as_deref()),
+            Occasion::Rebuild { old, .. } => Some(old.meta.previous.as_deref()),
             _ if repeat => Some(latest.as_ref().and_then(|l| l.meta.previous.as_deref())),
             _ => None,
         };
         let previous = match (occasion, &latest) {
-            (Occasion::Rebuild { old }, _) => old.meta.previous.clone(),
+            (Occasion::Rebuild { old, .. }, _) => old.meta.previous.clone(),
             (_, latest) => latest.as_ref().map(|cp| cp.id.clone()),
         };
         let mut cp = build(
@@ -158,7 +232,7 @@ pub fn take(
         };
         // What was printed for the summarizer, recorded for the compaction's receipt.
         cp.meta.facts_chars = facts.as_ref().map_or(0, |f| f.chars().count());
-        if let Occasion::Rebuild { old } = occasion {
+        if let Occasion::Rebuild { old, .. } = occasion {
             read_further(&mut cp, old);
         }
         if let Occasion::End = occasion {
@@ -189,12 +263,14 @@ pub fn take(
         };
         let checkpoint = path.display().to_string();
         let event = match occasion {
-            Occasion::End => Event::Ended { checkpoint },
+            Occasion::End => Event::Ended {
+                checkpoint: checkpoint.clone(),
+            },
             // The session's newest checkpoint is this one now (the receipt and PostCompact's
             // summary go beside it), unless another compaction came meanwhile.
             Occasion::Rebuild { .. } => Event::CheckpointRebuilt {
                 from: current.last_checkpoint.clone().unwrap_or_default(),
-                to: checkpoint,
+                to: checkpoint.clone(),
             },
             Occasion::Compaction { .. } | Occasion::Drop => {
                 // A writer killed mid-write leaves its temp file; compaction is rare enough to
@@ -203,7 +279,7 @@ pub fn take(
                     files::sweep_temp_files(dir, Duration::from_secs(60));
                 }
                 Event::Compacted {
-                    checkpoint,
+                    checkpoint: checkpoint.clone(),
                     tokens: cp.meta.tokens_before,
                     auto: input.trigger == "auto",
                     repeat,
@@ -212,6 +288,16 @@ pub fn take(
             }
         };
         let mut next = marker::transition(current, &event, now, stale);
+        // Handed over with it, unless another start took the recovery meanwhile.
+        let hand = match occasion {
+            Occasion::Rebuild {
+                hand: Some(hand), ..
+            } if current.recovery_pending => Some(*hand),
+            _ => None,
+        };
+        if let Some(hand) = hand {
+            next = hand_over(&next, hand, Some(checkpoint.clone()), stale);
+        }
         if let Occasion::Compaction {
             boundary: Some(at), ..
         } = occasion
@@ -231,6 +317,7 @@ pub fn take(
             path,
             written: first.is_none(),
             facts,
+            handed: hand.is_some(),
         };
         Ok((next, Some((taken, retry_of))))
     })?;

@@ -163,18 +163,20 @@ decisions, open tasks and next steps are not yet saved, save them now, {where}, 
 before anything else; then continue.";
 
 /// The default texts when the client's auto-compaction is off: nothing will make room by itself,
-/// so no compaction is announced; the window's end is what comes.
-const OFF_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before the context \
-window is full ({tokens} of {window} tokens are in use), and auto-compaction is off, so nothing \
-will make room by itself. Save durable knowledge to memory now, {where}: decisions and their \
-reasons, user preferences, debugging insights, project facts, open tasks and next steps. Keep it \
-brief; then tell the user the context is nearly full, so that they can run {make_room} before it \
-fills, and continue with the task.";
+/// and the client stops accepting requests at its blocking limit (`{compact_at}`, 23k before
+/// the window's end on 2.1.332). The agent saves now, and tells the user what comes next
+/// (`{restart}`: what `/compact` and `/clear` each do, the soft restart ctxguard completes).
+const OFF_NUDGE_TEXT: &str = "ctxguard: about {headroom} tokens are left before Claude Code \
+stops accepting requests, at {compact_at} tokens ({tokens} of {window} are in use): \
+auto-compaction is off, so nothing makes room by itself. Save durable knowledge to memory now, \
+{where}: decisions and their reasons, user preferences, debugging insights, project facts, open \
+tasks and next steps. Keep it brief; then tell the user the context is nearly full and what \
+comes next: {restart} Then continue with the task.";
 
-const OFF_CRITICAL_TEXT: &str = "ctxguard: the context window is almost full: about {headroom} \
-tokens are left ({tokens} of {window} tokens are in use), and auto-compaction is off. If \
-decisions, open tasks and next steps are not yet saved, save them now, {where}, in a few lines, \
-before anything else; then tell the user to run {make_room} now.";
+const OFF_CRITICAL_TEXT: &str = "ctxguard: Claude Code stops accepting requests in about \
+{headroom} tokens, at {compact_at} ({tokens} of {window} are in use), and auto-compaction is \
+off. If decisions, open tasks and next steps are not yet saved, save them now, {where}, in a \
+few lines, before anything else; then tell the user to make room now: {restart}";
 
 /// The default texts when the client compacts only once a request no longer fits the window
 /// (no threshold for this model): where a request overflows (4k before the window's end) is the

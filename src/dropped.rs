@@ -178,7 +178,15 @@ pub fn catch_up(
         given,
     };
     let paths = env.paths()?;
-    let taken = checkpointing::take(&paths, env, config, &compaction, until, &occasion, diag)?;
+    let taken = checkpointing::take(
+        &paths,
+        env,
+        config,
+        &compaction,
+        checkpointing::Until::at(until),
+        &occasion,
+        diag,
+    )?;
     if taken.is_some() {
         diag.note("a compaction no PreCompact counted: checkpointed from the transcript");
     }

@@ -163,6 +163,11 @@ fn render_usage(gauge: &Gauge, color: bool) -> String {
         // reads 100% while requests still fit: beside it, a count of tokens left would
         // contradict it, so none is shown while it is.
         (Ending::CompactsWhenFull, _) if indicator => "compacts when full".to_string(),
+        // Auto-compaction off: the client stops accepting requests at its blocking limit, and
+        // says "Context limit reached" there; the count is to that point, never to the window's
+        // end beyond it.
+        (Ending::Full, true) => "limit reached".to_string(),
+        (Ending::Full, false) => format!("limit in {}", human(l.headroom(tokens))),
         (_, true) => "window full".to_string(),
         (_, false) => format!("full in {}", human(l.headroom(tokens))),
     };

@@ -138,7 +138,22 @@ pub fn nudge_text(
         window,
         compact_at: marker.compact_at.unwrap_or(window),
     };
-    render_text(template, numbers, place, make_room)
+    let template = template.replace("{restart}", &restart(make_room));
+    render_text(&template, numbers, place, make_room)
+}
+
+/// What comes next for a user whose client does not compact by itself, in the client's own
+/// commands (`make_room`: `/compact or /clear`, or `/clear` alone with `DISABLE_COMPACT`): the
+/// soft restart. `/clear` after a nudge of the same cycle brings the checkpoint back in full
+/// (`recovering::after_clear`).
+fn restart(make_room: &str) -> String {
+    let clear = "/clear starts a fresh context, and ctxguard brings this session's checkpoint \
+                 (goal, last requests, failures, files, the memories just saved) back into it.";
+    if make_room.contains("/compact") {
+        format!("/compact summarises the conversation in place; {clear}")
+    } else {
+        clear.to_string()
+    }
 }
 
 /// Is this transcript reading news to the marker, or older news than the status line's last
@@ -184,10 +199,10 @@ pub fn withheld_past_the_point(hook_event: &str, modern: bool, client: Client) -
     (hook_event == event::USER_PROMPT_SUBMIT && modern) || client == Client::Codex
 }
 
-/// Is usage at or past the point where the client auto-compacts (never when that is off)?
+/// Is usage at or past the point where the client auto-compacts, or, with auto-compaction off,
+/// where it stops accepting requests (it refuses the prompt: nothing given with it arrives)?
 fn past_the_point(marker: &Marker) -> bool {
-    let off = matches!(marker.compact_source, Some(CompactSource::Off(_)));
-    !off && matches!((marker.tokens, marker.compact_at), (Some(t), Some(c)) if t >= c)
+    matches!((marker.tokens, marker.compact_at), (Some(t), Some(c)) if t >= c)
 }
 
 /// [`decide`] for a route that may not reach the model: where the client drops this route's

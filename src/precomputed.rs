@@ -17,7 +17,7 @@
 //! checkpoint), saved as the session's newest, and the recovery shows it.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use chrono::{DateTime, Local, Utc};
@@ -80,50 +80,43 @@ pub fn grown(path: &Path, after: DateTime<Utc>) -> Option<(u64, usize)> {
     Some((start, turns_after(&region, after)))
 }
 
-/// At `SessionStart(compact)`: `cp` (at `path`), or a fresh checkpoint when the session went on
-/// after it and before the boundary. A problem keeps `cp`, with a note.
-pub fn refresh(
-    env: &Env,
-    config: &Config,
-    input: &HookInput,
-    cp: Checkpoint,
-    path: PathBuf,
-    diag: &mut Diag,
-) -> (Checkpoint, PathBuf) {
-    let Some(created) = cp.meta.created_at else {
-        return (cp, path);
-    };
+/// A rebuild due at `SessionStart`: the transcript, where its newest boundary starts, and how
+/// many turns came between the checkpoint and it.
+pub struct Due {
+    transcript: String,
+    boundary: u64,
+    turns: usize,
+}
+
+/// Is a rebuild of `cp` due: did the session go on after it and before the boundary?
+pub fn due(input: &HookInput, cp: &Checkpoint) -> Option<Due> {
+    let created = cp.meta.created_at?;
     let transcript = if input.transcript_path.is_empty() {
         cp.meta.transcript_path.clone()
     } else {
         input.transcript_path.clone()
     };
-    let Some((boundary, turns)) = grown(Path::new(&transcript), created) else {
-        return (cp, path);
-    };
-    if turns == 0 {
-        return (cp, path);
-    }
-    match rebuild(env, config, input, &cp, &transcript, boundary, turns, diag) {
-        Ok(fresh) => fresh,
-        Err(e) => {
-            diag.note(format!("refreshing the checkpoint at the boundary: {e:#}"));
-            (cp, path)
-        }
-    }
+    let (boundary, turns) = grown(Path::new(&transcript), created)?;
+    (turns > 0).then_some(Due {
+        transcript,
+        boundary,
+        turns,
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn rebuild(
+/// A fresh checkpoint of the compaction `old` stands for, up to its boundary, saved as the
+/// session's newest and logged; its recovery handed over in the same update when `hand` is
+/// given (unless another start took it meanwhile: `Taken::handed` says).
+pub fn rebuild(
     env: &Env,
     config: &Config,
     input: &HookInput,
     old: &Checkpoint,
-    transcript: &str,
-    boundary: u64,
-    turns: usize,
+    due: &Due,
+    hand: Option<&checkpointing::HandOver>,
     diag: &mut Diag,
-) -> Result<(Checkpoint, PathBuf)> {
+) -> Result<checkpointing::Taken> {
+    let (transcript, boundary, turns) = (due.transcript.as_str(), due.boundary, due.turns);
     let paths = env.paths()?;
     let now = env.now();
     let hook_input = HookInput {
@@ -136,13 +129,20 @@ fn rebuild(
     };
     // One way to take a checkpoint: the same compaction, read further ([`checkpointing::take`]
     // says what the rebuilt one keeps).
-    let occasion = checkpointing::Occasion::Rebuild { old };
-    let Some(taken) =
-        checkpointing::take(&paths, env, config, &hook_input, boundary, &occasion, diag)?
+    let occasion = checkpointing::Occasion::Rebuild { old, hand };
+    let Some(taken) = checkpointing::take(
+        &paths,
+        env,
+        config,
+        &hook_input,
+        checkpointing::Until::at(boundary),
+        &occasion,
+        diag,
+    )?
     else {
         anyhow::bail!("no checkpoint rebuilt");
     };
-    let (cp, path) = (taken.cp, taken.path);
+    let cp = &taken.cp;
     let local = now.with_timezone(&Local);
     let line = format!(
         "- {} · session {} · compaction #{}: the summary was prepared ahead ({}), {turns} \
@@ -163,7 +163,7 @@ fn rebuild(
     if let Err(e) = daily_log::append(&paths, local.date_naive(), &line) {
         diag.note(format!("{e:#}"));
     }
-    Ok((cp, path))
+    Ok(taken)
 }
 
 #[cfg(test)]

@@ -141,6 +141,32 @@ pub struct AfterBoundary {
     pub blocks: Vec<u64>,
 }
 
+/// What the transcript shows since the recovery `m` waits for was handed over: after its
+/// newest `compact_boundary` ([`after_boundary`]), or, for the block a `/clear` brought into a
+/// session that never compacted (number 0, `recovering::full_after_clear`), from its start.
+pub fn since_handover(m: &Marker, transcript: &str) -> Option<AfterBoundary> {
+    let cleared = m.compactions == 0
+        && m.receipt_pending
+            .as_ref()
+            .is_some_and(|p| p.compaction == 0);
+    if !cleared {
+        return after_boundary(transcript);
+    }
+    if transcript.is_empty() {
+        return None;
+    }
+    let (file, _) = files::open_regular(Path::new(transcript), "transcript").ok()?;
+    let mut head = Vec::new();
+    file.take(TAIL).read_to_end(&mut head).ok()?;
+    Some(AfterBoundary {
+        blocks: head
+            .split(|b| *b == b'\n')
+            .filter_map(recorded_block)
+            .collect(),
+        ..AfterBoundary::default()
+    })
+}
+
 /// Reads the part of the transcript after its newest `compact_boundary` (bounded); `None` when
 /// it has none, or it cannot be read.
 pub fn after_boundary(transcript: &str) -> Option<AfterBoundary> {
@@ -207,7 +233,8 @@ fn scan_with<R: Read + Seek>(
 /// `developer` message. The block must open the context: a CLAUDE.md or AGENTS.md snapshot, a
 /// kept tool result or a prompt that merely quotes its first words is never a delivery.
 pub fn recorded_block(line: &[u8]) -> Option<u64> {
-    memchr::memmem::find(line, BLOCK_MARK)?;
+    let clear = crate::recovery::CLEAR_HEADER.as_bytes();
+    memchr::memmem::find(line, BLOCK_MARK).or_else(|| memchr::memmem::find(line, clear))?;
     let v: Value = serde_json::from_slice(line).ok()?;
     let texts: Vec<&str> = if v.get("type").and_then(Value::as_str) == Some("attachment") {
         let a = v.get("attachment")?;
@@ -239,6 +266,10 @@ pub fn recorded_block(line: &[u8]) -> Option<u64> {
 
 /// The compaction number a recovery block opens with (`## ctxguard recovery: compaction #N`).
 fn block_number(text: &str) -> Option<u64> {
+    // The block a `/clear` brought into a new session, which has not compacted.
+    if text.trim_start().starts_with(crate::recovery::CLEAR_HEADER) {
+        return Some(0);
+    }
     let rest = text.trim_start().strip_prefix("## ")?;
     let rest = rest.strip_prefix(std::str::from_utf8(BLOCK_MARK).ok()?)?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

@@ -22,7 +22,13 @@ pub enum Kind {
     Resume,
     /// A new session (clear, startup, fork): a digest of the previous one in this project.
     Previous,
+    /// A new session after the `/clear` that followed a nudge with auto-compaction off: the
+    /// cleared session's work, in full (the soft restart).
+    Clear,
 }
+
+/// How the block after a soft restart opens (`receipt` looks for it in the new transcript).
+pub const CLEAR_HEADER: &str = "## ctxguard recovery: the work before /clear";
 
 /// Compactions after which a fresh session is suggested.
 const MANY_COMPACTIONS: u64 = 3;
@@ -171,6 +177,15 @@ fn render_checkpoint(
              Recorded mechanically from the transcript before that compaction ({trigger}, {when}).",
             m.compaction
         ),
+        Kind::Clear => format!(
+            "{CLEAR_HEADER}\n\
+             Session {} in this directory saved what mattered when ctxguard asked, and the user \
+             ran /clear to go on in a fresh context: this is where its work stood, recorded \
+             mechanically from its transcript when it ended ({trigger}, {when}{}), so you can \
+             pick up where it left off.",
+            cut(&sanitize(&m.session_id, true), 80),
+            compactions(m.compaction)
+        ),
         Kind::Previous => format!(
             "## ctxguard: previous session in this project\n\
              The last checkpoint of session {} in this directory ({trigger}, {when}{}), for \
@@ -227,7 +242,7 @@ fn render_checkpoint(
         .is_some_and(|c| !c.trim().is_empty())
         && matches!(kind, Kind::Compact | Kind::Resume)
         && !m.at_session_end();
-    let earlier: Vec<String> = if focus {
+    let mut earlier: Vec<String> = if focus {
         Vec::new()
     } else {
         cp.earlier_asks
@@ -237,6 +252,11 @@ fn render_checkpoint(
             .cloned()
             .collect()
     };
+    // No request since the previous compaction: the newest before it is the one in flight, and
+    // ranks as the recent ones do (not first cut for space, below a finished task's plan).
+    if asks.is_empty() && !earlier.is_empty() {
+        asks.push(earlier.remove(0));
+    }
     let set_aside = if focus {
         cp.earlier_asks.iter().filter(not_goal).count()
     } else {
@@ -440,6 +460,12 @@ fn render_checkpoint(
     sections.extend([
         Section::new(goal_title, "goal", 10, goal),
         Section::new(requests_title, "requests", 11, asks),
+        Section::new(
+            "The user's decisions (their answers to your questions, newest first):",
+            "decisions",
+            10,
+            cp.decisions.iter().rev().cloned().collect(),
+        ),
         Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
         Section::new("Where the work lives:", "branch", 9, place),
@@ -476,7 +502,7 @@ fn render_checkpoint(
     if !focus {
         // After the gist, as before: the instructions of a compaction without a focus of the
         // user's own are rarely what the next step turns on.
-        sections.insert(7, focus_section(1));
+        sections.insert(8, focus_section(1));
     }
     if sections.iter().all(|s| s.items.is_empty()) && cp.named_in_summary == 0 {
         // Nothing to recover: one line, not a block of empty headings.
@@ -504,7 +530,7 @@ fn render_checkpoint(
             cp.named_in_summary
         ));
     }
-    if m.compaction > MANY_COMPACTIONS && kind != Kind::Previous {
+    if m.compaction > MANY_COMPACTIONS && matches!(kind, Kind::Compact | Kind::Resume) {
         footer.push_str(&format!(
             "Note: this session has been compacted {} times, and each summary loses detail. \
              Consider writing a handoff (state, decisions, next steps) to memory and starting a \

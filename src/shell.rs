@@ -60,13 +60,39 @@ fn heredoc_end(line: &str) -> Option<String> {
 /// `command` with the text inside its quotes (`'…'`, `"…"`, across lines too) blanked byte for
 /// byte, so offsets stay the same: what a quoted string says (a commit message naming `cargo
 /// test`, `echo "a; b"`) is no command, and its `;` or `|` splits nothing. The string after
-/// `-c` (`sh -c "npm test"`) is a command and is kept. An unbalanced quote blanks the rest.
+/// `-c` (`sh -c "npm test"`) is a command and is kept. An unbalanced quote blanks the rest. A
+/// here-document's body is blanked whole, quotes or not, up to its terminator.
 fn blank_quotes(command: &str) -> String {
     let bytes = command.as_bytes();
     let mut out = bytes.to_vec();
     let mut i = 0;
+    let mut line_start = 0;
     while i < bytes.len() {
         let q = bytes[i];
+        if q == b'\n' {
+            // A here-document the line opened (its `<<` outside quotes) is text up to its
+            // terminator: an apostrophe in it opens no quote over the commands after it.
+            let opened = std::str::from_utf8(&out[line_start..i])
+                .ok()
+                .and_then(|plain| plain.find("<<"))
+                .and_then(|at| heredoc_end(&command[line_start + at..i]));
+            i += 1;
+            if let Some(end) = opened {
+                while i < bytes.len() {
+                    let eol = command[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                    let last = command[i..eol].trim() == end;
+                    if !last {
+                        out[i..eol].fill(b' ');
+                    }
+                    i = (eol + 1).min(bytes.len());
+                    if last {
+                        break;
+                    }
+                }
+            }
+            line_start = i;
+            continue;
+        }
         if q != b'\'' && q != b'"' {
             i += 1;
             continue;
@@ -387,6 +413,16 @@ mod tests {
     use super::*;
     #[cfg(unix)]
     use std::process::Command;
+
+    #[test]
+    fn an_apostrophe_in_a_here_document_hides_no_command_after_it() {
+        let command = "cat >> NOTES.md <<'EOF'\nthe exporter's header\nEOF\npytest -q";
+        let lines: Vec<String> = command_lines(command).into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lines, ["cat >> NOTES.md <<'   '", "pytest -q"]);
+        // Blanked byte for byte: offsets stay those of the command.
+        assert_eq!(blank_quotes(command).len(), command.len());
+        assert!(blank_quotes("echo \"<<EOF\"\nnpm test").ends_with("npm test"));
+    }
 
     /// The words the real `/bin/sh` passes for `line`, or `None` if it fails to run it.
     #[cfg(unix)]

@@ -319,11 +319,28 @@ impl Call<'_> {
     ) -> Result<Option<Given>> {
         let input = self.input;
         let path = Path::new(&input.transcript_path);
-        let boundary =
-            crate::transcript::newest_boundary_time_with(path, crate::rollout::classifier(path))
+        // A Claude Code transcript is opened once for the judge and the checkpoint: the
+        // boundary, the rewind tree (built once) and the checkpoint's read share it.
+        let mut opened = (!crate::rollout::is_rollout(path))
+            .then(|| checkpoint::Opened::open(path).ok())
+            .flatten();
+        let (boundary, descends) = match opened.as_mut() {
+            Some(o) => (
+                o.newest_boundary_time(),
+                o.tree(u64::MAX)
+                    .ok()
+                    .and_then(|t| t.descends(drop.after_at, drop.before_at)),
+            ),
+            None => (
+                crate::transcript::newest_boundary_time_with(
+                    path,
+                    crate::rollout::classifier(path),
+                )
                 .ok()
-                .flatten();
-        let descends = checkpoint::chain::descends(path, drop.after_at, drop.before_at);
+                .flatten(),
+                checkpoint::chain::descends(path, drop.after_at, drop.before_at),
+            ),
+        };
         match dropped::judge(&drop, boundary, descends, marker) {
             Verdict::Lost => {}
             Verdict::Compacted => return Ok(None),
@@ -345,8 +362,12 @@ impl Call<'_> {
         };
         let (paths, env, config) = (&self.paths, self.env, &self.config);
         let occasion = Occasion::Drop;
+        let until = checkpointing::Until {
+            end: u64::MAX,
+            opened: opened.as_mut(),
+        };
         let Some(taken) =
-            checkpointing::take(paths, env, config, &drop_input, u64::MAX, &occasion, diag)?
+            checkpointing::take(paths, env, config, &drop_input, until, &occasion, diag)?
         else {
             return Ok(None);
         };
@@ -468,7 +489,7 @@ pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Resu
     };
     let (paths, config) = (&call.paths, &call.config);
     let after_boundary = (route.settles_receipts() && receipt::waiting_at(&peeked, now))
-        .then(|| receipt::after_boundary(&input.transcript_path))
+        .then(|| receipt::since_handover(&peeked, &input.transcript_path))
         .flatten()
         .filter(|seen| receipt::is_of(seen, &peeked));
     let mut ctx = Context::new(config, env, paths, &input.cwd);

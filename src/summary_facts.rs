@@ -114,7 +114,7 @@ impl Section {
 pub fn render(cp: &Checkpoint) -> Option<String> {
     // Over the size, the item worth least goes first (the later of equals): in the order a
     // resuming engineer needs them (issue 18): the newest ask and the queued messages, the
-    // goal, the open tasks, the last verification, where the work lives, what was saved, the
+    // goal and the user's decisions, the open tasks, the last verification, where the work lives, what was saved, the
     // files; an older ask or a task beyond the first few are worth less than the next kind.
     let newest_first: Vec<&String> = cp.asks.iter().rev().collect();
     let asks = newest_first
@@ -139,6 +139,14 @@ pub fn render(cp: &Checkpoint) -> Option<String> {
         .iter()
         .filter(|g| !cp.asks.iter().any(|a| same_ask(g, a)))
         .map(|g| (g.clone(), 85))
+        .collect();
+    // The user's answers to the agent's questions, newest first: the newest two with the goal.
+    let decisions = cp
+        .decisions
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(n, d)| (d.clone(), if n < 2 { 86 } else { 60 }))
         .collect();
     let tasks = cp
         .todos
@@ -184,6 +192,7 @@ pub fn render(cp: &Checkpoint) -> Option<String> {
     let mut sections = [
         Section::new("The user's newest requests (newest first; [queued]: typed while the assistant was working)", asks),
         Section::new("The session's goal (the user's first request)", goal),
+        Section::new("The user's decisions (answers to the assistant's questions, newest first)", decisions),
         Section::new("Open tasks", tasks),
         Section::new("Last test, build or lint run and its verdict", verification),
         Section::new("Where the work lives", place),

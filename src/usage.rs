@@ -20,6 +20,11 @@ pub const AUTOCOMPACT_MARGIN: u64 = 13_000;
 /// overflows 4k before the window's end (docs/client-code.md).
 pub const OVERFLOW_MARGIN: u64 = 4_000;
 
+/// With auto-compaction off, the client stops accepting requests at its blocking limit: the
+/// model's window less the output reservation less this margin (`wfo` in 2.1.332, `dC0` in
+/// 2.1.14: 3000), unless `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE` sets it (docs/client-code.md).
+pub const BLOCKING_MARGIN: u64 = 3_000;
+
 /// The usage block of one API reply, as the status line and the transcript both carry it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenCounts {

@@ -20,8 +20,9 @@
 //! `modelSettings.<model>.autoCompactWindow` for this model, else the top-level
 //! `autoCompactWindow` (managed, local, project, user settings in that order). Never above the
 //! window. Then, when this session's client was seen auto-compacting on the same window, the
-//! point is calibrated on it ([`limits`]). With auto-compaction off, the point is the window's
-//! end.
+//! point is calibrated on it ([`limits`]). With auto-compaction off, the point is where the
+//! client stops accepting requests: its blocking limit, the window less the output reservation
+//! less 3k (177k of 200k on 2.1.332), whatever compaction window is set.
 
 use std::collections::BTreeMap;
 
@@ -87,7 +88,8 @@ pub enum CompactSource {
     Setting(String),
     /// This session's client was seen auto-compacting there.
     Observed,
-    /// Auto-compaction is off (what turned it off): the point is the window's end.
+    /// Auto-compaction is off (what turned it off): the point is where the client stops
+    /// accepting requests, its blocking limit (23k before the window's end on 2.1.332).
     Off(String),
     /// The client does not compact this model at a threshold (the model, as the client names
     /// it): it sends every request, and compacts when the API refuses one as too long for the
@@ -106,9 +108,10 @@ impl CompactSource {
             CompactSource::Env => "CLAUDE_CODE_AUTO_COMPACT_WINDOW".into(),
             CompactSource::Setting(origin) => origin.clone(),
             CompactSource::Observed => "where this session last auto-compacted".into(),
-            CompactSource::Off(origin) => {
-                format!("the window's end: auto-compaction is off ({origin})")
-            }
+            CompactSource::Off(origin) => format!(
+                "where the client stops accepting requests (its blocking limit): \
+                 auto-compaction is off ({origin})"
+            ),
             CompactSource::Reactive(model) => format!(
                 "4k before the window's end, where a request no longer fits even with the \
                  smallest reply: Claude Code compacts {model} only then, not at a threshold"
@@ -136,7 +139,8 @@ pub enum Ending {
     /// Compaction only when a request no longer fits the window (`compact_at` is where it
     /// overflows, [`crate::usage::OVERFLOW_MARGIN`] before its end).
     CompactsWhenFull,
-    /// No auto-compaction: the window fills (`compact_at` is its end).
+    /// No auto-compaction: the client stops accepting requests at its blocking limit
+    /// (`compact_at`), until the user runs `/compact` or `/clear`.
     Full,
 }
 
@@ -248,26 +252,36 @@ pub struct CompactFacts {
     pub observed: Option<(u64, u64)>,
     /// The highest reading of this session that did not compact, and the window then.
     pub uncompacted: Option<(u64, u64)>,
+    /// With auto-compaction off, how far before the window's end the client stops accepting
+    /// requests (its output reservation and [`crate::usage::BLOCKING_MARGIN`]: 23k on 2.1.330
+    /// and 2.1.332, 3k on 2.1.14)...
+    pub stop_buffer: u64,
+    /// ...or where, when `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE` says.
+    pub stop_override: Option<u64>,
 }
 
 /// Limits for `window`, with the compaction window from `facts`, and where it came from.
 ///
-/// With auto-compaction off nothing compacts: the point that matters is the end of the window,
-/// where the session can go no further until `/compact` or `/clear`.
+/// With auto-compaction off nothing compacts: the point that matters is where the client stops
+/// accepting requests (its blocking limit, `stop_buffer` before the window's end), and the
+/// session can go no further until `/compact` or `/clear`.
 ///
 /// A seen auto-compaction calibrates the point: the client's threshold lies above the highest
 /// reading that did not compact and at or below the boundary's `preTokens` (exact). The computed
 /// point is kept when it lies there, else moved to the nearest end of that interval.
 pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, CompactSource) {
     if let Some(off) = &facts.off {
+        // The client's blocking limit is of the model's window: the compaction window and the
+        // percent apply only to auto-compaction.
         let mut policy = policy.clone();
         policy.autocompact_window = None;
         policy.autocompact_pct = None;
-        policy.compact_buffer_tokens = 0;
-        return (
-            Limits::compute(window, &policy),
-            CompactSource::Off(off.clone()),
-        );
+        policy.compact_buffer_tokens = facts.stop_buffer;
+        let mut limits = Limits::compute(window, &policy);
+        if let Some(at) = facts.stop_override {
+            limits = limits.compacting_at(at.min(window), &policy);
+        }
+        return (limits, CompactSource::Off(off.clone()));
     }
     // A compaction window set for the model (a variable, a flag, a setting) makes the client
     // compact at its threshold whatever the model; without one, some models compact only when
@@ -593,6 +607,7 @@ mod tests {
             observed: Some((150_000, 1_000_000)),
             ..CompactFacts::default()
         };
+        // No stop known: the window's end.
         let (l, s) = limits(1_000_000, &Policy::default(), &f);
         assert_eq!(
             (l.compact_at, l.trigger_at, l.critical_at),
@@ -600,6 +615,35 @@ mod tests {
         );
         assert_eq!(s, CompactSource::Off("DISABLE_AUTO_COMPACT".into()));
         assert!(s.describe().contains("auto-compaction is off"));
+        assert!(s.describe().contains("stops accepting requests"));
+    }
+
+    #[test]
+    fn with_auto_compaction_off_the_point_is_the_clients_blocking_limit() {
+        // 2.1.332: the window less min(max output, 20k) less 3k, whatever compaction window.
+        let f = CompactFacts {
+            setting: Some((300_000, CompactSource::Flag)),
+            off: Some("autoCompactEnabled".into()),
+            stop_buffer: 23_000,
+            ..CompactFacts::default()
+        };
+        let at = |window, f: &CompactFacts| {
+            let (l, _) = limits(window, &Policy::default(), f);
+            (l.trigger_at, l.critical_at, l.compact_at)
+        };
+        assert_eq!(at(200_000, &f), (137_000, Some(162_000), 177_000));
+        assert_eq!(at(1_000_000, &f), (937_000, Some(962_000), 977_000));
+        // The variable that sets it, never past the window's end.
+        let set = CompactFacts {
+            stop_override: Some(150_000),
+            ..f.clone()
+        };
+        assert_eq!(at(200_000, &set), (110_000, Some(135_000), 150_000));
+        let past = CompactFacts {
+            stop_override: Some(5_000_000),
+            ..f
+        };
+        assert_eq!(at(200_000, &past).2, 200_000);
     }
 
     #[test]

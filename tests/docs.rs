@@ -163,17 +163,18 @@ fn body_of<'a>(code: &'a str, name: &str) -> &'a str {
     &code[at..end]
 }
 
-/// docs/architecture.md's walk-through of one PreToolUse call: every function it names in bold
-/// (`**`file` `function`**`) exists in that file, and the session step calls the ones it makes
-/// in the order the walk-through gives (those `step::decide` makes, in its body).
-#[test]
-fn the_pretooluse_walk_through_names_what_the_code_calls_in_its_order() {
+/// The functions a walk-through of docs/architecture.md names in bold (`**`file` `function`**`),
+/// in its order; each exists in that file.
+fn walk_through(title: &str) -> Vec<(String, String)> {
     let map = fs::read_to_string(root().join("docs/architecture.md")).unwrap();
     let start = map
-        .find("## One PreToolUse call, followed through")
-        .unwrap();
-    let walk = &map[start..];
-    let walk = &walk[..walk.find("\nThe golden files").unwrap_or(walk.len())];
+        .find(title)
+        .unwrap_or_else(|| panic!("no {title:?} in docs/architecture.md"));
+    let walk = &map[start + title.len()..];
+    let walk = &walk[..walk
+        .find("\n## ")
+        .or_else(|| walk.find("\nThe golden files"))
+        .unwrap_or(walk.len())];
     let mut named = Vec::new();
     let mut rest = walk;
     while let Some(at) = rest.find("**`") {
@@ -183,38 +184,175 @@ fn the_pretooluse_walk_through_names_what_the_code_calls_in_its_order() {
         named.push((file.to_string(), function.to_string()));
         rest = &rest[end..];
     }
-    assert!(named.len() >= 15, "{named:?}");
     let src = root().join("src");
     for (file, function) in &named {
         let code = fs::read_to_string(src.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(
             code.contains(&format!("fn {function}(")) || code.contains(&format!("fn {function}<")),
-            "{file} has no fn {function}"
+            "{title}: {file} has no fn {function}"
         );
     }
-    // The session step: what `take` calls, then what `decide` calls, each in the order given.
-    let step = fs::read_to_string(src.join("step.rs")).unwrap();
-    let take = body_of(&step, "take");
-    let decide = body_of(&step, "decide");
+    named
+}
+
+/// docs/architecture.md's walk-through of one PreToolUse call: every function it names in bold
+/// exists in that file, and the session step calls the ones it makes in the order the
+/// walk-through gives: in `step::take`, or in what it calls (`decide`, `caught_up`, `give` and
+/// the drop's `act_on_drop`), each body in its own order.
+#[test]
+fn the_pretooluse_walk_through_names_what_the_code_calls_in_its_order() {
+    let named = walk_through("## One PreToolUse call, followed through");
+    assert!(named.len() >= 15, "{named:?}");
+    let step = fs::read_to_string(root().join("src/step.rs")).unwrap();
+    let bodies = ["take", "decide", "caught_up", "give", "act_on_drop"]
+        .map(|name| (name, body_of(&step, name)));
+    let mut last = [0usize; 5];
     let from = named.iter().position(|(_, f)| f == "take").unwrap();
-    let mut last_take = 0;
-    let mut last_decide = 0;
     for (file, function) in &named[from + 1..] {
         let call = format!("{function}(");
-        if let Some(at) = take.find(&call).filter(|_| function != "take") {
-            assert!(
-                at >= last_take,
-                "{file} {function} is called earlier in step::take"
-            );
-            last_take = at;
-        } else if let Some(at) = decide.find(&call) {
-            assert!(
-                at >= last_decide,
-                "{file} {function} is called earlier in step::decide"
-            );
-            last_decide = at;
-        } else {
-            panic!("step::take calls no {function} (named in {file})");
+        let found = bodies.iter().enumerate().find_map(|(i, (name, body))| {
+            // A body's own signature is no call.
+            let body = body.split_once('{').map_or(*body, |(_, b)| b);
+            body.find(&call)
+                .filter(|_| *name != function)
+                .map(|at| (i, *name, at))
+        });
+        let Some((i, name, at)) = found else {
+            panic!("step::take calls no {function} (named in {file}), nor what it calls");
+        };
+        assert!(
+            at >= last[i],
+            "{file} {function} is called earlier in step::{name}"
+        );
+        last[i] = at;
+    }
+}
+
+/// The walk-throughs of `PreCompact` and `SessionStart(compact)` name functions that exist,
+/// and each hook's `handle` leads to the capability they say it takes.
+#[test]
+fn the_precompact_and_sessionstart_walk_throughs_name_what_exists() {
+    let pre = walk_through("## One PreCompact call, followed through");
+    assert!(
+        pre.iter()
+            .any(|(f, n)| f == "checkpointing.rs" && n == "take"),
+        "{pre:?}"
+    );
+    let start = walk_through("## One SessionStart(compact) call, followed through");
+    for (file, function) in [
+        ("dropped.rs", "catch_up"),
+        ("precomputed.rs", "rebuild"),
+        ("checkpointing.rs", "hand_over"),
+    ] {
+        assert!(
+            start.iter().any(|(f, n)| f == file && n == function),
+            "{file} {function}: {start:?}"
+        );
+    }
+    let src = root().join("src");
+    let precompact = fs::read_to_string(src.join("hooks/precompact.rs")).unwrap();
+    assert!(body_of(&precompact, "handle").contains("checkpointing::take("));
+    let sessionstart = fs::read_to_string(src.join("hooks/sessionstart.rs")).unwrap();
+    let own = body_of(&sessionstart, "own");
+    for call in ["dropped::catch_up(", "precomputed::rebuild(", "hand_over("] {
+        assert!(own.contains(call), "sessionstart::own makes no {call}");
+    }
+}
+
+/// No doc or source comment names, as `module::function`, a function that no longer exists in
+/// that module (`nudge::give` outlived the session step by a round).
+#[test]
+fn no_doc_names_a_function_that_is_gone() {
+    let src = root().join("src");
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for dir in [root().join("docs"), src.clone()] {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "md" || x == "rs") {
+                    texts.push((p.display().to_string(), fs::read_to_string(&p).unwrap()));
+                }
+            }
         }
     }
+    texts.push((
+        "README.md".into(),
+        fs::read_to_string(root().join("README.md")).unwrap(),
+    ));
+    let mut gone = Vec::new();
+    for (name, text) in &texts {
+        let doc = text.lines().filter(|l| {
+            let t = l.trim_start();
+            !name.ends_with(".rs") || t.starts_with("//")
+        });
+        for line in doc {
+            for (at, _) in line.match_indices("::") {
+                // The whole path before `::` (`commands::install`), and the name after it.
+                let module: Vec<&str> = line[..at]
+                    .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                    .next()
+                    .unwrap_or_default()
+                    .split("::")
+                    .filter(|m| !m.is_empty() && *m != "crate")
+                    .collect();
+                let function: String = line[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let is_fn = function
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase());
+                let Some(first) = module.first().copied() else {
+                    continue;
+                };
+                if !is_fn || line[at + 2 + function.len()..].starts_with("::") {
+                    continue;
+                }
+                // The module's files (a folder's, all of them: `client` re-exports its own),
+                // or, for a test file of that name, the test (a doc may name one by the start
+                // of its name).
+                let path = module.join("/");
+                let mut files: Vec<PathBuf> = [src.join(format!("{path}.rs"))]
+                    .into_iter()
+                    .filter(|p| p.is_file())
+                    .collect();
+                if let Ok(dir) = fs::read_dir(src.join(&path)) {
+                    files.extend(dir.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+                }
+                let test = root().join("tests").join(format!("{first}.rs"));
+                if files.is_empty() && !(module.len() == 1 && test.is_file()) {
+                    continue;
+                }
+                let code: String = files
+                    .iter()
+                    .map(|f| fs::read_to_string(f).unwrap())
+                    .collect();
+                let defined = [format!("fn {function}("), format!("fn {function}<")]
+                    .iter()
+                    .any(|d| code.contains(d.as_str()))
+                    || code.contains(&format!("mod {function}"))
+                    || code.contains(&format!("use {function}"))
+                    || code.contains(&format!(" {function},"))
+                    || code.contains(&format!("{function}}}"))
+                    || code.contains(&format!("const {}", function.to_uppercase()));
+                let a_test = (module.len() == 1
+                    && fs::read_to_string(&test)
+                        .is_ok_and(|t| t.contains(&format!("fn {function}"))))
+                    || (module.last() == Some(&"tests")
+                        && code.contains(&format!("fn {function}")))
+                    || fs::read_to_string(&test)
+                        .is_ok_and(|t| t.contains(&format!("mod {function}")));
+                if !defined && !a_test {
+                    gone.push(format!("{name}: {}::{function}", module.join("::")));
+                }
+            }
+        }
+    }
+    gone.sort();
+    gone.dedup();
+    assert!(gone.is_empty(), "{}", gone.join("\n"));
 }

@@ -178,6 +178,25 @@ impl Rig {
         extra: &[&str],
         vars: &[(&str, &str)],
     ) -> Value {
+        let out = self.claude_run(settings, prompt, resume, extra, vars);
+        assert!(
+            out.status.success(),
+            "claude failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// Runs `claude -p PROMPT` as [`Rig::claude_with`] does, whatever its exit status.
+    fn claude_run(
+        &self,
+        settings: &Path,
+        prompt: &str,
+        resume: Option<&str>,
+        extra: &[&str],
+        vars: &[(&str, &str)],
+    ) -> std::process::Output {
         let mut cmd = Command::new(&self.client);
         cmd.args(["-p", prompt, "--settings", settings.to_str().unwrap()])
             .args(["--allowedTools", "Bash", "--output-format", "json"])
@@ -206,14 +225,7 @@ impl Rig {
             // Never let the client update itself (into the system npm) during a test.
             .env("DISABLE_AUTOUPDATER", "1")
             .envs(vars.iter().copied());
-        let out = cmd.output().expect("running claude");
-        assert!(
-            out.status.success(),
-            "claude failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+        cmd.output().expect("running claude")
     }
 
     /// Every hook run: (subcommand, exit code, stdout), in order.
@@ -846,6 +858,10 @@ mod older;
 /// The newest client, on a representative set (a child module too).
 #[path = "e2e_newest.rs"]
 mod newest;
+
+/// Auto-compaction off on the newest client: where it stops, the nudge, the soft restart.
+#[path = "e2e_autooff.rs"]
+mod autooff;
 
 /// The plugin installed from a marketplace, downloading its binary (a child module too).
 #[path = "e2e_ship.rs"]

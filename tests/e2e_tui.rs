@@ -737,14 +737,15 @@ fn tui_the_gauge_tells_the_truth_with_compaction_off_and_a_raised_idle_threshold
         after_compact_tokens: None,
         agent: true,
     };
-    let Some(rig) = tui_with_env(&[], script(976_000), &[("DISABLE_AUTO_COMPACT", "1")]) else {
+    let Some(rig) = tui_with_env(&[], script(960_000), &[("DISABLE_AUTO_COMPACT", "1")]) else {
         return;
     };
     rig.tui.submit("CHAT how full is it");
-    let screen = rig.tui.wait_for("the gauge at 976k", |s| {
-        s.contains("976k/1M").then(|| s.to_string())
+    let screen = rig.tui.wait_for("the gauge at 960k", |s| {
+        s.contains("960k/1M").then(|| s.to_string())
     });
-    assert!(screen.contains("ctx 976k/1M · full in 24k"), "{screen}");
+    // Counted to where the client stops accepting requests (977k), not to the window's end.
+    assert!(screen.contains("ctx 960k/1M · limit in 17k"), "{screen}");
     assert!(!screen.contains("compacts in"), "{screen}");
     eprintln!("compaction off, the screen:\n{screen}");
     drop(rig);
@@ -1002,4 +1003,91 @@ fn tui_no_count_beside_the_clients_100_percent_on_2_1_332() {
     );
     assert!(!screen.contains("full in"), "{screen}");
     eprintln!("2.1.332, claude-sonnet-4-5 at 189k:\n{screen}");
+}
+
+/// Issue 41 in the real 2.1.332 TUI, auto-compaction off, a 200k model: the nudge at 150k says
+/// what `/clear` will do; the user's `/clear` starts a new session whose model gets the cleared
+/// session's whole recovery block, once; a `/clear` of that session (low usage, no nudge) gets
+/// the one-line pointer only.
+#[test]
+fn tui_the_soft_restart_after_the_nudge_on_2_1_332() {
+    let script = Script {
+        tool_calls: 2,
+        context_tokens: 20_000,
+        after_compact_tokens: None,
+        agent: true,
+    };
+    let hooks = [
+        ("PreToolUse", "pretooluse"),
+        ("SessionStart", "sessionstart"),
+        ("SessionEnd", "sessionend"),
+    ];
+    let vars = [
+        ("ANTHROPIC_MODEL", "claude-sonnet-4-5-20250929"),
+        ("DISABLE_AUTO_COMPACT", "1"),
+    ];
+    let Some(rig) = tui_on("2.1.332", &hooks, script, &vars) else {
+        return;
+    };
+    const CLEARED: &str =
+        "SessionStart hook additional context: ## ctxguard recovery: the work before /clear";
+    const POINTER: &str = "SessionStart hook additional context: ctxguard: the previous session";
+    // A text answer at 150k arms the marker (the status line); the next tool call nudges.
+    rig.tui.submit("CHAT USAGE=150000 work on the parser");
+    rig.tui.wait_for("the gauge at 150k", |s| {
+        s.contains("150k/200k").then_some(())
+    });
+    rig.tui.submit("USAGE=150000 run the tests");
+    let screen = rig.tui.wait_for("the nudge's trace", |s| {
+        s.contains("asked to save").then(|| s.to_string())
+    });
+    assert!(screen.contains("limit in 27k"), "{screen}");
+    let nudged = conversation(&rig.api);
+    let text = nudged.last().unwrap().to_string();
+    assert!(
+        text.contains("before Claude Code stops accepting requests, at 177k tokens"),
+        "{text}"
+    );
+    assert!(text.contains("/clear starts a fresh context"), "{text}");
+
+    rig.tui.submit("/clear");
+    rig.tui.wait_for("the new session's start", |_| {
+        rig.runs("sessionstart")
+            .iter()
+            .any(|out| out.contains("the work before /clear"))
+            .then_some(())
+    });
+    rig.tui.submit("CHAT where were we");
+    let first = rig.tui.wait_for("the first request after /clear", |_| {
+        conversation(&rig.api)
+            .into_iter()
+            .find(|r| r.to_string().contains("CHAT where were we"))
+    });
+    assert_eq!(count(&first, CLEARED), 1, "{first}");
+    assert!(
+        first
+            .to_string()
+            .contains("USAGE=150000 work on the parser"),
+        "{first}"
+    );
+    assert_eq!(count(&first, POINTER), 0, "{first}");
+
+    // That session had no nudge: its /clear gives the pointer only.
+    rig.tui.submit("/clear");
+    rig.tui.wait_for("the pointer", |_| {
+        rig.runs("sessionstart")
+            .iter()
+            .any(|out| out.contains("ctxguard: the previous session"))
+            .then_some(())
+    });
+    rig.tui.submit("CHAT hello again");
+    let next = rig
+        .tui
+        .wait_for("the first request after the second /clear", |_| {
+            conversation(&rig.api)
+                .into_iter()
+                .find(|r| r.to_string().contains("CHAT hello again"))
+        });
+    assert_eq!(count(&next, POINTER), 1, "{next}");
+    assert_eq!(count(&next, "ctxguard recovery"), 0, "{next}");
 }

@@ -543,7 +543,7 @@ fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
     let auto = statuses(&report, "autocompact");
     assert!(
         auto.iter()
-            .any(|a| a.starts_with("warn: auto-compaction is off")),
+            .any(|a| a.starts_with("info: auto-compaction is off")),
         "{auto:?}"
     );
     assert!(
@@ -551,9 +551,11 @@ fn doctor_finds_duplicates_missing_binaries_and_compaction_settings() {
             .any(|a| a.starts_with("info: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50")),
         "{auto:?}"
     );
-    // Auto-compaction off: the window's end is the point, whatever the percent says.
-    assert_eq!(report["thresholds"][0]["compact_at"], 200_000);
-    assert_eq!(report["thresholds"][0]["trigger_at"], 160_000);
+    // Auto-compaction off: where the client stops accepting requests is the point (its
+    // blocking limit, 23k before the window's end), whatever the percent says.
+    assert_eq!(report["thresholds"][0]["compact_at"], 177_000);
+    assert_eq!(report["thresholds"][0]["trigger_at"], 137_000);
+    assert_eq!(report["thresholds"][0]["stops"], true);
 }
 
 #[test]

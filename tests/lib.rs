@@ -40,6 +40,7 @@ mod receipt;
 mod recovery;
 mod recovery_build;
 mod recovery_classes;
+mod recovery_round5;
 mod replay;
 mod replay_codex;
 mod replay_cost;
@@ -51,6 +52,8 @@ mod status_newest;
 mod statusline;
 mod stop;
 mod summary_facts;
+#[cfg(target_os = "linux")]
+mod syscalls;
 #[cfg(unix)]
 mod then;
 #[cfg(unix)]

@@ -665,43 +665,55 @@ fn auto_memory_turned_off_in_the_clients_environment_names_ctxguards_file() {
 #[test]
 fn with_auto_compaction_off_no_text_claims_a_compaction() {
     for (var, value, make_room) in [
-        ("DISABLE_AUTO_COMPACT", "1", "/compact or /clear"),
-        ("DISABLE_COMPACT", "true", "/clear"),
+        (
+            "DISABLE_AUTO_COMPACT",
+            "1",
+            "/compact summarises the conversation in place; /clear starts a fresh context, and \
+             ctxguard brings this session's checkpoint",
+        ),
+        (
+            "DISABLE_COMPACT",
+            "true",
+            "what comes next: /clear starts a fresh context, and ctxguard brings",
+        ),
     ] {
         let mut env = TestEnv::new();
         env.set(var, value);
-        // 170k of a 200k window: past the usual 167k point, but nothing compacts.
+        // 150k of a 200k window: past the nudge (137k); the client stops at 177k.
         let t = env.write(
             "t.jsonl",
-            &(assistant_line(170_000, &time_from_now(-5)) + "\n"),
+            &(assistant_line(150_000, &time_from_now(-5)) + "\n"),
         );
         let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
         assert!(
             nudge.starts_with(
-                "ctxguard: about 30k tokens are left before the context window is full \
-                 (170k of 200k tokens are in use), and auto-compaction is off"
+                "ctxguard: about 27k tokens are left before Claude Code stops accepting \
+                 requests, at 177k tokens (150k of 200k are in use): auto-compaction is off"
             ),
             "{var}: {nudge}"
         );
-        assert!(
-            nudge.contains(&format!("run {make_room} before it")),
-            "{nudge}"
-        );
+        assert!(nudge.contains(make_room), "{nudge}");
         assert!(!nudge.contains("will summarise"), "{nudge}");
         let m = env.marker(SESSION);
         assert_eq!(
-            (m["compact_at"].as_u64(), m["trigger_at"].as_u64()),
-            (Some(200_000), Some(160_000)),
+            (
+                m["trigger_at"].as_u64(),
+                m["critical_at"].as_u64(),
+                m["compact_at"].as_u64()
+            ),
+            (Some(137_000), Some(162_000), Some(177_000)),
             "{var}"
         );
-        // The critical one, near the end.
+        // The critical one, at 164k: the 13k truly left, before the stop.
         let t = env.write(
             "t.jsonl",
-            &(assistant_line(190_000, &time_from_now(-4)) + "\n"),
+            &(assistant_line(164_000, &time_from_now(-4)) + "\n"),
         );
         let nudge = decode_nudge(&env.pretooluse(&pretooluse_payload(SESSION, &t)).stdout);
         assert!(
-            nudge.starts_with("ctxguard: the context window is almost full: about 10k tokens"),
+            nudge.starts_with(
+                "ctxguard: Claude Code stops accepting requests in about 13k tokens, at 177k"
+            ),
             "{nudge}"
         );
         assert!(!nudge.contains("imminent"), "{nudge}");

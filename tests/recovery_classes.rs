@@ -9,14 +9,14 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 /// A transcript under construction: prompts, tool calls and their results, in order.
-struct Session {
-    lines: Vec<String>,
+pub(crate) struct Session {
+    pub(crate) lines: Vec<String>,
     t: i64,
     n: usize,
 }
 
 impl Session {
-    fn new(prompt: &str) -> Session {
+    pub(crate) fn new(prompt: &str) -> Session {
         let mut s = Session {
             lines: Vec::new(),
             t: -3600,
@@ -26,12 +26,12 @@ impl Session {
         s
     }
 
-    fn at(&mut self) -> String {
+    pub(crate) fn at(&mut self) -> String {
         self.t += 5;
         time_from_now(self.t)
     }
 
-    fn prompt(&mut self, text: &str) {
+    pub(crate) fn prompt(&mut self, text: &str) {
         let at = self.at();
         self.lines.push(
             json!({"type": "user", "isSidechain": false, "timestamp": at, "cwd": "/work/app",
@@ -41,7 +41,7 @@ impl Session {
     }
 
     /// A call of `tool` with `input`, and its result (`error`: the client's `is_error`).
-    fn call(&mut self, tool: &str, input: Value, output: &str, error: bool) -> String {
+    pub(crate) fn call(&mut self, tool: &str, input: Value, output: &str, error: bool) -> String {
         self.n += 1;
         let id = format!("toolu_{:04}", self.n);
         let at = self.at();
@@ -66,12 +66,12 @@ impl Session {
         id
     }
 
-    fn bash(&mut self, command: &str, output: &str, error: bool) {
+    pub(crate) fn bash(&mut self, command: &str, output: &str, error: bool) {
         self.call("Bash", json!({"command": command}), output, error);
     }
 
     /// `precompact` then `sessionstart(compact)`: the block.
-    fn block(&self) -> String {
+    pub(crate) fn block(&self) -> String {
         let env = TestEnv::new();
         let path: PathBuf = env.write("t.jsonl", &(self.lines.join("\n") + "\n"));
         let mut payload = precompact_payload(SESSION, &path, "manual", json!(""));
@@ -87,7 +87,7 @@ impl Session {
 }
 
 /// The line of the block after `title`'s fence opens, or "".
-fn first_of(block: &str, title: &str) -> String {
+pub(crate) fn first_of(block: &str, title: &str) -> String {
     block
         .find(title)
         .and_then(|at| block[at..].lines().nth(2))

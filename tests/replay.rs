@@ -56,6 +56,8 @@ struct Cycle {
     nudges: usize,
     nudge: Option<Nudge>,
     idle_nudges: usize,
+    refusals: usize,
+    refused_at: Option<u64>,
     compaction: Option<Compaction>,
 }
 
@@ -99,6 +101,7 @@ fn event_fields(kind: &str) -> &'static [&'static str] {
         "stale" => &["by"],
         "idle_nudge" => &["tokens", "by"],
         "new_cycle" => &["tokens", "by"],
+        "refused" => &["tokens", "nudged_at"],
         other => panic!("unknown event kind {other}"),
     }
 }
@@ -686,4 +689,43 @@ fn a_cycle_with_no_reading_before_its_compaction_is_no_data() {
     let text = env.run(&["replay", path.to_str().unwrap()], "");
     assert!(text.stdout.contains("no data"), "{}", text.stdout);
     assert!(!text.stdout.contains("missed"), "{}", text.stdout);
+}
+
+/// A real 2.1.332 session with auto-compaction off (`-p`, recorded against the stand-in API by
+/// `e2e::autooff`): nudged at 140k and 164k, then the client refused the request with a tool
+/// result at 177.5k, and the next prompt, with "Prompt is too long". The replay names both
+/// refusals, the nudge before them, and where the client stops.
+#[test]
+fn the_recorded_refusal_of_2_1_332_is_named_with_the_nudge_before_it() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"autoCompactEnabled": false}"#,
+    )
+    .unwrap();
+    let fixture = "claude-code-2.1.332/refused.jsonl";
+    let r = replay(&env, fixture, &[]);
+    assert_eq!(verdicts(&r), ["stopped"]);
+    assert_eq!(
+        (r.cycles[0].refusals, r.cycles[0].refused_at),
+        (2, Some(177_510))
+    );
+    let refused: Vec<&Value> = r.events.iter().filter(|e| e["kind"] == "refused").collect();
+    assert_eq!(refused.len(), 2, "{:?}", r.events);
+    assert_eq!(refused[0]["nudged_at"], 140_010);
+    let text = env
+        .run(&["replay", fixture_path(fixture).to_str().unwrap()], "")
+        .stdout;
+    assert!(
+        text.contains(
+            "refused     177,510 tokens: the client stopped accepting requests (\"Prompt is too \
+             long\"); nudged before, at 140,010"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("the client stops accepting requests at 177,000"),
+        "{text}"
+    );
 }

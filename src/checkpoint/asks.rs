@@ -171,8 +171,8 @@ fn checklist(text: &str) -> Vec<String> {
 }
 
 /// A plan handed over from plan mode, as its title and as many step headings as fit in `max`
-/// characters: "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type
-/// changes; 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
+/// characters: "Implement the following plan: Cache Rework. Steps: 1. Key format;
+/// 2. …; (3 more steps)". The footer naming the transcript is never kept. `None` when
 /// `text` is not such a plan.
 pub(super) fn plan(text: &str, max: usize) -> Option<String> {
     let body = text.trim_start().strip_prefix(PLAN_START)?;
@@ -440,27 +440,28 @@ mod tests {
         for ask in [
             "commit",
             "fix it",
-            "continue implementation",
-            "ok lets get a pr up for this",
-            "why won't you run it?",
-            "create the beads",
+            "continue the refactor",
+            "ok lets open a pr for this",
+            "why did you stop there?",
+            "create the issues",
             "/deploy staging",
         ] {
             assert!(!is_ack(ask), "{ask:?}");
         }
     }
 
-    /// ctxeval-8209f1c2.jsonl (2.1.45): the plan's headings, not the client's footer.
+    /// A plan in the form 2.1.45 hands one over from plan mode (written here): its headings,
+    /// not the client's footer.
     #[test]
     fn a_plan_keeps_its_steps_not_the_footer() {
-        let text = "Implement the following plan:\n\n# Plan: Plan-First Remediation Pipeline\n\n## Context\n\nThe current remediation pipeline sends all issues.\n\n## Changes\n\n### 1. Type changes — `src/shared/types/remediation.ts`\n\nx\n\n### 2. Prompt generator — `src/shared/remediation/prompt-generator.ts`\n\n### 3. Engine rewrite — `src/shared/remediation/engine.ts`\n\n## Verification\n\n- Verify progress UI shows linear step sequence\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
+        let text = "Implement the following plan:\n\n# Plan: Cache-First Replication Pipeline\n\n## Context\n\nThe current replication pipeline copies all rows.\n\n## Changes\n\n### 1. Type changes — `src/common/types/replication.ts`\n\nx\n\n### 2. Delta calculator — `src/common/replication/delta-calculator.ts`\n\n### 3. Engine rewrite — `src/common/replication/engine.ts`\n\n## Verification\n\n- Check the sync log shows one batch per table\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl";
         assert_eq!(
             plan(text, 400).unwrap(),
-            "Implement the following plan: Plan-First Remediation Pipeline. Steps: 1. Type changes — `src/shared/types/remediation.ts`; 2. Prompt generator — `src/shared/remediation/…; 3. Engine rewrite — `src/shared/remediation/engine.ts`"
+            "Implement the following plan: Cache-First Replication Pipeline. Steps: 1. Type changes — `src/common/types/replication.ts`; 2. Delta calculator — `src/common/replication/…; 3. Engine rewrite — `src/common/replication/engine.ts`"
         );
         let short = shorten(text, 200).unwrap();
         assert!(
-            short.starts_with("Implement the following plan: Plan-First"),
+            short.starts_with("Implement the following plan: Cache-First"),
             "{short}"
         );
         assert!(!short.contains("read the full transcript"), "{short}");
@@ -477,14 +478,14 @@ mod tests {
         assert_eq!(plan("Please implement this", 200), None);
     }
 
-    /// context-evaluator-c336b942 (2.1.45): a plan in parts, the first with numbered changes,
+    /// A plan in parts, in the form of a real 2.1.45 one: the first with numbered changes,
     /// the second with one unnumbered change. Each part is a step, so the second is not lost.
     #[test]
     fn a_plan_in_parts_keeps_every_part() {
-        let text = "Implement the following plan:\n\n# Plan: Surface All 4 Remediation Prompts\n\n## Context\n\nTwo tasks.\n\n## Part 1: Surface All 4 Prompts\n\n### Changes\n\n#### 1. `src/api/db/remediation-repository.ts`\n\n#### 2. `frontend/src/types/remediation.ts`\n\n## Part 2: Fix CLAUDE.md Consolidation in fullPatch\n\n### Change\n\n## Verification\n";
+        let text = "Implement the following plan:\n\n# Plan: Expose All 3 Export Formats\n\n## Context\n\nTwo tasks.\n\n## Part 1: Expose All 3 Formats\n\n### Changes\n\n#### 1. `src/api/db/export-repository.ts`\n\n#### 2. `frontend/src/types/export.ts`\n\n## Part 2: Fix README.md Links in docsBuild\n\n### Change\n\n## Verification\n";
         assert_eq!(
             plan(text, 400).unwrap(),
-            "Implement the following plan: Surface All 4 Remediation Prompts. Steps: Part 1: Surface All 4 Prompts; 1. `src/api/db/remediation-repository.ts`; 2. `frontend/src/types/remediation.ts`; Part 2: Fix CLAUDE.md Consolidation in fullPatch"
+            "Implement the following plan: Expose All 3 Export Formats. Steps: Part 1: Expose All 3 Formats; 1. `src/api/db/export-repository.ts`; 2. `frontend/src/types/export.ts`; Part 2: Fix README.md Links in docsBuild"
         );
         // "Partners" or "Phase out" are no parts.
         assert_eq!(
@@ -503,12 +504,12 @@ mod tests {
         let short = head_tail(&long, 100);
         // A plan step keeps its head, cut at a word.
         let step = step_head(
-            "Stop hook: wingman status notification (cmd/entire/cli/agent/claudecode_handlers.go)",
+            "Sync hook: courier queues notification (cmd/relays/cli/agent/codexagent_handlers.go)",
             60,
         );
         assert_eq!(
             step,
-            "Stop hook: wingman status notification (cmd/entire/cli/…"
+            "Sync hook: courier queues notification (cmd/relays/cli/…"
         );
         assert_eq!(short.chars().count(), 100);
         assert!(
@@ -518,22 +519,22 @@ mod tests {
         assert_eq!(head_tail("short", 100), "short");
     }
 
-    /// cybervpn-cdd85d16.jsonl (2.1.42): the lead's messages to a teammate.
+    /// The lead's messages to a teammate, in the forms of a real 2.1.42 team session's.
     #[test]
     fn a_lead_message_names_its_sender_and_a_task_assignment_its_task() {
-        let assigned = "<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"24\",\"subject\":\"TST-1: Unit tests for domain entities\",\"description\":\"Create tests\",\"assignedBy\":\"team-lead\"}\n</teammate-message>";
+        let assigned = "<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"31\",\"subject\":\"QA-2: Smoke tests for the billing flow\",\"description\":\"Write them\",\"assignedBy\":\"team-lead\"}\n</teammate-message>";
         assert_eq!(
             shorten(assigned, 200).as_deref(),
-            Some("team-lead assigned task #24: TST-1: Unit tests for domain entities")
+            Some("team-lead assigned task #31: QA-2: Smoke tests for the billing flow")
         );
         assert_eq!(
             assignment(assigned),
-            Some(("24".into(), "TST-1: Unit tests for domain entities".into()))
+            Some(("31".into(), "QA-2: Smoke tests for the billing flow".into()))
         );
-        let brief = "<teammate-message teammate_id=\"team-lead\">\nYou are test-eng on the CyberVPN team.\n</teammate-message>";
+        let brief = "<teammate-message teammate_id=\"team-lead\">\nYou are qa-eng on the Harbor team.\n</teammate-message>";
         assert_eq!(
             shorten(brief, 200).as_deref(),
-            Some("team-lead: You are test-eng on the CyberVPN team.")
+            Some("team-lead: You are qa-eng on the Harbor team.")
         );
         assert_eq!(assignment(brief), None);
     }

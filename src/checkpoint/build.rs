@@ -17,7 +17,6 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -26,12 +25,12 @@ use serde_json::value::RawValue;
 use super::asks;
 use super::block::{push_line, result_text, tag_text, Block};
 use super::bounded;
+use super::decisions;
 use super::tools::ToolLog;
 use super::{
-    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS, MAX_QUEUED,
-    QUEUED_CHARS,
+    Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS,
+    MAX_DECISIONS, MAX_QUEUED, QUEUED_CHARS,
 };
-use crate::files;
 use crate::text::{cut, sanitize};
 use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
 
@@ -180,6 +179,9 @@ fn short_reply(text: &str) -> Option<String> {
     typed.then(|| cut(&sanitize(t, true), 40))
 }
 
+/// What Claude Code writes beside each `ToolSearch` result, in the same user message.
+const TOOL_LOADED: &str = "Tool loaded.";
+
 /// How a background task's notification starts.
 const NOTIFICATION: &str = "<task-notification>";
 
@@ -238,6 +240,8 @@ struct Ask {
 #[derive(Debug, Default)]
 pub(super) struct Builder {
     asks: VecDeque<Ask>,
+    /// The user's answers to the agent's questions, oldest first (`decisions`).
+    decisions: VecDeque<String>,
     /// The session's first substantive request, when the part read holds it.
     goal: Option<String>,
     /// Whether an ask was seen yet: the goal is only the first one.
@@ -307,6 +311,11 @@ impl Builder {
             return;
         };
         if entry.kind.as_deref() == Some("user") {
+            if decisions::may_answer(line) {
+                for decision in decisions::in_line(line) {
+                    self.decided(decision);
+                }
+            }
             let is_prompt = entry.is_meta != Some(true)
                 && entry.is_compact_summary != Some(true)
                 && entry.transcript_only != Some(true);
@@ -328,13 +337,23 @@ impl Builder {
             return;
         }
         let mut typed = None;
+        let mut beside_result = false;
         bounded::for_each(raw, |block: Block| match block.kind.as_deref() {
             Some("text") => {
-                if let Some(text) = block.text.as_deref() {
+                // The client's own word beside a tool search's result (2.1.70), no request.
+                let client =
+                    beside_result && block.text.as_deref().map(str::trim) == Some(TOOL_LOADED);
+                if let Some(text) = block.text.as_deref().filter(|_| !client) {
                     push_line(&mut typed, text);
                 }
             }
-            Some("tool_result") => self.tools.result(&block),
+            Some("tool_result") => {
+                beside_result = true;
+                if self.tools.approves_plan(&block) {
+                    self.decided(decisions::PLAN_DECISION.to_string());
+                }
+                self.tools.result(&block);
+            }
             _ => {}
         });
         if let Some(typed) = typed {
@@ -435,6 +454,15 @@ impl Builder {
         });
     }
 
+    /// A decision of the user's, the newest kept.
+    fn decided(&mut self, decision: String) {
+        self.decisions.retain(|d| *d != decision);
+        self.decisions.push_back(decision);
+        if self.decisions.len() > MAX_DECISIONS {
+            self.decisions.pop_front();
+        }
+    }
+
     /// A prompt the user sent (wrappers, notifications and acknowledgements are sorted out here).
     pub(super) fn prompt(&mut self, text: &str) {
         self.typed(text, true);
@@ -515,6 +543,7 @@ impl Builder {
             body: Checkpoint {
                 goal: self.goal,
                 asks: self.asks.into_iter().map(|a| a.text).collect(),
+                decisions: self.decisions.into(),
                 queued,
                 last_assistant: self.last_assistant,
                 gist_before_ask: self.gist_before_ask,
@@ -557,6 +586,32 @@ fn gist(text: &str) -> Option<String> {
     Some(super::asks::ends(&clean, GIST_CHARS, GIST_CHARS - HEAD - 1))
 }
 
+/// Whether the newest record with a `uuid` was on a branch the user rewound away from: a record
+/// without one (a prompt queued, a pull request linked while the agent worked there) written
+/// then belongs to that branch, and is abandoned with it.
+#[derive(Default)]
+struct OnGone(bool);
+
+impl OnGone {
+    /// Is `line` left out: abandoned itself, or written without a `uuid` on an abandoned branch?
+    fn skips(&mut self, gone: &super::chain::Gone, line: &[u8]) -> bool {
+        #[derive(Deserialize)]
+        struct Rec<'a> {
+            #[serde(borrow, default)]
+            uuid: Option<&'a RawValue>,
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        let dated = serde_json::from_slice::<Rec>(line).is_ok_and(|r| r.uuid.is_some());
+        let abandoned = gone.holds(line);
+        if dated {
+            self.0 = abandoned;
+        }
+        abandoned || (!dated && self.0)
+    }
+}
+
 /// How much of a transcript's head is read for the session's goal when the part after the
 /// newest boundary does not start at the beginning: the first request is near the start, and
 /// a session whose first lines hold none is not worth reading whole for one.
@@ -588,31 +643,25 @@ fn goal_in_head<R: io::Read>(
 /// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
 /// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
 /// choice: this module never imports the other client's reader, which builds on it.)
-pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
-    let (mut file, len) = files::open_regular(path, "transcript")?;
-    let len = len.min(end);
-    let start = transcript::since_newest_boundary(&mut file, len)
-        .with_context(|| format!("reading transcript {}", path.display()))?;
-    io::Seek::seek(&mut file, io::SeekFrom::Start(start))
-        .with_context(|| format!("reading transcript {}", path.display()))?;
+pub(super) fn read_claude_until(opened: &mut super::Opened, end: u64) -> Result<Reading> {
+    let path = opened.path.clone();
+    let context = || format!("reading transcript {}", path.display());
+    let len = opened.len.min(end);
     // The branches the user rewound away from: read first, never fed (`chain`).
-    let gone = {
-        let (mut again, _) = files::open_regular(path, "transcript")?;
-        io::Seek::seek(&mut again, io::SeekFrom::Start(start))
-            .with_context(|| format!("reading transcript {}", path.display()))?;
-        super::chain::tree_of(io::Read::take(again, len - start))
-            .with_context(|| format!("reading transcript {}", path.display()))?
-            .abandoned()
-    };
+    let gone = opened.tree(len)?.abandoned();
+    let file = &mut opened.file;
+    let start = transcript::since_newest_boundary(file, len).with_context(context)?;
+    io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
     let mut builder = Builder::default();
-    let mut lines = LineReader::new(io::Read::take(file, len - start), transcript::MAX_LINE);
-    while let Some(line) = lines
-        .next_line()
-        .with_context(|| format!("reading transcript {}", path.display()))?
-    {
+    let mut lines = LineReader::new(
+        io::Read::take(&mut *file, len - start),
+        transcript::MAX_LINE,
+    );
+    let mut on_gone = OnGone::default();
+    while let Some(line) = lines.next_line().with_context(context)? {
         // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
         if let Line::Text(text) = line {
-            if gone.holds(text) {
+            if on_gone.skips(&gone, text) {
                 continue;
             }
             builder.feed(text);
@@ -622,13 +671,12 @@ pub(super) fn read_claude_until(path: &Path, end: u64) -> Result<Reading> {
     if start > 0 {
         // The head's own rewinds: a first prompt edited before the compaction is no goal.
         let limit = start.min(GOAL_SCAN_BYTES);
-        let (head, _) = files::open_regular(path, "transcript")?;
-        let head_gone = super::chain::tree_of(io::Read::take(head, limit))
-            .with_context(|| format!("reading transcript {}", path.display()))?
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let head_gone = super::chain::tree_of(io::Read::take(&mut *file, limit))
+            .with_context(context)?
             .abandoned();
-        let (head, _) = files::open_regular(path, "transcript")?;
-        let goal = goal_in_head(head, limit, &head_gone)
-            .with_context(|| format!("reading transcript {}", path.display()))?;
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let goal = goal_in_head(&mut *file, limit, &head_gone).with_context(context)?;
         if goal.is_some() {
             reading.body.goal = goal;
         }

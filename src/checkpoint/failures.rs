@@ -405,33 +405,33 @@ mod tests {
         error_line(text, true)
     }
 
-    /// Bash results as they reach the transcript, from the real transcripts in
-    /// fixtures/transcripts/SOURCES.txt.
+    /// Bash results as they reach the transcript, written here in the forms real transcripts
+    /// hold them.
     #[test]
     fn bash_keeps_the_line_naming_the_failure() {
-        // cctrace-phase0.jsonl: a line naming the failure after the exit code.
+        // A line naming the failure after the exit code.
         assert_eq!(
-            bash("Exit code 1\n/bin/bash: line 1: : No such file or directory").as_deref(),
-            Some("/bin/bash: line 1: : No such file or directory")
+            bash("Exit code 1\n/bin/bash: line 1: ./run.sh: No such file or directory").as_deref(),
+            Some("/bin/bash: line 1: ./run.sh: No such file or directory")
         );
-        // spotter-4d5611e5.jsonl: git's own `fatal:`.
-        let push = "Exit code 128\nfatal: The current branch spotter-dov has no upstream branch.\nTo push the current branch and set the remote as upstream, use\n\n    git push --set-upstream origin spotter-dov";
+        // git's own `fatal:`.
+        let push = "Exit code 128\nfatal: The current branch feature-quota has no upstream branch.\nTo push the current branch and set the remote as upstream, use\n\n    git push --set-upstream origin feature-quota";
         assert_eq!(
             bash(push).as_deref(),
-            Some("fatal: The current branch spotter-dov has no upstream branch.")
+            Some("fatal: The current branch feature-quota has no upstream branch.")
         );
-        // spotter-4d5611e5.jsonl: no line names a failure: the first one after the exit code.
-        let ignored = "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\npriv/static/assets\nhint: Use -f if you really want to add them.";
+        // No line names a failure: the first one after the exit code.
+        let ignored = "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\ndist/bundle\nhint: Use -f if you really want to add them.";
         assert_eq!(
             bash(ignored).as_deref(),
             Some("The following paths are ignored by one of your .gitignore files:")
         );
         // 2.1.330 fixture: nothing but the exit code.
         assert_eq!(bash("Exit code 1").as_deref(), Some("Exit code 1"));
-        // spotter-ae4a77f8.jsonl: a hook refused the command (no exit code).
+        // A hook refused the command (the form of a real 2.1.49 session's; no exit code).
         assert_eq!(
-            bash("Exit code 1\n(eval):1: permission denied:").as_deref(),
-            Some("(eval):1: permission denied:")
+            bash("Exit code 1\n(eval):2: permission denied:").as_deref(),
+            Some("(eval):2: permission denied:")
         );
     }
 
@@ -451,7 +451,7 @@ mod tests {
     /// Issue 20 item 7: for a failed `mix test` the compiler's hint came first.
     #[test]
     fn hints_warnings_and_notes_rank_below_a_failure() {
-        let mix = "Exit code 2\n    hint: given pattern matching is enough to catch typing errors, you may optionally convert the struct update\nwarning: variable \"x\" is unused (if the variable is not meant to be used, prefix it with an underscore) error\n  1) test shows the session (SpotterWeb.SessionLiveTest)\n     Assertion with == failed\n";
+        let mix = "Exit code 2\n    hint: pin the variable with ^ to match on its current value instead of rebinding it\nwarning: variable \"x\" is unused (if the variable is not meant to be used, prefix it with an underscore) error\n  1) test lists the orders (ShopWeb.OrderLiveTest)\n     Assertion with == failed\n";
         assert_eq!(bash(mix).as_deref(), Some("Assertion with == failed"));
         // Only advice names a failure: it is still better than nothing.
         assert_eq!(
@@ -524,18 +524,18 @@ mod tests {
 
     #[test]
     fn client_wrappers_and_boilerplate_are_removed() {
-        // cctrace-phase0.jsonl and cloak-squads.jsonl.
+        // The client's wrappers, in the forms real sessions have them.
         assert_eq!(
-            error_line("<tool_use_error>String to replace not found in file.\nString: ### 5.2 Changes</tool_use_error>", false).as_deref(),
+            error_line("<tool_use_error>String to replace not found in file.\nString: ## Open questions</tool_use_error>", false).as_deref(),
             Some("String to replace not found in file.")
         );
         assert_eq!(
             error_line(
-                "<tool_use_error>Unknown skill: apply-grant</tool_use_error>",
+                "<tool_use_error>Unknown skill: tidy-imports</tool_use_error>",
                 false
             )
             .as_deref(),
-            Some("Unknown skill: apply-grant")
+            Some("Unknown skill: tidy-imports")
         );
         // Only boilerplate: not a failure.
         for text in [
@@ -589,11 +589,11 @@ mod tests {
         assert_eq!(list[0].error, "fail 3");
     }
 
-    /// A background command's output, as `TaskOutput` returns it (spotter-4d5611e5.jsonl, with
-    /// the status a failed command has).
+    /// A background command's output, as `TaskOutput` returns it (the form of a real session's,
+    /// with the status a failed command has).
     #[test]
     fn background_output_that_failed() {
-        let failed = "<retrieval_status>success</retrieval_status>\n\n<task_id>b7636e2</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<output>\n==> file_system\nCompiling 7 files (.ex)\n** (CompileError) lib/a.ex:3: undefined function foo/0\n</output>";
+        let failed = "<retrieval_status>success</retrieval_status>\n\n<task_id>c41d9a3</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<output>\n==> inventory\nCompiling 4 files (.ex)\n** (CompileError) lib/a.ex:3: undefined function foo/0\n</output>";
         assert_eq!(
             background_output(failed).as_deref(),
             Some("** (CompileError) lib/a.ex:3: undefined function foo/0")
@@ -602,10 +602,7 @@ mod tests {
             "** (CompileError) lib/a.ex:3: undefined function foo/0\n",
             "",
         );
-        assert_eq!(
-            background_output(&quiet).as_deref(),
-            Some("==> file_system")
-        );
+        assert_eq!(background_output(&quiet).as_deref(), Some("==> inventory"));
         let done = failed.replace("<status>failed</status>", "<status>completed</status>");
         assert_eq!(background_output(&done), None);
         // BashOutput (2.0): stdout and stderr apart, stderr first.
@@ -618,13 +615,13 @@ mod tests {
 
     #[test]
     fn failed_task_notifications() {
-        // As spotter-4d5611e5.jsonl's, with the status and summary of a failed command.
-        let text = "<task-notification>\n<task-id>b7636e2</task-id>\n<output-file>/tmp/claude-1000/tasks/b7636e2.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/b7636e2.output";
+        // In the form of a real session's, with the status and summary of a failed command.
+        let text = "<task-notification>\n<task-id>c41d9a3</task-id>\n<output-file>/tmp/claude-1000/tasks/c41d9a3.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run CartLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/c41d9a3.output";
         assert_eq!(
             notifications(text),
             [Notified {
-                task: "b7636e2".into(),
-                line: "Background command \"Run SessionLive tests\" failed with exit code 2".into()
+                task: "c41d9a3".into(),
+                line: "Background command \"Run CartLive tests\" failed with exit code 2".into()
             }]
         );
         let done = text.replace("<status>failed</status>", "<status>completed</status>");

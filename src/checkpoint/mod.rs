@@ -13,6 +13,7 @@ mod block;
 mod bounded;
 mod build;
 pub mod chain;
+mod decisions;
 mod failures;
 mod prs;
 mod rollout;
@@ -52,7 +53,66 @@ pub fn read_transcript_until(path: &Path, end: u64) -> Result<Reading> {
     if crate::rollout::is_rollout(path) {
         rollout::read_rollout_until(path, end)
     } else {
-        build::read_claude_until(path, end)
+        build::read_claude_until(&mut Opened::open(path)?, end)
+    }
+}
+
+/// [`read_transcript_until`] on a transcript a hook already opened for this call (Claude
+/// Code's: a rollout is read by its own reader).
+pub fn read_opened_until(opened: &mut Opened, end: u64) -> Result<Reading> {
+    if crate::rollout::is_rollout(&opened.path) {
+        return rollout::read_rollout_until(&opened.path, end);
+    }
+    build::read_claude_until(opened, end)
+}
+
+/// A Claude Code transcript opened once for a hook call: what reads it whole (the checkpoint,
+/// the rewind tree of the part after its newest boundary, that boundary) shares the one open
+/// file, and the tree is built at most once.
+pub struct Opened {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    len: u64,
+    /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
+    tree: Option<(u64, chain::Tree)>,
+}
+
+impl Opened {
+    pub fn open(path: &Path) -> Result<Opened> {
+        let (file, len) = files::open_regular(path, "transcript")?;
+        Ok(Opened {
+            path: path.to_path_buf(),
+            file,
+            len,
+            tree: None,
+        })
+    }
+
+    /// When the newest boundary was written, if the tail holds one.
+    pub fn newest_boundary_time(&mut self) -> Option<DateTime<Utc>> {
+        crate::transcript::newest_boundary_in(&mut self.file, self.len)
+            .ok()
+            .flatten()
+            .and_then(|b| b.at)
+    }
+
+    /// The tree of the part after the newest boundary, the file taken as ending at `end`
+    /// (built once).
+    pub fn tree(&mut self, end: u64) -> Result<&chain::Tree> {
+        use std::io::{Seek, SeekFrom};
+        let end = self.len.min(end);
+        if self.tree.as_ref().is_none_or(|(at, _)| *at != end) {
+            let context = || format!("reading transcript {}", self.path.display());
+            let start = crate::transcript::since_newest_boundary(&mut self.file, end)
+                .with_context(context)?;
+            self.file
+                .seek(SeekFrom::Start(start))
+                .with_context(context)?;
+            let tree = chain::tree_of(std::io::Read::take(&mut self.file, end - start))
+                .with_context(context)?;
+            self.tree = Some((end, tree));
+        }
+        Ok(&self.tree.as_ref().expect("built above").1)
     }
 }
 
@@ -63,6 +123,8 @@ const MAX_ASKS: usize = 3;
 const ASK_CHARS: usize = 200;
 /// Prompts typed while the agent was working (queued), the newest, each kept short.
 const MAX_QUEUED: usize = 5;
+/// The user's answers to the agent's questions, the newest.
+const MAX_DECISIONS: usize = 4;
 const QUEUED_CHARS: usize = 160;
 /// A plan written in plan mode: its title and step headings.
 const PLAN_CHARS: usize = 600;
@@ -98,6 +160,9 @@ pub struct Checkpoint {
     /// The last real user prompts, oldest first: typed ones, and those typed while the agent
     /// was working (queued), in their place in time.
     pub asks: Vec<String>,
+    /// The user's answers to the agent's questions (`question → answer`) and a plan approved in
+    /// plan mode, in the part read, oldest first.
+    pub decisions: Vec<String>,
     /// Which of `asks` were typed while the agent was working.
     pub queued: Vec<String>,
     /// Asks carried forward from before the previous compaction, oldest first.
@@ -296,6 +361,8 @@ mod tests {
             ]
             .concat(),
             queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
+            // A question, ` → ` and an answer (`decisions.rs`).
+            decisions: vec![text(260); MAX_DECISIONS],
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![

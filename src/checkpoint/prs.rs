@@ -332,72 +332,71 @@ mod tests {
         in_command(command, output, false)
     }
 
-    /// ReviewStage/luke's session: `gh pr create` then `gh pr checks`, whose output links a
+    /// In the form of a real session's: `gh pr create` then `gh pr checks`, whose output links a
     /// review bot's page about the pull request.
     #[test]
     fn a_created_pull_request_stays_created_with_its_own_url() {
         let mut list = Vec::new();
         for pr in all(
             "gh pr create --title x --body y",
-            "https://github.com/ReviewStage/luke/pull/549\n",
+            "https://github.com/acme/kite/pull/412\n",
         )
         .into_iter()
         .chain(all(
-            "sleep 15 && gh pr checks 549 2>&1",
-            "Devin Review\tpass\t0\thttps://app.devin.ai/review/reviewstage/luke/pull/549\tFull review skipped",
+            "sleep 20 && gh pr checks 412 2>&1",
+            "Review Bot\tpass\t0\thttps://review.example.dev/review/acme/kite/pull/412\tFull review skipped",
         )) {
             remember(&mut list, &pr, 5);
         }
         assert_eq!(
             list,
-            ["#549 (created) https://github.com/ReviewStage/luke/pull/549"]
+            ["#412 (created) https://github.com/acme/kite/pull/412"]
         );
-        assert!(!pull_shape("https://app.devin.ai/review/o/r/pull/5"));
+        assert!(!pull_shape("https://review.example.dev/review/o/r/pull/5"));
         assert!(pull_shape("https://github.example.com/o/r/pull/5/files"));
         // A later action does replace it.
-        remember(&mut list, "#549 (merged)", 5);
+        remember(&mut list, "#412 (merged)", 5);
         assert_eq!(
             list,
-            ["#549 (merged) https://github.com/ReviewStage/luke/pull/549"]
+            ["#412 (merged) https://github.com/acme/kite/pull/412"]
         );
     }
 
-    /// As the real sessions have them (../shared/transcripts: entirecontext-d29c2adb,
-    /// gitsync-1e0a84da, cipherbox-f7594e2b).
+    /// In the forms real sessions have them (written here, with invented names).
     #[test]
     fn pull_requests_from_gh_and_git_log() {
         assert_eq!(
             all(
-                "cd /x && gh pr create --title \"feat(mcp): migrate\" --body \"$(cat <<'EOF'",
-                "https://github.com/teslamint/entirecontext/pull/233\nShell cwd was reset"
+                "cd /x && gh pr create --title \"feat(cache): rework\" --body \"$(cat <<'EOF'",
+                "https://github.com/acme/kite/pull/318\nShell cwd was reset"
             ),
-            ["#233 (created) https://github.com/teslamint/entirecontext/pull/233"]
+            ["#318 (created) https://github.com/acme/kite/pull/318"]
         );
         assert_eq!(
-            all("gh pr merge 221 --squash --auto", "")[0],
-            "#221 (merged)"
+            all("gh pr merge 311 --squash --auto", "")[0],
+            "#311 (merged)"
         );
         assert_eq!(
             all(
-                "gh pr view 233 --json state,mergeCommit --jq '{state}'",
-                "{\"mergeCommit\":\"2ce98\",\"state\":\"MERGED\"}"
+                "gh pr view 318 --json state,mergeCommit --jq '{state}'",
+                "{\"mergeCommit\":\"7b0d4\",\"state\":\"MERGED\"}"
             ),
-            ["#233 (merged)"]
+            ["#318 (merged)"]
         );
         assert_eq!(
             in_command(
-                "gh pr merge 234 --squash --auto 2>&1",
+                "gh pr merge 319 --squash --auto 2>&1",
                 "Exit code 1\nGraphQL: Auto merge is not allowed",
                 true
             ),
-            ["#234 (viewed)"]
+            ["#319 (viewed)"]
         );
         assert_eq!(
             all(
                 "git log --oneline -20",
-                "4b1f4c1a Merge pull request #89 from o/fix-a\nad8bcbee Merge pull request #93 from o/fix-b\n"
+                "9e2a7c13 Merge pull request #41 from o/fix-a\n5d0b8f62 Merge pull request #45 from o/fix-b\n"
             ),
-            ["#93 (merged, from git log)", "#89 (merged, from git log)"]
+            ["#45 (merged, from git log)", "#41 (merged, from git log)"]
         );
         assert!(all("gh run list --limit 3", "{\"conclusion\":\"success\"}").is_empty());
     }
@@ -408,7 +407,7 @@ mod tests {
     fn the_api_a_bare_view_and_a_later_line_name_their_pull_request() {
         assert_eq!(
             in_command(
-                "gh api repos/entireio/cli/pulls/169/comments --paginate",
+                "gh api repos/acme/kite/pulls/169/comments --paginate",
                 "[]",
                 false
             ),

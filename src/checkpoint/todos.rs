@@ -24,6 +24,9 @@ const TASK_ID_CHARS: usize = 40;
 /// is listed with its subject when the transcript has it anywhere.
 const MAX_NAMES: usize = 256;
 
+/// The statuses a `TaskList` result shows (`#4 [completed] …`).
+const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
+
 /// Changes waiting for their results. A result follows its call within a few lines; past this
 /// many, the oldest waiting change is taken as done (its result is as good as lost).
 const MAX_WAITING: usize = 16;
@@ -255,10 +258,11 @@ impl Todos {
         }
     }
 
-    /// The subjects a `TaskGet` result (`Task #29: TST-6: Integration test…`) or a `TaskList`
-    /// result (`#9 [pending] DOM-3: Create ProfileRepositoryImpl [blocked by #5] (domain-dev)`,
+    /// The subjects a `TaskGet` result (`Task #12: QA-4: Load test…`) or a `TaskList`
+    /// result (`#9 [pending] API-3: Add the export endpoint [blocked by #5] (api-dev)`,
     /// one task a line) names.
     pub(super) fn learn_names(&mut self, text: &str) {
+        let mut listed = Vec::new();
         for line in text.lines().take(MAX_NAMES) {
             let line = line.trim();
             let (id, rest) = if let Some(rest) = line.strip_prefix("Task #") {
@@ -271,10 +275,14 @@ impl Todos {
                     continue;
                 };
                 // The status in brackets, then the subject.
-                let Some(rest) = rest.strip_prefix('[').and_then(|r| r.split_once("] ")) else {
+                let Some((state, rest)) = rest.strip_prefix('[').and_then(|r| r.split_once("] "))
+                else {
                     continue;
                 };
-                (id, rest.1)
+                if STATUSES.contains(&state) {
+                    listed.push((id, state));
+                }
+                (id, rest)
             } else {
                 continue;
             };
@@ -293,6 +301,15 @@ impl Todos {
                 }
             }
             self.name(id, subject);
+        }
+        // A `TaskList` result is the list as it is now, statuses included (a lead's tasks are
+        // closed by its teammates, in their own transcripts): each task of this session's list
+        // takes the status listed. The others' tasks it lists (a teammate sees the whole team's)
+        // are not this session's to do.
+        for (id, state) in listed {
+            if let Some(task) = self.tasks.iter_mut().find(|t| t.id.as_deref() == Some(id)) {
+                task.todo.status = status(state);
+            }
         }
     }
 
@@ -510,7 +527,7 @@ mod tests {
         assert_eq!(todos.finish().len(), MAX_WAITING * 3);
     }
 
-    /// cybervpn-cdd85d16.jsonl (2.1.42): a teammate updates tasks the lead created; their
+    /// In the form of a real 2.1.42 team session: a teammate updates tasks the lead created; their
     /// subjects are in `TaskList` and `TaskGet` results.
     #[test]
     fn tasks_known_by_id_get_their_subjects() {
@@ -521,24 +538,29 @@ mod tests {
                 .unwrap();
             todos.settle(key, true, "Updated task status");
         }
-        todos.learn_names("#26 [pending] TST-3: Unit tests for use cases (test-eng)\n#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)\n#28 [pending] TST-5: Widget tests [blocked by #14]");
-        todos.learn_names("Task #29: TST-6: Integration test for migration flow\nStatus: pending\nDescription: Test: migration");
-        let shown: Vec<String> = todos.finish().into_iter().map(|t| t.content).collect();
+        todos.learn_names("#26 [pending] QA-3: Smoke tests for checkout (qa-eng)\n#5 [completed] DB-5: Add row mappers (Sql ↔ Model) (db-dev)\n#28 [pending] QA-5: Screen tests [blocked by #14]");
+        todos.learn_names("Task #29: QA-6: Load test for the import flow\nStatus: pending\nDescription: Test: import");
+        let shown: Vec<(String, String)> = todos
+            .finish()
+            .into_iter()
+            .map(|t| (t.content, t.status))
+            .collect();
+        // The TaskList came last: its status is the task's own (#26 back to pending); the tasks
+        // of others it lists (#5, #28) are not added.
+        let pair = |c: &str, s: &str| (c.to_string(), s.to_string());
         assert_eq!(
             shown,
             [
-                "#26 TST-3: Unit tests for use cases",
-                "#29 TST-6: Integration test for migration flow",
-                "task #30"
+                pair("#26 QA-3: Smoke tests for checkout", "pending"),
+                pair("#29 QA-6: Load test for the import flow", "pending"),
+                pair("task #30", "pending"),
             ]
         );
         let mut todos = Todos::default();
-        todos.learn_names(
-            "#5 [completed] DL-5: Create data mappers (Drift ↔ Domain) (data-layer-dev)",
-        );
+        todos.learn_names("#5 [completed] DB-5: Add row mappers (Sql ↔ Model) (db-dev)");
         assert_eq!(
             todos.names.back().unwrap().1,
-            "DL-5: Create data mappers (Drift ↔ Domain)"
+            "DB-5: Add row mappers (Sql ↔ Model)"
         );
     }
 }

@@ -71,7 +71,7 @@ struct OutputInput<'a> {
 }
 
 /// A Bash result saying the command went to the background: "Command running in background
-/// with ID: b7636e2. Output is being written to: ...".
+/// with ID: c41d9a3. Output is being written to: ...".
 const BACKGROUND_STARTED: &str = "running in background with ID: ";
 
 /// Where that result says the command's output goes: "Output is being written to: /tmp/….output".
@@ -278,6 +278,10 @@ impl ToolLog {
                 "Read" => {
                     let path = file_path(input);
                     call.subject = path.as_deref().map(|p| shown_path(p, cwd));
+                    // Its target is the file as shown (a relative path and the absolute one
+                    // under the session's directory alike): a later read of it, with a limit or
+                    // by its absolute path, clears a read of it that failed.
+                    call.target.clone_from(&call.subject);
                     // A background command's output file: its verdict is known here.
                     if let Some(command) = path.and_then(|p| self.background_command_of(&p)) {
                         call.verify = verify::is_verification(&command);
@@ -302,7 +306,7 @@ impl ToolLog {
                             &command
                         };
                         call.subject = Some(command_subject(shown)).filter(|c| !c.is_empty());
-                        // `tail -20 /tmp/…/b7636e2.output`: a read of a background command's
+                        // `tail -20 /tmp/…/c41d9a3.output`: a read of a background command's
                         // output, its verdict known here.
                         let reads = ["cat", "tail", "head", "less"]
                             .iter()
@@ -396,6 +400,20 @@ impl ToolLog {
 
     /// A `tool_result` block: settles its call's edit or todo change, records a failure, or
     /// notes a command that went to the background.
+    /// Whether `block` is the user's approval of a plan written in plan mode (a decision).
+    pub(super) fn approves_plan(&mut self, block: &Block) -> bool {
+        let id = block.tool_use_id.as_deref().unwrap_or_default();
+        block.is_error != Some(true)
+            && self
+                .calls
+                .get_mut(id)
+                .is_some_and(|c| c.tool == "ExitPlanMode")
+            && block
+                .content
+                .and_then(result_text)
+                .is_some_and(|t| super::decisions::plan_approved(&t))
+    }
+
     pub(super) fn result(&mut self, block: &Block) {
         let id = block.tool_use_id.as_deref().unwrap_or_default();
         let mut call = match self.calls.get_mut(id) {

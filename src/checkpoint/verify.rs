@@ -282,6 +282,9 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     // happens to hold a count: a test named "returns 3 errors" says nothing of the run.
     let mut summary_fail: Option<&str> = None;
     let mut summary_pass: Option<&str> = None;
+    // The last passing summary with a count (`675 passed in 9.42s`): a lint's `All checks
+    // passed!` after it, in one command, does not make the test count disappear.
+    let mut counted_pass: Option<&str> = None;
     // Progress lines may be separated by carriage returns only (`flutter test`).
     // vitest and jest colour their summary (`ESC[31m1 failedESC[39m`).
     let plain;
@@ -308,7 +311,13 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         let summary = class.is_some() && is_summary(l);
         match class {
             Some(Class::Fail) if summary => summary_fail = Some(l),
-            Some(Class::Pass) if summary => summary_pass = Some(l),
+            Some(Class::Pass) if summary => {
+                let lower = l.to_lowercase();
+                if counts(&lower).any(|(_, w)| TEST_COUNTS.contains(&w)) {
+                    counted_pass = Some(l);
+                }
+                summary_pass = Some(l);
+            }
             // cargo's "warning: build failed, waiting for other jobs to finish..." follows the
             // line that says why ("error: could not compile `x` due to 30 previous errors").
             Some(Class::Fail) if l.starts_with("warning:") => {
@@ -348,6 +357,15 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
         (Some(pass), Some(weak)) if pass.chars().count() < 24 && weak.starts_with("Ran ") => {
             format!("{}; {}", clean(pass), clean(weak))
         }
+        (Some(pass), _)
+            if counted_pass.is_some_and(|c| c != pass && summary_pass == Some(pass)) =>
+        {
+            format!(
+                "{}; {}",
+                clean(counted_pass.unwrap_or_default()),
+                clean(pass)
+            )
+        }
         (Some(line), _) | (None, Some(line)) => clean(line),
         (None, None) => "exit 0, no summary line in its output".to_string(),
     };
@@ -363,6 +381,9 @@ enum Class {
     /// Says the run happened, not how it went ("Ran 1309 tests across 58 files").
     Weak,
 }
+
+/// What a passing run counts (`675 passed`, `Ran 12 tests`).
+const TEST_COUNTS: &[&str] = &["passed", "pass", "passing", "tests", "examples", "specs"];
 
 /// Phrases of a run that failed, in lower case.
 const FAIL_PHRASES: &[&str] = &[
@@ -457,7 +478,8 @@ fn class(line: &str) -> Option<Class> {
     if lower.contains("total errors: 0") || PASS_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some(Class::Pass);
     }
-    if saw_pass {
+    // A lint's own count of warnings (`Found 10 warnings`): it ran, and passed, with warnings.
+    if saw_pass || counts(&lower).any(|(_, w)| w == "warnings" || w == "warning") {
         return Some(Class::Pass);
     }
     // A runner's closing time ("Finished in 6.59s", yarn's "✨  Done in 3.21s."): the run got

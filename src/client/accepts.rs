@@ -126,8 +126,28 @@ const FULL_OUTPUT_RESERVE: std::ops::RangeInclusive<(u64, u64, u64)> = (2, 1, 0)
 pub fn output_reserve(version: Option<&str>, max_output_var: Option<u64>) -> u64 {
     match version.and_then(parse) {
         Some(v) if FULL_OUTPUT_RESERVE.contains(&v) => max_output_var.unwrap_or(32_000).min(64_000),
-        _ => 20_000,
+        _ => capped_output(max_output_var),
     }
+}
+
+/// The output reservation a client of `version` keeps below its blocking limit, where it stops
+/// accepting requests when auto-compaction is off: none on 2.1.0 to 2.1.14 (2.1.14's `pu`
+/// blocks at `kE(model) − dC0`, the window less 3000); at most 20k otherwise (2.1.330's and
+/// 2.1.332's `sTt`: `cT(model) − Math.min(maxOutputTokens, 20000)`, then `− wfo`), as the
+/// compaction threshold reserves it. Read in both clients' code (docs/client-code.md).
+pub fn stop_reserve(version: Option<&str>, max_output_var: Option<u64>) -> u64 {
+    match version.and_then(parse) {
+        Some(v) if FULL_OUTPUT_RESERVE.contains(&v) => 0,
+        _ => capped_output(max_output_var),
+    }
+}
+
+/// `Math.min(maxOutputTokens, 20000)`: the model's output maximum is 32k or more for every
+/// current model, so 20k unless `CLAUDE_CODE_MAX_OUTPUT_TOKENS` sets less.
+fn capped_output(max_output_var: Option<u64>) -> u64 {
+    max_output_var
+        .filter(|v| *v > 0)
+        .map_or(20_000, |v| v.min(20_000))
 }
 
 /// Does a client of `version` compact idle sessions? 2.1.14 has no idle compaction (nothing of

@@ -27,10 +27,15 @@ pub const MAX_CONTEXT_TOKENS: &str = "CLAUDE_CODE_MAX_CONTEXT_TOKENS";
 /// full before auto-compacting.
 pub const MAX_OUTPUT_TOKENS: &str = "CLAUDE_CODE_MAX_OUTPUT_TOKENS";
 
+/// `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE`: the token count at which the client stops accepting
+/// requests, in place of its blocking limit (what matters with auto-compaction off).
+pub const BLOCKING_LIMIT_OVERRIDE: &str = "CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE";
+
 /// The client's variables ctxguard reads, each from the process and from the settings files'
 /// `env` blocks (see [`crate::client::Settings::var`]).
-const VARS: [&str; 8] = [
+const VARS: [&str; 9] = [
     MAX_OUTPUT_TOKENS,
+    BLOCKING_LIMIT_OVERRIDE,
     AUTOCOMPACT_PCT,
     AUTO_COMPACT_WINDOW,
     DISABLE_AUTO_COMPACT,

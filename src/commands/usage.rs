@@ -163,8 +163,14 @@ pub fn run(
         .tokens
         .map(|t| format!("{} to go; ", grouped(limits.headroom(t))))
         .unwrap_or_default();
+    // With auto-compaction off nothing compacts: the point is where the client stops.
+    let point = if matches!(report.compact_source, CompactSource::Off(_)) {
+        "stops at     "
+    } else {
+        "compacts at  "
+    };
     println!(
-        "compacts at  {} ({to_go}from {})",
+        "{point}{} ({to_go}from {})",
         grouped(limits.compact_at),
         report.compact_source.describe()
     );

@@ -46,6 +46,8 @@ pub struct ClientCompaction {
     pub max_context: Option<u64>,
     /// `DISABLE_COMPACT` is set.
     pub compact_off: bool,
+    /// `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE`: where the client stops accepting requests.
+    pub blocking_override: Option<u64>,
 }
 
 impl Default for ClientCompaction {
@@ -61,6 +63,7 @@ impl Default for ClientCompaction {
             max_output: None,
             max_context: None,
             compact_off: false,
+            blocking_override: None,
         }
     }
 }
@@ -82,6 +85,10 @@ impl ClientCompaction {
                 .var(client::MAX_CONTEXT_TOKENS)
                 .and_then(|v| client::window_tokens(&v)),
             compact_off: settings.compact_off(),
+            blocking_override: settings
+                .var(client::BLOCKING_LIMIT_OVERRIDE)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0),
         }
         .with_windows(settings)
     }

@@ -346,6 +346,11 @@ pub fn resolve_with(
                 .and_then(|m| client::reactive_model(m, gathered.client_version.as_deref())),
             observed: marker.auto_compacted_at,
             uncompacted: marker.uncompacted_max,
+            stop_buffer: client::stop_reserve(
+                gathered.client_version.as_deref(),
+                gathered.client.max_output,
+            ) + crate::usage::BLOCKING_MARGIN,
+            stop_override: gathered.client.blocking_override,
         },
     );
     Resolved {

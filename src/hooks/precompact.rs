@@ -161,7 +161,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         boundary: None,
         given: false,
     };
-    let taken = checkpointing::take(&paths, env, &config, &input, u64::MAX, &occasion, diag)?;
+    let taken = checkpointing::take(
+        &paths,
+        env,
+        &config,
+        &input,
+        checkpointing::Until::WHOLE,
+        &occasion,
+        diag,
+    )?;
     Ok(taken.and_then(|t| t.facts).into())
 }
 

@@ -28,7 +28,15 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         format!("end: {reason}")
     };
     let end = checkpointing::Occasion::End;
-    checkpointing::take(&paths, env, &config, &input, u64::MAX, &end, diag)?;
+    checkpointing::take(
+        &paths,
+        env,
+        &config,
+        &input,
+        checkpointing::Until::WHOLE,
+        &end,
+        diag,
+    )?;
     // Once a day, after the session's own work: old sessions and logs go.
     crate::retention::run_if_due(&paths, &config, env.now(), diag);
     Ok(Outcome::Quiet)

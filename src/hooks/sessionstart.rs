@@ -1,7 +1,9 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
 //! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On startup,
 //! a short digest of the previous session in the same directory, once; after `/clear`, one line
-//! pointing to that session's checkpoint instead (the user cleared the context to leave it).
+//! pointing to that session's checkpoint instead (the user cleared the context to leave it), or
+//! its whole block when ctxguard had asked it to save with auto-compaction off
+//! (`recovering::full_after_clear`: the soft restart).
 //!
 //! Ownership: a compaction's recovery belongs to the session that compacted. It is consumed
 //! under that session's lock, by that session only. A digest for another session never consumes
@@ -15,6 +17,7 @@ use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
 use crate::checkpoint::{self, Checkpoint, CheckpointStore};
+use crate::checkpointing::{hand_over, name_model, HandOver};
 use crate::config::{Config, Env};
 use crate::dropped;
 use crate::event;
@@ -140,12 +143,18 @@ fn own(
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let (stale, now, client_pid) = (config.stale(), env.now(), env.client_pid);
+    let mut hand = HandOver {
+        at: now,
+        client_pid,
+        boundary: None,
+        model: model_of(input),
+    };
     let store = Store::new(paths, &input.session_id);
     // Most session starts have nothing pending: answer without the lock.
     let mut peeked = store.peek().ok().flatten();
     let codex = input.client() == Client::Codex;
     // The boundary this start follows (Claude Code's; Codex counts its `compacted` lines).
-    let boundary = (input.source == "compact" && !codex)
+    hand.boundary = (input.source == "compact" && !codex)
         .then(|| transcript::newest_boundary(Path::new(&input.transcript_path)).ok())
         .flatten()
         .flatten()
@@ -199,28 +208,42 @@ fn own(
         }
         return Ok(None);
     }
+    // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
+    // the checkpoint is rebuilt to cover the turns between it and the boundary, and handed over
+    // in the same locked update. (Claude Code's; Codex prepares no summary ahead.)
+    let pending = peeked.as_ref().and_then(|m| m.last_checkpoint.clone());
+    let loaded = pending
+        .filter(|_| !codex && matches!(input.source.as_str(), "compact" | "resume"))
+        .and_then(|p| load_checkpoint(paths.root(), &p, &mut Diag::default()));
+    if let Some((cp, _)) = &loaded {
+        if let Some(due) = crate::precomputed::due(input, cp) {
+            match crate::precomputed::rebuild(env, config, input, cp, &due, Some(&hand), diag) {
+                Ok(taken) if taken.handed => return Ok(Some((taken.cp, taken.path))),
+                // Another start took the recovery meanwhile.
+                Ok(_) => return Ok(None),
+                Err(e) => diag.note(format!("refreshing the checkpoint at the boundary: {e:#}")),
+            }
+        }
+    }
+    // One locked update: the recovery handed over (consumed even if unreadable), the boundary
+    // it follows counted, the model named.
     let path = store.update(&input.session_id, diag, |m, _| {
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
-        // Consumed even if unreadable: a broken checkpoint must not be retried on every start.
-        // The next hook checks that it arrived (the receipt).
-        let handed = Event::Handed(path.clone().map(|checkpoint| crate::receipt::Pending {
-            compaction: m.compactions,
-            checkpoint,
-            handed_at: now,
-            client_pid,
-        }));
-        let mut next = marker::transition(m, &handed, now, stale);
-        // The boundary this recovery follows is accounted for.
-        if let Some(at) = boundary.filter(|_| path.is_some()) {
-            next = marker::transition(&next, &Event::BoundaryCounted(at), now, stale);
-        }
-        Ok((next, path))
+        Ok((hand_over(m, &hand, path.clone(), stale), path))
     })?;
     Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
 }
 
+/// The model a `SessionStart` names, when it is one to record.
+fn model_of(input: &HookInput) -> Option<String> {
+    let model = sanitize(input.model.trim(), true);
+    (!model.is_empty() && model.chars().count() <= 200 && !input.session_id.is_empty())
+        .then_some(model)
+}
+
 /// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
 /// when it is new: the window is judged by it where the transcript's replies drop its `[1m]`.
+/// (A start that hands over a recovery names it in that update.)
 fn record_model(
     paths: &Paths,
     input: &HookInput,
@@ -228,17 +251,21 @@ fn record_model(
     now: DateTime<Utc>,
     diag: &mut Diag,
 ) -> Result<()> {
-    let model = sanitize(input.model.trim(), true);
-    if model.is_empty() || model.chars().count() > 200 || input.session_id.is_empty() {
+    let Some(model) = model_of(input) else {
         return Ok(());
-    }
+    };
     let store = Store::new(paths, &input.session_id);
     if matches!(store.peek(), Ok(Some(m)) if m.session_model.as_deref() == Some(model.as_str())) {
         return Ok(());
     }
+    let hand = HandOver {
+        at: now,
+        client_pid: None,
+        boundary: None,
+        model: Some(model),
+    };
     store.update(&input.session_id, diag, |m, _| {
-        let named = Event::ModelNamed(model.clone());
-        Ok((marker::transition(m, &named, now, stale), ()))
+        Ok((name_model(m, &hand, stale), ()))
     })
 }
 
@@ -350,39 +377,45 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let config = Config::for_hook(&paths, env, diag);
     let stale = config.stale();
     let now = env.now();
-    if let Err(e) = record_model(&paths, &input, stale, now, diag) {
-        diag.note(format!("{e:#}"));
-    }
     // `codex exec` is a scripted run, as `claude -p` is.
     let unattended = env.unattended
         || (input.client() == Client::Codex
             && crate::rollout::is_exec(Path::new(&input.transcript_path)));
-    let (found, kind) = match plan(&input.source, &config, unattended)? {
+    let plan = plan(&input.source, &config, unattended)?;
+    // The model this start names, recorded in the update that hands a recovery over when there
+    // is one (`own`), else on its own, when it is new.
+    let pending = Store::new(&paths, &input.session_id)
+        .peek()
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.recovery_pending);
+    if !(matches!(plan, Plan::Own(_)) && pending) {
+        if let Err(e) = record_model(&paths, &input, stale, now, diag) {
+            diag.note(format!("{e:#}"));
+        }
+    }
+    let (found, kind) = match plan {
         Plan::Quiet => return Ok(Outcome::Quiet),
         Plan::Own(kind) => (own(&paths, env, &config, &input, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
-            let Some((cp, _)) = previous(&paths, &input, stale, now, diag)? else {
+            let Some((cp, path)) = previous(&paths, &input, stale, now, diag)? else {
                 return Ok(Outcome::Quiet);
             };
-            return Ok(Outcome::Print(additional_context(
-                event::SESSION_START,
-                recovery::pointer(&cp, now),
-            )));
+            let id = &input.session_id;
+            if crate::recovering::full_after_clear(&paths, env, &config, id, &cp, &path, diag) {
+                (Some((cp, path)), Kind::Clear)
+            } else {
+                return Ok(Outcome::Print(additional_context(
+                    event::SESSION_START,
+                    recovery::pointer(&cp, now),
+                )));
+            }
         }
     };
     let Some((cp, path)) = found else {
         return Ok(Outcome::Quiet);
     };
-    // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
-    // the turns between the checkpoint and the boundary too.
-    // (Claude Code's; Codex prepares no summary ahead.)
-    let (cp, path) =
-        if matches!(kind, Kind::Compact | Kind::Resume) && input.client() != Client::Codex {
-            crate::precomputed::refresh(env, &config, &input, cp, path, diag)
-        } else {
-            (cp, path)
-        };
     let block =
         crate::recovering::handed_over(&paths, env, &config, &input.cwd, cp, &path, kind, diag);
     Ok(Outcome::Print(additional_context(

@@ -263,6 +263,43 @@ mod tests {
     }
 
     #[test]
+    fn with_auto_compaction_off_the_gauge_counts_to_where_the_client_stops() {
+        // Counted to where the client stops accepting requests (177k on 2.1.332), "limit
+        // reached" from there, beside the client's "Context limit reached".
+        let stop = |tokens| Gauge {
+            tokens: Some(tokens),
+            limits: Limits::compute(
+                200_000,
+                &crate::usage::Policy {
+                    compact_buffer_tokens: 23_000,
+                    ..crate::usage::Policy::default()
+                },
+            ),
+            last_known: false,
+            idle_from: None,
+            ending: Ending::Full,
+            client_pct: None,
+            trace: None,
+        };
+        assert_eq!(
+            render(&stop(150_000), false),
+            "ctx 75% · 150k/200k · limit in 27k"
+        );
+        assert_eq!(
+            render(&stop(164_000), false),
+            "ctx 164k/200k · limit in 13k"
+        );
+        assert_eq!(
+            render(&stop(177_510), false),
+            "ctx 178k/200k · limit reached"
+        );
+        assert_eq!(
+            render(&stop(200_000), false),
+            "ctx 200k/200k · limit reached"
+        );
+    }
+
+    #[test]
     fn gauge_text_and_colours() {
         let limits = Limits::compute(200_000, &crate::usage::Policy::default());
         let g = |tokens| Gauge {
@@ -331,18 +368,6 @@ mod tests {
                 )
             );
         }
-        assert_eq!(
-            render(&end(159_000, Ending::Full), false),
-            "ctx 80% · 159k/200k · full in 41k"
-        );
-        assert_eq!(
-            render(&end(176_000, Ending::Full), false),
-            "ctx 176k/200k · full in 24k"
-        );
-        assert_eq!(
-            render(&end(200_000, Ending::Full), false),
-            "ctx 200k/200k · window full"
-        );
         assert!(render(&g(100_000), true).starts_with(GREEN));
         assert!(render(&g(130_000), true).starts_with(YELLOW));
         assert!(render(&g(155_000), true).starts_with(RED));

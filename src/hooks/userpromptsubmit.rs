@@ -1,7 +1,7 @@
 //! `ctxguard userpromptsubmit`: the nudge's second route. A long text-only exchange crosses the
 //! trigger without a single tool call, so `PreToolUse` never runs; `UserPromptSubmit` runs before
 //! each prompt and its `additionalContext` reaches the model with that prompt. It gives the same
-//! nudge as `PreToolUse` ([`crate::nudge::give`]), under the same lock, so the two
+//! nudge as `PreToolUse` (the session step, [`crate::step::take`]), under the same lock, so the two
 //! routes together still give each nudge at most once per level per cycle.
 
 use anyhow::Result;

@@ -9,8 +9,10 @@
 //!   all that is kept: its words (before a dropping word, if any);
 //! - any other clause ("focus on the tests") only says what matters first: nothing is set aside.
 //!
-//! A negated drop keeps ("don't forget the migration plan", "do not lose the auth work"): such a
-//! clause sets nothing aside. An exclusive clause none of whose terms any item names ("just
+//! A negated drop keeps ("don't forget the migration plan", "do not lose the auth work", "without
+//! losing the key rotation", "no need to drop the SSH work", "do not let the migration get
+//! lost", whatever the verb of losing and however far after the negation), and so does "not
+//! just X": such a clause sets nothing aside. An exclusive clause none of whose terms any item names ("just
 //! summarize briefly") says how to summarize, not what: it keeps all.
 //!
 //! Words that say how, not what ("the", "history", "changes", "work", "keep", …) are no terms. An
@@ -35,12 +37,32 @@ const DROPS: &[&str] = &[
 const ONLY: &[&str] = &["only", "just", "solely", "exclusively"];
 
 /// Words that negate the drop verb after them ("don't forget", "do not lose", "never skip").
-const NEGATIONS: &[&str] = &["not", "no", "don", "dont", "never"];
+const NEGATIONS: &[&str] = &["not", "no", "don", "dont", "never", "without"];
 
 /// Verbs of losing, which a negation turns into keeping.
 const LOSING: &[&str] = &[
-    "forget", "drop", "ignore", "skip", "omit", "exclude", "remove", "discard", "leave", "lose",
+    "forget",
+    "drop",
+    "ignore",
+    "skip",
+    "omit",
+    "exclude",
+    "remove",
+    "discard",
+    "leave",
+    "lose",
+    "losing",
+    "lost",
+    "loses",
     "miss",
+    "missing",
+    "summarize",
+    "summarise",
+    "cut",
+    "trim",
+    "delete",
+    "dropping",
+    "forgetting",
 ];
 
 /// Words that say how or how much, never what: no terms.
@@ -52,7 +74,7 @@ mostly my now of old older on or other our out part parts please preserve previo
 related relevant rest retain set so stuff summary that the them then these thing things \
 this those to too up us we what which with work you your summarize summarise summary brief \
 briefly short shortly concise concisely essential essentials needed need necessary continue \
-going important main key minimal lose lost miss";
+going important main key minimal lose lost losing miss";
 
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
@@ -90,10 +112,15 @@ impl Focus {
             let cut = all.iter().position(|w| DROPS.contains(&w.as_str()));
             // "don't forget X", "do not lose X": X is kept, nothing set aside.
             let is = |w: &String, set: &[&str]| set.contains(&w.as_str());
+            // Whatever the verb and the distance: "without losing X", "no need to drop X", "do
+            // not let X get lost"; and "not just X" widens, it sets nothing aside.
             let negated_loss = cut.is_some_and(|at| {
-                let mut after = all[at + 1..].iter().take(2);
+                let mut after = all[at + 1..].iter();
                 let mut before = all[at.saturating_sub(2)..at].iter();
-                (is(&all[at], NEGATIONS) && after.any(|w| is(w, LOSING)))
+                let negation = is(&all[at], NEGATIONS);
+                (negation
+                    && (after.any(|w| is(w, LOSING))
+                        || all.get(at + 1).is_some_and(|w| is(w, ONLY))))
                     || (is(&all[at], LOSING) && before.any(|w| is(w, NEGATIONS)))
             });
             if negated_loss {

@@ -44,6 +44,8 @@ pub struct CellOutput {
     pub status: CellStatus,
     /// The parts after the header, one per `text()` (merged into one when Codex cut the output).
     pub parts: Vec<String>,
+    /// How long the cell ran, as its header says (`Wall time 1.2 seconds`).
+    pub wall_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +92,17 @@ pub fn output(texts: &[String]) -> Option<CellOutput> {
         parts.push(rest.to_string());
     }
     parts.extend(texts[1..].iter().cloned());
-    Some(CellOutput { status, parts })
+    let wall_seconds = head.lines().find_map(|l| {
+        l.strip_prefix("Wall time ")?
+            .strip_suffix(" seconds")?
+            .parse::<f64>()
+            .ok()
+    });
+    Some(CellOutput {
+        status,
+        parts,
+        wall_seconds,
+    })
 }
 
 /// A part as an `exec_command` result: the whole result when it is one (`{"chunk_id": …,
@@ -121,14 +133,19 @@ pub fn exec_result(part: &str) -> ExecResult {
             }
         }
     }
-    // `if (r.session_id) text(`SESSION_ID=${r.session_id}`)`: the session, printed alone.
-    let session = trimmed
-        .get(..11)
-        .filter(|k| k.eq_ignore_ascii_case("session_id="))
-        .map(|_| &trimmed[11..])
-        .filter(|id| !id.is_empty() && id.len() <= 40 && id.bytes().all(|c| c.is_ascii_digit()));
-    if let Some(id) = session {
+    // `if (r.session_id) text(`SESSION_ID=${r.session_id}`)`: the session, printed alone, or on
+    // a line of its own before or after the output (`text(r.output + "\nSESSION_ID=" + …)`).
+    let lines: Vec<&str> = body.trim().lines().collect();
+    let at = match (lines.first(), lines.last()) {
+        (Some(first), _) if session_line(first).is_some() => Some(0),
+        (_, Some(last)) if session_line(last).is_some() => Some(lines.len() - 1),
+        _ => None,
+    };
+    if let Some(at) = at {
+        let mut rest = lines.clone();
+        let id = session_line(rest.remove(at)).unwrap_or_default();
         return ExecResult {
+            output: rest.join("\n"),
             session: Some(id.to_string()),
             ..ExecResult::default()
         };
@@ -137,6 +154,15 @@ pub fn exec_result(part: &str) -> ExecResult {
         output: body.to_string(),
         ..ExecResult::default()
     }
+}
+
+/// The session a line names on its own (`SESSION_ID=92491`).
+fn session_line(line: &str) -> Option<&str> {
+    let l = line.trim();
+    l.get(..11)
+        .filter(|k| k.eq_ignore_ascii_case("session_id="))
+        .map(|_| &l[11..])
+        .filter(|id| !id.is_empty() && id.len() <= 40 && id.bytes().all(|c| c.is_ascii_digit()))
 }
 
 /// A result printed whole after a short label of the cell's own (`---1---\n{"chunk_id": …}`,

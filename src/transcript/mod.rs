@@ -352,9 +352,18 @@ pub struct NewestBoundary {
 /// [`newest_boundary_time`] finds it); `None` when the tail holds none.
 pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
     let (mut file, len) = crate::files::open_regular(path, "transcript")?;
+    newest_boundary_in(&mut file, len)
+        .with_context(|| format!("reading transcript {}", path.display()))
+}
+
+/// [`newest_boundary`] in a transcript of `len` bytes already open.
+pub fn newest_boundary_in<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+) -> io::Result<Option<NewestBoundary>> {
     let mut found = None;
     scan_backwards(
-        &mut file,
+        reader,
         len,
         FIRST_CHUNK,
         MAX_SCAN,
@@ -373,8 +382,7 @@ pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
             }
             _ => false,
         },
-    )
-    .with_context(|| format!("reading transcript {}", path.display()))?;
+    )?;
     Ok(found)
 }
 

@@ -18,9 +18,9 @@ fn all_requests(rig: &Rig) -> String {
 
 #[test]
 fn with_auto_compaction_off_no_text_claims_a_compaction() {
-    // The default 1M model at 975k: past the usual point (967k), but nothing compacts; the
-    // window's end is 15k away, past the nudge (960k) and the critical point (985k) not yet.
-    let Some(rig) = Rig::new(2, 975_000) else {
+    // The default 1M model at 950k: nothing compacts, and the client stops accepting requests
+    // at 977k (its blocking limit), 27k away: past the nudge (937k), short of critical (962k).
+    let Some(rig) = Rig::new(2, 950_000) else {
         return;
     };
     let out = rig.claude_with(
@@ -36,13 +36,13 @@ fn with_auto_compaction_off_no_text_claims_a_compaction() {
     let text = last.to_string();
     assert!(
         text.contains(
-            "ctxguard: about 25k tokens are left before the context window is full (975k of 1M \
-             tokens are in use), and auto-compaction is off"
+            "ctxguard: about 27k tokens are left before Claude Code stops accepting requests, at \
+             977k tokens (950k of 1M are in use): auto-compaction is off"
         ),
         "{text}"
     );
     assert!(
-        text.contains("run /compact or /clear before it fills"),
+        text.contains("/compact summarises the conversation in place; /clear starts a fresh"),
         "{text}"
     );
     let everything = all_requests(&rig);
@@ -53,7 +53,7 @@ fn with_auto_compaction_off_no_text_claims_a_compaction() {
     assert!(!everything.contains("auto-compaction is imminent"));
     assert!(!rig.hook_runs().iter().any(|r| r.0 == "precompact"));
     let m = rig.env.marker(session);
-    assert_eq!(m["compact_at"], 1_000_000, "{m}");
+    assert_eq!(m["compact_at"], 977_000, "{m}");
     rig.assert_hooks_only_added_context();
 }
 

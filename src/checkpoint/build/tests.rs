@@ -76,25 +76,25 @@ fn asks_are_real_prompts_only_last_three() {
     assert!(!cp.asks[2].contains('\x1b'));
 }
 
-/// Slash commands as the real transcripts hold them (kronix.jsonl, spotter-subagent.jsonl,
-/// session-share-0ccf1a04.jsonl, spotter-ae4a77f8.jsonl): with arguments, an ask.
+/// Slash commands in the forms real transcripts hold them (message or name first, empty or
+/// several-line arguments; written here): with arguments, an ask.
 #[test]
 fn slash_commands_with_arguments_are_asks() {
     let cp = build(&[
-            user(json!("<command-message>apply-grant</command-message>\n<command-name>/apply-grant</command-name>")),
+            user(json!("<command-message>draft-release</command-message>\n<command-name>/draft-release</command-name>")),
             user(json!("<command-name>/plugin</command-name>\n            <command-message>plugin</command-message>\n            <command-args></command-args>")),
-            user(json!("<command-message>apply-grant</command-message>\n<command-name>/apply-grant</command-name>\n<command-args>help me apply for the agentic engineering grant by Superteam</command-args>")),
+            user(json!("<command-message>draft-release</command-message>\n<command-name>/draft-release</command-name>\n<command-args>write the notes for the 0.4 release from the merged pull requests</command-args>")),
             // The skill's expansion is meta: not the user's words.
-            line(json!({"type": "user", "isMeta": true, "message": {"content": [{"type": "text", "text": "Base directory for this skill: /home/u/.claude/skills/apply-grant"}]}})),
-            user(json!("<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args>and continue with the reamining tasks</command-args>")),
+            line(json!({"type": "user", "isMeta": true, "message": {"content": [{"type": "text", "text": "Base directory for this skill: /home/u/.claude/skills/draft-release"}]}})),
+            user(json!("<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args>and keep the list of open bugs</command-args>")),
             user(json!("<command-name>/model</command-name>\n<command-args>opus</command-args>")),
-            user(json!("<command-message>handgemacht:create-beads</command-message>\n<command-name>/handgemacht:create-beads</command-name>\n<command-args>websearch to learn how to fastest setup credo, dialyzer\n\nMaybe there are igniter scripts?</command-args>")),
+            user(json!("<command-message>toolbox:make-issues</command-message>\n<command-name>/toolbox:make-issues</command-name>\n<command-args>look up how to set up the linters quickly\n\nIs there a generator for it?</command-args>")),
         ]);
     assert_eq!(
             cp.asks,
             [
-                "/apply-grant help me apply for the agentic engineering grant by Superteam",
-                "/handgemacht:create-beads websearch to learn how to fastest setup credo, dialyzer Maybe there are igniter scripts?",
+                "/draft-release write the notes for the 0.4 release from the merged pull requests",
+                "/toolbox:make-issues look up how to set up the linters quickly Is there a generator for it?",
             ]
         );
 }
@@ -131,7 +131,7 @@ fn last_prompt_records_name_an_ask_from_before_the_boundary() {
     let cp = build(&[
         record("and again"),
         record("and again"),
-        line(json!({"type": "last-prompt", "leafUuid": "92379bcb", "sessionId": "f4d29f5c"})),
+        line(json!({"type": "last-prompt", "leafUuid": "b3f8d604", "sessionId": "5e0c7a21"})),
     ]);
     assert_eq!(cp.asks, ["and again"]);
     // Already there (the client cuts a long one at 200 characters), or a shell command:
@@ -148,19 +148,19 @@ fn last_prompt_records_name_an_ask_from_before_the_boundary() {
     assert_eq!(cp.asks.len(), 2, "{:?}", cp.asks);
     assert_eq!(cp.asks[1], "now the docs");
     // A slash command as the client records it.
-    let cp = build(&[record("/apply-grant help me apply")]);
-    assert_eq!(cp.asks, ["/apply-grant help me apply"]);
+    let cp = build(&[record("/draft-release write the notes")]);
+    assert_eq!(cp.asks, ["/draft-release write the notes"]);
 }
 
-/// Background tasks that failed, notified in a user message (as spotter-4d5611e5.jsonl's,
+/// Background tasks that failed, notified in a user message (in the form of a real session's,
 /// with a failed status) or in a queued command attachment (2.1.330): failures, not asks.
 #[test]
 fn failed_task_notifications_are_failures() {
     let note = |id: &str| {
-        format!("<task-notification>\n<task-id>{id}</task-id>\n<output-file>/tmp/claude-1000/tasks/{id}.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/{id}.output")
+        format!("<task-notification>\n<task-id>{id}</task-id>\n<output-file>/tmp/claude-1000/tasks/{id}.output</output-file>\n<status>failed</status>\n<summary>Background command \"Run CartLive tests\" failed with exit code 2</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/{id}.output")
     };
     let cp = build(&[
-            user(json!(note("b7636e2"))),
+            user(json!(note("c41d9a3"))),
             line(json!({"type": "attachment", "isSidechain": false,
                 "attachment": {"type": "queued_command", "prompt": note("c8888e2"), "isMeta": true}})),
             user(json!("<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<summary>Agent \"Poem\" completed</summary>\n</task-notification>")),
@@ -171,7 +171,7 @@ fn failed_task_notifications_are_failures() {
         cp.failures,
         [Failure {
             tool: "background task".into(),
-            error: "Background command \"Run SessionLive tests\" failed with exit code 2 (2 times)"
+            error: "Background command \"Run CartLive tests\" failed with exit code 2 (2 times)"
                 .into()
         }]
     );
@@ -391,21 +391,21 @@ fn queue(operation: &str) -> Vec<u8> {
     line(json!({"type": "queue-operation", "operation": operation}))
 }
 
-/// As 2.1.49 writes them (cipherbox-f7594e2b.jsonl): a prompt typed mid-turn is an `enqueue`
+/// As 2.1.49 writes them (the form of a real session's): a prompt typed mid-turn is an `enqueue`
 /// then a `remove`, and no user line; background tasks and notifications are queued too.
 #[test]
 fn prompts_typed_while_the_agent_worked_are_asks_in_their_place() {
     let cp = build(&[
         user(json!("review phase 14")),
-        enqueue(r#"{"task_id":"b6ea178","tool_use_id":"toolu_1","description":"Commit report","task_type":"local_bash"}"#),
+        enqueue(r#"{"task_id":"e83f5b1","tool_use_id":"toolu_1","description":"Commit report","task_type":"local_bash"}"#),
         enqueue("also, forgot to mention the tests from the report."),
         queue("remove"),
-        enqueue("<task-notification>\n<task-id>b50b67f</task-id>\n<status>completed</status>\n</task-notification>"),
+        enqueue("<task-notification>\n<task-id>d72e4c8</task-id>\n<status>completed</status>\n</task-notification>"),
         enqueue("/model"),
         enqueue("/clear"),
         user(json!("c")),
         user(json!("yes")),
-        enqueue("ok lets get a pr up for this"),
+        enqueue("ok lets open a pr for this"),
         queue("remove"),
     ]);
     assert_eq!(
@@ -413,7 +413,7 @@ fn prompts_typed_while_the_agent_worked_are_asks_in_their_place() {
         [
             "review phase 14",
             "also, forgot to mention the tests from the report.",
-            "ok lets get a pr up for this"
+            "ok lets open a pr for this"
         ]
     );
     assert_eq!(cp.queued, cp.asks[1..]);
@@ -428,20 +428,20 @@ fn a_queued_prompt_sent_as_its_own_turn_is_one_typed_ask() {
         enqueue("write a notes file"),
         queue("dequeue"),
         user(json!("write a notes file")),
-        enqueue("is the 3rd tool still running?"),
-        enqueue("are they still being written?"),
+        enqueue("is the second search done yet?"),
+        enqueue("did the logs get saved?"),
         queue("popAll"),
-        user(json!("are they still being written?")),
+        user(json!("did the logs get saved?")),
     ]);
     assert_eq!(
         cp.asks,
         [
             "write a notes file",
-            "is the 3rd tool still running?",
-            "are they still being written?"
+            "is the second search done yet?",
+            "did the logs get saved?"
         ]
     );
-    assert_eq!(cp.queued, ["is the 3rd tool still running?"]);
+    assert_eq!(cp.queued, ["is the second search done yet?"]);
 }
 
 /// At most the newest few of each kind: three typed, five queued, each queued one short.
@@ -528,7 +528,7 @@ fn the_goal_comes_from_the_transcripts_head_after_a_boundary() {
 fn pull_requests_from_pr_links_and_gh_pr_output() {
     let cp = build(&[
         line(
-            json!({"type": "pr-link", "prNumber": 183, "prUrl": "https://github.com/FSM1/cipher-box/pull/183"}),
+            json!({"type": "pr-link", "prNumber": 58, "prUrl": "https://github.com/acme/vault/pull/58"}),
         ),
         tool_use(
             "g1",
@@ -543,14 +543,14 @@ fn pull_requests_from_pr_links_and_gh_pr_output() {
         ),
         tool_result("g2", json!("https://github.com/o/r/pull/9"), false),
         line(
-            json!({"type": "pr-link", "prNumber": 183, "prUrl": "https://github.com/FSM1/cipher-box/pull/183"}),
+            json!({"type": "pr-link", "prNumber": 58, "prUrl": "https://github.com/acme/vault/pull/58"}),
         ),
     ]);
     assert_eq!(
         cp.prs,
         [
             "#7 (created) https://github.com/o/r/pull/7",
-            "#183 https://github.com/FSM1/cipher-box/pull/183"
+            "#58 https://github.com/acme/vault/pull/58"
         ]
     );
 }
@@ -583,7 +583,7 @@ fn the_last_verification_and_failures_cleared_later() {
         tool_use("t3", "Bash", json!({"command": "npm test 2>&1 | tail -5"})),
         tool_result(
             "t3",
-            json!("Tests:       1 failed, 13 passed, 14 total"),
+            json!("Tests:       2 failed, 9 passed, 11 total"),
             false,
         ),
     ]);
@@ -592,7 +592,7 @@ fn the_last_verification_and_failures_cleared_later() {
         (v.command.as_str(), v.verdict.as_str(), v.passed),
         (
             "npm test 2>&1 | tail -5",
-            "Tests: 1 failed, 13 passed, 14 total",
+            "Tests: 2 failed, 9 passed, 11 total",
             false
         )
     );
@@ -641,26 +641,26 @@ fn the_gist_keeps_the_end_of_a_long_message() {
     assert!(gist.chars().count() <= GIST_CHARS, "{gist}");
 }
 
-/// Issue 27, as entirecontext-d29c2adb.jsonl has it: another agent's messages are not the
+/// Issue 27, in the form a real team session has it: another agent's messages are not the
 /// user's asks; "approved", answering the agent's question, is one, with its question.
 #[test]
 fn team_sessions_peers_are_not_asks_and_a_reply_names_its_question() {
     let cp = build(&[
-        user(json!("PR #222 MCP 2.0 마이그레이션 작업 시작해줘")),
-        user(json!("Another Claude session sent a message:\n<teammate-message teammate_id=\"design-review\" color=\"blue\">\n{\"type\":\"idle_notification\",\"from\":\"design-review\"}\n</teammate-message>")),
-        user(json!("<teammate-message teammate_id=\"impl-review\">\nReview done: 3 issues.\n</teammate-message>")),
-        assistant(json!([{"type": "text", "text": "리뷰 결과는 이미 반영 완료했습니다.\n\n현재 **Design 게이트에서 사용자 승인 대기 중**입니다."}])),
+        user(json!("PR #318 캐시 리팩터링 작업 시작해줘")),
+        user(json!("Another Claude session sent a message:\n<teammate-message teammate_id=\"api-review\" color=\"green\">\n{\"type\":\"idle_notification\",\"from\":\"api-review\"}\n</teammate-message>")),
+        user(json!("<teammate-message teammate_id=\"code-review\">\nReview done: 2 notes.\n</teammate-message>")),
+        assistant(json!([{"type": "text", "text": "리뷰 의견을 모두 반영했습니다.\n\n지금 **Plan 단계에서 사용자 확인을 기다리는 중**입니다."}])),
         user(json!("approved")),
         assistant(json!([{"type": "text", "text": "Running the tests now."}])),
         user(json!("ok")),
-        user(json!("<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"24\",\"subject\":\"TST-1: Unit tests\"}\n</teammate-message>")),
+        user(json!("<teammate-message teammate_id=\"team-lead\">\n{\"type\":\"task_assignment\",\"taskId\":\"31\",\"subject\":\"QA-2: Smoke tests\"}\n</teammate-message>")),
     ]);
     assert_eq!(
         cp.asks,
         [
-            "PR #222 MCP 2.0 마이그레이션 작업 시작해줘",
-            "approved (answering: 현재 **Design 게이트에서 사용자 승인 대기 중**입니다.)",
-            "team-lead assigned task #24: TST-1: Unit tests",
+            "PR #318 캐시 리팩터링 작업 시작해줘",
+            "approved (answering: 지금 **Plan 단계에서 사용자 확인을 기다리는 중**입니다.)",
+            "team-lead assigned task #31: QA-2: Smoke tests",
         ]
     );
 }
@@ -674,14 +674,14 @@ fn a_pr_link_is_its_number_and_url_only() {
     assert_eq!(cp.prs, ["#7 https://github.com/o/r/pull/7"]);
 }
 
-/// entirecli-f022dad1.jsonl: a failure matched on its command whole, not its cut subject.
+/// In the form of a real session's: a failure matched on its command whole, not its cut subject.
 #[test]
 fn a_long_failed_command_run_again_in_another_form_is_cleared() {
     let cp = build(&[
         tool_use(
             "t1",
             "Bash",
-            json!({"command": "golangci-lint run --new-from-rev=main --enable=staticcheck --disable-all ./cmd/entire/cli/checkpoint/... 2>&1"}),
+            json!({"command": "golangci-lint run --new-from-rev=main --enable=govet --disable-all ./internal/store/... 2>&1"}),
         ),
         tool_result(
             "t1",
@@ -691,7 +691,7 @@ fn a_long_failed_command_run_again_in_another_form_is_cleared() {
         tool_use(
             "t2",
             "Bash",
-            json!({"command": "git diff main > /tmp/pr.patch && golangci-lint run --new-from-patch=/tmp/pr.patch --new=false ./cmd/entire/cli/checkpoint/... 2>&1 | head -50"}),
+            json!({"command": "git diff main > /tmp/pr.patch && golangci-lint run --new-from-patch=/tmp/pr.patch --new=false ./internal/store/... 2>&1 | head -50"}),
         ),
         tool_result("t2", json!("0 issues."), false),
     ]);

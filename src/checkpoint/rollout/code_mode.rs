@@ -33,6 +33,9 @@ pub(super) struct Cell {
     /// Codex's id for it once it ran past its yield time.
     running: Option<String>,
     parts: Vec<String>,
+    /// It ended within its first output, this many seconds after it started: a command that
+    /// would yield later than that had ended.
+    ended_within: Option<f64>,
 }
 
 /// The cells and background sessions of a rollout, as far as read.
@@ -94,6 +97,17 @@ pub(super) fn read_later(result: &ExecResult) -> String {
     }
 }
 
+/// Did the cell end (after `ended_within` seconds) before `call`'s `yield_time_ms`? Then its
+/// command had ended too: `exec_command` returns early only when its process exits.
+fn ended_before_yield(ended_within: Option<f64>, call: &CellCall) -> bool {
+    let yield_ms = call
+        .arg
+        .as_ref()
+        .and_then(|a| a.get("yield_time_ms"))
+        .and_then(Value::as_f64);
+    matches!((ended_within, yield_ms), (Some(wall), Some(ms)) if wall * 1000.0 < ms)
+}
+
 /// Is this tool one whose result a cell does not print unasked (a patch, a plan)?
 fn quiet(name: &str) -> bool {
     matches!(name, "apply_patch" | "update_plan")
@@ -126,6 +140,7 @@ impl Feeder {
                 calls,
                 running: None,
                 parts: Vec::new(),
+                ended_within: None,
             },
             MAX_CELLS,
         );
@@ -202,6 +217,9 @@ impl Feeder {
             if entry.parts.len() < MAX_PARTS {
                 entry.parts.push(part);
             }
+        }
+        if entry.running.is_none() {
+            entry.ended_within = out.wall_seconds;
         }
         match out.status {
             CellStatus::Running(cell_id) => entry.running = Some(cell_id),
@@ -295,8 +313,13 @@ impl Feeder {
                     Some(session) => {
                         self.tool_result_text(&sub, &backgrounded(session, &result.output), false);
                     }
-                    // Printed without its exit code and no verdict in it: it may still run.
-                    None if result.exit_code.is_none() && !says_it_ended(&result.output) => {
+                    // Printed without its exit code and no verdict in it: it may still run,
+                    // unless the cell ended before the command's yield time (it would have
+                    // come back running only after that).
+                    None if result.exit_code.is_none()
+                        && !says_it_ended(&result.output)
+                        && !ended_before_yield(cell.ended_within, call) =>
+                    {
                         self.tool_result_text(&sub, &backgrounded("", &result.output), false);
                     }
                     None => {
@@ -393,13 +416,13 @@ mod tests {
         };
         assert!(read_later(&unknown).starts_with("<status>completed</status>"));
         let partial = ExecResult {
-            output: "   Compiling mise v2026.7.7\n".into(),
+            output: "   Compiling widget v0.3.1\n".into(),
             ..unknown
         };
         assert_eq!(read_later(&partial), "<status>running</status>");
         assert_eq!(
-            session_of(&json!({"session_id": 92491})).as_deref(),
-            Some("92491")
+            session_of(&json!({"session_id": 41873})).as_deref(),
+            Some("41873")
         );
         assert_eq!(session_of(&json!({"session_id": ""})), None);
     }

@@ -45,7 +45,7 @@ fn only_the_last_five_failures() {
     assert_eq!(cp.failures[4].error, "fail 7");
 }
 
-/// Failures as the real transcripts hold them (fixtures/transcripts/SOURCES.txt): the
+/// Failures in the forms real transcripts hold them (written here, with invented names): the
 /// command or file, then the line that says what went wrong; repeats counted.
 #[test]
 fn failures_name_the_command_or_file_and_the_error() {
@@ -56,18 +56,18 @@ fn failures_name_the_command_or_file_and_the_error() {
         "Bash",
         json!({"command": "git push 2>&1", "description": "Push"}),
     );
-    let push = "Exit code 128\nfatal: The current branch spotter-dov has no upstream branch.\nTo push the current branch and set the remote as upstream, use";
+    let push = "Exit code 128\nfatal: The current branch feature-quota has no upstream branch.\nTo push the current branch and set the remote as upstream, use";
     result(&mut log, "toolu_01", json!(push), true);
     call(
         &mut log,
         "toolu_02",
         "Edit",
-        json!({"file_path": "/home/user/proj/lib/otel.ex", "old_string": "defp do_setup do", "new_string": "x"}),
+        json!({"file_path": "/home/user/proj/lib/cache.ex", "old_string": "defp warm_up do", "new_string": "x"}),
     );
     result(
             &mut log,
             "toolu_02",
-            json!("<tool_use_error>String to replace not found in file.\nString:   defp do_setup do</tool_use_error>"),
+            json!("<tool_use_error>String to replace not found in file.\nString:   defp warm_up do</tool_use_error>"),
             true,
         );
     for id in ["toolu_03", "toolu_04"] {
@@ -109,9 +109,9 @@ fn failures_name_the_command_or_file_and_the_error() {
     assert_eq!(
         shown(&cp),
         [
-            "Bash: git push 2>&1 → fatal: The current branch spotter-dov has no upstream branch."
+            "Bash: git push 2>&1 → fatal: The current branch feature-quota has no upstream branch."
                 .to_string(),
-            "Edit: lib/otel.ex → String to replace not found in file.".to_string(),
+            "Edit: lib/cache.ex → String to replace not found in file.".to_string(),
             "Bash: false → Exit code 1 (2 times)".to_string(),
             format!(
                 "Bash: {} → test parser::precedence ... FAILED",
@@ -121,7 +121,7 @@ fn failures_name_the_command_or_file_and_the_error() {
     );
 }
 
-/// A background command (spotter-4d5611e5.jsonl's shapes, with a failed status): its
+/// A background command (in the shapes real sessions' have, with a failed status): its
 /// notification and its output name the command that started it.
 #[test]
 fn failed_background_commands_are_recorded() {
@@ -130,44 +130,44 @@ fn failed_background_commands_are_recorded() {
         &mut log,
         "toolu_bg",
         "Bash",
-        json!({"command": "mix test test/spotter_web/live/session_live_test.exs", "run_in_background": true}),
+        json!({"command": "mix test test/shop_web/live/cart_live_test.exs", "run_in_background": true}),
     );
     result(
             &mut log,
             "toolu_bg",
-            json!("Command running in background with ID: b7636e2. Output is being written to: /tmp/claude-1000/tasks/b7636e2.output"),
+            json!("Command running in background with ID: c41d9a3. Output is being written to: /tmp/claude-1000/tasks/c41d9a3.output"),
             false,
         );
     call(
         &mut log,
         "toolu_out",
         "TaskOutput",
-        json!({"task_id": "b7636e2", "block": true, "timeout": 180000}),
+        json!({"task_id": "c41d9a3", "block": true, "timeout": 120000}),
     );
     result(
             &mut log,
             "toolu_out",
-            json!("<retrieval_status>success</retrieval_status>\n\n<task_id>b7636e2</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<output>\n==> spotter\n  1) test renders (SpotterWeb.SessionLiveTest)\n** (MatchError) no match of right hand side value: nil\n</output>"),
+            json!("<retrieval_status>success</retrieval_status>\n\n<task_id>c41d9a3</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<output>\n==> shop\n  1) test renders (ShopWeb.CartLiveTest)\n** (MatchError) no match of right hand side value: nil\n</output>"),
             false,
         );
-    let note = "<task-notification>\n<task-id>b7636e2</task-id>\n<status>failed</status>\n<summary>Background command \"Run SessionLive tests\" failed with exit code 2</summary>\n</task-notification>";
+    let note = "<task-notification>\n<task-id>c41d9a3</task-id>\n<status>failed</status>\n<summary>Background command \"Run CartLive tests\" failed with exit code 2</summary>\n</task-notification>";
     log.notification(note);
     // The same notification again (queued, then delivered) is one failure.
     log.notification(note);
     // An unknown task: an agent's.
-    log.notification("<task-notification>\n<task-id>a5bdbc1</task-id>\n<status>failed</status>\n<summary>Agent \"Poem\" failed: API error</summary>\n</task-notification>");
+    log.notification("<task-notification>\n<task-id>a9e27f0</task-id>\n<status>failed</status>\n<summary>Agent \"Poem\" failed: API error</summary>\n</task-notification>");
     let cp = log.finish();
     assert_eq!(
             shown(&cp),
             [
-                "Bash (background): mix test test/spotter_web/live/session_live_test.exs → ** (MatchError) no match of right hand side value: nil",
-                "Bash (background): mix test test/spotter_web/live/session_live_test.exs → Background command \"Run SessionLive tests\" failed with exit code 2",
+                "Bash (background): mix test test/shop_web/live/cart_live_test.exs → ** (MatchError) no match of right hand side value: nil",
+                "Bash (background): mix test test/shop_web/live/cart_live_test.exs → Background command \"Run CartLive tests\" failed with exit code 2",
                 "background task: Agent \"Poem\" failed: API error",
             ]
         );
 }
 
-/// Edits count once they succeeded: `String to replace not found` (cctrace-phase0.jsonl)
+/// Edits count once they succeeded: `String to replace not found` (as real sessions have it)
 /// changed nothing. One still waiting for its result when the compaction started counts,
 /// as the newest.
 #[test]
@@ -184,7 +184,7 @@ fn only_edits_that_succeeded_or_are_in_flight_are_modified() {
     result(
             &mut log,
             "e2",
-            json!("<tool_use_error>String to replace not found in file.\nString: ### 5.2</tool_use_error>"),
+            json!("<tool_use_error>String to replace not found in file.\nString: ## Limits</tool_use_error>"),
             true,
         );
     call(
@@ -464,23 +464,23 @@ fn a_background_verification_is_judged_where_its_output_is_read() {
         "Bash",
         json!({"command": "cd /home/user/proj/packages/web && npx vite build 2>&1 | tail -5", "run_in_background": true}),
     );
-    result(&mut log, "b1", json!("Command running in background with ID: b50b67f. Output is being written to: /tmp/b50b67f.output"), false);
+    result(&mut log, "b1", json!("Command running in background with ID: d72e4c8. Output is being written to: /tmp/d72e4c8.output"), false);
     assert!(log.verification.is_none());
     call(
         &mut log,
         "o1",
         "TaskOutput",
-        json!({"task_id": "b50b67f", "block": false}),
+        json!({"task_id": "d72e4c8", "block": false}),
     );
-    result(&mut log, "o1", json!("<retrieval_status>not_ready</retrieval_status>\n<task_id>b50b67f</task_id>\n<status>running</status>"), false);
+    result(&mut log, "o1", json!("<retrieval_status>not_ready</retrieval_status>\n<task_id>d72e4c8</task_id>\n<status>running</status>"), false);
     assert!(log.verification.is_none());
     call(
         &mut log,
         "o2",
         "TaskOutput",
-        json!({"task_id": "b50b67f", "block": true}),
+        json!({"task_id": "d72e4c8", "block": true}),
     );
-    result(&mut log, "o2", json!("<retrieval_status>success</retrieval_status>\n\n<task_id>b50b67f</task_id>\n\n<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<output>\nvite v5.4.2 building for production...\n✓ built in 3.39s\n</output>"), false);
+    result(&mut log, "o2", json!("<retrieval_status>success</retrieval_status>\n\n<task_id>d72e4c8</task_id>\n\n<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<output>\nvite v5.4.2 building for production...\n✓ built in 3.39s\n</output>"), false);
     let v = log.finish().verification.expect("judged");
     assert_eq!(
         (v.command.as_str(), v.verdict.as_str(), v.passed),
@@ -488,33 +488,33 @@ fn a_background_verification_is_judged_where_its_output_is_read() {
     );
 }
 
-/// Issue 27, as cctrace-phase0.jsonl has it: the plan written in plan mode, its steps (one
+/// Issue 27, in the form a real session has it: the plan written in plan mode, its steps (one
 /// marked done stays so) and its file.
 #[test]
 fn a_plan_from_plan_mode_is_kept_with_its_file() {
     let mut log = ToolLog::default();
-    let plan = "# Phase 0 Investigation\n\n## Status\n1. ✅ Session storage\n2. ⏳ Resumption testing - **NEXT**\n\n### 1. Storage location\n### 2. Schema\n";
+    let plan = "# Cache Rework\n\n## Status\n1. ✅ Key format\n2. ⏳ Eviction policy - **NEXT**\n\n### 1. Key layout\n### 2. Limits\n";
     call(
         &mut log,
         "w1",
         "Write",
-        json!({"file_path": "/home/jim/.claude/plans/hazy-piglet.md", "content": plan}),
+        json!({"file_path": "/home/dev/.claude/plans/quiet-otter.md", "content": plan}),
     );
     result(&mut log, "w1", json!("File created successfully"), false);
     call(&mut log, "x1", "ExitPlanMode", json!({"plan": plan}));
-    result(&mut log, "x1", json!("User has approved your plan. You can now start coding.\n\nYour plan has been saved to: /home/jim/.claude/plans/hazy-piglet.md\nYou can refer back to it"), false);
+    result(&mut log, "x1", json!("User has approved your plan. You can now start coding.\n\nYour plan has been saved to: /home/dev/.claude/plans/quiet-otter.md\nYou can refer back to it"), false);
     let cp = log.finish();
     assert_eq!(
         cp.plan.as_deref(),
-        Some("Phase 0 Investigation. Steps: 1. [done] Session storage; 2. Resumption testing")
+        Some("Cache Rework. Steps: 1. [done] Key format; 2. Eviction policy")
     );
     assert_eq!(
         cp.plan_file.as_deref(),
-        Some("/home/jim/.claude/plans/hazy-piglet.md")
+        Some("/home/dev/.claude/plans/quiet-otter.md")
     );
 }
 
-/// gitsync-1e0a84da.jsonl: `git show` late in a long command still names its merged pull request.
+/// In the form of a real session's: `git show` late in a long command still names its merged pull request.
 #[test]
 fn merges_in_git_output_are_pull_requests_whatever_the_command() {
     let mut log = ToolLog::default();
@@ -522,8 +522,8 @@ fn merges_in_git_output_are_pull_requests_whatever_the_command() {
         &mut log,
         "b1",
         "Bash",
-        json!({"command": "grep -rl \"internalbridge\" --include='*.go' . | grep -v internal/internalbridge; echo ---; git show e0f3e4f5 --stat | head -30"}),
+        json!({"command": "grep -rl \"ratelimit\" --include='*.go' . | grep -v internal/ratelimit; echo ---; git show 7a1c9e02 --stat | head -30"}),
     );
-    result(&mut log, "b1", json!("commit e0f3e4f5\nMerge: 52aa33b5 bd4b8c39\n\n    Merge pull request #87 from entireio/fix/internalbridge-truly-internal\n"), false);
-    assert_eq!(log.finish().prs, ["#87 (merged, from git log)"]);
+    result(&mut log, "b1", json!("commit 7a1c9e02\nMerge: 3f8b2d10 c94e6a57\n\n    Merge pull request #64 from acme/fix/ratelimit-burst\n"), false);
+    assert_eq!(log.finish().prs, ["#64 (merged, from git log)"]);
 }

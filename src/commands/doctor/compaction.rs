@@ -12,17 +12,25 @@ use crate::usage::Limits;
 /// Whether Claude Code compacts on its own at all.
 pub fn auto_compaction(ctx: &Context) -> Vec<Finding> {
     vec![match ctx.client.auto_compact_off() {
-        Some(origin) => finding(
-            "autocompact",
-            Status::Warn,
-            format!(
-                "auto-compaction is off ({origin}): nothing compacts by itself, so the nudges come {} and {} before the window's end, announce no compaction, and ask to save and then run {}",
-                crate::usage::human(40_000),
-                crate::usage::human(15_000),
-                if ctx.client.compact_off() { "/clear (DISABLE_COMPACT turns /compact off too)" } else { "/compact or /clear" }
-            ),
-            Some("compact by hand when nudged, or turn auto-compaction back on"),
-        ),
+        Some(origin) => {
+            let stop = limits(ctx, 200_000).compact_at;
+            let stop_1m = limits(ctx, 1_000_000).compact_at;
+            finding(
+                "autocompact",
+                Status::Info,
+                format!(
+                    "auto-compaction is off ({origin}): nothing compacts by itself, and Claude Code stops accepting requests at its blocking limit ({} of 200k, {} of 1M: \"Context limit reached\") until you make room. The nudges come 40k and 15k before that point, ask the agent to save, and tell you what comes next: {}",
+                    crate::usage::human(stop),
+                    crate::usage::human(stop_1m),
+                    if ctx.client.compact_off() {
+                        "/clear (DISABLE_COMPACT turns /compact off too) starts fresh, and ctxguard brings the session's checkpoint back in full"
+                    } else {
+                        "/compact summarises in place; /clear starts fresh, and ctxguard brings the session's checkpoint back in full"
+                    }
+                ),
+                None,
+            )
+        }
         None => finding(
             "autocompact",
             Status::Ok,
@@ -334,12 +342,21 @@ mod tests {
         let set = ctx(&[(Scope::User, r#"{"autoCompactWindow": 200000}"#)]);
         assert_eq!(lines(&auto_compaction(&set)).len(), 1);
         let off = ctx(&[(Scope::Project, r#"{"autoCompactEnabled": false}"#)]);
-        assert!(lines(&auto_compaction(&off))[0].starts_with(
-            "warn: auto-compaction is off (autoCompactEnabled in /p/.claude/settings.json)"
-        ));
+        // The user's choice, stated as a fact with what it means: no warning, no fix to undo.
+        let said = lines(&auto_compaction(&off));
+        assert!(
+            said[0].starts_with(
+                "info: auto-compaction is off (autoCompactEnabled in /p/.claude/settings.json): \
+                 nothing compacts by itself, and Claude Code stops accepting requests at its \
+                 blocking limit (177k of 200k, 977k of 1M"
+            ),
+            "{said:?}"
+        );
+        assert!(said[0].contains("/clear starts fresh"), "{said:?}");
+        assert!(!said[0].contains("fix:"), "{said:?}");
         let off = ctx(&[(Scope::User, r#"{"env": {"DISABLE_AUTO_COMPACT": "1"}}"#)]);
         assert!(lines(&auto_compaction(&off))[0]
-            .starts_with("warn: auto-compaction is off (DISABLE_AUTO_COMPACT)"));
+            .starts_with("info: auto-compaction is off (DISABLE_AUTO_COMPACT)"));
     }
 
     #[test]
@@ -521,9 +538,30 @@ mod tests {
     }
 
     #[test]
-    fn with_compaction_off_the_thresholds_are_the_windows_end() {
+    fn with_compaction_off_the_thresholds_are_the_clients_blocking_limit() {
         let off = ctx_env(&[], &[("DISABLE_AUTO_COMPACT", "1")]);
         let l = limits(&off, 200_000);
-        assert_eq!((l.compact_at, l.trigger_at), (200_000, 160_000));
+        assert_eq!(
+            (l.trigger_at, l.critical_at, l.compact_at),
+            (137_000, Some(162_000), 177_000)
+        );
+        assert_eq!(limits(&off, 1_000_000).compact_at, 977_000);
+        // A smaller output limit moves it, and the variable sets it.
+        let small = ctx_env(
+            &[],
+            &[
+                ("DISABLE_AUTO_COMPACT", "1"),
+                ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "8000"),
+            ],
+        );
+        assert_eq!(limits(&small, 200_000).compact_at, 189_000);
+        let set = ctx_env(
+            &[],
+            &[
+                ("DISABLE_AUTO_COMPACT", "1"),
+                ("CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE", "150000"),
+            ],
+        );
+        assert_eq!(limits(&set, 200_000).compact_at, 150_000);
     }
 }

@@ -42,7 +42,11 @@ pub struct Finding {
 #[derive(Debug, Serialize)]
 pub struct Threshold {
     pub window: u64,
+    /// Where the client compacts, or, with auto-compaction off, stops accepting requests.
     pub compact_at: u64,
+    /// Auto-compaction is off: `compact_at` is where the client stops.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stops: bool,
     pub trigger_at: u64,
     pub critical_at: Option<u64>,
 }
@@ -220,6 +224,7 @@ fn report(ctx: &Context, only: Only) -> Report {
             Threshold {
                 window: w,
                 compact_at: l.compact_at,
+                stops: ctx.client.auto_compact_off().is_some(),
                 trigger_at: l.trigger_at,
                 critical_at: l.critical_at,
             }
@@ -264,7 +269,14 @@ fn render(report: &Report) -> String {
         return out;
     }
     out.push('\n');
-    out.push_str("thresholds   window  nudge at  critical at  compacts at\n");
+    let point = if report.thresholds.iter().any(|t| t.stops) {
+        "client stops at"
+    } else {
+        "compacts at"
+    };
+    out.push_str(&format!(
+        "thresholds   window  nudge at  critical at  {point}\n"
+    ));
     for t in &report.thresholds {
         out.push_str(&format!(
             "             {:>6}  {:>8}  {:>11}  {:>11}\n",
@@ -347,6 +359,7 @@ pub(super) mod tests {
             thresholds: vec![Threshold {
                 window: 200_000,
                 compact_at: 167_000,
+                stops: false,
                 trigger_at: 127_000,
                 critical_at: None,
             }],

@@ -27,12 +27,13 @@ use crate::commands::usage::grouped;
 use crate::facts::Gathered;
 
 /// Every verdict, in the order of the summary.
-const VERDICTS: [Verdict; 8] = [
+const VERDICTS: [Verdict; 9] = [
     Verdict::InTime,
     Verdict::Late,
     Verdict::Missed,
     Verdict::FalseAlarm,
     Verdict::Open,
+    Verdict::Stopped,
     Verdict::Manual,
     Verdict::Quiet,
     Verdict::NoData,

@@ -9,6 +9,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::report::Trigger;
+
+/// The client's words when it refuses a request as too long (`Dz` in 2.1.332, `Vn` in 2.1.14).
+pub const PROMPT_TOO_LONG: &str = "Prompt is too long";
 use crate::input::UsageBlock;
 
 /// A line's parts the hooks' events depend on (one reply spans several lines, hence the message
@@ -25,6 +28,8 @@ pub struct Shape<'a> {
     is_compact_summary: Option<bool>,
     #[serde(rename = "isVisibleInTranscriptOnly", default)]
     transcript_only: Option<bool>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: Option<bool>,
     #[serde(borrow, default)]
     timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -94,6 +99,20 @@ impl Shape<'_> {
     /// Was the session interactive (`Some(true)`), `-p` or the SDK (`Some(false)`), or not said?
     pub fn attended(&self) -> Option<bool> {
         self.entrypoint.as_deref().map(|e| e == "cli")
+    }
+
+    /// Is this the client refusing a request as too long: its own error message (`isApiErrorMessage`)
+    /// opening with "Prompt is too long", as 2.1.332's `wV` tells it (written at its blocking
+    /// limit with auto-compaction off, or when the API refused the request)?
+    pub fn is_refusal(&self) -> bool {
+        self.main_chain("assistant")
+            && self.api_error == Some(true)
+            && self.blocks().iter().any(|b| {
+                b.kind.as_deref() == Some("text")
+                    && b.text
+                        .as_deref()
+                        .is_some_and(|t| t.starts_with(PROMPT_TOO_LONG))
+            })
     }
 
     pub fn tool_calls(&self) -> usize {

@@ -9,6 +9,7 @@ use crate::commands::usage::grouped;
 use crate::input::Client;
 use crate::text::{cut, sanitize};
 use crate::usage::human;
+use crate::window::CompactSource;
 
 /// Columns of the chart's bar.
 const BAR: usize = 70;
@@ -73,8 +74,13 @@ pub fn render(report: &Report) -> String {
             .map(|s| format!(" ({})", s.describe()))
             .unwrap_or_default();
         out.push(format!("window       {}{source}{model}", grouped(l.window)));
+        let point = if matches!(report.compact_source, Some(CompactSource::Off(_))) {
+            "the client stops accepting requests at"
+        } else {
+            "compacts at"
+        };
         out.push(format!(
-            "limits       nudge at {}, critical at {}, compacts at {}",
+            "limits       nudge at {}, critical at {}, {point} {}",
             grouped(l.trigger_at),
             l.critical_at.map_or("off".into(), grouped),
             grouped(l.compact_at)
@@ -170,6 +176,18 @@ fn event(e: &Event) -> String {
             "stale       idle again: no refresh for stale_after_secs ({})",
             by.name()
         ),
+        What::Refused {
+            tokens: t,
+            nudged_at,
+        } => format!(
+            "refused     {} tokens: the client stopped accepting requests (\"{}\"); {}",
+            tokens(*t),
+            super::line::PROMPT_TOO_LONG,
+            match nudged_at {
+                Some(n) => format!("nudged before, at {}", grouped(*n)),
+                None => "no nudge came before it".into(),
+            }
+        ),
         What::NewCycle { tokens: t, by } => format!(
             "new cycle   usage fell to {} (far below the trigger; {})",
             tokens(*t),
@@ -204,7 +222,10 @@ fn cycle(c: &Cycle) -> String {
             Some(pre) => format!("{} {}", comp.trigger.name(), grouped(pre)),
             None => comp.trigger.name().into(),
         },
-        None => "-".into(),
+        None => match (c.refusals, c.refused_at) {
+            (0, _) => "-".into(),
+            (n, at) => format!("refused at {} ({})", tokens(at), plural(n, "time")),
+        },
     };
     format!(
         "{:>3}  {:<11}  {:>7}  {:>8}  {nudge:<26}  {ended}",
@@ -398,6 +419,7 @@ fn chart_row(row: &[Sample], first_of_cycle: bool, scale: u64, events: &[Event])
                 ..
             } => Some('c'),
             What::IdleNudge { .. } => Some('i'),
+            What::Refused { .. } => Some('r'),
             _ => None,
         })
         .collect();

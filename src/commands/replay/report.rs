@@ -101,6 +101,13 @@ pub enum What {
     Stale { by: Hook },
     /// A new marker cycle without a compaction line (usage dropped far below the trigger).
     NewCycle { tokens: Option<u64>, by: Hook },
+    /// The client refused a request as too long ("Prompt is too long"): with auto-compaction
+    /// off, at its blocking limit. `tokens` is the newest reply's usage then; `nudged_at` the
+    /// usage at this cycle's first nudge, if one came before.
+    Refused {
+        tokens: Option<u64>,
+        nudged_at: Option<u64>,
+    },
 }
 
 /// The hook whose decision it was.
@@ -173,6 +180,9 @@ pub enum Verdict {
     /// Compacted with no reading of usage before it (a transcript that begins at a compaction,
     /// its history before not published): nothing to judge ctxguard on.
     NoData,
+    /// The client stopped accepting requests ("Prompt is too long": auto-compaction off), and
+    /// the transcript ends before any compaction.
+    Stopped,
 }
 
 impl Verdict {
@@ -184,8 +194,10 @@ impl Verdict {
         compaction: Option<Trigger>,
         reached_trigger: bool,
         read: bool,
+        refused: bool,
     ) -> Verdict {
         match (replies_left, compaction) {
+            (_, None) if refused => Verdict::Stopped,
             (None, Some(_)) if !read => Verdict::NoData,
             (Some(0), Some(_)) => Verdict::Late,
             (Some(_), Some(_)) => Verdict::InTime,
@@ -208,6 +220,7 @@ impl Verdict {
             Verdict::Manual => "manual",
             Verdict::Open => "open",
             Verdict::NoData => "no data",
+            Verdict::Stopped => "stopped",
         }
     }
 }
@@ -231,6 +244,9 @@ pub struct Cycle {
     pub nudge: Option<FirstNudge>,
     /// End-of-turn nudges before an idle compaction (`Stop`), apart from the above.
     pub idle_nudges: usize,
+    /// Requests the client refused as too long, and the usage at the first of them.
+    pub refusals: usize,
+    pub refused_at: Option<u64>,
     /// What ended the cycle; `None` at the end of the transcript.
     pub compaction: Option<Compaction>,
 }

@@ -161,6 +161,8 @@ struct Open {
     nudges: usize,
     idle_nudges: usize,
     first_nudge: Option<(NudgeSeen, usize)>,
+    refusals: usize,
+    refused_at: Option<u64>,
 }
 
 /// A replay in progress: feed it lines, oldest first, then [`Simulation::finish`].
@@ -304,6 +306,9 @@ impl Simulation {
             }
             Line::Irrelevant => {
                 let Some(shape) = shape else { return };
+                if shape.is_refusal() {
+                    self.refused();
+                }
                 // A reply without usage still makes its tool calls.
                 for _ in 0..shape.tool_calls() {
                     self.nudge_hook(Hook::PreToolUse);
@@ -335,7 +340,7 @@ impl Simulation {
         self.record(Hook::Statusline, next, None);
     }
 
-    /// `PreToolUse` or `UserPromptSubmit`: `nudge::give` without the I/O.
+    /// `PreToolUse` or `UserPromptSubmit`: the session step's decision (`nudge::decide_route`) without the I/O.
     fn nudge_hook(&mut self, hook: Hook) {
         let now = self.clock();
         // A reply older than the status line's last fresh report is older news than the
@@ -403,6 +408,20 @@ impl Simulation {
             self.open.idle_nudges += 1;
         } else {
             self.record(Hook::Stop, next, None);
+        }
+    }
+
+    /// The client refused a request as too long: stopped at the newest reply's usage.
+    fn refused(&mut self) {
+        let tokens = self.reading.tokens;
+        let nudged_at = self.open.first_nudge.as_ref().map(|(seen, _)| seen.tokens);
+        self.push(What::Refused {
+            tokens,
+            nudged_at: nudged_at.flatten(),
+        });
+        self.open.refusals += 1;
+        if self.open.refused_at.is_none() {
+            self.open.refused_at = tokens;
         }
     }
 
@@ -575,6 +594,7 @@ impl Simulation {
             compaction.as_ref().map(|c| c.trigger),
             open.reached_trigger,
             open.peak.is_some(),
+            open.refusals > 0,
         );
         self.cycles.push(Cycle {
             cycle: self.cycles.len() + 1,
@@ -588,6 +608,8 @@ impl Simulation {
             reached_trigger: open.reached_trigger,
             nudges: open.nudges,
             idle_nudges: open.idle_nudges,
+            refusals: open.refusals,
+            refused_at: open.refused_at,
             nudge: nudge.map(|(seen, replies_left)| FirstNudge { seen, replies_left }),
             compaction,
         });

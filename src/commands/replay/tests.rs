@@ -111,6 +111,7 @@ fn kinds(report: &Report) -> Vec<String> {
             What::Compaction { trigger, .. } => format!("{} compaction", trigger.name()),
             What::Stale { .. } => "stale".into(),
             What::NewCycle { .. } => "new cycle".into(),
+            What::Refused { .. } => "refused".into(),
         })
         .collect()
 }
@@ -571,4 +572,66 @@ fn generated_transcript_names_print_on_one_clean_line() {
         assert!(!shown.contains("</ system-reminder"), "{shown:?}");
         assert!(shown.chars().count() <= 300, "{shown:?}");
     }
+}
+
+/// The client's own error message when it refuses a request as too long (2.1.332, `-p`).
+fn refusal(minute: i64) -> String {
+    format!(
+        r#"{{"type":"assistant","isSidechain":false,"isApiErrorMessage":true,"error":"invalid_request","timestamp":"{}","message":{{"id":"e{minute}","model":"<synthetic>","role":"assistant","content":[{{"type":"text","text":"Prompt is too long"}}],"usage":{{"input_tokens":0,"output_tokens":0}}}}}}"#,
+        at(minute)
+    )
+}
+
+#[test]
+fn a_session_the_client_refused_is_stopped_at_that_size() {
+    // Auto-compaction off on 200k: the client stops at 177k (its blocking limit), the nudges
+    // come 40k and 15k before it. Nudged at 140k, then refused twice at 177.5k.
+    let mut options = Options::default();
+    options.gathered.client.off = Some("autoCompactEnabled in ~/.claude/settings.json".into());
+    let lines = [
+        prompt(0, "build the parser"),
+        reply("m1", 1, 140_000, 1),
+        tool_result(1),
+        reply("m2", 2, 177_510, 0),
+        prompt(3, "and the tests"),
+        refusal(3),
+        prompt(4, "go on"),
+        refusal(4),
+    ];
+    let report = replay_with(&Config::default(), options, &lines);
+    assert_eq!(kinds(&report), ["armed", "nudge", "refused", "refused"]);
+    assert_eq!(verdicts(&report), [Verdict::Stopped]);
+    let cycle = &report.cycles[0];
+    assert_eq!((cycle.refusals, cycle.refused_at), (2, Some(177_510)));
+    assert!(matches!(
+        report.events[2].what,
+        What::Refused {
+            tokens: Some(177_510),
+            nudged_at: Some(140_000)
+        }
+    ));
+    assert_eq!(report.limits.map(|l| l.compact_at), Some(177_000));
+    let text = render::render(&report);
+    assert!(
+        text.contains(
+            "refused     177,510 tokens: the client stopped accepting requests (\"Prompt is too \
+             long\"); nudged before, at 140,000"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("the client stops accepting requests at 177,000"),
+        "{text}"
+    );
+    assert!(text.contains("refused at 177,510 (2 times)"), "{text}");
+    // No nudge before it: said so.
+    let quiet = replay(&[reply("m1", 1, 50_000, 0), refusal(2)]);
+    assert_eq!(verdicts(&quiet), [Verdict::Stopped]);
+    assert!(matches!(
+        quiet.events.last().map(|e| &e.what),
+        Some(What::Refused {
+            nudged_at: None,
+            ..
+        })
+    ));
 }

@@ -9,18 +9,20 @@ fn names(cell: &str) -> Vec<(String, Option<Value>, bool)> {
         .collect()
 }
 
-/// The cells below are real, from rollouts of Codex 0.142–0.145 (fixtures/codex/code-mode/).
+/// The cells below are written here in the forms real cells of Codex 0.142–0.145 take (quoted
+/// and bare keys, plans, patches, loops, `Promise.all`, app tools), with invented commands and
+/// paths.
 #[test]
 fn a_command_with_bare_or_quoted_keys() {
-    let cell = r#"const r = await tools.exec_command({cmd:"sed -n '1,240p' a.txt && printf '\\nDIR\\n'","workdir":"/Users/x/mise","yield_time_ms":10000,"max_output_tokens":30000});
+    let cell = r#"const r = await tools.exec_command({cmd:"head -n 80 notes.md && printf '\\nEND\\n'","workdir":"/home/dev/widget","yield_time_ms":8000,"max_output_tokens":20000});
 text(r.output);
 "#;
     assert_eq!(
         names(cell),
         vec![(
             "exec_command".into(),
-            Some(json!({"cmd": "sed -n '1,240p' a.txt && printf '\\nDIR\\n'",
-                "workdir": "/Users/x/mise", "yield_time_ms": 10000, "max_output_tokens": 30000})),
+            Some(json!({"cmd": "head -n 80 notes.md && printf '\\nEND\\n'",
+                "workdir": "/home/dev/widget", "yield_time_ms": 8000, "max_output_tokens": 20000})),
             false
         )]
     );
@@ -28,7 +30,7 @@ text(r.output);
 
 #[test]
 fn a_plan_then_a_command_and_calls_inside_strings_are_not_calls() {
-    let cell = r#"const p = await tools.update_plan({plan:[
+    let cell = r#"const plan = await tools.update_plan({plan:[
   {step:"Create crate",status:"in_progress"},
   {step:"Run tests",status:"pending"}
 ]});
@@ -59,7 +61,7 @@ fn a_patch_held_in_a_const_a_raw_template_or_joined_strings() {
             "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch"
         ))
     );
-    let cell = "const patch = String.raw`*** Begin Patch\n*** Add File: /p/b.tsx\n+import { x } from \"y\";\n+const re = /\\d+/;\n*** End Patch`;\nconst r = await tools.apply_patch(patch);\ntext(JSON.stringify(r));";
+    let cell = "const diff = String.raw`*** Begin Patch\n*** Add File: /p/b.tsx\n+import { x } from \"y\";\n+const re = /\\d+/;\n*** End Patch`;\nconst r = await tools.apply_patch(diff);\ntext(JSON.stringify(r));";
     let arg = names(cell)[0].1.clone().unwrap();
     assert!(
         arg.as_str().unwrap().contains("+const re = /\\d+/;"),
@@ -77,16 +79,16 @@ fn a_patch_held_in_a_const_a_raw_template_or_joined_strings() {
 #[test]
 fn what_cannot_be_read_is_unknown_never_guessed() {
     // An interpolated template, a variable bound to a call, a computed key: unknown.
-    let cell = "const ids=[1,2]; const out=[]; for(const id of ids){const r=await tools.exec_command({cmd:`gh run view 29 --job ${id} --log-failed`,workdir:\"/w\"});out.push(r.output)} text(out.join('\\n'))";
+    let cell = "const ids=[1,2]; const out=[]; for(const id of ids){const r=await tools.exec_command({cmd:`kubectl logs pod-${id} --tail=20`,workdir:\"/w\"});out.push(r.output)} text(out.join('\\n'))";
     let found = names(cell);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].1.as_ref().unwrap()["cmd"], Value::Null);
     assert!(found[0].2, "inside a loop: may run many times");
     // A `${name}` of a const string is read.
-    let cell = "const skill=\"/p/fetch.py\";\nawait tools.exec_command({cmd:`python3 \"${skill}\" --pr 10`});";
+    let cell = "const script=\"/p/lint.sh\";\nawait tools.exec_command({cmd:`bash \"${script}\" --fix 3`});";
     assert_eq!(
         names(cell)[0].1.as_ref().unwrap()["cmd"],
-        "python3 \"/p/fetch.py\" --pr 10"
+        "bash \"/p/lint.sh\" --fix 3"
     );
     let cell = "const c = await build(); await tools.exec_command({cmd: c});";
     assert_eq!(names(cell)[0].1, Some(json!({"cmd": null})));
@@ -105,10 +107,10 @@ fn what_cannot_be_read_is_unknown_never_guessed() {
 #[test]
 fn calls_in_promise_all_run_once_calls_in_callbacks_and_loops_may_not() {
     let cell = r#"const results = await Promise.all([
-  tools.exec_command({cmd:"pnpm test","workdir":"/m","yield_time_ms":1000}),
-  tools.exec_command({cmd:"pnpm build","workdir":"/m","yield_time_ms":1000})
+  tools.exec_command({cmd:"npm run lint","workdir":"/m","yield_time_ms":2500}),
+  tools.exec_command({cmd:"npm run check","workdir":"/m","yield_time_ms":2500})
 ]);
-for (const r of results) text(JSON.stringify(r));
+for (const res of results) text(JSON.stringify(res));
 const more = await Promise.all(["a","b"].map(f => tools.exec_command({cmd: "cat " + f})));
 for (const f of ["x"]) await tools.exec_command({cmd: "ls"});
 await tools.exec_command({cmd: "git status"});"#;
@@ -120,8 +122,8 @@ await tools.exec_command({cmd: "git status"});"#;
     assert_eq!(
         shape,
         vec![
-            (Some("pnpm test"), false),
-            (Some("pnpm build"), false),
+            (Some("npm run lint"), false),
+            (Some("npm run check"), false),
             (None, true),
             (Some("ls"), true),
             (Some("git status"), false),
@@ -131,7 +133,7 @@ await tools.exec_command({cmd: "git status"});"#;
 
 #[test]
 fn mcp_tools_and_bracketed_names() {
-    let cell = "const result = await tools.mcp__codex_apps__github_create_pull_request({repository_full_name:\"o/r\",head_branch:\"codex/x\",base_branch:\"main\",draft:false,title:\"fix: y\",body:\"## Summary\\n- z\"});\ntext(JSON.stringify(result));\nawait tools[\"web__run\"]({search_query:[{q:\"flatpak\"}]});";
+    let cell = "const result = await tools.mcp__codex_apps__github_create_pull_request({repository_full_name:\"acme/kite\",head_branch:\"codex/retry-upload\",base_branch:\"main\",draft:false,title:\"fix: retry a failed upload\",body:\"## Summary\\n- one retry\"});\ntext(JSON.stringify(result));\nawait tools[\"web__run\"]({search_query:[{q:\"sqlite wal mode\"}]});";
     let found = names(cell);
     assert_eq!(found[0].0, "mcp__codex_apps__github_create_pull_request");
     assert_eq!(found[0].1.as_ref().unwrap()["draft"], json!(false));
@@ -157,7 +159,7 @@ fn parts(texts: &[&str]) -> Vec<String> {
 fn a_cells_output_its_status_and_parts() {
     let out = output(&parts(&[
         "Script completed\nWall time 1.2 seconds\nOutput:\n",
-        "{\"chunk_id\":\"68232c\",\"wall_time_seconds\":1.0,\"session_id\":34292,\"original_token_count\":24,\"output\":\"> vp test run\\n\"}",
+        "{\"chunk_id\":\"9c41e0\",\"wall_time_seconds\":1.0,\"session_id\":51807,\"original_token_count\":17,\"output\":\"> npm run unit\\n\"}",
         "",
     ]))
     .unwrap();
@@ -166,22 +168,22 @@ fn a_cells_output_its_status_and_parts() {
     assert_eq!(
         exec_result(&out.parts[0]),
         ExecResult {
-            output: "> vp test run\n".into(),
+            output: "> npm run unit\n".into(),
             exit_code: None,
-            session: Some("34292".into())
+            session: Some("51807".into())
         }
     );
-    let done = exec_result("{\"chunk_id\":\"5fe36f\",\"wall_time_seconds\":20.4,\"exit_code\":0,\"original_token_count\":163}");
+    let done = exec_result("{\"chunk_id\":\"b07d12\",\"wall_time_seconds\":12.5,\"exit_code\":0,\"original_token_count\":88}");
     assert_eq!((done.exit_code, done.session), (Some(0), None));
     // Plain text is the output itself; Codex's note on a cut output is not.
     assert_eq!(
-        exec_result("Warning: truncated output (original token count: 12914)\nTotal output lines: 811\n\nimport x\n").output,
+        exec_result("Warning: truncated output (original token count: 4821)\nTotal output lines: 390\n\nimport x\n").output,
         "import x\n"
     );
     // A session printed alone (`text(`SESSION_ID=${r.session_id}`)`).
     assert_eq!(
-        exec_result("SESSION_ID=37232").session.as_deref(),
-        Some("37232")
+        exec_result("SESSION_ID=58120").session.as_deref(),
+        Some("58120")
     );
     assert_eq!(exec_result("SESSION_ID=").session, None);
     let running = output(&parts(&[
@@ -208,10 +210,10 @@ fn a_cells_output_its_status_and_parts() {
 
 #[test]
 fn a_result_printed_after_a_label_is_read_whole() {
-    // `results.forEach((r,i)=>text(`---${i+1}---\n${JSON.stringify(r)}`))` (a public 0.144
-    // rollout): the label is the cell's, the result the command's.
-    let r = exec_result("---1---\n{\"chunk_id\":\"db30ed\",\"session_id\":76405,\"output\":\"   Compiling mise\\n\"}");
-    assert_eq!(r.session.as_deref(), Some("76405"));
+    // `results.forEach((r,i)=>text(`---${i+1}---\n${JSON.stringify(r)}`))` (a form real 0.144
+    // cells print results in): the label is the cell's, the result the command's.
+    let r = exec_result("---1---\n{\"chunk_id\":\"e4a9f2\",\"session_id\":60233,\"output\":\"   Compiling widget\\n\"}");
+    assert_eq!(r.session.as_deref(), Some("60233"));
     assert_eq!(r.exit_code, None);
     let r = exec_result(
         "---2---\n{\"chunk_id\":\"a1\",\"exit_code\":0,\"output\":\"Task: test:e2e\\n\"}",

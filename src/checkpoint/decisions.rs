@@ -1,0 +1,135 @@
+//! The user's decisions: their answers to the agent's questions, as Claude Code records them
+//! beside an `AskUserQuestion` result (`toolUseResult`: the questions asked, the option chosen
+//! or the text typed for each, the user's notes), and a plan approved in plan mode. A question
+//! declined (the result is an error) or left unanswered (the client's timeout, `answers` empty)
+//! is no decision. Each is one line, `question → answer`, the question cut short and a long
+//! answer kept as its head and its tail.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::asks;
+use crate::text::{cut, sanitize};
+
+/// A decision's question, at most (the answer is what must survive).
+const QUESTION_CHARS: usize = 90;
+/// Its answer with the user's notes, at most.
+const ANSWER_CHARS: usize = 160;
+/// Questions read of one result: the client asks at most four at once.
+const MAX_PER_RESULT: usize = 8;
+
+/// How `ExitPlanMode`'s result says the user approved (2.0.76: "User has approved your plan.",
+/// 2.1.38: "User has approved exiting plan mode.").
+const PLAN_APPROVED: &str = "User has approved ";
+
+/// The decision a plan approved in plan mode records.
+pub(super) const PLAN_DECISION: &str = "The plan written in plan mode → approved";
+
+#[derive(Deserialize)]
+struct Record<'a> {
+    #[serde(rename = "toolUseResult", borrow, default)]
+    result: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Answered {
+    questions: Vec<Question>,
+    answers: Map<String, Value>,
+    annotations: Map<String, Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Question {
+    question: String,
+}
+
+/// Could this transcript line hold answers? A cheap test before any parsing.
+pub(super) fn may_answer(line: &str) -> bool {
+    line.contains("\"toolUseResult\"") && line.contains("\"answers\"")
+}
+
+/// The decisions a user line's `toolUseResult` records, in the order the questions were asked.
+pub(super) fn in_line(line: &str) -> Vec<String> {
+    let Some(raw) = serde_json::from_str::<Record>(line)
+        .ok()
+        .and_then(|r| r.result)
+    else {
+        return Vec::new();
+    };
+    let Ok(answered) = serde_json::from_str::<Answered>(raw.get()) else {
+        return Vec::new();
+    };
+    let asked = answered.questions.iter().map(|q| q.question.as_str());
+    // Asked first, in their order; an answer to a question not listed after them.
+    let mut order: Vec<&str> = asked
+        .filter(|q| answered.answers.contains_key(*q))
+        .collect();
+    for q in answered.answers.keys() {
+        if !order.contains(&q.as_str()) {
+            order.push(q);
+        }
+    }
+    order
+        .into_iter()
+        .take(MAX_PER_RESULT)
+        .filter_map(|q| {
+            let answer = answered.answers.get(q)?.as_str()?.trim();
+            let notes = answered
+                .annotations
+                .get(q)
+                .and_then(|a| a.get("notes"))
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && !answer.starts_with(n) && !n.starts_with(answer));
+            decision(q, answer, notes)
+        })
+        .collect()
+}
+
+/// One decision as the checkpoint keeps it, or `None` for an empty answer.
+fn decision(question: &str, answer: &str, notes: Option<&str>) -> Option<String> {
+    let answer = match notes {
+        Some(notes) => format!("{answer} (notes: {notes})"),
+        None => answer.to_string(),
+    };
+    let answer = sanitize(&answer, true);
+    if answer.is_empty() {
+        return None;
+    }
+    let answer = asks::head_tail(&answer, ANSWER_CHARS);
+    let question = cut(&sanitize(question, true), QUESTION_CHARS);
+    Some(if question.is_empty() {
+        answer
+    } else {
+        format!("{question} → {answer}")
+    })
+}
+
+/// Whether an `ExitPlanMode` result's text says the user approved the plan.
+pub(super) fn plan_approved(text: &str) -> bool {
+    text.trim_start().starts_with(PLAN_APPROVED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record 2.1.49 wrote for a typed answer with notes (cipherbox-f7594e2b.jsonl, line
+    /// 148, shortened) and 2.1.232's for a timeout (entirecontext-d29c2adb.jsonl, line 345).
+    #[test]
+    fn answers_are_read_with_their_notes_and_a_timeout_is_none() {
+        let typed = r#"{"type":"user","toolUseResult":{"questions":[{"question":"What next?","options":[{"label":"Done"}]}],"answers":{"What next?":"commit the review first"},"annotations":{"What next?":{"notes":"then fix H1"}}}}"#;
+        assert_eq!(
+            in_line(typed),
+            ["What next? → commit the review first (notes: then fix H1)"]
+        );
+        let timeout = r#"{"type":"user","toolUseResult":{"questions":[{"question":"Merge?"}],"answers":{},"annotations":{},"afkTimeoutMs":300000}}"#;
+        assert!(in_line(timeout).is_empty());
+        let refused =
+            r#"{"type":"user","toolUseResult":"Error: The user doesn't want to proceed"}"#;
+        assert!(in_line(refused).is_empty());
+    }
+}
