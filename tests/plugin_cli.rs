@@ -172,18 +172,29 @@ fn as_the_plugins(env: &TestEnv) -> (PathBuf, PathBuf) {
     (data, link)
 }
 
-/// `ctxguard ARGS` run through the plugin's link, as the user's shell finds it.
+/// `ctxguard ARGS` run through the plugin's link, as the user's shell finds it. The binary was
+/// just copied: a child another test forked at that moment may hold it open for writing a little
+/// longer (`ETXTBSY`), so that is tried again.
 fn through(env: &TestEnv, link: &Path, path: &str, args: &[&str]) -> Run {
-    let out = Command::new(link)
-        .args(args)
-        .env_clear()
-        .env("HOME", env.home())
-        .env("CTXGUARD_HOME", env.state())
-        .env("PATH", path)
-        .current_dir(env.dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let mut tries = 0;
+    let out = loop {
+        let run = Command::new(link)
+            .args(args)
+            .env_clear()
+            .env("HOME", env.home())
+            .env("CTXGUARD_HOME", env.state())
+            .env("PATH", path)
+            .current_dir(env.dir.path())
+            .stdin(Stdio::null())
+            .output();
+        match run {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
