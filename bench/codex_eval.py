@@ -425,11 +425,11 @@ def self_test():
     line = "RUST_LOG=x timeout 60 mise run test:unit"
     assert line[runner(line):] == "mise run test:unit"
     assert VERDICT.findall("running 1 test\ntest result: ok. 1 passed; 0 failed")
-    assert not VERDICT.findall("Test environment can be examined in /tmp/test_lock.23tgSa")
+    assert not VERDICT.findall("Test environment can be examined in /tmp/test_env.Xy12ab")
     assert VERDICT.findall("Tests:       49 passed, 49 total") == ["Tests:       49 passed, 49 total"]
-    assert VERDICT.findall("ERROR: E2E test cli/test_lock failed: exited with status code 1")
-    block = "Files modified (newest first):\n```text\njdx-tar/src/lib.rs\n```\n"
-    assert named_file("/Users/j/src/jdx-tar/src/lib.rs", block_files(block))
+    assert VERDICT.findall("ERROR: E2E test cli/test_parse failed: exited with status code 1")
+    block = "Files modified (newest first):\n```text\ntarlet/src/lib.rs\n```\n"
+    assert named_file("/Users/j/src/tarlet/src/lib.rs", block_files(block))
     assert not named_file("/Users/j/src/other/src/lib.rs", block_files(block))
     assert named_file("/w/mise/.github/workflows/test.yml", [".github/workflows/test.yml"])
     assert named_file("/w/mise/src/a.rs", ["./src/a.rs"])

@@ -1030,9 +1030,9 @@ def self_test():
     check("branch default", score_branch("", [dict(user("x"), gitBranch="main")]), "–")
     # 1. A verdict: vite's, read from a background run's output; the command from the runner on.
     vite = (bash(4, "cd /long/path/to/app && npx vite build --mode staging 2>&1 | tail -3",
-                 "Command running in background with ID: b50b67f. Output is being written to: x")
+                 "Command running in background with ID: c0ffee1. Output is being written to: x")
             + [{"type": "assistant", "message": {"content": [
-                  {"type": "tool_use", "id": "o1", "name": "TaskOutput", "input": {"task_id": "b50b67f"}}]}},
+                  {"type": "tool_use", "id": "o1", "name": "TaskOutput", "input": {"task_id": "c0ffee1"}}]}},
                {"type": "user", "message": {"content": [
                   {"type": "tool_result", "tool_use_id": "o1",
                    "content": "<status>completed</status>\n<output>\n✓ 12 modules transformed.\n✓ built in 3.39s\n</output>"}]}}])
@@ -1070,14 +1070,14 @@ def self_test():
     check("plan pasted footer", score_plan("Fast path before exiting plan mode", plan), "footer")
     # 4. Team turns: a peer's ping is not a request; "approved" answers the agent's question.
     team = [user("migrate the server"),
-            user('Another Claude session sent a message:\n<teammate-message teammate_id="design-review">\n'
-                 '{"type":"idle_notification","from":"design-review"}\n</teammate-message>'),
+            user('Another Claude session sent a message:\n<teammate-message teammate_id="reviewer-two">\n'
+                 '{"type":"idle_notification","from":"reviewer-two"}\n</teammate-message>'),
             {"type": "assistant", "message": {"content": [{"type": "text", "text": "Design is ready. Approve it?"}]}},
             user("approved")]
     check("team yes", score_team(fenced("Recent user requests (newest first):",
                                         "approved (answering: Design is ready. Approve it?)", "migrate the server"), team), "yes")
     check("team peer shown", score_team(fenced("Recent user requests (newest first):",
-                                               'Another Claude session sent a message: {"type":"idle_notification","from":"design-review"}'),
+                                               'Another Claude session sent a message: {"type":"idle_notification","from":"reviewer-two"}'),
                                         team), "no (peer shown)")
     check("team answer without its question", score_team(fenced("Recent user requests (newest first):", "approved"), team),
           "no (answer)")

@@ -296,14 +296,14 @@ fn a_background_verification_is_dated_where_its_output_was_read() {
     let mut s = Session::new("run the tests");
     s.bash(
         "npm test",
-        "Command running in background with ID: b7636e2. Output is being written to: /tmp/b.out",
+        "Command running in background with ID: a1b2c3d. Output is being written to: /tmp/b.out",
         false,
     );
     s.bash("npm run lint", "✔ No problems found\n0 problems", false);
     s.call(
         "TaskOutput",
-        json!({"task_id": "b7636e2", "block": true}),
-        "<retrieval_status>success</retrieval_status>\n<task_id>b7636e2</task_id>\n<status>completed</status>\n<exit_code>1</exit_code>\n<output>\nTests:       2 failed, 40 passed, 42 total\n</output>",
+        json!({"task_id": "a1b2c3d", "block": true}),
+        "<retrieval_status>success</retrieval_status>\n<task_id>a1b2c3d</task_id>\n<status>completed</status>\n<exit_code>1</exit_code>\n<output>\nTests:       2 failed, 40 passed, 42 total\n</output>",
         false,
     );
     let last = first_of(&s.block(), "Last verification:");
