@@ -4,13 +4,19 @@
 #   PREFIX=/usr/local sh install.sh         installs to /usr/local/bin instead of ~/.local/bin
 #   CTXGUARD_DOWNLOAD_URL=URL sh install.sh downloads from URL (a mirror, a folder served locally)
 # It picks the archive for this machine (Linux x86_64 or arm64, static; macOS Apple silicon or
-# Intel), downloads it and SHA256SUMS with curl or wget, refuses an archive whose SHA-256 is not
-# the one SHA256SUMS gives (installing nothing), checks that the binary runs here, and puts it in
+# Intel), downloads it with curl or wget, refuses an archive whose SHA-256 is not the one this
+# script carries for it (installing nothing), checks that the binary runs here, and puts it in
 # $PREFIX/bin (default ~/.local/bin) and nowhere else. Then `ctxguard install` registers the
 # hooks.
 #
+# The checksums are the release's own, written into this script when the release was made: no
+# SHA256SUMS is downloaded, so a mirror (CTXGUARD_DOWNLOAD_URL) that serves another archive
+# cannot make it match, whatever else it serves. What is trusted is this script, from wherever
+# it was fetched.
+#
 # This file is the template: scripts/release.sh writes it into each release as install.sh, with
-# the download address below filled in from `repository` in Cargo.toml.
+# the download address (the release's own, from `repository` in Cargo.toml) and the release's
+# SHA256SUMS filled in below.
 set -eu
 
 url=${CTXGUARD_DOWNLOAD_URL:-@DOWNLOAD_URL@}
@@ -22,6 +28,15 @@ fail() {
     exit 1
 }
 
+# "<sha256>  ctxguard-<version>-<target>.tar.gz", one line per archive of the release.
+sums=$(
+    cat <<'SUMS'
+@SHA256SUMS@
+SUMS
+)
+case "$sums" in
+    @*) fail "this is the installer's template (scripts/installer.sh), which carries no checksums; use the install.sh of a release" ;;
+esac
 case "$url" in
     @*) fail "this is the installer's template (scripts/installer.sh); use the install.sh of a release, or set CTXGUARD_DOWNLOAD_URL" ;;
 esac
@@ -72,17 +87,16 @@ tmp=$(mktemp -d 2>/dev/null || mktemp -d -t ctxguard)
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
-fetch "$url/SHA256SUMS" "$tmp/SHA256SUMS" || fail "could not download $url/SHA256SUMS"
-# "<sha256>  ctxguard-<version>-<target>.tar.gz" (sha256sum's binary-mode "*" tolerated)
-line=$(grep -E "^[0-9a-f]{64} [ *]ctxguard-[^ ]+-$target\.tar\.gz\$" "$tmp/SHA256SUMS" | head -1 || true)
-[ -n "$line" ] || fail "the release at $url has no build for $target"
+# sha256sum's binary-mode "*" tolerated.
+line=$(printf '%s\n' "$sums" | grep -E "^[0-9a-f]{64} [ *]ctxguard-[^ ]+-$target\.tar\.gz\$" | head -1 || true)
+[ -n "$line" ] || fail "this release has no build for $target"
 expected=${line%% *}
 name=${line##* }
 name=${name#\*}
 fetch "$url/$name" "$tmp/$name" || fail "could not download $url/$name"
 actual=$(sha256 "$tmp/$name")
 [ "$actual" = "$expected" ] ||
-    fail "$name does not match SHA256SUMS (SHA-256 $actual, expected $expected): not installed, nothing changed"
+    fail "$url/$name is not the release's archive (SHA-256 $actual, expected $expected, from the checksums this installer carries): not installed, nothing changed"
 
 # --- unpack, check, install --------------------------------------------------------------------
 mkdir "$tmp/x"

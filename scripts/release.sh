@@ -16,10 +16,12 @@
 #                                       README (.zip for Windows, with ctxguard.exe)
 #   SHA256SUMS                          the archives' SHA-256 (sha256sum -c SHA256SUMS, in $DIST)
 #   install.sh                          the installer (curl -fsSL URL/install.sh | sh), its
-#                                       download address filled in
+#                                       download address (this version's) and SHA256SUMS written
+#                                       in: it checks an archive against those, never against a
+#                                       file downloaded beside it
 #   npm/                                the npm package `ctxguard` and one package per platform
 #                                       (`@ctxguard/linux-x64`, ...) holding its native binary
-# and it writes hooks/release.sha256 (or $CTXGUARD_PINS): the address of this release and the
+# and it writes plugin/hooks/release.sha256 (or $CTXGUARD_PINS): the address of this release and the
 # SHA-256 of its archives, which the plugin's hooks/run.sh checks a download against. Committed,
 # it is what the plugin trusts (docs/install.md).
 #
@@ -36,11 +38,10 @@ cd "$(dirname "$0")/.."
 dist=${DIST:-dist}
 mkdir -p "$dist"
 dist=$(cd "$dist" && pwd)
-pins=${CTXGUARD_PINS:-hooks/release.sha256}
+pins=${CTXGUARD_PINS:-plugin/hooks/release.sha256}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 repository=$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -1)
 [ -n "$repository" ] || { echo "release.sh: no repository = \"...\" in Cargo.toml" >&2; exit 1; }
-latest_url="$repository/releases/latest/download"
 version_url="$repository/releases/download/v$version"
 all=(
     x86_64-unknown-linux-gnu
@@ -200,7 +201,11 @@ checksums() {
 }
 
 installer() {
-    sed "s|@DOWNLOAD_URL@|$latest_url|" scripts/installer.sh >"$dist/install.sh.new"
+    # The checksums go in where the template has the line @SHA256SUMS@.
+    awk -v url="$version_url" -v sums="$dist/SHA256SUMS" '
+        $0 == "@SHA256SUMS@" { while ((getline line < sums) > 0) print line; next }
+        { gsub("@DOWNLOAD_URL@", url); print }
+    ' scripts/installer.sh >"$dist/install.sh.new"
     chmod 0755 "$dist/install.sh.new"
     mv "$dist/install.sh.new" "$dist/install.sh"
 }

@@ -11,9 +11,10 @@ pub use crate::commands::install::{ClientArg, SettingsTarget};
 #[command(
     name = "ctxguard",
     version = crate::version::LONG,
-    about = "Makes Claude Code save what matters before context compaction",
-    long_about = "ctxguard is registered as Claude Code hook commands. The status line (or, \
-without one, the transcript) tells how near the context is to auto-compaction; past a trigger the \
+    about = "Makes Claude Code and the Codex CLI save what matters before context compaction",
+    long_about = "ctxguard is registered as hook commands of Claude Code (`ctxguard install`, or \
+its plugin) and of OpenAI's Codex CLI (`ctxguard install --client codex`). The status line (or, \
+without one, and always on Codex, the transcript) tells how near the context is to auto-compaction; past a trigger the \
 next tool call or prompt nudges the agent to store durable memories, once per compaction cycle and \
 once more, critically, just before it. When compaction starts, a mechanical checkpoint is written; \
 after it, the recovery block is injected once.\n\nState lives in $CTXGUARD_HOME (default \
@@ -80,7 +81,7 @@ shown as a failed attempt, not as a second compaction of the same number."
     )]
     Log {
         /// The last N days, today included, oldest first
-        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3660))]
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = log_days, allow_hyphen_values = true)]
         days: u64,
         /// Only the entries of this session (its id, or a unique start of it)
         #[arg(long, value_name = "ID")]
@@ -134,6 +135,10 @@ trusts them itself only with --trust."
         /// What to do with a status line that is already configured
         #[arg(long, value_enum, default_value = "wrap")]
         statusline: StatusLineArg,
+        /// Register only the status line (wrapping yours, as --statusline says), no hook: beside
+        /// the plugin, which registers the hooks. ctxguard's hooks already in the file go
+        #[arg(long, conflicts_with_all = ["trust"])]
+        statusline_only: bool,
         /// The Claude Code version to register for, instead of asking the `claude` on PATH
         #[arg(long, value_name = "VERSION")]
         client_version: Option<String>,
@@ -250,21 +255,46 @@ false alarm, open, manual, quiet) and a chart of usage. See docs/replay.md."
 /// The most days `prune --older-than` takes: a hundred years.
 const MAX_DAYS: u64 = 36_500;
 
+/// The most days `log --days` takes: ten years.
+const MAX_LOG_DAYS: u64 = 3_660;
+
 /// `--older-than DAYS`: a whole number of days, 0 to [`MAX_DAYS`], with a message a person can
 /// act on for anything else (clap's own says only that the value is not in a range).
 fn days(value: &str) -> Result<u64, String> {
-    let hint = format!(
-        "a whole number of days from 0 to {MAX_DAYS} (0: every idle session), e.g. --older-than 7"
-    );
+    whole_days(
+        value,
+        0,
+        MAX_DAYS,
+        &format!(
+            "a whole number of days from 0 to {MAX_DAYS} (0: every idle session), e.g. \
+             --older-than 7"
+        ),
+    )
+}
+
+/// `log --days N`: a whole number of days, 1 (today) to [`MAX_LOG_DAYS`], said as `prune` says
+/// it.
+fn log_days(value: &str) -> Result<u64, String> {
+    whole_days(
+        value,
+        1,
+        MAX_LOG_DAYS,
+        &format!("a whole number of days from 1 (today) to {MAX_LOG_DAYS}, e.g. --days 7"),
+    )
+}
+
+/// A whole number of days from `min` to `max`, or why not followed by `hint`.
+fn whole_days(value: &str, min: u64, max: u64, hint: &str) -> Result<u64, String> {
     let trimmed = value.trim();
     if trimmed.starts_with('-') {
         return Err(format!("{value:?} is negative; give {hint}"));
     }
     match trimmed.parse::<u64>() {
-        Ok(days) if days <= MAX_DAYS => Ok(days),
-        Ok(_) => Err(format!("{value} days is more than {MAX_DAYS}; give {hint}")),
+        Ok(days) if days < min => Err(format!("{value} days is fewer than {min}; give {hint}")),
+        Ok(days) if days <= max => Ok(days),
+        Ok(_) => Err(format!("{value} days is more than {max}; give {hint}")),
         Err(_) if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) => {
-            Err(format!("{value} days is more than {MAX_DAYS}; give {hint}"))
+            Err(format!("{value} days is more than {max}; give {hint}"))
         }
         Err(_) => Err(format!("{value:?} is not a number of days; give {hint}")),
     }

@@ -1,6 +1,6 @@
 //! The one list of ctxguard's hooks, as data: each entry names its subcommand, the Claude Code
 //! event it is registered for (and the matcher), and its help. Registering the hooks
-//! (`settings`), the plugin's `hooks/hooks.json` (checked by a test), `doctor` and the CLI read
+//! (`settings`), the plugin's `plugin/hooks/hooks.json` (checked by a test), `doctor` and the CLI read
 //! it; the functions that run each hook are the registry's ([`crate::registry`]), above the
 //! hooks, so that what only needs the list sits below them all.
 

@@ -130,6 +130,7 @@ fn run() -> Exit {
             client,
             trust,
             statusline,
+            statusline_only,
             client_version,
         } => {
             let mode = match statusline {
@@ -137,7 +138,18 @@ fn run() -> Exit {
                 StatusLineArg::Replace => settings::StatusLineMode::Replace,
                 StatusLineArg::Skip => settings::StatusLineMode::Skip,
             };
-            commands::install::install(client, &target, mode, client_version.as_deref(), trust)
+            let what = if statusline_only {
+                commands::install::Register::StatusLineOnly
+            } else {
+                commands::install::Register::All
+            };
+            commands::install::install(
+                client,
+                &target,
+                (mode, what),
+                client_version.as_deref(),
+                trust,
+            )
         }
         Command::Uninstall {
             target,

@@ -10,7 +10,7 @@
 //! 3. this file: its entry in [`HOOKS`], in the list's order (held);
 //! 4. `src/hooks/<subcommand>.rs` with its `handle`, and its `pub mod` in `hooks/mod.rs` (held);
 //! 5. `client/accepts.rs`, when only some client versions accept the event;
-//! 6. `hooks/hooks.json`, the plugin's registration (held);
+//! 6. `plugin/hooks/hooks.json`, the plugin's registration (held);
 //! 7. docs: its line in docs/usage.md's "What each hook does" (held) and its file in the code
 //!    map, docs/architecture.md (held).
 
@@ -494,8 +494,8 @@ mod tests {
     /// subcommands, through the launcher.
     #[test]
     fn the_plugin_hooks_file_matches_the_registry() {
-        let file: Value =
-            serde_json::from_str(include_str!("../hooks/hooks.json")).expect("hooks.json parses");
+        let file: Value = serde_json::from_str(include_str!("../plugin/hooks/hooks.json"))
+            .expect("hooks.json parses");
         let hooks = file["hooks"].as_object().expect("a hooks object");
         let listed: Vec<&str> = hooks.keys().map(String::as_str).collect();
         let expected: Vec<&str> = hook_list::events().filter_map(|h| h.event).collect();

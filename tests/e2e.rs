@@ -1034,7 +1034,7 @@ fn the_plugin_runs_from_a_directory_with_a_space_in_its_path() {
     ] {
         let to = root.join(file);
         fs::create_dir_all(to.parent().unwrap()).unwrap();
-        fs::copy(repo.join(file), &to).unwrap();
+        fs::copy(repo.join("plugin").join(file), &to).unwrap();
     }
     let settings = rig.env.dir.path().join("empty.json");
     fs::write(&settings, "{}").unwrap();

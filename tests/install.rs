@@ -734,12 +734,6 @@ fn doctor_fails_for_a_registered_binary_that_is_gone_or_not_executable() {
         .ends_with("statusline --then 'printf mine'"));
 }
 
-/// `text` as ctxguard writes settings back (2-space JSON, key order kept), to compare files
-/// byte for byte: `Value` equality would not see a change of key order.
-fn pretty(text: &str) -> String {
-    serde_json::to_string_pretty(&serde_json::from_str::<Value>(text).unwrap()).unwrap() + "\n"
-}
-
 /// Runs `program` (a copy of, or a link to, the binary under another name) as `env.command`
 /// runs the binary.
 fn run_as(env: &TestEnv, program: &Path, args: &[&str]) -> Run {
@@ -1190,8 +1184,8 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
     assert_eq!(un.code, 0, "{un:?}");
     assert_eq!(
         fs::read_to_string(settings(&env)).unwrap(),
-        pretty(THEIRS),
-        "their status line is back, padding and all"
+        THEIRS,
+        "their status line is back, padding and all, and the file byte for byte"
     );
     assert!(
         un.stdout.contains("statusLine: restored `printf 'mine'`")
@@ -1228,7 +1222,7 @@ fn a_replaced_status_line_is_given_back_by_uninstall() {
 
     let un = env.run(&["uninstall"], "");
     assert!(un.stdout.contains("removed the note"), "{un:?}");
-    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), pretty(THEIRS));
+    assert_eq!(fs::read_to_string(settings(&env)).unwrap(), THEIRS);
 
     // A broken note stops uninstall before anything is touched.
     fs::write(settings(&env), THEIRS).unwrap();

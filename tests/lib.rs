@@ -19,6 +19,7 @@ mod e2e;
 #[cfg(unix)]
 mod e2e_codex;
 mod faults;
+mod first_hour;
 mod gate;
 mod golden;
 mod hostile;
@@ -29,6 +30,10 @@ mod lifecycle;
 mod manual;
 mod outside_files;
 mod plugin;
+#[cfg(unix)]
+mod plugin_cli;
+#[cfg(unix)]
+mod plugin_launcher;
 mod precomputed;
 mod pretooluse;
 mod receipt;

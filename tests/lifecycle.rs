@@ -593,11 +593,12 @@ fn log_prints_the_daily_log_by_days_and_session() {
         !mine.stdout.contains("yesterda") && mine.stdout.contains("225d8c26"),
         "{mine:?}"
     );
+    // A session neither the state nor the log knows is an error, as for `status`.
     let none = env.run(&["log", "--session", "nobody"], "");
-    ok(&none);
+    assert_eq!(none.code, 1, "{none:?}");
     assert!(
-        none.stdout
-            .starts_with("no log entries for session nobody today under "),
+        none.stderr
+            .contains("no state for session \"nobody\" under "),
         "{none:?}"
     );
 }
@@ -707,12 +708,18 @@ fn log_shows_summaries_failed_attempts_and_json() {
         (Some(62), Some("Fixed the parser precedence bug"))
     );
     assert_eq!(summary.session, "225d8c26");
-    // Nothing yet: an empty list, not a sentence.
+    // An unknown session: the error on stderr, no JSON.
     let run = env.run(&["log", "--json", "--session", "nobody"], "");
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    // Nothing in the span: an empty list, not a sentence.
+    let run = env.run(
+        &["log", "--json", "--days", "1", "--session", "225d8c26"],
+        "",
+    );
     ok(&run);
-    assert_eq!(
-        serde_json::from_str::<Value>(&run.stdout).unwrap(),
-        json!({"entries": []})
+    assert!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap()["entries"].is_array(),
+        "{run:?}"
     );
 }
 

@@ -17,9 +17,10 @@ fn repo(path: &str) -> std::path::PathBuf {
 
 #[test]
 fn manifest_and_hooks_match_what_install_registers() {
-    let manifest: Value =
-        serde_json::from_str(&fs::read_to_string(repo(".claude-plugin/plugin.json")).unwrap())
-            .unwrap();
+    let manifest: Value = serde_json::from_str(
+        &fs::read_to_string(repo("plugin/.claude-plugin/plugin.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(manifest["name"], "ctxguard");
     let cargo = fs::read_to_string(repo("Cargo.toml")).unwrap();
     assert!(
@@ -28,7 +29,8 @@ fn manifest_and_hooks_match_what_install_registers() {
     );
 
     let hooks: Value =
-        serde_json::from_str(&fs::read_to_string(repo("hooks/hooks.json")).unwrap()).unwrap();
+        serde_json::from_str(&fs::read_to_string(repo("plugin/hooks/hooks.json")).unwrap())
+            .unwrap();
     let env = TestEnv::new();
     assert_eq!(env.run(&["install", "--statusline", "skip"], "").code, 0);
     let installed: Value = serde_json::from_str(
@@ -56,7 +58,7 @@ fn manifest_and_hooks_match_what_install_registers() {
 
 #[cfg(unix)]
 fn launch(bin: Option<&str>, input: &str) -> std::process::Output {
-    let mut cmd = Command::new(repo("hooks/run.sh"));
+    let mut cmd = Command::new(repo("plugin/hooks/run.sh"));
     cmd.arg("pretooluse")
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", "/nonexistent")
@@ -89,7 +91,7 @@ fn the_launcher_runs_ctxguard_or_does_nothing_quietly() {
     let payload = pretooluse_payload(SESSION, &transcript).to_string();
     // Found: it is ctxguard that answers (here with a nudge: 150k of a 200k model's window).
     let state = env.state();
-    let mut cmd = Command::new(repo("hooks/run.sh"));
+    let mut cmd = Command::new(repo("plugin/hooks/run.sh"));
     let out = cmd
         .arg("pretooluse")
         .env("CTXGUARD_BIN", env!("CARGO_BIN_EXE_ctxguard"))
@@ -112,4 +114,70 @@ fn the_launcher_runs_ctxguard_or_does_nothing_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("binary was not found"), "{err}");
+}
+
+/// Every file under `dir`, by its path relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, under: &str, out: &mut Vec<String>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let name = format!("{under}{}", entry.file_name().to_string_lossy());
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &format!("{name}/"), out);
+            } else {
+                out.push(name);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, "", &mut files);
+    files.sort();
+    files
+}
+
+/// The marketplace serves a folder that holds the plugin and nothing else: no sources, tests,
+/// fixtures of sessions or benches reach a user's plugin cache.
+#[test]
+fn the_marketplace_serves_the_plugins_folder_and_it_holds_only_the_plugin() {
+    let market: Value =
+        serde_json::from_str(&fs::read_to_string(repo(".claude-plugin/marketplace.json")).unwrap())
+            .unwrap();
+    let plugins = market["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1);
+    assert_eq!(plugins[0]["name"], "ctxguard");
+    assert_eq!(plugins[0]["source"], "./plugin");
+    // The repository's root is no plugin: its manifest lives in the plugin's folder only.
+    assert!(!repo(".claude-plugin/plugin.json").exists());
+    assert!(!repo("hooks").exists());
+
+    let shipped = files_under(&repo("plugin"));
+    let allowed = [
+        ".claude-plugin/plugin.json",
+        "README.md",
+        "hooks/hooks.json",
+        "hooks/release.sha256",
+        "hooks/run.sh",
+    ];
+    let extra: Vec<&String> = shipped
+        .iter()
+        .filter(|f| !allowed.contains(&f.as_str()))
+        .collect();
+    assert!(extra.is_empty(), "not the plugin's: {extra:?}");
+    for needed in [
+        ".claude-plugin/plugin.json",
+        "README.md",
+        "hooks/hooks.json",
+        "hooks/run.sh",
+    ] {
+        assert!(shipped.iter().any(|f| f == needed), "{needed}: {shipped:?}");
+    }
+    let bytes: u64 = shipped
+        .iter()
+        .map(|f| fs::metadata(repo("plugin").join(f)).unwrap().len())
+        .sum();
+    assert!(bytes < 64 * 1024, "{bytes} bytes");
+    // What its README tells the user to run exists.
+    let readme = fs::read_to_string(repo("plugin/README.md")).unwrap();
+    for command in ["--statusline-only", "uninstall --purge", "ctxguard doctor"] {
+        assert!(readme.contains(command), "{command}");
+    }
 }

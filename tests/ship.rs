@@ -145,7 +145,7 @@ impl Drop for Serve {
 }
 
 /// `dash` when installed (the strictest POSIX shell at hand), else `sh`.
-fn posix_sh() -> &'static str {
+pub(crate) fn posix_sh() -> &'static str {
     if Path::new("/usr/bin/dash").exists() || Path::new("/bin/dash").exists() {
         "dash"
     } else {
@@ -155,7 +155,7 @@ fn posix_sh() -> &'static str {
 
 /// A command in `home` with only the user's tools on PATH and nothing of the developer's
 /// environment (no cargo, no ctxguard, no CTXGUARD_ or CLAUDE variables).
-fn user_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+pub(crate) fn user_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
     let mut cmd = Command::new(program);
     cmd.env_clear()
         .env("PATH", PATH)
@@ -211,12 +211,13 @@ fn ship_the_installer_installs_a_working_binary_that_registers_itself() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     let installed = home.join(".local/bin/ctxguard");
-    // The very binary the release packaged, checked against SHA256SUMS on the way.
+    // The very binary the release packaged, checked on the way against the checksums the
+    // installer carries: no SHA256SUMS is downloaded.
     assert_eq!(
         sha256_of(&installed),
         sha256_of(Path::new(env!("CARGO_BIN_EXE_ctxguard")))
     );
-    assert_eq!(server.gets("SHA256SUMS"), 1);
+    assert_eq!(server.gets("SHA256SUMS"), 0);
     assert_eq!(server.gets(&release.archive()), 1);
     assert!(
         stdout.contains(&format!(
@@ -325,7 +326,11 @@ fn ship_the_installer_refuses_a_tampered_archive_and_installs_nothing() {
     assert_eq!(server.gets(&release.archive()), 1, "it was downloaded");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains(&format!("{} does not match SHA256SUMS", release.archive())),
+        stderr.contains(&format!(
+            "{}/{} is not the release's archive",
+            server.url,
+            release.archive()
+        )),
         "{stderr}"
     );
     assert!(
@@ -334,6 +339,58 @@ fn ship_the_installer_refuses_a_tampered_archive_and_installs_nothing() {
     );
     assert!(!home.join(".local").exists(), "nothing installed");
     assert_eq!(fs::read_dir(home.join("tmp")).unwrap().count(), 0);
+}
+
+/// A mirror that substitutes the archive and serves a SHA256SUMS that matches it: the installer
+/// checks the archive against the checksums written into it at release, never against what the
+/// mirror serves, and installs nothing.
+#[test]
+fn ship_the_installer_refuses_a_mirror_whose_sums_match_its_substituted_archive() {
+    let Some(release) = release() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dist = tampered(release, env.dir.path());
+    let fake = dist.join(release.archive());
+    fs::write(
+        dist.join("SHA256SUMS"),
+        format!("{}  {}\n", sha256_of(&fake), release.archive()),
+    )
+    .unwrap();
+    let server = Serve::start(&dist, env.dir.path().join("server.log"));
+    let home = env.home();
+    let out = user_command(posix_sh(), &home)
+        .arg(release.dist.join("install.sh"))
+        .env("CTXGUARD_DOWNLOAD_URL", &server.url)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(server.gets(&release.archive()), 1, "it was downloaded");
+    assert!(
+        stderr.contains(&format!(
+            "is not the release's archive (SHA-256 {}, expected {}",
+            sha256_of(&fake),
+            sha256_of(&release.dist.join(release.archive()))
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("installed"), "{stdout}");
+    assert!(!home.join(".local").exists(), "nothing installed");
+    assert_eq!(fs::read_dir(home.join("tmp")).unwrap().count(), 0);
+    // The template itself carries no checksums, and says so rather than trust a download.
+    let out = user_command(posix_sh(), &home)
+        .arg(repo("scripts/installer.sh"))
+        .env("CTXGUARD_DOWNLOAD_URL", &server.url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).1.contains("carries no checksums"),
+        "{:?}",
+        text(&out)
+    );
+    assert_eq!(server.gets(&release.archive()), 1);
 }
 
 #[test]
@@ -486,19 +543,38 @@ fn ship_the_npm_tarballs_installed_offline_put_the_native_binary_on_path() {
 
 // --- the plugin's launcher ---------------------------------------------------------------------
 
-/// The plugin as a marketplace install lays it out: manifest, hooks and the pins of `release`.
-pub(crate) fn plugin_copy(release: &Release, root: &Path) {
-    for file in [
-        ".claude-plugin/plugin.json",
-        ".claude-plugin/marketplace.json",
-        "hooks/hooks.json",
-        "hooks/run.sh",
-    ] {
-        let to = root.join(file);
-        fs::create_dir_all(to.parent().unwrap()).unwrap();
-        fs::copy(repo(file), &to).unwrap();
+/// Every file of the plugin's folder in the repository, by its path under `plugin/`.
+pub(crate) fn plugin_files() -> Vec<String> {
+    fn walk(dir: &Path, under: &str, out: &mut Vec<String>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let name = format!("{under}{}", entry.file_name().to_string_lossy());
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &format!("{name}/"), out);
+            } else {
+                out.push(name);
+            }
+        }
     }
-    fs::copy(&release.pins, root.join("hooks/release.sha256")).unwrap();
+    let mut files = Vec::new();
+    walk(&repo("plugin"), "", &mut files);
+    files.sort();
+    files
+}
+
+/// The repository as a marketplace serves it (its marketplace manifest, and the plugin's folder)
+/// with the pins of `release`; the plugin's root, where the client copies it from.
+pub(crate) fn plugin_copy(release: &Release, root: &Path) -> PathBuf {
+    let market = root.join(".claude-plugin/marketplace.json");
+    fs::create_dir_all(market.parent().unwrap()).unwrap();
+    fs::copy(repo(".claude-plugin/marketplace.json"), &market).unwrap();
+    let plugin = root.join("plugin");
+    for file in plugin_files() {
+        let to = plugin.join(&file);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(repo("plugin").join(&file), &to).unwrap();
+    }
+    fs::copy(&release.pins, plugin.join("hooks/release.sha256")).unwrap();
+    plugin
 }
 
 /// One hook call through the plugin's launcher, as the client makes it (shell form), with the
@@ -524,15 +600,16 @@ fn ship_the_plugin_fetches_verifies_and_runs_the_binary_downloading_it_once() {
     };
     let env = TestEnv::new();
     let server = Serve::start(&release.dist, env.dir.path().join("server.log"));
-    let root = env.dir.path().join("plugin root");
-    plugin_copy(release, &root);
+    let root = plugin_copy(release, &env.dir.path().join("plugin root"));
     let data = env.dir.path().join("plugin data");
     let transcript = env.write(
         "t.jsonl",
         &(assistant_line(150_000, &time_from_now(-5)) + "\n"),
     );
     let payload = pretooluse_payload(SESSION, &transcript).to_string();
-    // Four hooks at once, as parallel tool calls make them: one download, and each runs.
+    // Four hooks at once, as parallel tool calls make them: one download. The hook that started
+    // it waits and runs ctxguard once it is in place; the others return at once (the first of
+    // them telling the user why ctxguard did nothing).
     let runs: Vec<Run> = std::thread::scope(|s| {
         let calls: Vec<_> = (0..4)
             .map(|_| s.spawn(|| launch(&root, &env, &data, &server.url, &payload)))
@@ -543,17 +620,46 @@ fn ship_the_plugin_fetches_verifies_and_runs_the_binary_downloading_it_once() {
     for run in &runs {
         assert_eq!(run.code, 0, "{run:?}");
     }
-    // They are ctxguard answering: one nudge for the cycle, the others nothing.
-    let nudges: Vec<&Run> = runs.iter().filter(|r| !r.stdout.is_empty()).collect();
-    assert_eq!(nudges.len(), 1, "{runs:?}");
-    decode_nudge(&nudges[0].stdout);
+    let outputs: Vec<Value> = runs
+        .iter()
+        .filter(|r| !r.stdout.is_empty())
+        .map(|r| serde_json::from_str(&r.stdout).unwrap())
+        .collect();
+    // ctxguard answering: one nudge for the cycle, and with it, once, the link made for the user.
+    let nudged: Vec<&Value> = outputs
+        .iter()
+        .filter(|o| o.get("hookSpecificOutput").is_some())
+        .collect();
+    assert_eq!(nudged.len(), 1, "{runs:?}");
+    let context = nudged[0]["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("save durable knowledge"), "{context}");
+    let link = env.home().join(".local/bin/ctxguard");
+    let said = nudged[0]["systemMessage"].as_str().unwrap();
+    assert!(
+        said.contains(&format!("linked {} to the binary", link.display()))
+            && said.contains("ctxguard uninstall --purge"),
+        "{said}"
+    );
+    let downloading = outputs
+        .iter()
+        .filter(|o| {
+            o["systemMessage"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("ctxguard is being downloaded"))
+        })
+        .count();
+    assert!(downloading <= 1, "{runs:?}");
+    assert_eq!(outputs.len(), 1 + downloading, "{runs:?}");
     let bin = data.join("bin/ctxguard");
     assert_eq!(
         sha256_of(&bin),
         sha256_of(Path::new(env!("CARGO_BIN_EXE_ctxguard")))
     );
-    // Only the binary is left in the data folder, once the download has tidied up after itself
-    // (the hooks ran the binary as soon as it was in place).
+    assert_eq!(fs::read_link(&link).unwrap(), bin);
+    // Only the binary and the note of the link are left in the data folder, once the download
+    // has tidied up after itself.
     let left = || -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(&data)
             .unwrap()
@@ -563,14 +669,20 @@ fn ship_the_plugin_fetches_verifies_and_runs_the_binary_downloading_it_once() {
         names
     };
     let start = Instant::now();
-    while left() != ["bin"] && start.elapsed() < Duration::from_secs(5) {
+    while left() != ["bin", "linked"] && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(left(), ["bin"]);
-    // Later calls run it straight away, with no download.
+    assert_eq!(left(), ["bin", "linked"]);
+    // Later calls run it straight away through the link, with no download and nothing said.
     let run = launch(&root, &env, &data, &server.url, &payload);
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
     assert_eq!(server.gets(&release.archive()), 1);
+    // The user's `ctxguard` is that binary.
+    let out = user_command(&link, &env.home())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(text(&out).0.starts_with("ctxguard "), "{:?}", text(&out));
 }
 
 #[test]
@@ -581,8 +693,7 @@ fn ship_the_plugin_refuses_a_tampered_archive_quietly() {
     let env = TestEnv::new();
     let dist = tampered(release, env.dir.path());
     let server = Serve::start(&dist, env.dir.path().join("server.log"));
-    let root = env.dir.path().join("plugin");
-    plugin_copy(release, &root);
+    let root = plugin_copy(release, &env.dir.path().join("market"));
     let data = env.dir.path().join("data");
     let run = launch(&root, &env, &data, &server.url, "{}");
     run.assert_silent_failure();
@@ -665,10 +776,21 @@ fn ship_assembling_from_the_archives_alone_gives_the_same_release() {
         )),
         "{pinned}"
     );
+    // The installer downloads this version's archives and carries their checksums.
     let installer = fs::read_to_string(dist.join("install.sh")).unwrap();
-    assert!(installer.contains(
-        "url=${CTXGUARD_DOWNLOAD_URL:-https://github.com/ctxguard/ctxguard/releases/latest/download}"
-    ));
+    assert!(
+        installer.contains(&format!(
+            "url=${{CTXGUARD_DOWNLOAD_URL:-https://github.com/ctxguard/ctxguard/releases/download/v{}}}",
+            release.version
+        )),
+        "{installer}"
+    );
+    let sums = fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(
+        installer.contains(&format!("<<'SUMS'\n{sums}SUMS\n")),
+        "{installer}"
+    );
+    assert!(!installer.contains("@SHA256SUMS@"));
 }
 
 /// Cargo.toml, parsed.
@@ -808,7 +930,7 @@ fn ship_the_release_workflow_and_scripts_pass_their_linters() {
         return;
     }
     for (shell, files) in [
-        ("sh", &["hooks/run.sh", "scripts/installer.sh"][..]),
+        ("sh", &["plugin/hooks/run.sh", "scripts/installer.sh"][..]),
         (
             "bash",
             &[

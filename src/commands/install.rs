@@ -3,7 +3,8 @@
 //! every change is preceded by a backup, and the new file replaces the old atomically with the
 //! same permissions. The edits themselves are in `crate::settings`. The file is written back as
 //! 2-space JSON (as Claude Code writes it): every key and value is kept in its order, but custom
-//! whitespace is not; the backup keeps the original byte for byte.
+//! whitespace is not; the backup keeps the original byte for byte, and `uninstall` writes that
+//! original back as it was when nothing else in the file changed since.
 //!
 //! Backups (`settings.json.ctxguard-backup-<date>-<time to the microsecond>`, `-1`, `-2`... when
 //! that name is taken) are never overwritten, never written through a symlink, and have the
@@ -55,6 +56,14 @@ pub enum ClientArg {
     ClaudeCode,
     #[value(help = "Codex CLI: $CODEX_HOME/hooks.json (default ~/.codex/hooks.json)")]
     Codex,
+}
+
+/// What `install` registers: everything, or the status line alone (`--statusline-only`, beside
+/// the plugin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Register {
+    All,
+    StatusLineOnly,
 }
 
 /// How many names a backup tries after its own (`-1`, `-2`, ...) before giving up.
@@ -375,11 +384,23 @@ fn report_backup(path: &Path, b: &Path) {
     }
 }
 
-/// Applies `edit`, then prints what changed (or the diff with `--dry-run`).
+/// The text of the first backup of `path` (the file before ctxguard first changed it) when it
+/// holds exactly `value`: what `uninstall` writes back, byte for byte, when nothing else in the
+/// file changed since, rather than `value` re-indented.
+fn original_text(path: &Path, value: &Value) -> Option<String> {
+    let first = backups(path).ok()?.into_iter().next()?;
+    let (text, original) = read_settings(&first).ok()?;
+    (original == *value).then_some(text).flatten()
+}
+
+/// Applies `edit`, then prints what changed (or the diff with `--dry-run`); with `restore`
+/// (uninstall), the file before ctxguard changed it is given back as it was when the edit
+/// leaves exactly it.
 fn apply(
     path: &Path,
     dry_run: bool,
     nothing: &str,
+    restore: bool,
     edit: impl FnOnce(&mut Value) -> Result<Edit, String>,
 ) -> Result<()> {
     let (old_text, mut value) = read_settings(path)?;
@@ -400,7 +421,11 @@ fn apply(
         }
         return Ok(());
     }
-    let new_text = render(&value)?;
+    let original = restore.then(|| original_text(path, &value)).flatten();
+    let new_text = match &original {
+        Some(text) => text.clone(),
+        None => render(&value)?,
+    };
     if dry_run {
         println!("would change {}:", path.display());
         print!(
@@ -421,6 +446,9 @@ fn apply(
     }
     let backup = write_settings(path, old_text.as_deref(), &new_text, (&note, &edit.note))?;
     println!("updated {}:", path.display());
+    if original.is_some() {
+        println!("  (given back byte for byte as it was before ctxguard first changed it)");
+    }
     for c in &edit.changes {
         println!("  - {c}");
     }
@@ -481,10 +509,21 @@ fn codex_target(target: &SettingsTarget, client_version: Option<&str>) -> Result
 pub fn install(
     client: ClientArg,
     target: &SettingsTarget,
-    mode: StatusLineMode,
+    (mode, what): (StatusLineMode, Register),
     client_version: Option<&str>,
     trust: bool,
 ) -> Result<Exit> {
+    if what == Register::StatusLineOnly {
+        if client == ClientArg::Codex {
+            bail!("--statusline-only is Claude Code's: Codex has no status line to register");
+        }
+        if mode == StatusLineMode::Skip {
+            bail!(
+                "--statusline-only registers only the status line, which --statusline skip \
+                 leaves alone: give one of them"
+            );
+        }
+    }
     if client == ClientArg::Codex {
         codex_target(target, client_version)?;
         codex::install(target.dry_run, trust)?;
@@ -499,14 +538,41 @@ pub fn install(
     let env = Env::from_process();
     let path = settings_path(target, &env)?;
     let (bin, same) = this_binary(&env)?;
+    if what == Register::StatusLineOnly {
+        apply(
+            &path,
+            target.dry_run,
+            "ctxguard's status line is already in",
+            false,
+            |v| settings::install_statusline(v, &bin, &same, mode),
+        )?;
+        return Ok(Exit::Ok);
+    }
+    refuse_beside_the_plugin(&env)?;
     let accepts = client_accepts(&env, client_version)?;
     apply(
         &path,
         target.dry_run,
         "ctxguard is already installed in",
+        false,
         |v| settings::install(v, &bin, &same, mode, accepts),
     )?;
     Ok(Exit::Ok)
+}
+
+/// The hooks are not registered in a settings file while the plugin registers them too: each
+/// would run twice.
+fn refuse_beside_the_plugin(env: &Env) -> Result<()> {
+    let settings = super::plugin::client_settings(env);
+    let Some((name, file)) = super::plugin::enabled(&settings).into_iter().next() else {
+        return Ok(());
+    };
+    bail!(
+        "the plugin {name} is enabled (in {}) and registers ctxguard's hooks itself: run \
+         `ctxguard install --statusline-only` to add the status line beside it, or disable the \
+         plugin first (`claude plugin disable {name}`) to register the hooks here instead",
+        file.path.display()
+    )
 }
 
 /// What the client's settings may hold: the version given, else the `claude` on PATH's, else
@@ -569,7 +635,13 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
                 println!("(dry run: nothing written)");
             }
         } else {
-            apply(&path, target.dry_run, "ctxguard is not registered in", edit)?;
+            apply(
+                &path,
+                target.dry_run,
+                "ctxguard is not registered in",
+                true,
+                edit,
+            )?;
             // What is left is the user's now, however it began.
             if !target.dry_run {
                 forget_created(&path)?;
@@ -580,114 +652,10 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
     }
     if purge {
         super::purge::run(&env, target.dry_run)?;
+        super::plugin::purge(&env, target.dry_run)?;
     }
     Ok(Exit::Ok)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backups_in_the_same_microsecond_get_their_own_names() {
-        let t = tempfile::tempdir().unwrap();
-        let path = t.path().join("settings.json");
-        let now = Local::now();
-        let first = write_backup(&path, "pristine", 0o600, now).unwrap();
-        let second = write_backup(&path, "second", 0o600, now).unwrap();
-        let third = write_backup(&path, "third", 0o640, now).unwrap();
-        assert_eq!(
-            second.to_str().unwrap(),
-            format!("{}-1", first.display()),
-            "a counter on collision"
-        );
-        assert_eq!(third.to_str().unwrap(), format!("{}-2", first.display()));
-        assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
-        assert_eq!(fs::read_to_string(&second).unwrap(), "second");
-        #[cfg(unix)]
-        assert_eq!(
-            (files::mode_of(&first), files::mode_of(&third)),
-            (Some(0o600), Some(0o640))
-        );
-        let name = first.file_name().unwrap().to_str().unwrap();
-        assert!(
-            name.starts_with(&format!(
-                "settings.json.ctxguard-backup-{}.",
-                now.format("%Y%m%d-%H%M%S")
-            )) && name.len() == "settings.json.ctxguard-backup-20250101-120000.123456".len(),
-            "{name}"
-        );
-    }
-
-    #[test]
-    fn backups_beyond_the_first_and_the_newest_are_removed() {
-        let t = tempfile::tempdir().unwrap();
-        let path = t.path().join("settings.json");
-        let now = Local::now();
-        let at = |secs: i64| now + chrono::Duration::seconds(secs);
-        let first = write_backup(&path, "pristine", 0o600, at(0)).unwrap();
-        let mut last = first.clone();
-        for (i, secs) in [1, 2, 2, 3].into_iter().enumerate() {
-            last = write_backup(&path, &format!("edit {i}"), 0o600, at(secs)).unwrap();
-        }
-        // Not ours: another file's backup, a name that only looks like one, a note.
-        let others = [
-            "other.json.ctxguard-backup-20250101-120000.123456",
-            "settings.json.ctxguard-backup-notes",
-            "settings.json.ctxguard-note.json",
-        ];
-        for other in others {
-            fs::write(t.path().join(other), "x").unwrap();
-        }
-        let removed = trim_backups(&path, &last).unwrap();
-        assert_eq!(removed.len(), 3, "{removed:?}");
-        let mut left: Vec<String> = fs::read_dir(t.path())
-            .unwrap()
-            .map(|e| e.unwrap().path().display().to_string())
-            .collect();
-        left.sort();
-        let mut want: Vec<String> = [first.clone(), last.clone()]
-            .iter()
-            .map(|p| p.display().to_string())
-            .chain(
-                others
-                    .iter()
-                    .map(|o| t.path().join(o).display().to_string()),
-            )
-            .collect();
-        want.sort();
-        assert_eq!(left, want);
-        assert_eq!(fs::read_to_string(&first).unwrap(), "pristine");
-        // Names read back: the time, then the counter.
-        let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(backup_stamp("settings.json", &name(&first)).is_some_and(|(_, n)| n == 0));
-        assert_eq!(
-            backup_stamp(
-                "settings.json",
-                "settings.json.ctxguard-backup-20250101-120000.123456-12"
-            ),
-            Some(("20250101-120000.123456".into(), 12))
-        );
-        assert_eq!(
-            backup_stamp("settings.json", "settings.json.ctxguard-backup-2025"),
-            None
-        );
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_symlink_planted_at_the_backup_name_is_skipped_not_followed() {
-        let t = tempfile::tempdir().unwrap();
-        let path = t.path().join("settings.json");
-        let now = Local::now();
-        let name = format!(
-            "settings.json.ctxguard-backup-{}",
-            now.format("%Y%m%d-%H%M%S%.6f")
-        );
-        let stolen = t.path().join("stolen");
-        std::os::unix::fs::symlink(&stolen, t.path().join(&name)).unwrap();
-        let backup = write_backup(&path, "secret", 0o600, now).unwrap();
-        assert_eq!(backup, t.path().join(format!("{name}-1")));
-        assert!(!stolen.exists(), "nothing written through the link");
-    }
-}
+mod tests;

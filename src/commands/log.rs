@@ -201,7 +201,7 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<Exit> {
     // Across the whole span, so an attempt just before midnight is still matched.
     mark_failed(&mut entries);
     let short = match session.as_deref() {
-        Some(id) => Some(logged_as(&paths, id, &entries)?),
+        Some(id) => Some(logged_as(&paths, id, &entries, days)?),
         None => None,
     };
     entries.retain(|d| short.as_deref().is_none_or(|s| d.entry.session == s));
@@ -234,8 +234,14 @@ pub fn run(days: u64, session: Option<String>, json: bool) -> Result<Exit> {
 
 /// The session `--session` names, as the log names it (its first 8 characters): a session
 /// ctxguard holds state for (its full id or a unique start of it), else the one session of the
-/// entries whose id starts with it; an ambiguous start names its candidates.
-fn logged_as(paths: &crate::paths::Paths, id: &str, entries: &[Dated]) -> Result<String> {
+/// entries whose id starts with it; an ambiguous start names its candidates, and an id neither
+/// names is an error, as `status` and `reset` make it.
+fn logged_as(
+    paths: &crate::paths::Paths,
+    id: &str,
+    entries: &[Dated],
+    days: u64,
+) -> Result<String> {
     if let Some(full) = super::session_id(paths, id)? {
         return Ok(daily_log::short_id(&full));
     }
@@ -255,7 +261,15 @@ fn logged_as(paths: &crate::paths::Paths, id: &str, entries: &[Dated]) -> Result
             found.join(", ")
         );
     }
-    Ok(found.pop().map_or(short, str::to_string))
+    match found.pop() {
+        Some(found) => Ok(found.to_string()),
+        None => anyhow::bail!(
+            "no state for session {id:?} under {}, and no entry of the log names it in the last \
+             {days} day{} (run `ctxguard status` to list known sessions, or give more --days)",
+            paths.sessions_dir().display(),
+            if days == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// Each day's entries under its date.

@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod doctor;
 pub mod install;
 pub mod log;
+mod plugin;
 pub mod prune;
 pub mod purge;
 pub mod replay;

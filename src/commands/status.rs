@@ -63,6 +63,10 @@ struct SessionStatus {
     /// transcript cannot be found or read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newest: Option<newest::Newest>,
+    /// For the table: the transcript was written after the hooks last saved their reading, so
+    /// the usage shown is older than it (marked `*`).
+    #[serde(skip)]
+    pub behind: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -108,6 +112,7 @@ impl SessionStatus {
                 .and(m.compacted_at.max(m.ended_at)),
             receipts: None,
             newest: None,
+            behind: false,
         }
     }
 }
@@ -275,7 +280,12 @@ pub fn run(query: Query) -> Result<Exit> {
         sessions: newest
             .markers
             .iter()
-            .map(|m| SessionStatus::from_marker(paths.root(), m, now, stale))
+            .map(|m| {
+                let mut s = SessionStatus::from_marker(paths.root(), m, now, stale);
+                s.behind = !query.json
+                    && newest::written_since(&env, &s.session_id, s.cwd.as_deref(), s.updated_at);
+                s
+            })
             .collect(),
         more: newest.more,
     };
@@ -426,6 +436,7 @@ fn render_table(report: &StatusReport, query: &Query, paths: &Paths, now: DateTi
             (None, None) => "-".to_string(),
             (t, w) => format!("{}/{}", opt_tokens(t), opt_tokens(w)),
         };
+        let usage = if s.behind { usage + "*" } else { usage };
         out.push_str(&format!(
             "{:<38} {:<15} {:>5} {:>10}  {:<22} {:<24} {:<8} {}\n",
             sanitize(&s.session_id, true),
@@ -438,6 +449,12 @@ fn render_table(report: &StatusReport, query: &Query, paths: &Paths, now: DateTi
                 .map_or("-".into(), |t| format!("{} ago", age(t, now))),
             s.cwd.as_deref().map_or("-".into(), |c| sanitize(c, true)),
         ));
+    }
+    if report.sessions.iter().any(|s| s.behind) {
+        out.push_str(
+            "* the hooks' last reading: the transcript was written since (a turn's last reply \
+             comes after its last hook); `ctxguard status --session ID` reads it now\n",
+        );
     }
     if report.more {
         if let Some(limit) = query.limit {

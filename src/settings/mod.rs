@@ -399,7 +399,19 @@ pub fn install(
     }
 
     edit.notices.extend(unknown_to_older_client(root, accepts));
+    set_statusline(root, bin, ours, mode, &mut edit)?;
+    Ok(edit)
+}
 
+/// Sets ctxguard's status line as `mode` says (see [`install`]); an older one of ctxguard's is
+/// pointed at `bin`, never wrapped again.
+fn set_statusline(
+    root: &mut Map<String, Value>,
+    bin: &str,
+    ours: Ours,
+    mode: StatusLineMode,
+    edit: &mut Edit,
+) -> Result<(), String> {
     let current = statusline_command_of(root);
     let present = root.get("statusLine").is_some_and(|v| !v.is_null());
     let target = match current.as_deref().and_then(|c| innermost(c, ours)) {
@@ -440,6 +452,28 @@ pub fn install(
             });
         }
     }
+    Ok(())
+}
+
+/// Registers only the status line (as [`install`] does, by `mode`) and no hook: for the plugin,
+/// which registers the hooks itself. ctxguard's hooks already in the file are taken out, so that
+/// none runs twice.
+pub fn install_statusline(
+    settings: &mut Value,
+    bin: &str,
+    same_binary: &dyn Fn(&str) -> bool,
+    mode: StatusLineMode,
+) -> Result<Edit, String> {
+    let ours = Ours {
+        bin: Some(bin),
+        same_binary,
+    };
+    let root = settings
+        .as_object_mut()
+        .ok_or("the settings file is not a JSON object")?;
+    let mut edit = Edit::default();
+    remove_hooks(root, ours, &mut edit);
+    set_statusline(root, bin, ours, mode, &mut edit)?;
     Ok(edit)
 }
 
@@ -464,6 +498,45 @@ pub fn uninstall(
         note: Note::Remove,
         ..Edit::default()
     };
+    remove_hooks(root, ours, &mut edit);
+
+    let current = statusline_command_of(root);
+    if let Some(layer) = current.as_deref().and_then(|c| innermost(c, ours)) {
+        match statusline(&layer, ours).map(|(_, w)| w) {
+            Some(Wrapped::Known(Some(theirs))) => {
+                root["statusLine"]["command"] = json!(theirs);
+                edit.changes
+                    .push(format!("statusLine: restored `{theirs}`"));
+            }
+            Some(Wrapped::Known(None)) => {
+                if let Some(line) = replaced {
+                    let theirs = line.get("command").and_then(Value::as_str).unwrap_or("");
+                    edit.changes.push(format!(
+                        "statusLine: restored `{theirs}` (from before `install --statusline \
+                     replace`)"
+                    ));
+                    root.insert("statusLine".into(), line.clone());
+                } else {
+                    root.shift_remove("statusLine");
+                    edit.changes.push("statusLine: removed".to_string());
+                }
+            }
+            _ => {
+                edit.notices.push(format!(
+                    "the status line `{}` runs ctxguard in a way uninstall cannot undo exactly; \
+                     left as it is (edit it by hand)",
+                    current.as_deref().unwrap_or_default()
+                ));
+                edit.note = Note::Keep;
+            }
+        }
+    }
+    Ok(edit)
+}
+
+/// Takes out every hook entry that runs a ctxguard hook subcommand, in any event, and the
+/// matcher groups, event lists and `hooks` object this empties.
+fn remove_hooks(root: &mut Map<String, Value>, ours: Ours, edit: &mut Edit) {
     if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
         let mut emptied_events = Vec::new();
         for (event, groups) in hooks.iter_mut() {
@@ -504,39 +577,6 @@ pub fn uninstall(
             root.shift_remove("hooks");
         }
     }
-
-    let current = statusline_command_of(root);
-    if let Some(layer) = current.as_deref().and_then(|c| innermost(c, ours)) {
-        match statusline(&layer, ours).map(|(_, w)| w) {
-            Some(Wrapped::Known(Some(theirs))) => {
-                root["statusLine"]["command"] = json!(theirs);
-                edit.changes
-                    .push(format!("statusLine: restored `{theirs}`"));
-            }
-            Some(Wrapped::Known(None)) => {
-                if let Some(line) = replaced {
-                    let theirs = line.get("command").and_then(Value::as_str).unwrap_or("");
-                    edit.changes.push(format!(
-                        "statusLine: restored `{theirs}` (from before `install --statusline \
-                     replace`)"
-                    ));
-                    root.insert("statusLine".into(), line.clone());
-                } else {
-                    root.shift_remove("statusLine");
-                    edit.changes.push("statusLine: removed".to_string());
-                }
-            }
-            _ => {
-                edit.notices.push(format!(
-                    "the status line `{}` runs ctxguard in a way uninstall cannot undo exactly; \
-                     left as it is (edit it by hand)",
-                    current.as_deref().unwrap_or_default()
-                ));
-                edit.note = Note::Keep;
-            }
-        }
-    }
-    Ok(edit)
 }
 
 #[cfg(test)]

@@ -299,8 +299,19 @@ pub fn hooks(ctx: &Context) -> Vec<Finding> {
                 n => finding(
                     "hooks",
                     Status::Warn,
-                    format!("{event} runs `ctxguard {sub}` {n} times: {}", places.join("; ")),
-                    Some("keep one: `ctxguard uninstall --settings PATH` for the extra settings file, or disable the plugin"),
+                    format!(
+                        "{event} runs `ctxguard {sub}` {n} times: {}",
+                        places.join("; ")
+                    ),
+                    Some(if plugin.is_empty() {
+                        "keep one: `ctxguard uninstall --settings PATH` for the extra settings file"
+                    } else {
+                        // The plugin's hooks are ctxguard's: the settings' copies go, the status
+                        // line stays.
+                        "keep the plugin's: `ctxguard install --statusline-only` (with \
+                         --settings PATH for another settings file) takes ctxguard's hooks out \
+                         of the settings and keeps the status line"
+                    }),
                 ),
             }
         })
@@ -481,6 +492,19 @@ pub fn config(ctx: &Context) -> Vec<Finding> {
 /// The status line that runs (the most specific file that sets one) is ctxguard's, and can run.
 pub fn status_line(ctx: &Context) -> Vec<Finding> {
     let late = "usage comes from the transcript, and a nudge can come a tool call late";
+    // Beside the plugin, which sets no status line, only the status line is registered.
+    let beside_plugin = !crate::commands::plugin::enabled(&ctx.client).is_empty();
+    let install = if beside_plugin {
+        "run `ctxguard install --statusline-only` (the plugin registers the hooks)"
+    } else {
+        "run `ctxguard install`"
+    };
+    let wrap = if beside_plugin {
+        "`ctxguard install --statusline-only` (wraps your command; the plugin registers the \
+         hooks), or pipe its input to `ctxguard statusline --quiet`"
+    } else {
+        "`ctxguard install` (wraps your command), or pipe its input to `ctxguard statusline --quiet`"
+    };
     let cannot_run = |line: &str| {
         ctxguard_program(line)
             .filter(|p| matches!(locate(p, ctx), Program::Missing | Program::NotExecutable(_)))
@@ -511,13 +535,13 @@ pub fn status_line(ctx: &Context) -> Vec<Finding> {
                 c.line,
                 c.file.path.display()
             ),
-            Some("`ctxguard install` (wraps your command), or pipe its input to `ctxguard statusline --quiet`"),
+            Some(wrap),
         ),
         None => finding(
             STATUSLINE.name,
             Status::Warn,
             format!("no status line: {late}"),
-            Some("run `ctxguard install`"),
+            Some(install),
         ),
     }]
 }

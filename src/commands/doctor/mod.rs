@@ -7,6 +7,7 @@
 mod checks;
 mod codex;
 mod compaction;
+mod plugin;
 pub mod version;
 
 use std::ffi::OsString;
@@ -79,6 +80,7 @@ const CLAUDE_CODE_CHECKS: &[Check] = &[
     checks::state,
     checks::config,
     checks::status_line,
+    plugin::plugin,
     compaction::auto_compaction,
     compaction::autocompact_pct,
     compaction::autocompact_window,
@@ -126,6 +128,10 @@ pub struct Context {
     /// The `codex` on `PATH`, its version and the hooks it trusts (asked once, when Codex's
     /// setup is checked).
     pub codex_probe: codex::probe::Probe,
+    /// The running binary, when it is the one the plugin downloaded.
+    pub plugin_binary: Option<PathBuf>,
+    /// `~/.local/bin/ctxguard` when it is the plugin's link, and where it points.
+    pub plugin_link: Option<(PathBuf, PathBuf)>,
 }
 
 impl Context {
@@ -162,6 +168,8 @@ impl Context {
             codex: codex::Setup::gather(env),
             codex_home: env.codex_home(),
             codex_probe: codex::probe::Probe::NotFound,
+            plugin_binary: crate::commands::plugin::running(),
+            plugin_link: crate::commands::plugin::link(env.home.as_deref()),
         }
     }
 }
@@ -314,6 +322,8 @@ pub(super) mod tests {
             codex: None,
             codex_home: None,
             codex_probe: super::codex::probe::Probe::NotFound,
+            plugin_binary: None,
+            plugin_link: None,
         }
     }
 

@@ -130,10 +130,11 @@ fn render(summary: &Summary) -> String {
                 n => format!("recovery {} characters", grouped(n as u64)),
             };
             // Codex does not say what it writes to a cache.
-            if s.client == "codex" {
-                format!(" ({recovery})")
-            } else {
-                format!(" (refilled {} tokens, {recovery})", grouped(s.cost.refill))
+            match s.cost.refill.value() {
+                Some(refill) if s.cost.refill.unknown == 0 => {
+                    format!(" (refilled {} tokens, {recovery})", grouped(refill))
+                }
+                _ => format!(" ({recovery})"),
             }
         } else {
             String::new()
@@ -175,13 +176,26 @@ fn render(summary: &Summary) -> String {
     ));
     let t = &summary.cost;
     if t.compactions > 0 {
+        let known = |sum: &super::cost::Sum| match (sum.value(), sum.unknown) {
+            (None, _) => "not known".to_string(),
+            (Some(n), 0) => grouped(n),
+            (Some(n), u) => format!("{} and {u} not known", grouped(n)),
+        };
+        let refill = match (t.refill.value(), t.refill.unknown) {
+            (Some(n), 0) => format!("{} tokens written to the cache to refill it", grouped(n)),
+            (None, _) => "the refill of the cache not known".to_string(),
+            (Some(n), u) => format!(
+                "{} tokens written to the cache to refill it ({u} compaction{} not known)",
+                grouped(n),
+                if u == 1 { "" } else { "s" }
+            ),
+        };
         out.push_str(&format!(
-            "what the compactions cost: {} tokens written to the cache to refill it, {} \
-             characters of recovery (context {} before, {} after)\n",
-            grouped(t.refill),
+            "what the compactions cost: {refill}, {} characters of recovery (context {} before, \
+             {} after)\n",
             grouped(t.recovery_chars as u64),
-            grouped(t.before),
-            grouped(t.after)
+            known(&t.before),
+            known(&t.after)
         ));
     }
     let most = summary.totals.iter().map(|(_, n)| *n).max().unwrap_or(0);
@@ -391,6 +405,11 @@ mod tests {
 
     #[test]
     fn the_summary_counts_every_cycle_and_draws_a_bar_per_verdict() {
+        let known = |n| super::super::cost::Sum {
+            known: n,
+            of: 2,
+            unknown: 0,
+        };
         let sessions = vec![
             Session {
                 transcript: "-p/a.jsonl".into(),
@@ -402,9 +421,9 @@ mod tests {
                 recoveries_missing: 1,
                 cost: Totals {
                     compactions: 2,
-                    before: 300_000,
-                    after: 30_000,
-                    refill: 24_000,
+                    before: known(300_000),
+                    after: known(30_000),
+                    refill: known(24_000),
                     recovery_chars: 2_500,
                 },
             },

@@ -32,14 +32,77 @@ pub struct After {
     pub cache_written: Option<u64>,
 }
 
-/// The costs of a session's compactions (or of all sessions'), summed over the figures known.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// A figure summed over compactions: the sum of those that know it, and how many do not (a
+/// Codex rollout says nothing of what was written to a cache). Never an unknown counted as 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sum {
+    pub known: u64,
+    /// How many compactions gave this figure.
+    pub of: usize,
+    /// How many did not.
+    pub unknown: usize,
+}
+
+impl Sum {
+    fn push(&mut self, figure: Option<u64>) {
+        match figure {
+            Some(n) => {
+                self.known += n;
+                self.of += 1;
+            }
+            None => self.unknown += 1,
+        }
+    }
+
+    fn add(&mut self, other: &Sum) {
+        self.known += other.known;
+        self.of += other.of;
+        self.unknown += other.unknown;
+    }
+
+    /// The sum, when at least one compaction gave the figure (or there was none to give it).
+    pub fn value(&self) -> Option<u64> {
+        (self.of > 0 || self.unknown == 0).then_some(self.known)
+    }
+}
+
+/// The costs of a session's compactions (or of all sessions'), summed over the figures known:
+/// in JSON each sum is `null` when no compaction knew it, with `*_unknown` counting those that
+/// did not.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Totals {
     pub compactions: usize,
-    pub before: u64,
-    pub after: u64,
-    pub refill: u64,
+    pub before: Sum,
+    pub after: Sum,
+    pub refill: Sum,
     pub recovery_chars: usize,
+}
+
+impl Serialize for Totals {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown {
+            compactions: usize,
+            before: Option<u64>,
+            before_unknown: usize,
+            after: Option<u64>,
+            after_unknown: usize,
+            refill: Option<u64>,
+            refill_unknown: usize,
+            recovery_chars: usize,
+        }
+        Shown {
+            compactions: self.compactions,
+            before: self.before.value(),
+            before_unknown: self.before.unknown,
+            after: self.after.value(),
+            after_unknown: self.after.unknown,
+            refill: self.refill.value(),
+            refill_unknown: self.refill.unknown,
+            recovery_chars: self.recovery_chars,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Totals {
@@ -47,9 +110,9 @@ impl Totals {
         let mut t = Totals::default();
         for c in costs {
             t.compactions += 1;
-            t.before += c.before.unwrap_or(0);
-            t.after += c.after.map_or(0, |a| a.tokens);
-            t.refill += c.refill.unwrap_or(0);
+            t.before.push(c.before);
+            t.after.push(c.after.map(|a| a.tokens));
+            t.refill.push(c.refill);
             t.recovery_chars += c.recovery_chars.unwrap_or(0);
         }
         t
@@ -57,9 +120,9 @@ impl Totals {
 
     pub fn add(&mut self, other: &Totals) {
         self.compactions += other.compactions;
-        self.before += other.before;
-        self.after += other.after;
-        self.refill += other.refill;
+        self.before.add(&other.before);
+        self.after.add(&other.after);
+        self.refill.add(&other.refill);
         self.recovery_chars += other.recovery_chars;
     }
 }
@@ -203,16 +266,21 @@ mod tests {
             ]
         );
         let totals = Totals::of(&costs);
+        let sum = |known, of, unknown| Sum { known, of, unknown };
         assert_eq!(
             totals,
             Totals {
                 compactions: 2,
-                before: 150_000,
-                after: 21_003,
-                refill: 12_000,
+                before: sum(150_000, 1, 1),
+                after: sum(21_003, 2, 0),
+                refill: sum(12_000, 1, 1),
                 recovery_chars: first,
             }
         );
+        // An unknown is never a 0: known only where some compaction gave it.
+        assert_eq!(totals.refill.value(), Some(12_000));
+        assert_eq!(sum(0, 0, 2).value(), None);
+        assert_eq!(Sum::default().value(), Some(0));
     }
 
     #[test]

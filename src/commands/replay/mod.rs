@@ -46,6 +46,7 @@ pub fn run(
     json: bool,
 ) -> Result<()> {
     let (env, _, config) = crate::commands::setup()?;
+    refuse_other_files(path)?;
     // The same client settings as the hooks would read, for the directory replay runs in.
     let here = std::env::current_dir().ok();
     let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
@@ -141,6 +142,57 @@ fn replay_file_with(
     let mut report = sim.finish();
     report.transcript = shown_name(&path.display().to_string());
     Ok(report)
+}
+
+/// A file `replay` is given that is not a transcript or a rollout, refused saying what it is:
+/// both hold one JSON object per line, each with its `"type"` (a settings file, a whole JSON
+/// document, a log or a binary would otherwise replay as a quiet session). An empty file, or one
+/// whose first line is too long to judge, is replayed as it is.
+fn refuse_other_files(path: &Path) -> Result<()> {
+    let (file, _) = crate::files::open_regular(path, "transcript")?;
+    let mut lines = LineReader::new(file, MAX_LINE);
+    let first = loop {
+        match lines
+            .next_line()
+            .with_context(|| format!("reading transcript {}", path.display()))?
+        {
+            None | Some(Line::TooLong) => return Ok(()),
+            Some(Line::Text(text)) if text.trim_ascii().is_empty() => {}
+            Some(Line::Text(text)) => break text.to_vec(),
+        }
+    };
+    let what = match serde_json::from_slice::<serde_json::Value>(&first) {
+        Ok(serde_json::Value::Object(o))
+            if o.get("type").is_some_and(serde_json::Value::is_string) =>
+        {
+            return Ok(())
+        }
+        Ok(serde_json::Value::Object(o)) => {
+            let keys: Vec<&str> = o.keys().take(4).map(String::as_str).collect();
+            format!(
+                "its first line is a JSON object without a \"type\" (keys: {})",
+                keys.join(", ")
+            )
+        }
+        Ok(_) => "its first line is JSON but not an object".to_string(),
+        Err(_) if std::str::from_utf8(&first).is_err() || first.contains(&0) => {
+            "it is not text".to_string()
+        }
+        Err(_) if first.trim_ascii() == b"{" || first.trim_ascii() == b"[" => {
+            "it is one JSON document spread over lines (a settings or config file?)".to_string()
+        }
+        Err(_) => format!(
+            "its first line is not JSON ({:?})",
+            crate::text::cut(&String::from_utf8_lossy(&first), 40)
+        ),
+    };
+    anyhow::bail!(
+        "{} is not a transcript or a rollout: {what}. Give a Claude Code transcript \
+         (~/.claude/projects/<project>/<session>.jsonl) or a Codex rollout \
+         (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), one JSON object per line; or \
+         `ctxguard replay --all`",
+        shown_name(&path.display().to_string())
+    )
 }
 
 /// A transcript's name (or a message naming one) as printed: one line, without escape

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::cost::{Sum, Totals};
 use super::report::{Cycle, Event, Level, Report, Sample, What};
 use crate::commands::usage::grouped;
 use crate::input::Client;
@@ -283,17 +284,43 @@ fn costs(report: &Report) -> Vec<String> {
         "  {:>3}  {:<7}  {:>9}  {:<30}  {:>9}  {} characters",
         "",
         "total",
-        grouped(t.before),
-        grouped(t.after),
-        grouped(t.refill),
+        summed(&t.before),
+        summed(&t.after),
+        summed(&t.refill),
         grouped(t.recovery_chars as u64)
     ));
-    out.push(format!(
-        "  {} refilled the cache with {} tokens",
-        plural(t.compactions, "compaction"),
-        grouped(t.refill)
-    ));
+    out.push(format!("  {}", refilled(t)));
     out
+}
+
+/// A total as the table shows it: `-` when no compaction gave the figure, `N + ?` when only
+/// some did; an unknown is never counted as 0.
+fn summed(sum: &Sum) -> String {
+    match (sum.value(), sum.unknown) {
+        (None, _) => "-".into(),
+        (Some(n), 0) => grouped(n),
+        (Some(n), _) => format!("{} + ?", grouped(n)),
+    }
+}
+
+/// What refilled the cache, in words: `2 compactions refilled the cache with 16,000 tokens`, or
+/// what is not known of it.
+fn refilled(t: &Totals) -> String {
+    let compactions = plural(t.compactions, "compaction");
+    match (t.refill.of, t.refill.unknown) {
+        (_, 0) => format!(
+            "{compactions} refilled the cache with {} tokens",
+            grouped(t.refill.known)
+        ),
+        (0, _) => format!(
+            "{compactions}: what refilled the cache is not known (the transcript does not say)"
+        ),
+        (of, unknown) => format!(
+            "{compactions}: {of} refilled the cache with {} tokens, {unknown} more by an amount \
+             not known",
+            grouped(t.refill.known)
+        ),
+    }
 }
 
 /// One chart row per `per` replies of a cycle: the peak of the row as `#`, the trigger `|` and

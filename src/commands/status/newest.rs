@@ -49,6 +49,23 @@ fn transcript_of(
     })
 }
 
+/// Whether the session's transcript (Claude Code's, in its projects folder: one `stat`, no read)
+/// was written after `at`, the hooks' last save, by more than a moment: the figure they saved is
+/// then older than what the transcript holds. For the table, which reads no transcript.
+pub fn written_since(env: &Env, id: &str, cwd: Option<&str>, at: Option<DateTime<Utc>>) -> bool {
+    let (Some(dir), Some(cwd), Some(at)) = (env.client_dir(), cwd, at) else {
+        return false;
+    };
+    let path = dir
+        .join("projects")
+        .join(crate::commands::replay::folder_name(cwd))
+        .join(format!("{id}.jsonl"));
+    let Ok(modified) = std::fs::metadata(&path).and_then(|m| m.modified()) else {
+        return false;
+    };
+    DateTime::<Utc>::from(modified) > at + chrono::Duration::seconds(2)
+}
+
 /// The newest reading of the session's transcript, when it can be found and read and its reply
 /// is not older than the session's last compaction (`compacted_at`: the client may not have
 /// written the boundary yet).
