@@ -1,10 +1,9 @@
 //! The recovery block `SessionStart` injects after a compaction, rendered from data already read
 //! (no I/O here): the checkpoint rendered small (within `recovery_budget_chars`), then the memory
-//! files (the whole block within `total_budget_chars`). When over budget, the lowest-value parts
-//! go first: failures, then files, then compaction instructions, the last assistant gist, todos,
-//! and asks last. Every piece of outside text (transcript text, paths, memory files and their
-//! labels) is sanitised and sits inside a fence it cannot close, under a header that says it is
-//! data; project memory files are marked as untrusted.
+//! files (the whole block within `total_budget_chars`). Over budget, the lowest-value parts go
+//! first: failures, files, compaction instructions, the last gist, todos, asks last. All outside
+//! text (transcript text, paths, memory files and their labels) is sanitised and sits inside a
+//! fence it cannot close, under a header saying it is data; project memory files are untrusted.
 
 use std::path::Path;
 
