@@ -16,9 +16,7 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::io;
 
-use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -32,7 +30,7 @@ use super::{
     MAX_DECISIONS, MAX_QUEUED, QUEUED_CHARS,
 };
 use crate::text::{cut, sanitize};
-use crate::transcript::{self, Entry, EntryMessage, Line, LineReader};
+use crate::transcript::{Entry, EntryMessage};
 
 /// Wrappers Claude Code puts around things that are not typed by the user.
 const WRAPPERS: &[&str] = &[
@@ -586,104 +584,9 @@ fn gist(text: &str) -> Option<String> {
     Some(super::asks::ends(&clean, GIST_CHARS, GIST_CHARS - HEAD - 1))
 }
 
-/// Whether the newest record with a `uuid` was on a branch the user rewound away from: a record
-/// without one (a prompt queued, a pull request linked while the agent worked there) written
-/// then belongs to that branch, and is abandoned with it.
-#[derive(Default)]
-struct OnGone(bool);
-
-impl OnGone {
-    /// Is `line` left out: abandoned itself, or written without a `uuid` on an abandoned branch?
-    fn skips(&mut self, gone: &super::chain::Gone, line: &[u8]) -> bool {
-        #[derive(Deserialize)]
-        struct Rec<'a> {
-            #[serde(borrow, default)]
-            uuid: Option<&'a RawValue>,
-        }
-        if gone.is_empty() {
-            return false;
-        }
-        let dated = serde_json::from_slice::<Rec>(line).is_ok_and(|r| r.uuid.is_some());
-        let abandoned = gone.holds(line);
-        if dated {
-            self.0 = abandoned;
-        }
-        abandoned || (!dated && self.0)
-    }
-}
-
-/// How much of a transcript's head is read for the session's goal when the part after the
-/// newest boundary does not start at the beginning: the first request is near the start, and
-/// a session whose first lines hold none is not worth reading whole for one.
-const GOAL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
-
-/// The session's first substantive request in the first `limit` bytes of `file`.
-fn goal_in_head<R: io::Read>(
-    file: R,
-    limit: u64,
-    gone: &super::chain::Gone,
-) -> io::Result<Option<String>> {
-    let mut builder = Builder::default();
-    let mut lines = LineReader::new(io::Read::take(file, limit), transcript::MAX_LINE);
-    while let Some(line) = lines.next_line()? {
-        if let Line::Text(text) = line {
-            if gone.holds(text) {
-                continue;
-            }
-            builder.feed(text);
-            if builder.asked {
-                break;
-            }
-        }
-    }
-    Ok(builder.goal)
-}
-
-/// A Claude Code transcript's part after its newest `compact_boundary`, read forward in bounded
-/// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
-/// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
-/// choice: this module never imports the other client's reader, which builds on it.)
-pub(super) fn read_claude_until(opened: &mut super::Opened, end: u64) -> Result<Reading> {
-    let path = opened.path.clone();
-    let context = || format!("reading transcript {}", path.display());
-    let len = opened.len.min(end);
-    // The branches the user rewound away from: read first, never fed (`chain`).
-    let gone = opened.tree(len)?.abandoned();
-    let file = &mut opened.file;
-    let start = transcript::since_newest_boundary(file, len).with_context(context)?;
-    io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
-    let mut builder = Builder::default();
-    let mut lines = LineReader::new(
-        io::Read::take(&mut *file, len - start),
-        transcript::MAX_LINE,
-    );
-    let mut on_gone = OnGone::default();
-    while let Some(line) = lines.next_line().with_context(context)? {
-        // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
-        if let Line::Text(text) = line {
-            if on_gone.skips(&gone, text) {
-                continue;
-            }
-            builder.feed(text);
-        }
-    }
-    let mut reading = builder.finish();
-    if start > 0 {
-        // The head's own rewinds: a first prompt edited before the compaction is no goal.
-        let limit = start.min(GOAL_SCAN_BYTES);
-        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
-        let head_gone = super::chain::tree_of(io::Read::take(&mut *file, limit))
-            .with_context(context)?
-            .abandoned();
-        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
-        let goal = goal_in_head(&mut *file, limit, &head_gone).with_context(context)?;
-        if goal.is_some() {
-            reading.body.goal = goal;
-        }
-    }
-    Ok(reading)
-}
-
 mod asking;
+mod read;
 #[cfg(test)]
 mod tests;
+
+pub(super) use read::read_claude_until;

@@ -75,6 +75,8 @@ pub struct Opened {
     len: u64,
     /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
     tree: Option<(u64, chain::Tree)>,
+    /// Where that part starts, for the file as if it ended at `.0`.
+    start: Option<(u64, u64)>,
 }
 
 impl Opened {
@@ -85,6 +87,7 @@ impl Opened {
             file,
             len,
             tree: None,
+            start: None,
         })
     }
 
@@ -96,23 +99,51 @@ impl Opened {
             .and_then(|b| b.at)
     }
 
+    /// Where the part after the newest boundary starts, the file taken as ending at `end`
+    /// (found once).
+    pub(crate) fn start(&mut self, end: u64) -> Result<u64> {
+        let end = self.len.min(end);
+        if let Some((at, start)) = self.start {
+            if at == end {
+                return Ok(start);
+            }
+        }
+        let start = crate::transcript::since_newest_boundary(&mut self.file, end)
+            .with_context(|| format!("reading transcript {}", self.path.display()))?;
+        self.start = Some((end, start));
+        Ok(start)
+    }
+
+    /// The tree of that part, when it was built already.
+    pub(crate) fn built(&self, end: u64) -> Option<&chain::Tree> {
+        let end = self.len.min(end);
+        self.tree
+            .as_ref()
+            .filter(|(at, _)| *at == end)
+            .map(|(_, t)| t)
+    }
+
+    /// Keeps the tree of that part, built while reading it.
+    pub(crate) fn keep(&mut self, end: u64, tree: chain::Tree) {
+        self.tree = Some((self.len.min(end), tree));
+    }
+
     /// The tree of the part after the newest boundary, the file taken as ending at `end`
     /// (built once).
     pub fn tree(&mut self, end: u64) -> Result<&chain::Tree> {
         use std::io::{Seek, SeekFrom};
         let end = self.len.min(end);
-        if self.tree.as_ref().is_none_or(|(at, _)| *at != end) {
+        if self.built(end).is_none() {
+            let start = self.start(end)?;
             let context = || format!("reading transcript {}", self.path.display());
-            let start = crate::transcript::since_newest_boundary(&mut self.file, end)
-                .with_context(context)?;
             self.file
                 .seek(SeekFrom::Start(start))
                 .with_context(context)?;
             let tree = chain::tree_of(std::io::Read::take(&mut self.file, end - start))
                 .with_context(context)?;
-            self.tree = Some((end, tree));
+            self.keep(end, tree);
         }
-        Ok(&self.tree.as_ref().expect("built above").1)
+        Ok(self.built(end).expect("built above"))
     }
 }
 

@@ -1,0 +1,154 @@
+//! Reading a Claude Code transcript into a checkpoint: the part after its newest
+//! `compact_boundary` read forward in bounded memory, in one pass that feeds the builder and the
+//! rewind tree together (again without the branches the user rewound away from, only when there
+//! are some), and the head for the session's goal.
+
+use std::io;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Builder, Reading};
+use crate::transcript::{self, Line, LineReader};
+
+/// Whether the newest record with a `uuid` was on a branch the user rewound away from: a record
+/// without one (a prompt queued, a pull request linked while the agent worked there) written
+/// then belongs to that branch, and is abandoned with it.
+#[derive(Default)]
+struct OnGone(bool);
+
+impl OnGone {
+    /// Is `line` left out: abandoned itself, or written without a `uuid` on an abandoned branch?
+    fn skips(&mut self, gone: &super::super::chain::Gone, line: &[u8]) -> bool {
+        #[derive(Deserialize)]
+        struct Rec<'a> {
+            #[serde(borrow, default)]
+            uuid: Option<&'a RawValue>,
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        let dated = serde_json::from_slice::<Rec>(line).is_ok_and(|r| r.uuid.is_some());
+        let abandoned = gone.holds(line);
+        if dated {
+            self.0 = abandoned;
+        }
+        abandoned || (!dated && self.0)
+    }
+}
+
+/// How much of a transcript's head is read for the session's goal when the part after the
+/// newest boundary does not start at the beginning: the first request is near the start, and
+/// a session whose first lines hold none is not worth reading whole for one.
+const GOAL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The session's first substantive request in the first `limit` bytes of `file`.
+fn goal_in_head<R: io::Read>(
+    file: R,
+    limit: u64,
+    gone: &super::super::chain::Gone,
+) -> io::Result<Option<String>> {
+    let mut builder = Builder::default();
+    let mut lines = LineReader::new(io::Read::take(file, limit), transcript::MAX_LINE);
+    while let Some(line) = lines.next_line()? {
+        if let Line::Text(text) = line {
+            if gone.holds(text) {
+                continue;
+            }
+            builder.feed(text);
+            if builder.asked {
+                break;
+            }
+        }
+    }
+    Ok(builder.goal)
+}
+
+/// A Claude Code transcript's part after its newest `compact_boundary`, read forward in bounded
+/// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
+/// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
+/// choice: this module never imports the other client's reader, which builds on it.)
+pub(in crate::checkpoint) fn read_claude_until(
+    opened: &mut super::super::Opened,
+    end: u64,
+) -> Result<Reading> {
+    let path = opened.path.clone();
+    let context = || format!("reading transcript {}", path.display());
+    let len = opened.len.min(end);
+    let start = opened.start(len)?;
+    // The branches the user rewound away from are never fed (`chain`). Most transcripts hold
+    // none: one pass feeds the builder and the tree together, and only when the tree then shows
+    // an abandoned branch is the part read again without it. A tree built already (a drop's
+    // judge) is used as it is.
+    let built = opened.built(len).map(super::super::chain::Tree::abandoned);
+    let mut builder = Builder::default();
+    let gone = if let Some(gone) = built {
+        gone
+    } else {
+        let mut tree = super::super::chain::Tree::default();
+        let file = &mut opened.file;
+        io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
+        let mut lines = LineReader::new(
+            io::Read::take(&mut *file, len - start),
+            transcript::MAX_LINE,
+        );
+        while let Some(line) = lines.next_line().with_context(context)? {
+            // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
+            if let Line::Text(text) = line {
+                tree.feed(text);
+                builder.feed(text);
+            }
+        }
+        let gone = tree.abandoned();
+        opened.keep(len, tree);
+        if gone.is_empty() {
+            return finish(opened, builder, start, &path);
+        }
+        builder = Builder::default();
+        gone
+    };
+    let file = &mut opened.file;
+    io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
+    let mut lines = LineReader::new(
+        io::Read::take(&mut *file, len - start),
+        transcript::MAX_LINE,
+    );
+    let mut on_gone = OnGone::default();
+    while let Some(line) = lines.next_line().with_context(context)? {
+        if let Line::Text(text) = line {
+            if on_gone.skips(&gone, text) {
+                continue;
+            }
+            builder.feed(text);
+        }
+    }
+    finish(opened, builder, start, &path)
+}
+
+/// The reading of a transcript's part after its newest boundary (at `start`), with the
+/// session's goal from its head when that part is not the whole transcript.
+fn finish(
+    opened: &mut super::super::Opened,
+    builder: Builder,
+    start: u64,
+    path: &std::path::Path,
+) -> Result<Reading> {
+    let context = || format!("reading transcript {}", path.display());
+    let file = &mut opened.file;
+    let mut reading = builder.finish();
+    if start > 0 {
+        // The head's own rewinds: a first prompt edited before the compaction is no goal.
+        let limit = start.min(GOAL_SCAN_BYTES);
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let head_gone = super::super::chain::tree_of(io::Read::take(&mut *file, limit))
+            .with_context(context)?
+            .abandoned();
+        io::Seek::seek(file, io::SeekFrom::Start(0)).with_context(context)?;
+        let goal = goal_in_head(&mut *file, limit, &head_gone).with_context(context)?;
+        if goal.is_some() {
+            reading.body.goal = goal;
+        }
+    }
+    Ok(reading)
+}
