@@ -258,6 +258,19 @@ fn script_verifies(word: &str) -> bool {
     SCRIPTS.contains(&name) && !variant.contains("fix") && !variant.contains("watch")
 }
 
+/// The lines of `output`, split at `\n` and at `\r` alike (found as bytes: both are ASCII, so
+/// every piece is whole UTF-8).
+fn lines_of(output: &str) -> impl Iterator<Item = &str> {
+    let mut from = 0;
+    memchr::memchr2_iter(b'\n', b'\r', output.as_bytes())
+        .chain(std::iter::once(output.len()))
+        .map(move |at| {
+            let line = &output[from..at];
+            from = at + 1;
+            line
+        })
+}
+
 /// How a verification went: its verdict line, and whether it passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Verdict {
@@ -288,13 +301,16 @@ pub(super) fn verdict(output: &str, errored: bool) -> Verdict {
     // Progress lines may be separated by carriage returns only (`flutter test`).
     // vitest and jest colour their summary (`ESC[31m1 failedESC[39m`).
     let plain;
-    let output = if output.contains(['\x1b', '\u{9b}']) {
+    // (Searched as bytes: a set of chars is matched one decoded char at a time.)
+    let escaped = memchr::memchr(0x1b, output.as_bytes()).is_some()
+        || memchr::memmem::find(output.as_bytes(), "\u{9b}".as_bytes()).is_some();
+    let output = if escaped {
         plain = crate::text::strip_escapes(output);
         plain.as_str()
     } else {
         output
     };
-    for line in output.split(['\n', '\r']) {
+    for line in lines_of(output) {
         let l = line.trim();
         // A verdict is a short line: a longer one is output (a minified bundle, a dump).
         if l.is_empty() || l.starts_with("Exit code ") || l.len() > LINE_BYTES {
