@@ -91,12 +91,14 @@ impl Opened {
         })
     }
 
-    /// When the newest boundary was written, if the tail holds one.
+    /// When the newest boundary was written, if the file holds one (found once, with where the
+    /// part after it starts).
     pub fn newest_boundary_time(&mut self) -> Option<DateTime<Utc>> {
-        crate::transcript::newest_boundary_in(&mut self.file, self.len)
-            .ok()
-            .flatten()
-            .and_then(|b| b.at)
+        // The whole file, back to its start if need be, as `start` reads it.
+        let found = crate::transcript::newest_boundary_in(&mut self.file, self.len, u64::MAX);
+        let found = found.ok()?;
+        self.start = Some((self.len, found.map_or(0, |b| b.after.min(self.len))));
+        found.and_then(|b| b.at)
     }
 
     /// Where the part after the newest boundary starts, the file taken as ending at `end`

@@ -128,14 +128,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         }
     }
 
-    // The newest boundary, to tell a repeated PreCompact from a new compaction.
-    let boundary = if codex {
-        crate::rollout::newest_compaction_time(Path::new(&input.transcript_path))
-    } else {
-        transcript::newest_boundary_time(Path::new(&input.transcript_path))
-    }
-    .ok()
-    .flatten();
+    // The newest boundary, to tell a repeated PreCompact from a new compaction. A Claude Code
+    // transcript is opened once: this and the checkpoint's read share it.
+    let path = Path::new(&input.transcript_path);
+    let mut opened = (!codex && !input.transcript_path.is_empty())
+        .then(|| crate::checkpoint::Opened::open(path).ok())
+        .flatten();
+    let boundary = match opened.as_mut() {
+        Some(o) => o.newest_boundary_time(),
+        None if codex => crate::rollout::newest_compaction_time(path).ok().flatten(),
+        None => transcript::newest_boundary_time(path).ok().flatten(),
+    };
     // On Codex, the compactions the rollout holds: the one count that tells a new compaction
     // from this one's PreCompact run again (never the payload, nor the time).
     let written_compactions = codex
@@ -161,15 +164,11 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         boundary: None,
         given: false,
     };
-    let taken = checkpointing::take(
-        &paths,
-        env,
-        &config,
-        &input,
-        checkpointing::Until::WHOLE,
-        &occasion,
-        diag,
-    )?;
+    let until = checkpointing::Until {
+        end: u64::MAX,
+        opened: opened.as_mut(),
+    };
+    let taken = checkpointing::take(&paths, env, &config, &input, until, &occasion, diag)?;
     Ok(taken.and_then(|t| t.facts).into())
 }
 

@@ -344,6 +344,8 @@ pub fn newest_boundary_time(path: &Path) -> Result<Option<DateTime<Utc>>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewestBoundary {
     pub start: u64,
+    /// Where the part after it starts (past its line's end).
+    pub after: u64,
     pub at: Option<DateTime<Utc>>,
     pub auto: bool,
 }
@@ -352,29 +354,33 @@ pub struct NewestBoundary {
 /// [`newest_boundary_time`] finds it); `None` when the tail holds none.
 pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
     let (mut file, len) = crate::files::open_regular(path, "transcript")?;
-    newest_boundary_in(&mut file, len)
+    newest_boundary_in(&mut file, len, MAX_SCAN)
         .with_context(|| format!("reading transcript {}", path.display()))
 }
 
-/// [`newest_boundary`] in a transcript of `len` bytes already open.
+/// [`newest_boundary`] in a transcript of `len` bytes already open, reading back at most
+/// `max_read` bytes.
 pub fn newest_boundary_in<R: Read + Seek>(
     reader: &mut R,
     len: u64,
+    max_read: u64,
 ) -> io::Result<Option<NewestBoundary>> {
     let mut found = None;
     scan_backwards(
         reader,
         len,
         FIRST_CHUNK,
-        MAX_SCAN,
+        max_read,
         MAX_LINE,
-        |line, start| match classify(line) {
-            Verdict::Boundary {
+        |line, start| match memchr::memmem::find(line, b"compact_boundary").map(|_| classify(line))
+        {
+            Some(Verdict::Boundary {
                 at,
                 auto_pre_tokens,
-            } => {
+            }) => {
                 found = Some(NewestBoundary {
                     start,
+                    after: start + line.len() as u64 + 1,
                     at,
                     auto: auto_pre_tokens.is_some(),
                 });
@@ -434,7 +440,10 @@ pub fn any_since_newest_boundary<R: Read + Seek>(
 
 /// Is this line a `compact_boundary`?
 fn is_boundary(line: &[u8]) -> bool {
-    matches!(classify(line), Verdict::Boundary { .. })
+    // A scan back to the newest boundary passes every line of a transcript that has none: the
+    // bytes are searched before anything is decoded or parsed.
+    memchr::memmem::find(line, b"compact_boundary").is_some()
+        && matches!(classify(line), Verdict::Boundary { .. })
 }
 
 /// Where the newest `compact_boundary` line starts, if the transcript has one.
