@@ -309,6 +309,14 @@ fn no_doc_names_a_function_that_is_gone() {
                 let Some(first) = module.first().copied() else {
                     continue;
                 };
+                // Module paths are snake_case (`Client::of` is a type's function, and a
+                // case-blind file system would find `client/` for it).
+                if module
+                    .iter()
+                    .any(|m| m.chars().any(|c| c.is_ascii_uppercase()))
+                {
+                    continue;
+                }
                 if !is_fn || line[at + 2 + function.len()..].starts_with("::") {
                     continue;
                 }

@@ -449,16 +449,20 @@ fn replay_all_sums_every_session_of_the_users_history() {
     let put = |project: &str, name: &str, fixture: &str| {
         let dir = projects.join(project);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(fixture_path(fixture), dir.join(name)).unwrap();
+        std::fs::write(
+            dir.join(name),
+            std::fs::read(fixture_path(fixture)).unwrap(),
+        )
+        .unwrap();
     };
     put("-home-u-app", "s1.jsonl", AUTO);
     put("-home-u-app", "s2.jsonl", MANUAL);
     put("-home-u-other", "s3.jsonl", PAST);
     // A subagent's transcript is not a session.
     std::fs::create_dir_all(projects.join("-home-u-app/s1/subagents")).unwrap();
-    std::fs::copy(
-        fixture_path(PAST),
+    std::fs::write(
         projects.join("-home-u-app/s1/subagents/agent-1.jsonl"),
+        std::fs::read(fixture_path(PAST)).unwrap(),
     )
     .unwrap();
 

@@ -212,7 +212,7 @@ fn the_recorded_excerpts_on_their_own_limit() {
 fn a_renamed_rollout_is_still_codexs() {
     let (env, _) = codex_env(None);
     let copy = env.dir.path().join("session.jsonl");
-    fs::copy(fixture_path(ROLLOUT), &copy).unwrap();
+    fs::write(&copy, fs::read(fixture_path(ROLLOUT)).unwrap()).unwrap();
     let report = replay_json(&env, &copy);
     assert_eq!(report["client"], "codex");
     assert_eq!(verdicts(&report), ["in_time", "quiet"]);
@@ -223,7 +223,7 @@ fn put_rollout(codex_home: &Path, day: &str) -> PathBuf {
     fs::create_dir_all(&folder).unwrap();
     let name = Path::new(ROLLOUT).file_name().unwrap();
     let path = folder.join(name);
-    fs::copy(fixture_path(ROLLOUT), &path).unwrap();
+    fs::write(&path, fs::read(fixture_path(ROLLOUT)).unwrap()).unwrap();
     path
 }
 
@@ -237,7 +237,11 @@ fn replay_all_takes_codexs_sessions_too() {
     let (env, codex_home) = codex_env(None);
     let project = env.home().join(".claude/projects/-home-u-app");
     fs::create_dir_all(&project).unwrap();
-    fs::copy(fixture_path(CLAUDE), project.join("s1.jsonl")).unwrap();
+    fs::write(
+        project.join("s1.jsonl"),
+        fs::read(fixture_path(CLAUDE)).unwrap(),
+    )
+    .unwrap();
     put_rollout(&codex_home, "2026/11/25");
     let run = env.run(&["replay", "--all"], "");
     assert_eq!(run.code, 0, "{run:?}");
@@ -318,7 +322,11 @@ fn replay_all_finds_dot_codex_and_does_without_it() {
     let env = TestEnv::new();
     let project = env.home().join(".claude/projects/-home-u-app");
     fs::create_dir_all(&project).unwrap();
-    fs::copy(fixture_path(CLAUDE), project.join("s1.jsonl")).unwrap();
+    fs::write(
+        project.join("s1.jsonl"),
+        fs::read(fixture_path(CLAUDE)).unwrap(),
+    )
+    .unwrap();
     let run_all = || {
         let mut cmd = env.command(&["replay", "--all"]);
         cmd.env_remove("CODEX_HOME");
