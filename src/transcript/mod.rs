@@ -365,28 +365,43 @@ pub fn newest_boundary_in<R: Read + Seek>(
     len: u64,
     max_read: u64,
 ) -> io::Result<Option<NewestBoundary>> {
+    newest_boundary_from(reader, len, FIRST_CHUNK, max_read)
+}
+
+/// [`newest_boundary_in`] with the first chunk size as a parameter, for tests.
+fn newest_boundary_from<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    first_chunk: usize,
+    max_read: u64,
+) -> io::Result<Option<NewestBoundary>> {
     let mut found = None;
     scan_backwards(
         reader,
         len,
-        FIRST_CHUNK,
+        first_chunk,
         max_read,
         MAX_LINE,
-        |line, start| match memchr::memmem::find(line, b"compact_boundary").map(|_| classify(line))
-        {
-            Some(Verdict::Boundary {
+        |line, start| {
+            // A scan back to the newest boundary passes every line of a transcript that has none:
+            // the bytes are searched before anything is decoded or parsed.
+            if memchr::memmem::find(line, b"compact_boundary").is_none() {
+                return false;
+            }
+            let Verdict::Boundary {
                 at,
                 auto_pre_tokens,
-            }) => {
-                found = Some(NewestBoundary {
-                    start,
-                    after: start + line.len() as u64 + 1,
-                    at,
-                    auto: auto_pre_tokens.is_some(),
-                });
-                true
-            }
-            _ => false,
+            } = classify(line)
+            else {
+                return false;
+            };
+            found = Some(NewestBoundary {
+                start,
+                after: start + line.len() as u64 + 1,
+                at,
+                auto: auto_pre_tokens.is_some(),
+            });
+            true
         },
     )?;
     Ok(found)
@@ -440,8 +455,7 @@ pub fn any_since_newest_boundary<R: Read + Seek>(
 
 /// Is this line a `compact_boundary`?
 fn is_boundary(line: &[u8]) -> bool {
-    // A scan back to the newest boundary passes every line of a transcript that has none: the
-    // bytes are searched before anything is decoded or parsed.
+    // The bytes searched first, as in `newest_boundary_from`.
     memchr::memmem::find(line, b"compact_boundary").is_some()
         && matches!(classify(line), Verdict::Boundary { .. })
 }
@@ -499,23 +513,8 @@ fn since_newest_boundary_from<R: Read + Seek>(
     len: u64,
     first_chunk: usize,
 ) -> io::Result<u64> {
-    let mut after = 0;
-    scan_backwards(
-        reader,
-        len,
-        first_chunk,
-        u64::MAX,
-        MAX_LINE,
-        |line, offset| {
-            if is_boundary(line) {
-                after = offset + line.len() as u64 + 1;
-                true
-            } else {
-                false
-            }
-        },
-    )?;
-    Ok(after.min(len))
+    let newest = newest_boundary_from(reader, len, first_chunk, u64::MAX)?;
+    Ok(newest.map_or(0, |b| b.after.min(len)))
 }
 
 /// Reads lines forward with a bounded buffer: a line longer than `max_line` is skipped (reported

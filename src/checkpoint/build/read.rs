@@ -73,8 +73,6 @@ pub(in crate::checkpoint) fn read_claude_until(
     opened: &mut super::super::Opened,
     end: u64,
 ) -> Result<Reading> {
-    let path = opened.path.clone();
-    let context = || format!("reading transcript {}", path.display());
     let len = opened.len.min(end);
     let start = opened.start(len)?;
     // The branches the user rewound away from are never fed (`chain`). Most transcripts hold
@@ -87,53 +85,55 @@ pub(in crate::checkpoint) fn read_claude_until(
         gone
     } else {
         let mut tree = super::super::chain::Tree::default();
-        let file = &mut opened.file;
-        io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
-        let mut lines = LineReader::new(
-            io::Read::take(&mut *file, len - start),
-            transcript::MAX_LINE,
-        );
-        while let Some(line) = lines.next_line().with_context(context)? {
-            // A line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy.
-            if let Line::Text(text) = line {
-                tree.feed(text);
-                builder.feed(text);
-            }
-        }
+        each_line(opened, start, len, |text| {
+            tree.feed(text);
+            builder.feed(text);
+        })?;
         let gone = tree.abandoned();
         opened.keep(len, tree);
         if gone.is_empty() {
-            return finish(opened, builder, start, &path);
+            return finish(opened, builder, start);
         }
         builder = Builder::default();
         gone
     };
+    let mut on_gone = OnGone::default();
+    each_line(opened, start, len, |text| {
+        if !on_gone.skips(&gone, text) {
+            builder.feed(text);
+        }
+    })?;
+    finish(opened, builder, start)
+}
+
+/// Each line of the transcript between bytes `start` and `len`, read forward in bounded memory
+/// (a line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy).
+fn each_line(
+    opened: &mut super::super::Opened,
+    start: u64,
+    len: u64,
+    mut each: impl FnMut(&[u8]),
+) -> Result<()> {
+    let path = &opened.path;
+    let context = || format!("reading transcript {}", path.display());
     let file = &mut opened.file;
     io::Seek::seek(file, io::SeekFrom::Start(start)).with_context(context)?;
     let mut lines = LineReader::new(
         io::Read::take(&mut *file, len - start),
         transcript::MAX_LINE,
     );
-    let mut on_gone = OnGone::default();
     while let Some(line) = lines.next_line().with_context(context)? {
         if let Line::Text(text) = line {
-            if on_gone.skips(&gone, text) {
-                continue;
-            }
-            builder.feed(text);
+            each(text);
         }
     }
-    finish(opened, builder, start, &path)
+    Ok(())
 }
 
 /// The reading of a transcript's part after its newest boundary (at `start`), with the
 /// session's goal from its head when that part is not the whole transcript.
-fn finish(
-    opened: &mut super::super::Opened,
-    builder: Builder,
-    start: u64,
-    path: &std::path::Path,
-) -> Result<Reading> {
+fn finish(opened: &mut super::super::Opened, builder: Builder, start: u64) -> Result<Reading> {
+    let path = &opened.path;
     let context = || format!("reading transcript {}", path.display());
     let file = &mut opened.file;
     let mut reading = builder.finish();
