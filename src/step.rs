@@ -385,20 +385,20 @@ impl Call<'_> {
     /// A boundary this `reading` shows that no compaction the marker counted accounts for
     /// (`PreCompact` failed or is not registered): caught up first, on the marker as it was
     /// before it, its recovery given by this hook when its route can give one. The recovery
-    /// block, if any (the marker changed then: peek it again).
+    /// block, if any (the marker changed then: peek it again). `can_deliver`: this route's
+    /// context reaches the model.
     fn caught_up(
         &self,
         reading: Option<&Reading>,
         peeked: &Marker,
+        can_deliver: bool,
         diag: &mut Diag,
     ) -> Option<String> {
         let unseen = reading
             .and_then(|r| r.boundary_at)
             .is_some_and(|b| dropped::unseen(peeked, b, None));
-        let can_give = self.route != Route::PreToolUse
-            || reading.is_none_or(Reading::client_reads_pretooluse_context);
         let codex = self.input.client() == crate::input::Client::Codex;
-        if !(unseen && can_give && self.route.gives_recoveries()) || codex {
+        if !(unseen && can_deliver && self.route.gives_recoveries()) || codex {
             return None;
         }
         let given = self.catch_up(peeked, None, diag).unwrap_or_else(|e| {
@@ -481,7 +481,13 @@ pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Resu
         config,
         route,
     };
-    let caught = call.caught_up(reading.as_ref(), &peeked, diag);
+    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
+    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
+    let modern = reading
+        .as_ref()
+        .is_none_or(Reading::client_reads_pretooluse_context);
+    let can_deliver = route != Route::PreToolUse || modern;
+    let caught = call.caught_up(reading.as_ref(), &peeked, can_deliver, diag);
     let peeked = if caught.is_some() {
         peek(&store, &input.session_id, diag)
     } else {
@@ -496,12 +502,6 @@ pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Resu
     ctx.client = input.client();
     let version = reading.as_ref().and_then(|r| r.client_version.clone());
     ctx.client_version = version.as_deref();
-    // A client that drops PreToolUse's context (2.0.x) must not use the nudge up: it is then
-    // given with the next prompt (UserPromptSubmit), which such clients do pass on.
-    let modern = reading
-        .as_ref()
-        .is_none_or(Reading::client_reads_pretooluse_context);
-    let can_deliver = route != Route::PreToolUse || modern;
     let seen = Seen {
         route,
         observation: reading

@@ -140,9 +140,11 @@ fn own(
     env: &Env,
     config: &Config,
     input: &HookInput,
+    peeked: Option<Marker>,
     diag: &mut Diag,
 ) -> Result<Option<(Checkpoint, PathBuf)>> {
     let (stale, now, client_pid) = (config.stale(), env.now(), env.client_pid);
+    let mut peeked = peeked;
     let mut hand = HandOver {
         at: now,
         client_pid,
@@ -150,8 +152,6 @@ fn own(
         model: model_of(input),
     };
     let store = Store::new(paths, &input.session_id);
-    // Most session starts have nothing pending: answer without the lock.
-    let mut peeked = store.peek().ok().flatten();
     let codex = input.client() == Client::Codex;
     // The boundary this start follows (Claude Code's; Codex counts its `compacted` lines).
     hand.boundary = (input.source == "compact" && !codex)
@@ -231,7 +231,11 @@ fn own(
         let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
         Ok((hand_over(m, &hand, path.clone(), stale), path))
     })?;
-    Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag)))
+    // The checkpoint read above, unless another compaction came meanwhile.
+    match (path, loaded) {
+        (Some(p), Some((cp, at))) if at == Path::new(&p) => Ok(Some((cp, at))),
+        (path, _) => Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag))),
+    }
 }
 
 /// The model a `SessionStart` names, when it is one to record.
@@ -247,6 +251,7 @@ fn model_of(input: &HookInput) -> Option<String> {
 fn record_model(
     paths: &Paths,
     input: &HookInput,
+    peeked: Option<&Marker>,
     stale: Duration,
     now: DateTime<Utc>,
     diag: &mut Diag,
@@ -254,10 +259,10 @@ fn record_model(
     let Some(model) = model_of(input) else {
         return Ok(());
     };
-    let store = Store::new(paths, &input.session_id);
-    if matches!(store.peek(), Ok(Some(m)) if m.session_model.as_deref() == Some(model.as_str())) {
+    if peeked.is_some_and(|m| m.session_model.as_deref() == Some(model.as_str())) {
         return Ok(());
     }
+    let store = Store::new(paths, &input.session_id);
     let hand = HandOver {
         at: now,
         client_pid: None,
@@ -384,19 +389,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     let plan = plan(&input.source, &config, unattended)?;
     // The model this start names, recorded in the update that hands a recovery over when there
     // is one (`own`), else on its own, when it is new.
-    let pending = Store::new(&paths, &input.session_id)
-        .peek()
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.recovery_pending);
+    // The marker, read once without the lock (most starts have nothing pending).
+    let peeked = Store::new(&paths, &input.session_id).peek().ok().flatten();
+    let pending = peeked.as_ref().is_some_and(|m| m.recovery_pending);
     if !(matches!(plan, Plan::Own(_)) && pending) {
-        if let Err(e) = record_model(&paths, &input, stale, now, diag) {
+        if let Err(e) = record_model(&paths, &input, peeked.as_ref(), stale, now, diag) {
             diag.note(format!("{e:#}"));
         }
     }
     let (found, kind) = match plan {
         Plan::Quiet => return Ok(Outcome::Quiet),
-        Plan::Own(kind) => (own(&paths, env, &config, &input, diag)?, kind),
+        Plan::Own(kind) => (own(&paths, env, &config, &input, peeked, diag)?, kind),
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
             let Some((cp, path)) = previous(&paths, &input, stale, now, diag)? else {
