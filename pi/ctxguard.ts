@@ -10,6 +10,8 @@
  *   session_start          -> `ctxguard sessionstart`      startup / resume / clear
  *   session_shutdown       -> `ctxguard sessionend`
  *
+ * `/ctxguard` shows this session's state (`ctxguard status --session`).
+ *
  * It never throws (every handler is wrapped), registers no `tool_call` handler (a throw there
  * would block the tool), bounds every call in time, and does nothing when the binary is missing,
  * fails, or prints nothing. It imports nothing of pi at load time: the package's name differs
@@ -162,7 +164,33 @@ function guarded(run: (event: any, ctx: any) => unknown) {
 	};
 }
 
+/** `/ctxguard`: this session's state as `ctxguard status --session` prints it. It is also how
+ * `ctxguard doctor --client pi` sees that pi loaded this file (RPC `get_commands` lists it). */
+function registerStatus(pi: any) {
+	pi.registerCommand("ctxguard", {
+		description: "ctxguard: this session's context, nudges and checkpoints (ctxguard status)",
+		handler: guarded((_args, ctx) => {
+			const id = ctx?.sessionManager?.getSessionId?.();
+			const r = spawnSync(binary(), id ? ["status", "--session", id] : ["status"], {
+				encoding: "utf8",
+				timeout: TIMEOUT_MS,
+				maxBuffer: MAX_OUTPUT,
+				stdio: ["ignore", "pipe", "pipe"],
+				windowsHide: true,
+			});
+			const text = `${r.stdout || ""}${r.stderr || ""}`.trim() || "ctxguard: no answer from the binary";
+			if (ctx?.hasUI) ctx.ui.notify(text, r.status === 0 ? "info" : "warning");
+			return undefined;
+		}),
+	});
+}
+
 export default function ctxguard(pi: any) {
+	try {
+		registerStatus(pi);
+	} catch {
+		// An older pi without commands: the hooks below still work.
+	}
 	// Whether the agent's run has ended (a compaction after it, on 1.x, waits for the next prompt;
 	// one during the run is steered into it).
 	let runEnded = true;

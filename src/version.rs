@@ -1,5 +1,5 @@
 //! What this binary is: its version, the commit it was built from (recorded by `build.rs`), and
-//! the Claude Code and Codex CLI versions the end-to-end tests drive it with.
+//! the Claude Code, Codex CLI and pi versions the end-to-end tests drive it with.
 
 /// `0.1.0 (commit 0123456789ab)`: what `--version` and `doctor` print.
 pub const LONG: &str = concat!(
@@ -18,6 +18,11 @@ pub const TESTED_CLIENTS: &[&str] = &["2.1.332", "2.1.330", "2.1.14"];
 /// `tests/doctor_codex.rs`) install and drive. The recorded payloads of `fixtures/codex/` are
 /// 0.169.0's; 0.170.0 was never published.
 pub const TESTED_CODEX: &[&str] = &["0.171.0"];
+
+/// pi versions the end-to-end tests (`tests/e2e_pi.rs`) install and drive with the extension:
+/// the last of `@mariozechner/pi-coding-agent` and the newest of its renamed successor
+/// `@earendil-works/pi-coding-agent`.
+pub const TESTED_PI: &[&str] = &["0.73.1", "1.6.0"];
 
 /// Bytes every ctxguard binary holds (this very constant, which [`is_ctxguard_binary`] searches
 /// for): how `install` and `uninstall` recognise another copy of ctxguard under any name.

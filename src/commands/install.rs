@@ -15,6 +15,7 @@
 //! settings file, to its target's directory), whatever `CTXGUARD_HOME` is when uninstalling.
 
 mod codex;
+pub mod pi;
 mod target;
 
 use target::settings_path;
@@ -56,6 +57,10 @@ pub enum ClientArg {
     ClaudeCode,
     #[value(help = "Codex CLI: $CODEX_HOME/hooks.json (default ~/.codex/hooks.json)")]
     Codex,
+    #[value(
+        help = "pi, the coding agent: an extension in $PI_CODING_AGENT_DIR/extensions/ (default ~/.pi/agent)"
+    )]
+    Pi,
 }
 
 /// What `install` registers: everything, or the status line alone (`--statusline-only`, beside
@@ -491,8 +496,8 @@ fn this_binary(env: &Env) -> Result<(String, impl Fn(&str) -> bool + '_)> {
     Ok((bin, same))
 }
 
-/// The Claude Code flags, refused for Codex (which has a file of its own and no version to
-/// register for).
+/// The Claude Code flags, refused for Codex and pi (which have a file of their own and no
+/// version to register for).
 fn codex_target(target: &SettingsTarget, client_version: Option<&str>) -> Result<()> {
     if target.settings.is_some() || target.project {
         bail!(
@@ -514,8 +519,10 @@ pub fn install(
     trust: bool,
 ) -> Result<Exit> {
     if what == Register::StatusLineOnly {
-        if client == ClientArg::Codex {
-            bail!("--statusline-only is Claude Code's: Codex has no status line to register");
+        if client != ClientArg::ClaudeCode {
+            bail!(
+                "--statusline-only is Claude Code's: Codex and pi have no status line to register"
+            );
         }
         if mode == StatusLineMode::Skip {
             bail!(
@@ -527,6 +534,11 @@ pub fn install(
     if client == ClientArg::Codex {
         codex_target(target, client_version)?;
         codex::install(target.dry_run, trust)?;
+        return Ok(Exit::Ok);
+    }
+    if client == ClientArg::Pi {
+        pi::refuse_flags(target, client_version, trust)?;
+        pi::install(target.dry_run)?;
         return Ok(Exit::Ok);
     }
     if trust {
@@ -615,6 +627,17 @@ pub fn uninstall(client: ClientArg, target: &SettingsTarget, purge: bool) -> Res
             super::purge::refuse_unsafe_root(&env)?;
         }
         codex::uninstall(target.dry_run)?;
+        if purge {
+            super::purge::run(&env, target.dry_run)?;
+        }
+        return Ok(Exit::Ok);
+    }
+    if client == ClientArg::Pi {
+        pi::refuse_flags(target, None, false)?;
+        if purge {
+            super::purge::refuse_unsafe_root(&env)?;
+        }
+        pi::uninstall(target.dry_run)?;
         if purge {
             super::purge::run(&env, target.dry_run)?;
         }

@@ -1,12 +1,13 @@
 //! `ctxguard doctor`: checks that ctxguard is registered and can work, and explains what the
 //! auto-compaction settings mean for the trigger. Everything is read once into a [`Context`];
-//! doctor is then a list of small checks ([`CLAUDE_CODE_CHECKS`], then Codex's), each a function from the context to
+//! doctor is then a list of small checks ([`CLAUDE_CODE_CHECKS`], then Codex's and pi's), each a function from the context to
 //! findings, unit-tested with literals. Each finding says how to fix it; any failure makes the
 //! exit code 1.
 
 mod checks;
 mod codex;
 mod compaction;
+mod pi;
 mod plugin;
 pub mod version;
 
@@ -93,6 +94,21 @@ const CLAUDE_CODE_CHECKS: &[Check] = &[
 /// Codex's checks in plain `doctor`: they say nothing without Codex's directory.
 const CODEX_WHEN_PRESENT: &[Check] = &[codex::hooks, codex::trusted_by_codex, codex::compaction];
 
+/// pi's check in plain `doctor`: it says nothing without pi's agent directory.
+const PI_WHEN_PRESENT: &[Check] = &[pi::extension];
+
+/// The checks of `doctor --client pi`: ctxguard's own, then pi's (asked headless whether it
+/// loads the extension), which fail without pi's agent directory.
+const PI_CHECKS: &[Check] = &[
+    pi::version,
+    checks::state,
+    checks::config,
+    pi::present,
+    pi::extension_required,
+    pi::loading,
+    pi::compaction,
+];
+
 /// The checks of `doctor --client codex`: ctxguard's own, then Codex's, which fail without
 /// Codex's directory.
 const CODEX_CHECKS: &[Check] = &[
@@ -128,6 +144,11 @@ pub struct Context {
     /// The `codex` on `PATH`, its version and the hooks it trusts (asked once, when Codex's
     /// setup is checked).
     pub codex_probe: codex::probe::Probe,
+    /// pi's agent directory and files, when a directory for it can be named.
+    pub pi: Option<pi::Setup>,
+    /// The `pi` on `PATH`, its version and the extensions it loads (asked only by `doctor
+    /// --client pi`).
+    pub pi_probe: pi::probe::Probe,
     /// The running binary, when it is the one the plugin downloaded.
     pub plugin_binary: Option<PathBuf>,
     /// `~/.local/bin/ctxguard` when it is the plugin's link, and where it points.
@@ -168,6 +189,8 @@ impl Context {
             codex: codex::Setup::gather(env),
             codex_home: env.codex_home(),
             codex_probe: codex::probe::Probe::NotFound,
+            pi: pi::Setup::gather(env, project.as_deref()),
+            pi_probe: pi::probe::Probe::NotAsked,
             plugin_binary: crate::commands::plugin::running(),
             plugin_link: crate::commands::plugin::link(env.home.as_deref()),
         }
@@ -180,16 +203,20 @@ pub type Only = Option<crate::commands::install::ClientArg>;
 pub fn check(env: &Env, client_version: Option<&str>, only: Only) -> Result<Report> {
     use crate::commands::install::ClientArg;
     let mut ctx = Context::gather_without_client(env);
-    // `doctor --client codex` asks nothing of Claude Code.
-    if only != Some(ClientArg::Codex) {
+    // `doctor --client codex` and `--client pi` ask nothing of Claude Code.
+    if only.is_none() || only == Some(ClientArg::ClaudeCode) {
         ctx.claude = version::client(env, client_version)?;
+    }
+    if only == Some(ClientArg::Pi) {
+        let cwd = std::env::current_dir().ok();
+        ctx.pi_probe = pi::probe::Probe::ask(env.search_path.as_deref(), cwd.as_deref());
     }
     // Codex is asked (its version; which hooks it trusts, once ctxguard's are registered) when
     // its setup is checked: always under `--client codex`, else when they are registered.
     let registered = ctx.codex.as_ref().is_some_and(codex::registered);
     let ask = match only {
         Some(ClientArg::Codex) => true,
-        Some(ClientArg::ClaudeCode) => false,
+        Some(ClientArg::ClaudeCode | ClientArg::Pi) => false,
         None => registered,
     };
     if ask {
@@ -202,16 +229,17 @@ pub fn check(env: &Env, client_version: Option<&str>, only: Only) -> Result<Repo
 fn report(ctx: &Context, only: Only) -> Report {
     use crate::commands::install::ClientArg;
     let checks: &[&[Check]] = match only {
-        None => &[CLAUDE_CODE_CHECKS, CODEX_WHEN_PRESENT],
+        None => &[CLAUDE_CODE_CHECKS, CODEX_WHEN_PRESENT, PI_WHEN_PRESENT],
         Some(ClientArg::ClaudeCode) => &[CLAUDE_CODE_CHECKS],
         Some(ClientArg::Codex) => &[CODEX_CHECKS],
+        Some(ClientArg::Pi) => &[PI_CHECKS],
     };
     let findings: Vec<Finding> = checks
         .iter()
         .flat_map(|list| list.iter())
         .flat_map(|check| check(ctx))
         .collect();
-    let windows: &[u64] = if only == Some(ClientArg::Codex) {
+    let windows: &[u64] = if matches!(only, Some(ClientArg::Codex | ClientArg::Pi)) {
         &[]
     } else {
         &[200_000, 1_000_000]
@@ -322,6 +350,8 @@ pub(super) mod tests {
             codex: None,
             codex_home: None,
             codex_probe: super::codex::probe::Probe::NotFound,
+            pi: None,
+            pi_probe: super::pi::probe::Probe::NotAsked,
             plugin_binary: None,
             plugin_link: None,
         }
