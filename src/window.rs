@@ -45,6 +45,10 @@ pub enum WindowSource {
     CodexConfig,
     /// The window of Codex's own models (272k), before the rollout reports one.
     CodexDefault,
+    /// The model's `contextWindow`, as pi's extension reported it.
+    PiReported,
+    /// The model's `contextWindow` in pi's `models.json` (128k for a custom model without one).
+    PiModels,
     Learned,
     Model,
     Usage,
@@ -64,6 +68,10 @@ impl WindowSource {
             }
             WindowSource::CodexDefault => {
                 "the window of Codex's own models (272k), until its rollout reports one"
+            }
+            WindowSource::PiReported => "the model's contextWindow, reported by pi",
+            WindowSource::PiModels => {
+                "the model's contextWindow in pi's models.json (128k when a custom model sets none)"
             }
             WindowSource::Learned => "learned from an earlier status line for this model",
             WindowSource::Model => "known for this model",
@@ -98,6 +106,8 @@ pub enum CompactSource {
     Reactive(String),
     /// Codex's own default: 90% of the model's window.
     CodexDefault,
+    /// pi's: the window less `compaction.reserveTokens` (where it was set, or pi's default).
+    Pi(String),
 }
 
 impl CompactSource {
@@ -117,6 +127,7 @@ impl CompactSource {
                  smallest reply: Claude Code compacts {model} only then, not at a threshold"
             ),
             CompactSource::CodexDefault => "90% of the model's window (Codex's default)".into(),
+            CompactSource::Pi(reserve) => format!("the window less pi's reserveTokens ({reserve})"),
         }
     }
 
@@ -321,6 +332,37 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
         }
     }
     (limits, source)
+}
+
+/// What is known about a pi session's compaction: its window (with its source) and its
+/// settings' `compaction.enabled` and `reserveTokens`.
+#[derive(Debug, Clone)]
+pub struct PiFacts {
+    pub window: (u64, WindowSource),
+    pub settings: crate::pi::config::Settings,
+}
+
+/// Where pi compacts, as it decides (`shouldCompact`, 0.73.1 and 1.6.0): when a reply's context
+/// tokens exceed the window less `compaction.reserveTokens` (16,384 by default). With compaction
+/// off (`compaction.enabled: false`) it never compacts, and a request fails at the window's end.
+pub fn pi_limits(facts: &PiFacts, policy: &Policy) -> (Limits, CompactSource) {
+    let (window, _) = facts.window;
+    let s = &facts.settings;
+    if let (false, Some((_, origin))) = (s.compaction_enabled(), &s.enabled) {
+        let limits = Limits::compute(window, policy).compacting_at(window, policy);
+        return (
+            limits,
+            CompactSource::Off(format!("compaction.enabled is false in {origin}")),
+        );
+    }
+    let reserve = s.reserve_tokens();
+    let origin = match &s.reserve {
+        Some((r, file)) => format!("{r} in {file}"),
+        None => format!("{reserve}, pi's default"),
+    };
+    let compact_at = window.saturating_sub(reserve);
+    let limits = Limits::compute(window, policy).compacting_at(compact_at, policy);
+    (limits, CompactSource::Pi(origin))
 }
 
 /// What is known about a Codex session's compaction: the window Codex reported in its rollout

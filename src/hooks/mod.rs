@@ -24,6 +24,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 pub use crate::diag::{one_line, to_stderr, Diag};
+use crate::config::Env;
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
 
@@ -55,11 +56,20 @@ fn additional_context(event: &'static str, text: String) -> String {
 }
 
 /// Parses an event's JSON. Every hook acts on one session, so an event without a session id is
-/// refused.
-fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
-    let input: HookInput = input::parse(bytes, event)?;
+/// refused. A pi session's file is brought into its copy in Claude Code's form first, which is
+/// then the transcript every reader of the hook reads ([`crate::pi::shadow`]).
+fn parse_event(bytes: &[u8], event: &str, env: &Env) -> Result<HookInput> {
+    let mut input: HookInput = input::parse(bytes, event)?;
     if input.session_id.is_empty() {
         bail!("no session_id in the {event} input; nothing to do");
+    }
+    if crate::pi::shadow::is_pi_source(&input.transcript_path) {
+        let copy = crate::pi::shadow::up_to_date(
+            &env.paths()?,
+            &input.session_id,
+            std::path::Path::new(&input.transcript_path),
+        )?;
+        input.transcript_path = copy.to_string_lossy().into_owned();
     }
     Ok(input)
 }

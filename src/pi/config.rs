@@ -16,9 +16,6 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// `compaction.reserveTokens` when no settings file sets it.
 pub const DEFAULT_RESERVE: u64 = 16_384;
 
-/// `compaction.keepRecentTokens` when no settings file sets it.
-pub const DEFAULT_KEEP_RECENT: u64 = 20_000;
-
 /// The window pi gives a custom model of `models.json` that sets no `contextWindow`.
 pub const CUSTOM_MODEL_WINDOW: u64 = 128_000;
 
