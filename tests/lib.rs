@@ -18,6 +18,8 @@ mod dropped;
 mod e2e;
 #[cfg(unix)]
 mod e2e_codex;
+#[cfg(unix)]
+mod e2e_pi;
 mod faults;
 mod first_hour;
 mod gate;

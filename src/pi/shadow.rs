@@ -329,6 +329,9 @@ mod tests {
         assert!(text.contains("\"l2\""));
         assert_eq!(state.session_id, "s");
         // Up to the end of the last complete line: the torn one is read next time.
-        assert_eq!(used as usize, input.len() - br#"{"type":"label","id":"l3""#.len());
+        assert_eq!(
+            used as usize,
+            input.len() - br#"{"type":"label","id":"l3""#.len()
+        );
     }
 }
