@@ -23,8 +23,8 @@ use std::panic::{self, AssertUnwindSafe};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-pub use crate::diag::{one_line, to_stderr, Diag};
 use crate::config::Env;
+pub use crate::diag::{one_line, to_stderr, Diag};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
 

@@ -85,40 +85,7 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
                 None => vec![placeholder(base, kind)],
             }
         }
-        "compaction" => {
-            let pre = entry.get("tokensBefore").and_then(Value::as_u64);
-            let mut boundary = base.clone();
-            // Claude Code's boundary starts the chain anew and names the entry before it.
-            boundary.insert("parentUuid".into(), Value::Null);
-            boundary.insert(
-                "logicalParentUuid".into(),
-                parent.map_or(Value::Null, Value::from),
-            );
-            let boundary = with(
-                boundary,
-                json!({
-                    "type": "system",
-                    "subtype": "compact_boundary",
-                    "content": "Conversation compacted",
-                    // pi records no trigger: read as automatic, as a Codex rollout's compaction
-                    // is (a manual `/compact` is the rarer one; `PreCompact` is told which).
-                    "compactMetadata": {"trigger": "auto", "preTokens": pre},
-                }),
-            );
-            let mut summary = base;
-            summary.insert("uuid".into(), format!("{id}-summary").into());
-            summary.insert("parentUuid".into(), id.into());
-            let summary = with(
-                summary,
-                json!({
-                    "type": "user",
-                    "isCompactSummary": true,
-                    "isVisibleInTranscriptOnly": true,
-                    "message": {"role": "user", "content": text("summary")},
-                }),
-            );
-            vec![boundary, summary]
-        }
+        "compaction" => compaction(&entry, base, id, parent),
         "custom_message" => {
             let content = content_text(entry.get("content"));
             if entry.get("customType").and_then(Value::as_str) == Some(OWN_TYPE) {
@@ -150,6 +117,57 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
         }
         _ => vec![placeholder(base, kind)],
     }
+}
+
+/// A `compaction` entry: Claude Code's boundary (which starts the chain anew and names the
+/// entry before it), then the summary.
+fn compaction(
+    entry: &Value,
+    base: Map<String, Value>,
+    id: &str,
+    parent: Option<&str>,
+) -> Vec<String> {
+    let with = |mut base: Map<String, Value>, fields: Value| {
+        if let Value::Object(fields) = fields {
+            base.extend(fields);
+        }
+        Value::Object(base).to_string()
+    };
+    let pre = entry.get("tokensBefore").and_then(Value::as_u64);
+    let summary_text = entry
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut boundary = base.clone();
+    boundary.insert("parentUuid".into(), Value::Null);
+    boundary.insert(
+        "logicalParentUuid".into(),
+        parent.map_or(Value::Null, Value::from),
+    );
+    let boundary = with(
+        boundary,
+        json!({
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            // pi records no trigger: read as automatic, as a Codex rollout's compaction
+            // is (a manual `/compact` is the rarer one; `PreCompact` is told which).
+            "compactMetadata": {"trigger": "auto", "preTokens": pre},
+        }),
+    );
+    let mut summary = base;
+    summary.insert("uuid".into(), format!("{id}-summary").into());
+    summary.insert("parentUuid".into(), id.into());
+    let summary = with(
+        summary,
+        json!({
+            "type": "user",
+            "isCompactSummary": true,
+            "isVisibleInTranscriptOnly": true,
+            "message": {"role": "user", "content": summary_text},
+        }),
+    );
+    vec![boundary, summary]
 }
 
 /// A record that keeps an entry's place in the tree and says nothing else.
@@ -351,24 +369,39 @@ mod tests {
     #[test]
     fn a_reply_keeps_its_tree_place_model_and_pis_token_figure() {
         let mut s = State::default();
-        records(br#"{"type":"session","version":3,"id":"01ab","timestamp":"t","cwd":"/p"}"#, &mut s);
+        records(
+            br#"{"type":"session","version":3,"id":"01ab","timestamp":"t","cwd":"/p"}"#,
+            &mut s,
+        );
         let r = one(
             r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"/p/x.rs","oldText":"a","newText":"b"}}],"provider":"mock","model":"m","usage":{"input":1000,"output":20,"cacheRead":5,"cacheWrite":0,"totalTokens":1025},"stopReason":"toolUse"}}"#,
             &mut s,
         );
         assert_eq!(r["type"], "assistant");
-        assert_eq!((r["uuid"].as_str(), r["parentUuid"].as_str()), (Some("a1"), Some("u1")));
-        assert_eq!((r["sessionId"].as_str(), r["cwd"].as_str()), (Some("01ab"), Some("/p")));
+        assert_eq!(
+            (r["uuid"].as_str(), r["parentUuid"].as_str()),
+            (Some("a1"), Some("u1"))
+        );
+        assert_eq!(
+            (r["sessionId"].as_str(), r["cwd"].as_str()),
+            (Some("01ab"), Some("/p"))
+        );
         assert_eq!(r["message"]["model"], "mock/m");
         assert_eq!(r["message"]["usage"]["input_tokens"], 1025);
         let call = &r["message"]["content"][1];
-        assert_eq!((call["name"].as_str(), call["id"].as_str()), (Some("Edit"), Some("c1")));
+        assert_eq!(
+            (call["name"].as_str(), call["id"].as_str()),
+            (Some("Edit"), Some("c1"))
+        );
         assert_eq!(call["input"]["file_path"], "/p/x.rs");
         assert_eq!(call["input"]["old_string"], "a");
         // What the usage reader makes of it: pi's figure.
         let verdict = crate::transcript::classify(r.to_string().as_bytes());
         assert!(
-            matches!(verdict, crate::transcript::Verdict::Usage { tokens: 1025, .. }),
+            matches!(
+                verdict,
+                crate::transcript::Verdict::Usage { tokens: 1025, .. }
+            ),
             "{verdict:?}"
         );
     }
@@ -397,7 +430,10 @@ mod tests {
         let block = &r["message"]["content"][0];
         assert_eq!(block["tool_use_id"], "c1");
         assert_eq!(block["is_error"], true);
-        assert!(block["content"].as_str().unwrap().starts_with("Exit code 2\nboom"));
+        assert!(block["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Exit code 2\nboom"));
         assert_eq!(exit_code("x\nCommand exited with code 127\n"), Some(127));
         assert_eq!(exit_code("Command exited with code"), None);
     }
@@ -444,7 +480,10 @@ mod tests {
             r#"{"type":"label","id":"l1","parentId":"m2","timestamp":"t","label":"x"}"#,
             &mut s,
         );
-        assert_eq!((label["uuid"].as_str(), label["parentUuid"].as_str()), (Some("l1"), Some("m2")));
+        assert_eq!(
+            (label["uuid"].as_str(), label["parentUuid"].as_str()),
+            (Some("l1"), Some("m2"))
+        );
         assert!(records(b"not json", &mut s).is_empty());
         assert!(records(br#"{"type":"message","message":{}}"#, &mut s).is_empty());
     }

@@ -223,7 +223,11 @@ fn pi_cwd(path: &Path) -> Option<String> {
 /// no link followed out of it), newest first, that pass `filter` (`--project` on the folder name
 /// Claude Code would give the directory the session's header names), at most [`MAX_ROLLOUTS`];
 /// and whether there were more.
-pub fn pi_sessions(sessions: &Path, filter: &Filter, now: SystemTime) -> Result<(Vec<Found>, bool)> {
+pub fn pi_sessions(
+    sessions: &Path,
+    filter: &Filter,
+    now: SystemTime,
+) -> Result<(Vec<Found>, bool)> {
     let entries = match fs::read_dir(sessions) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
