@@ -105,11 +105,6 @@ impl Env {
         crate::codex::home(self.codex_home_var.as_deref(), self.home.as_deref())
     }
 
-    /// pi's agent directory: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
-    pub fn pi_agent_dir(&self) -> Option<PathBuf> {
-        crate::pi::config::agent_dir(self.pi_agent_dir_var.as_deref(), self.home.as_deref())
-    }
-
     /// Now: `CTXGUARD_NOW` when set, else the clock.
     pub fn now(&self) -> DateTime<Utc> {
         self.now.unwrap_or_else(Utc::now)

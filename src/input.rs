@@ -138,6 +138,33 @@ where
     Ok(object_or_null(d)?.unwrap_or_default())
 }
 
+/// The name of ctxguard's copy of a pi session in Claude Code's transcript form
+/// (`crate::pi::shadow`).
+pub const PI_COPY_NAME: &str = "pi-transcript.jsonl";
+
+/// Is `name` a pi session file's name: `<ISO time with : and . as ->_<id>.jsonl`
+/// (`2026-12-01T21-55-55-409Z_01a2339b-7390-72d2-9bf7-8ed8a20a51ce.jsonl`)?
+pub fn is_pi_session_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".jsonl") else {
+        return false;
+    };
+    let Some((time, id)) = stem.split_once('_') else {
+        return false;
+    };
+    let b = time.as_bytes();
+    b.len() == 24
+        && b[10] == b'T'
+        && b[23] == b'Z'
+        && b[..23].iter().enumerate().all(|(i, c)| match i {
+            4 | 7 | 13 | 16 | 19 => *c == b'-',
+            10 => true,
+            _ => c.is_ascii_digit(),
+        })
+        && !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
+}
+
 /// The coding agent a hook runs for. One binary serves all three: a payload tells them apart by
 /// its transcript, which Codex names `rollout-<time>-<id>.jsonl`, pi `<time>_<id>.jsonl` (and
 /// ctxguard's copy of a pi session in Claude Code's form is `pi-transcript.jsonl`; Claude Code
@@ -157,7 +184,7 @@ impl Client {
         let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
         if name.starts_with("rollout-") && name.ends_with(".jsonl") {
             Client::Codex
-        } else if name == crate::pi::shadow::COPY_NAME || crate::pi::shadow::is_session_name(name) {
+        } else if name == PI_COPY_NAME || is_pi_session_name(name) {
             Client::Pi
         } else {
             Client::ClaudeCode

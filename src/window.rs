@@ -339,7 +339,10 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
 #[derive(Debug, Clone)]
 pub struct PiFacts {
     pub window: (u64, WindowSource),
-    pub settings: crate::pi::config::Settings,
+    /// `compaction.reserveTokens`, and the file that set it (`None`: pi's default).
+    pub reserve: (u64, Option<String>),
+    /// The file whose `compaction.enabled: false` turns compaction off, if one does.
+    pub off: Option<String>,
 }
 
 /// Where pi compacts, as it decides (`shouldCompact`, 0.73.1 and 1.6.0): when a reply's context
@@ -347,17 +350,16 @@ pub struct PiFacts {
 /// off (`compaction.enabled: false`) it never compacts, and a request fails at the window's end.
 pub fn pi_limits(facts: &PiFacts, policy: &Policy) -> (Limits, CompactSource) {
     let (window, _) = facts.window;
-    let s = &facts.settings;
-    if let (false, Some((_, origin))) = (s.compaction_enabled(), &s.enabled) {
+    if let Some(origin) = &facts.off {
         let limits = Limits::compute(window, policy).compacting_at(window, policy);
         return (
             limits,
             CompactSource::Off(format!("compaction.enabled is false in {origin}")),
         );
     }
-    let reserve = s.reserve_tokens();
-    let origin = match &s.reserve {
-        Some((r, file)) => format!("{r} in {file}"),
+    let reserve = facts.reserve.0;
+    let origin = match &facts.reserve.1 {
+        Some(file) => format!("{reserve} in {file}"),
         None => format!("{reserve}, pi's default"),
     };
     let compact_at = window.saturating_sub(reserve);

@@ -290,7 +290,7 @@ pub fn pi_facts(
     model: Option<&str>,
     reported: Option<u64>,
 ) -> window::PiFacts {
-    let agent_dir = env.pi_agent_dir();
+    let agent_dir = crate::pi::config::agent_dir_of(env);
     let window = reported
         .filter(|w| *w > 0)
         .map(|w| (w, WindowSource::PiReported))
@@ -303,9 +303,16 @@ pub fn pi_facts(
             window::known(id).map(|w| (w, WindowSource::Model))
         })
         .unwrap_or((crate::usage::DEFAULT_WINDOW, WindowSource::Default));
+    let settings = crate::pi::config::settings(agent_dir.as_deref(), project);
     window::PiFacts {
         window,
-        settings: crate::pi::config::settings(agent_dir.as_deref(), project),
+        reserve: (
+            settings.reserve_tokens(),
+            settings.reserve.as_ref().map(|(_, file)| file.clone()),
+        ),
+        off: (!settings.compaction_enabled())
+            .then(|| settings.enabled.as_ref().map(|(_, file)| file.clone()))
+            .flatten(),
     }
 }
 

@@ -25,6 +25,11 @@ pub fn agent_dir(var: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| home.map(|h| h.join(".pi").join("agent")))
 }
 
+/// pi's agent directory for this environment (see [`agent_dir`]).
+pub fn agent_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
+    agent_dir(env.pi_agent_dir_var.as_deref(), env.home.as_deref())
+}
+
 /// The global settings file in the agent directory.
 pub fn global_settings(agent_dir: &Path) -> PathBuf {
     agent_dir.join("settings.json")

@@ -85,40 +85,7 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
                 None => vec![placeholder(base, kind)],
             }
         }
-        "compaction" => {
-            let pre = entry.get("tokensBefore").and_then(Value::as_u64);
-            let mut boundary = base.clone();
-            // Claude Code's boundary starts the chain anew and names the entry before it.
-            boundary.insert("parentUuid".into(), Value::Null);
-            boundary.insert(
-                "logicalParentUuid".into(),
-                parent.map_or(Value::Null, Value::from),
-            );
-            let boundary = with(
-                boundary,
-                json!({
-                    "type": "system",
-                    "subtype": "compact_boundary",
-                    "content": "Conversation compacted",
-                    // pi records no trigger: read as automatic, as a Codex rollout's compaction
-                    // is (a manual `/compact` is the rarer one; `PreCompact` is told which).
-                    "compactMetadata": {"trigger": "auto", "preTokens": pre},
-                }),
-            );
-            let mut summary = base;
-            summary.insert("uuid".into(), format!("{id}-summary").into());
-            summary.insert("parentUuid".into(), id.into());
-            let summary = with(
-                summary,
-                json!({
-                    "type": "user",
-                    "isCompactSummary": true,
-                    "isVisibleInTranscriptOnly": true,
-                    "message": {"role": "user", "content": text("summary")},
-                }),
-            );
-            vec![boundary, summary]
-        }
+        "compaction" => compaction(&entry, base, id, parent),
         "custom_message" => {
             let content = content_text(entry.get("content"));
             if entry.get("customType").and_then(Value::as_str) == Some(OWN_TYPE) {
@@ -150,6 +117,57 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
         }
         _ => vec![placeholder(base, kind)],
     }
+}
+
+/// A `compaction` entry: Claude Code's boundary (which starts the chain anew and names the
+/// entry before it), then the summary.
+fn compaction(
+    entry: &Value,
+    base: Map<String, Value>,
+    id: &str,
+    parent: Option<&str>,
+) -> Vec<String> {
+    let with = |mut base: Map<String, Value>, fields: Value| {
+        if let Value::Object(fields) = fields {
+            base.extend(fields);
+        }
+        Value::Object(base).to_string()
+    };
+    let pre = entry.get("tokensBefore").and_then(Value::as_u64);
+    let summary_text = entry
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut boundary = base.clone();
+    boundary.insert("parentUuid".into(), Value::Null);
+    boundary.insert(
+        "logicalParentUuid".into(),
+        parent.map_or(Value::Null, Value::from),
+    );
+    let boundary = with(
+        boundary,
+        json!({
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            // pi records no trigger: read as automatic, as a Codex rollout's compaction
+            // is (a manual `/compact` is the rarer one; `PreCompact` is told which).
+            "compactMetadata": {"trigger": "auto", "preTokens": pre},
+        }),
+    );
+    let mut summary = base;
+    summary.insert("uuid".into(), format!("{id}-summary").into());
+    summary.insert("parentUuid".into(), id.into());
+    let summary = with(
+        summary,
+        json!({
+            "type": "user",
+            "isCompactSummary": true,
+            "isVisibleInTranscriptOnly": true,
+            "message": {"role": "user", "content": summary_text},
+        }),
+    );
+    vec![boundary, summary]
 }
 
 /// A record that keeps an entry's place in the tree and says nothing else.

@@ -20,8 +20,9 @@ use crate::files;
 use crate::paths::Paths;
 use crate::transcript::MAX_LINE;
 
+use crate::input::is_pi_session_name as is_session_name;
 /// The copy's file name: [`crate::input::Client::of_transcript`] knows a pi session by it.
-pub const COPY_NAME: &str = "pi-transcript.jsonl";
+pub use crate::input::PI_COPY_NAME as COPY_NAME;
 
 /// Where the copy's reading stands.
 const STATE_NAME: &str = "pi-transcript.state.json";
@@ -52,29 +53,6 @@ struct Progress {
     session_id: String,
     cwd: String,
     model: Option<String>,
-}
-
-/// Is `name` a pi session file's name: `<ISO time with : and . as ->_<id>.jsonl`
-/// (`2026-12-01T21-55-55-409Z_01a2339b-7390-72d2-9bf7-8ed8a20a51ce.jsonl`)?
-pub fn is_session_name(name: &str) -> bool {
-    let Some(stem) = name.strip_suffix(".jsonl") else {
-        return false;
-    };
-    let Some((time, id)) = stem.split_once('_') else {
-        return false;
-    };
-    let b = time.as_bytes();
-    b.len() == 24
-        && b[10] == b'T'
-        && b[23] == b'Z'
-        && b[..23].iter().enumerate().all(|(i, c)| match i {
-            4 | 7 | 13 | 16 | 19 => *c == b'-',
-            10 => true,
-            _ => c.is_ascii_digit(),
-        })
-        && !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
 }
 
 /// Is `path` a pi session file (not ctxguard's copy of one)?

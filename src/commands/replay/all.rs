@@ -299,7 +299,7 @@ pub fn run(
     let (env, _, config) = crate::commands::setup()?;
     let projects = env.client_dir().map(|c| c.join("projects"));
     let sessions = env.codex_home().map(|c| c.join("sessions"));
-    let pi_sessions = env.pi_agent_dir().map(|d| d.join("sessions"));
+    let pi_sessions = crate::pi::config::agent_dir_of(&env).map(|d| d.join("sessions"));
     if projects.is_none() && sessions.is_none() {
         bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
     }
@@ -346,7 +346,7 @@ pub fn run(
         };
         let replayed = if found.client == Client::Pi {
             super::replay_pi(path, &env, &config, statusline, window, autocompact)
-                .inspect(|(_, cwd)| directory = cwd.clone())
+                .inspect(|(_, cwd)| directory.clone_from(cwd))
                 .map(|(report, _)| report)
         } else {
             super::replay_file_with(path, &config, options)
