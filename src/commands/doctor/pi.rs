@@ -34,7 +34,7 @@ pub struct Setup {
 
 impl Setup {
     pub fn gather(env: &Env, project: Option<&Path>) -> Option<Setup> {
-        let agent = env.pi_agent_dir()?;
+        let agent = pi_config::agent_dir_of(env)?;
         let exists = agent.is_dir();
         let extension = ext::existing(&ext::extension_path(&agent)).map_err(|e| format!("{e:#}"));
         let settings = pi_config::settings(Some(&agent), project);

@@ -119,7 +119,7 @@ pub fn existing(path: &Path) -> Result<Existing> {
 
 /// pi's agent directory, as found, and how.
 fn locate(env: &Env) -> Result<(PathBuf, &'static str)> {
-    let dir = env.pi_agent_dir().ok_or_else(|| {
+    let dir = crate::pi::config::agent_dir_of(env).ok_or_else(|| {
         anyhow!("cannot find pi's agent directory: set PI_CODING_AGENT_DIR (or HOME)")
     })?;
     let from = if env.pi_agent_dir_var.is_some() {
