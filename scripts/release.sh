@@ -267,9 +267,12 @@ EOF
         optional+=("@ctxguard/$platform")
     done
     tmp="$stage/ctxguard"
-    mkdir -p "$tmp/bin"
+    mkdir -p "$tmp/bin" "$tmp/pi"
     cp npm/install.js npm/README.md "$tmp/"
     cp npm/stub "$tmp/bin/ctxguard.exe"
+    # pi's extension, for `pi install npm:ctxguard` (the "pi" manifest below); it runs the binary
+    # beside it, bin/ctxguard.exe.
+    cp pi/ctxguard.ts "$tmp/pi/"
     cat >"$tmp/package.json" <<EOF
 {
   "name": "ctxguard",
@@ -277,10 +280,11 @@ EOF
   "description": "$(sed -n 's/^description = "\(.*\)"/\1/p' Cargo.toml | head -1)",
   "repository": "$repository",
   "license": "MIT OR Apache-2.0",
-  "keywords": ["claude-code", "codex", "hooks", "compaction", "context"],
+  "keywords": ["claude-code", "codex", "pi-package", "hooks", "compaction", "context"],
   "bin": { "ctxguard": "bin/ctxguard.exe" },
   "scripts": { "postinstall": "node install.js" },
-  "files": ["bin/ctxguard.exe", "install.js", "README.md"],
+  "files": ["bin/ctxguard.exe", "install.js", "README.md", "pi/ctxguard.ts"],
+  "pi": { "extensions": ["./pi/ctxguard.ts"] },
   "optionalDependencies": {
 $(for p in "${optional[@]}"; do printf '    "%s": "%s"\n' "$p" "$version"; done | sed '$!s/$/,/')
   }

@@ -229,8 +229,11 @@ impl Rig {
     }
 }
 
+/// A prompt, padded as the probe's were (120 words): pi compacts only when there is more than
+/// `keepRecentTokens` to summarize, which must not hang on the length of ctxguard's own texts.
 fn prompt(text: &str) -> Value {
-    json!({"type": "prompt", "message": text})
+    let pad: Vec<String> = (0..120).map(|i| format!("filler{i}")).collect();
+    json!({"type": "prompt", "message": format!("{text} {}", pad.join(" "))})
 }
 
 /// The nudge, or the critical one (ctxguard gives the critical one when the reply that crossed
