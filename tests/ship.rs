@@ -501,6 +501,24 @@ fn ship_the_npm_tarballs_installed_offline_put_the_native_binary_on_path() {
     );
     assert!(real.starts_with(&prefix), "{}", real.display());
 
+    // pi's extension, for `pi install npm:ctxguard`: the package's "pi" manifest names it, and
+    // the binary it runs when install wrote no path into it sits beside it (../bin/ctxguard.exe).
+    let package = prefix.join("lib/node_modules/ctxguard");
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(package.join("package.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["pi"]["extensions"],
+        serde_json::json!(["./pi/ctxguard.ts"])
+    );
+    assert_eq!(
+        fs::read_to_string(package.join("pi/ctxguard.ts")).unwrap(),
+        fs::read_to_string(repo("pi/ctxguard.ts")).unwrap()
+    );
+    assert_eq!(
+        fs::canonicalize(package.join("bin/ctxguard.exe")).unwrap(),
+        real
+    );
+
     // `ctxguard install` registers that path: inside the prefix, where it stays until the
     // package is uninstalled (not npm's cache, not a temp folder).
     let out = user_command("ctxguard", &home)
@@ -878,6 +896,7 @@ fn ship_cargo_package_holds_the_sources_and_no_test_fixtures() {
         "README.md",
         "build.rs",
         "src/main.rs",
+        "pi/ctxguard.ts",
     ] {
         assert!(files.lines().any(|l| l == needed), "{needed}: {files}");
     }
