@@ -28,6 +28,7 @@ mod hostile;
 mod house;
 mod install;
 mod install_codex;
+mod install_pi;
 mod lifecycle;
 mod manual;
 mod outside_files;

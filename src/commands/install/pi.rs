@@ -18,13 +18,13 @@ use crate::config::Env;
 use crate::files;
 
 /// The extension, as the npm package ships it: the binary's path still a placeholder.
-pub const EXTENSION: &str = include_str!("../../../pi/ctxguard.ts");
+const EXTENSION: &str = include_str!("../../../pi/ctxguard.ts");
 
 /// The placeholder install replaces with the binary's path (a JSON string is a TypeScript one).
 const PLACEHOLDER: &str = "\"@@CTXGUARD_BIN@@\"";
 
 /// The first line of every copy install writes: how uninstall knows the file is ctxguard's.
-pub const HEADER: &str =
+const HEADER: &str =
     "// Written by `ctxguard install --client pi`; `ctxguard uninstall --client pi` removes it.";
 
 /// The header line naming a folder install created for the file (uninstall removes it if empty).
@@ -34,7 +34,7 @@ const CREATED: &str = "// ctxguard created: ";
 const MAX_EXTENSION_BYTES: u64 = 1024 * 1024;
 
 /// The file name in pi's extensions folder.
-pub const FILE_NAME: &str = "ctxguard.ts";
+const FILE_NAME: &str = "ctxguard.ts";
 
 /// Where pi discovers global extensions, and where ctxguard's goes.
 pub fn extension_path(agent_dir: &Path) -> PathBuf {
@@ -69,7 +69,7 @@ pub enum Existing {
 }
 
 /// The header of a copy: the folders it names, or `None` when the text is no copy of ctxguard's.
-pub fn header_of(text: &str) -> Option<Vec<PathBuf>> {
+fn header_of(text: &str) -> Option<Vec<PathBuf>> {
     let mut lines = text.lines();
     if lines.next()? != HEADER {
         return None;
