@@ -29,6 +29,7 @@ mod install_codex;
 mod lifecycle;
 mod manual;
 mod outside_files;
+mod pi;
 mod plugin;
 #[cfg(unix)]
 mod plugin_cli;
