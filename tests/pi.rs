@@ -404,3 +404,65 @@ fn a_hostile_or_missing_session_file_is_passed_over() {
     fs::create_dir(&pi.file).unwrap();
     pi.tool().assert_silent_failure();
 }
+
+#[test]
+fn replay_all_finds_pis_sessions_where_its_settings_put_them() {
+    let mut pi = Pi::new();
+    pi.prompt("u1", "e0", "hello");
+    pi.reply("a1", "u1", 39_000, None);
+    pi.compaction("k1", "a1", 39_000);
+    // `sessionDir` in pi's settings, `~` its home: the sessions lie directly in it.
+    let flat = pi.env.home().join("pi-sessions");
+    fs::create_dir_all(&flat).unwrap();
+    fs::rename(&pi.file, flat.join(pi.file.file_name().unwrap())).unwrap();
+    fs::write(
+        pi.agent.join("settings.json"),
+        r#"{"sessionDir":"~/pi-sessions"}"#,
+    )
+    .unwrap();
+    let count = |env: &TestEnv| -> usize {
+        let run = env.run(&["replay", "--all", "--json"], "");
+        assert_eq!(run.code, 0, "{run:?}");
+        let r: Value = serde_json::from_str(&run.stdout).unwrap();
+        r["sessions"].as_array().unwrap().len()
+    };
+    assert_eq!(count(&pi.env), 1);
+    // PI_CODING_AGENT_SESSION_DIR wins over the setting.
+    let mut env = pi.env;
+    env.set("PI_CODING_AGENT_SESSION_DIR", "/nonexistent-pi-sessions");
+    let run = env.run(&["replay", "--all", "--json"], "");
+    assert_ne!(run.code, 0, "no session anywhere is an error: {run:?}");
+}
+
+#[test]
+fn a_compaction_no_precompact_saw_is_caught_up_once() {
+    let mut pi = Pi::new();
+    pi.prompt("u1", "e0", "migrate the users table");
+    pi.reply(
+        "a1",
+        "u1",
+        30_000,
+        Some(("bash", json!({"command": "make migrate"}))),
+    );
+    assert!(context_of(&pi.tool()).is_some(), "the nudge");
+    pi.result("r1", "a1", "migrated 3 tables", false);
+    pi.reply("a2", "r1", 38_500, None);
+    // The extension's PreCompact never ran (timed out, or the binary was missing then): pi
+    // compacted all the same, and its SessionStart(compact) is the first hook after it.
+    pi.compaction("k1", "a2", 38_500);
+    let block = context_of(&pi.hook("sessionstart", "SessionStart", json!({"source": "compact"})))
+        .or_else(|| {
+            pi.prompt("u2", "k1", "go on");
+            context_of(&pi.hook(
+                "userpromptsubmit",
+                "UserPromptSubmit",
+                json!({"prompt": "go on"}),
+            ))
+        })
+        .expect("a recovery for the compaction nobody counted");
+    assert!(block.contains("compaction #1"), "{block}");
+    assert!(block.contains("migrate the users table"), "{block}");
+    let status = pi.env.run(&["status", "--session", SESSION, "--json"], "");
+    let s: Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(s["sessions"][0]["compactions"], 1, "{s}");
+}

@@ -30,6 +30,35 @@ pub fn agent_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
     agent_dir(env.pi_agent_dir_var.as_deref(), env.home.as_deref())
 }
 
+/// `~` and `~/…` as pi expands them (`expandTildePath`).
+fn tilde(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path, home) {
+        ("~", Some(home)) => home.to_path_buf(),
+        (p, Some(home)) if p.starts_with("~/") => home.join(&p[2..]),
+        (p, _) => PathBuf::from(p),
+    }
+}
+
+/// Where pi keeps its sessions, as its `main.js` decides when no `--session-dir` is given:
+/// `$PI_CODING_AGENT_SESSION_DIR`, else the settings' `sessionDir` (the global file's: the
+/// project's is not known here), both with `~` expanded; sessions lie directly in such a
+/// folder. Else `sessions/` in the agent directory, one `--<cwd>--` folder per project.
+pub fn sessions_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
+    let home = env.home.as_deref();
+    if let Some(dir) = &env.pi_session_dir_var {
+        return Some(tilde(&dir.to_string_lossy(), home));
+    }
+    let agent = agent_dir_of(env)?;
+    let set = read_text(&global_settings(&agent), "pi's settings.json")
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("sessionDir")?.as_str().map(str::to_string))
+        .filter(|d| !d.trim().is_empty());
+    Some(match set {
+        Some(d) => tilde(&d, home),
+        None => agent.join("sessions"),
+    })
+}
+
 /// The global settings file in the agent directory.
 pub fn global_settings(agent_dir: &Path) -> PathBuf {
     agent_dir.join("settings.json")
