@@ -30,6 +30,7 @@ mod lifecycle;
 mod manual;
 mod outside_files;
 mod pi;
+mod pi_real;
 mod plugin;
 #[cfg(unix)]
 mod plugin_cli;

@@ -14,10 +14,10 @@ use crate::files;
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// `compaction.reserveTokens` when no settings file sets it.
-pub const DEFAULT_RESERVE: u64 = 16_384;
+const DEFAULT_RESERVE: u64 = 16_384;
 
 /// The window pi gives a custom model of `models.json` that sets no `contextWindow`.
-pub const CUSTOM_MODEL_WINDOW: u64 = 128_000;
+const CUSTOM_MODEL_WINDOW: u64 = 128_000;
 
 /// pi's agent directory: `$PI_CODING_AGENT_DIR` when set, else `~/.pi/agent`.
 pub fn agent_dir(var: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
@@ -65,7 +65,7 @@ pub fn global_settings(agent_dir: &Path) -> PathBuf {
 }
 
 /// A project's settings file.
-pub fn project_settings(project: &Path) -> PathBuf {
+fn project_settings(project: &Path) -> PathBuf {
     project.join(".pi").join("settings.json")
 }
 
@@ -196,7 +196,7 @@ pub fn settings(agent_dir: Option<&Path>, project: Option<&Path>) -> Settings {
 /// The window `models.json` (its text) gives `model` of `provider`: the model's
 /// `contextWindow`, [`CUSTOM_MODEL_WINDOW`] when the model is there without one; `None` when
 /// the file does not define the model (a built-in one, whose window only pi knows).
-pub fn model_window_in(text: &str, provider: Option<&str>, model: &str) -> Option<u64> {
+fn model_window_in(text: &str, provider: Option<&str>, model: &str) -> Option<u64> {
     let doc: Value = serde_json::from_str(text).ok()?;
     let providers = doc.get("providers")?.as_object()?;
     let found = providers
@@ -223,7 +223,7 @@ pub fn model_window(agent_dir: &Path, model: &str) -> Option<u64> {
 
 /// `provider/id` split at its first slash (an id may hold slashes of its own: `openrouter`'s
 /// `anthropic/claude-sonnet-4`); a bare id has no provider.
-pub fn split_model(model: &str) -> (Option<&str>, &str) {
+fn split_model(model: &str) -> (Option<&str>, &str) {
     match model.split_once('/') {
         Some((p, id)) if !p.is_empty() && !id.is_empty() => (Some(p), id),
         _ => (None, model),

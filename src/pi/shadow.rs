@@ -50,9 +50,8 @@ struct Progress {
     /// The copy's length when this was written (a copy changed behind ctxguard's back is made
     /// afresh).
     copy_len: u64,
-    session_id: String,
-    cwd: String,
-    model: Option<String>,
+    /// What the reader carries from line to line.
+    state: State,
 }
 
 /// Is `path` a pi session file (not ctxguard's copy of one)?
@@ -93,7 +92,7 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         convert(&mut BufReader::new(file.take(len - from)), state, out)
     };
     let cwd = match &continues {
-        Some(p) => Some(p.cwd.clone()),
+        Some(p) => Some(p.state.cwd.clone()),
         None => header_cwd(&mut file),
     };
     let mut state = State {
@@ -103,9 +102,10 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
     let (offset, copy_len) = match &continues {
         Some(p) if p.offset == len => return Ok(copy),
         Some(p) => {
-            state.session_id.clone_from(&p.session_id);
-            state.cwd.clone_from(&p.cwd);
-            state.model.clone_from(&p.model);
+            state = State {
+                branch: state.branch,
+                ..p.state.clone()
+            };
             let mut out = files::open_append(&copy)?;
             let mut buf = Vec::new();
             let used = read(&mut file, p.offset, &mut state, &mut buf)?;
@@ -135,9 +135,7 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         offset,
         seal: seal(&mut file, offset)?,
         copy_len,
-        session_id: state.session_id,
-        cwd: state.cwd,
-        model: state.model,
+        state,
     };
     let bytes = serde_json::to_vec(&progress).context("encoding pi's reading")?;
     files::replace_cache(&state_path, &bytes)?;
@@ -184,7 +182,7 @@ pub fn temporary(source: &Path) -> Result<Copy> {
 
 /// Converts the complete lines `input` holds into records on `out`; the bytes used (up to the
 /// end of the last complete line). A line longer than [`MAX_LINE`] is skipped, never held.
-pub fn convert(input: &mut dyn BufRead, state: &mut State, out: &mut dyn Write) -> Result<u64> {
+fn convert(input: &mut dyn BufRead, state: &mut State, out: &mut dyn Write) -> Result<u64> {
     let (mut consumed, mut used) = (0u64, 0u64);
     let mut line = Vec::new();
     let mut skipping = false;
