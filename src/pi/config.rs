@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::files;
 
 /// A settings or models file larger than this is not read (a real one is a few kilobytes).
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// `compaction.reserveTokens` when no settings file sets it.
 const DEFAULT_RESERVE: u64 = 16_384;
@@ -60,7 +60,7 @@ pub fn sessions_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
 }
 
 /// The global settings file in the agent directory.
-pub fn global_settings(agent_dir: &Path) -> PathBuf {
+fn global_settings(agent_dir: &Path) -> PathBuf {
     agent_dir.join("settings.json")
 }
 
@@ -70,7 +70,7 @@ fn project_settings(project: &Path) -> PathBuf {
 }
 
 /// The custom models file in the agent directory.
-pub fn models_file(agent_dir: &Path) -> PathBuf {
+fn models_file(agent_dir: &Path) -> PathBuf {
     agent_dir.join("models.json")
 }
 
@@ -125,7 +125,7 @@ fn merge(base: &mut Value, over: Value) {
 
 /// The settings in the texts of pi's settings files (`(path, text)`, global first): merged, then
 /// read. A text that is no JSON object sets nothing.
-pub fn settings_of(texts: &[(PathBuf, String)]) -> Settings {
+fn settings_of(texts: &[(PathBuf, String)]) -> Settings {
     let mut out = Settings::default();
     let mut merged = Value::Object(Map::new());
     // Which file set each compaction key last (the project's over the global's).
