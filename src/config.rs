@@ -43,6 +43,8 @@ pub struct Env {
     pub codex_home_var: Option<PathBuf>,
     /// `PI_CODING_AGENT_DIR`: where pi keeps its state instead of `~/.pi/agent`.
     pub pi_agent_dir_var: Option<PathBuf>,
+    /// `PI_CODING_AGENT_SESSION_DIR`: where pi keeps its sessions instead.
+    pub pi_session_dir_var: Option<PathBuf>,
     /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
     pub client_pid: Option<u32>,
     /// Nobody is at the keyboard: `-p` or the SDK (`CLAUDE_CODE_SESSION_ATTENDED=0`, or an
@@ -80,6 +82,7 @@ impl Env {
             client_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             codex_home_var: var("CODEX_HOME").map(PathBuf::from),
             pi_agent_dir_var: var("PI_CODING_AGENT_DIR").map(PathBuf::from),
+            pi_session_dir_var: var("PI_CODING_AGENT_SESSION_DIR").map(PathBuf::from),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
                 .map(|t| t.with_timezone(&Utc)),

@@ -32,6 +32,8 @@ mod install_pi;
 mod lifecycle;
 mod manual;
 mod outside_files;
+mod pi;
+mod pi_real;
 mod plugin;
 #[cfg(unix)]
 mod plugin_cli;

@@ -35,6 +35,11 @@ fn learned_path(paths: &Paths) -> PathBuf {
     paths.root().join("models.json")
 }
 
+/// The key a pi model's window is learned under (`pi:provider/id`): never a Claude Code model's.
+pub fn learned_key(pi_model: &str) -> String {
+    format!("pi:{pi_model}")
+}
+
 /// Windows status lines reported, by model id.
 pub fn learned(paths: &Paths) -> BTreeMap<String, u64> {
     files::read_state_file_in(paths.root(), &learned_path(paths), "learned windows")
@@ -282,8 +287,10 @@ pub fn resolve(
 }
 
 /// What pi's files tell about a session on `model` (`provider/id`) in `project`: the window
-/// the extension reported, else the model's in `models.json`, else the window known for the
-/// model, else the default; and its compaction settings.
+/// the extension reported, else the model's in `models.json`, else the one pi's extension
+/// reported for the model in an earlier session ([`learned`]), else the default (a model pi
+/// ships has its window in pi's registry only: Claude Code's table of windows is not pi's,
+/// which gives `claude-opus-4-6` 1M); and its compaction settings.
 pub fn pi_facts(
     env: &Env,
     project: Option<&Path>,
@@ -299,8 +306,9 @@ pub fn pi_facts(
             Some((found, WindowSource::PiModels))
         })
         .or_else(|| {
-            let (_, id) = crate::pi::config::split_model(model?);
-            window::known(id).map(|w| (w, WindowSource::Model))
+            let paths = env.paths().ok()?;
+            let w = learned(&paths).get(&learned_key(model?)).copied()?;
+            Some((w, WindowSource::Learned))
         })
         .unwrap_or((crate::usage::DEFAULT_WINDOW, WindowSource::Default));
     let settings = crate::pi::config::settings(agent_dir.as_deref(), project);

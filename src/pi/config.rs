@@ -11,13 +11,13 @@ use serde_json::{Map, Value};
 use crate::files;
 
 /// A settings or models file larger than this is not read (a real one is a few kilobytes).
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// `compaction.reserveTokens` when no settings file sets it.
-pub const DEFAULT_RESERVE: u64 = 16_384;
+const DEFAULT_RESERVE: u64 = 16_384;
 
 /// The window pi gives a custom model of `models.json` that sets no `contextWindow`.
-pub const CUSTOM_MODEL_WINDOW: u64 = 128_000;
+const CUSTOM_MODEL_WINDOW: u64 = 128_000;
 
 /// pi's agent directory: `$PI_CODING_AGENT_DIR` when set, else `~/.pi/agent`.
 pub fn agent_dir(var: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
@@ -30,18 +30,47 @@ pub fn agent_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
     agent_dir(env.pi_agent_dir_var.as_deref(), env.home.as_deref())
 }
 
+/// `~` and `~/…` as pi expands them (`expandTildePath`).
+fn tilde(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path, home) {
+        ("~", Some(home)) => home.to_path_buf(),
+        (p, Some(home)) if p.starts_with("~/") => home.join(&p[2..]),
+        (p, _) => PathBuf::from(p),
+    }
+}
+
+/// Where pi keeps its sessions, as its `main.js` decides when no `--session-dir` is given:
+/// `$PI_CODING_AGENT_SESSION_DIR`, else the settings' `sessionDir` (the global file's: the
+/// project's is not known here), both with `~` expanded; sessions lie directly in such a
+/// folder. Else `sessions/` in the agent directory, one `--<cwd>--` folder per project.
+pub fn sessions_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
+    let home = env.home.as_deref();
+    if let Some(dir) = &env.pi_session_dir_var {
+        return Some(tilde(&dir.to_string_lossy(), home));
+    }
+    let agent = agent_dir_of(env)?;
+    let set = read_text(&global_settings(&agent), "pi's settings.json")
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("sessionDir")?.as_str().map(str::to_string))
+        .filter(|d| !d.trim().is_empty());
+    Some(match set {
+        Some(d) => tilde(&d, home),
+        None => agent.join("sessions"),
+    })
+}
+
 /// The global settings file in the agent directory.
-pub fn global_settings(agent_dir: &Path) -> PathBuf {
+fn global_settings(agent_dir: &Path) -> PathBuf {
     agent_dir.join("settings.json")
 }
 
 /// A project's settings file.
-pub fn project_settings(project: &Path) -> PathBuf {
+fn project_settings(project: &Path) -> PathBuf {
     project.join(".pi").join("settings.json")
 }
 
 /// The custom models file in the agent directory.
-pub fn models_file(agent_dir: &Path) -> PathBuf {
+fn models_file(agent_dir: &Path) -> PathBuf {
     agent_dir.join("models.json")
 }
 
@@ -96,7 +125,7 @@ fn merge(base: &mut Value, over: Value) {
 
 /// The settings in the texts of pi's settings files (`(path, text)`, global first): merged, then
 /// read. A text that is no JSON object sets nothing.
-pub fn settings_of(texts: &[(PathBuf, String)]) -> Settings {
+fn settings_of(texts: &[(PathBuf, String)]) -> Settings {
     let mut out = Settings::default();
     let mut merged = Value::Object(Map::new());
     // Which file set each compaction key last (the project's over the global's).
@@ -167,7 +196,7 @@ pub fn settings(agent_dir: Option<&Path>, project: Option<&Path>) -> Settings {
 /// The window `models.json` (its text) gives `model` of `provider`: the model's
 /// `contextWindow`, [`CUSTOM_MODEL_WINDOW`] when the model is there without one; `None` when
 /// the file does not define the model (a built-in one, whose window only pi knows).
-pub fn model_window_in(text: &str, provider: Option<&str>, model: &str) -> Option<u64> {
+fn model_window_in(text: &str, provider: Option<&str>, model: &str) -> Option<u64> {
     let doc: Value = serde_json::from_str(text).ok()?;
     let providers = doc.get("providers")?.as_object()?;
     let found = providers
@@ -194,7 +223,7 @@ pub fn model_window(agent_dir: &Path, model: &str) -> Option<u64> {
 
 /// `provider/id` split at its first slash (an id may hold slashes of its own: `openrouter`'s
 /// `anthropic/claude-sonnet-4`); a bare id has no provider.
-pub fn split_model(model: &str) -> (Option<&str>, &str) {
+fn split_model(model: &str) -> (Option<&str>, &str) {
     match model.split_once('/') {
         Some((p, id)) if !p.is_empty() && !id.is_empty() => (Some(p), id),
         _ => (None, model),

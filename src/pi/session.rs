@@ -26,18 +26,26 @@
 use serde_json::{json, Map, Value};
 
 /// What the reader carries from line to line: the session's header and the model in use.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct State {
     pub session_id: String,
     pub cwd: String,
     /// The git branch of the session's directory when it was read (pi records none).
+    #[serde(skip)]
     pub branch: Option<String>,
-    /// The newest `model_change`: `provider/id`.
+    /// The model in use, `provider/id`: the newest `model_change`'s or reply's.
     pub model: Option<String>,
+    /// A session of format 1 (a header without `version`): its entries have no ids, and pi
+    /// gives them ids in order, each the child of the one before (`migrateV1ToV2`).
+    pub legacy: bool,
+    /// In such a session, the id given to the entry before, and how many were given.
+    pub previous: Option<String>,
+    pub given: u64,
 }
 
 /// The `customType` the extension gives its messages.
-pub const OWN_TYPE: &str = "ctxguard";
+const OWN_TYPE: &str = "ctxguard";
 
 /// The Claude Code records for one line of a pi session file (none for a line that says
 /// nothing, two for a compaction: its boundary and its summary).
@@ -52,13 +60,31 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
     if kind == "session" {
         state.session_id = text("id").to_string();
         state.cwd = text("cwd").to_string();
+        state.legacy = entry.get("version").and_then(Value::as_u64).unwrap_or(1) < 2;
+        // Format 1 names the model in its header.
+        let (provider, model) = (text("provider"), text("modelId"));
+        if !model.is_empty() {
+            state.model = Some(named_model(provider, model));
+        }
         return Vec::new();
     }
-    let (id, timestamp) = (text("id"), text("timestamp"));
+    let timestamp = text("timestamp");
+    let (id, parent) = if state.legacy && entry.get("id").is_none() {
+        state.given += 1;
+        let id = format!("v1-{:08x}", state.given);
+        let parent = state.previous.replace(id.clone());
+        (id, parent)
+    } else {
+        let parent = entry
+            .get("parentId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        (text("id").to_string(), parent)
+    };
+    let (id, parent) = (id.as_str(), parent.as_deref());
     if id.is_empty() {
         return Vec::new();
     }
-    let parent = entry.get("parentId").and_then(Value::as_str);
     let mut base = Map::new();
     base.insert("uuid".into(), id.into());
     base.insert("parentUuid".into(), parent.map_or(Value::Null, Value::from));
@@ -107,11 +133,7 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
         "model_change" => {
             let (provider, model) = (text("provider"), text("modelId"));
             if !model.is_empty() {
-                state.model = Some(if provider.is_empty() {
-                    model.to_string()
-                } else {
-                    format!("{provider}/{model}")
-                });
+                state.model = Some(named_model(provider, model));
             }
             vec![placeholder(base, kind)]
         }
@@ -170,6 +192,15 @@ fn compaction(
     vec![boundary, summary]
 }
 
+/// A model as ctxguard names a pi model: `provider/id` (the id alone without a provider).
+fn named_model(provider: &str, model: &str) -> String {
+    if provider.is_empty() {
+        model.to_string()
+    } else {
+        format!("{provider}/{model}")
+    }
+}
+
 /// A record that keeps an entry's place in the tree and says nothing else.
 fn placeholder(base: Map<String, Value>, kind: &str) -> String {
     let mut base = base;
@@ -193,15 +224,24 @@ fn content_text(content: Option<&Value>) -> String {
 }
 
 /// The fields of the record for a `message` entry, by its role.
-fn message_record(message: &Value, state: &State) -> Option<Value> {
+fn message_record(message: &Value, state: &mut State) -> Option<Value> {
     match message.get("role")?.as_str()? {
         "user" => {
             let content = content_text(message.get("content"));
             Some(json!({"type": "user", "message": {"role": "user", "content": content}}))
         }
-        "assistant" => Some(assistant(message, state)),
+        "assistant" => {
+            let record = assistant(message, state);
+            if let Some(model) = record["message"]["model"].as_str() {
+                if model != "<synthetic>" {
+                    state.model = Some(model.to_string());
+                }
+            }
+            Some(record)
+        }
         "toolResult" => Some(tool_result(message)),
-        "custom" => {
+        // `hookMessage` is format 2's name of it (`migrateV2ToV3`).
+        "custom" | "hookMessage" => {
             let content = content_text(message.get("content"));
             Some(json!({"type": "user", "isMeta": true,
                         "message": {"role": "user", "content": content}}))
@@ -243,10 +283,13 @@ fn assistant(message: &Value, state: &State) -> Value {
         }
     }
     let model = message.get("model").and_then(Value::as_str).map(|m| {
-        match message.get("provider").and_then(Value::as_str) {
-            Some(p) if !p.is_empty() => format!("{p}/{m}"),
-            _ => m.to_string(),
-        }
+        named_model(
+            message
+                .get("provider")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            m,
+        )
     });
     let mut out = json!({
         "type": "assistant",
@@ -404,6 +447,40 @@ mod tests {
             ),
             "{verdict:?}"
         );
+    }
+
+    #[test]
+    fn a_format_1_session_gets_ids_in_order_as_pi_migrates_it() {
+        let mut s = State::default();
+        records(
+            br#"{"type":"session","id":"s1","timestamp":"t","cwd":"/p","provider":"anthropic","modelId":"m"}"#,
+            &mut s,
+        );
+        assert!(s.legacy);
+        assert_eq!(s.model.as_deref(), Some("anthropic/m"));
+        let u = one(
+            r#"{"type":"message","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#,
+            &mut s,
+        );
+        let a = one(
+            r#"{"type":"message","timestamp":"t","message":{"role":"hookMessage","content":"x"}}"#,
+            &mut s,
+        );
+        assert_eq!(u["parentUuid"], Value::Null);
+        assert_eq!(a["parentUuid"], u["uuid"]);
+        assert_eq!(a["isMeta"], true);
+        // Format 3 keeps pi's own ids.
+        let mut s = State::default();
+        records(
+            br#"{"type":"session","version":3,"id":"s","cwd":"/p"}"#,
+            &mut s,
+        );
+        assert!(!s.legacy);
+        assert!(records(
+            br#"{"type":"message","timestamp":"t","message":{"role":"user","content":"x"}}"#,
+            &mut s
+        )
+        .is_empty());
     }
 
     #[test]

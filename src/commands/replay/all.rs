@@ -299,7 +299,7 @@ pub fn run(
     let (env, _, config) = crate::commands::setup()?;
     let projects = env.client_dir().map(|c| c.join("projects"));
     let sessions = env.codex_home().map(|c| c.join("sessions"));
-    let pi_sessions = crate::pi::config::agent_dir_of(&env).map(|d| d.join("sessions"));
+    let pi_sessions = crate::pi::config::sessions_dir_of(&env);
     if projects.is_none() && sessions.is_none() {
         bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
     }

@@ -219,8 +219,9 @@ fn pi_cwd(path: &Path) -> Option<String> {
     }
 }
 
-/// pi's sessions under `sessions` (`--<cwd>--/<time>_<id>.jsonl`: real folders, regular files,
-/// no link followed out of it), newest first, that pass `filter` (`--project` on the folder name
+/// pi's sessions under `sessions` (`--<cwd>--/<time>_<id>.jsonl`, or `<time>_<id>.jsonl` in a
+/// folder of the user's `sessionDir`: real folders, regular files, no link followed out of
+/// it), newest first, that pass `filter` (`--project` on the folder name
 /// Claude Code would give the directory the session's header names), at most [`MAX_ROLLOUTS`];
 /// and whether there were more.
 pub fn pi_sessions(
@@ -238,9 +239,10 @@ pub fn pi_sessions(
     let mut found = Vec::new();
     let folders = entries
         .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
-    for folder in folders {
-        let Ok(files) = fs::read_dir(folder.path()) else {
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path());
+    for folder in std::iter::once(sessions.to_path_buf()).chain(folders) {
+        let Ok(files) = fs::read_dir(&folder) else {
             continue;
         };
         for file in files.flatten() {
