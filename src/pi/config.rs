@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::files;
 
 /// A settings or models file larger than this is not read (a real one is a few kilobytes).
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// `compaction.reserveTokens` when no settings file sets it.
 const DEFAULT_RESERVE: u64 = 16_384;
@@ -60,7 +60,7 @@ pub fn sessions_dir_of(env: &crate::config::Env) -> Option<PathBuf> {
 }
 
 /// The global settings file in the agent directory.
-fn global_settings(agent_dir: &Path) -> PathBuf {
+pub fn global_settings(agent_dir: &Path) -> PathBuf {
     agent_dir.join("settings.json")
 }
 
@@ -70,7 +70,7 @@ fn project_settings(project: &Path) -> PathBuf {
 }
 
 /// The custom models file in the agent directory.
-fn models_file(agent_dir: &Path) -> PathBuf {
+pub fn models_file(agent_dir: &Path) -> PathBuf {
     agent_dir.join("models.json")
 }
 

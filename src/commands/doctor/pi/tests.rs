@@ -1,24 +1,22 @@
 use super::*;
 use crate::commands::doctor::tests::{ctx, lines};
-use crate::pi::config::settings_of;
 
 /// A context with pi's agent directory at `/h/.pi/agent`, what is at the extension's path, and
-/// these settings (global, then project) and default model with its window.
-fn with_pi(extension: Existing, settings: &[&str], model: Option<(&str, Option<u64>)>) -> Context {
+/// these settings (as `crate::pi::config` read them) and default model with its window.
+fn with_pi(extension: Existing, settings: Settings, model: Option<(&str, Option<u64>)>) -> Context {
     let mut c = ctx(&[]);
-    let texts: Vec<(PathBuf, String)> = settings
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (PathBuf::from(format!("/settings-{i}.json")), t.to_string()))
-        .collect();
     c.pi = Some(Setup {
         agent: PathBuf::from("/h/.pi/agent"),
         exists: true,
         extension: Ok(extension),
-        settings: settings_of(&texts),
+        settings,
         model: model.map(|(m, w)| (m.to_string(), w)),
     });
     c
+}
+
+fn unset() -> Settings {
+    Settings::default()
 }
 
 fn slashes(findings: &[Finding]) -> Vec<String> {
@@ -30,7 +28,7 @@ fn slashes(findings: &[Finding]) -> Vec<String> {
 
 #[test]
 fn no_extension_is_said_and_fails_only_under_client_pi() {
-    let c = with_pi(Existing::None, &[], None);
+    let c = with_pi(Existing::None, unset(), None);
     assert_eq!(
         slashes(&extension(&c)),
         ["info: ctxguard's extension is not in pi's folder (/h/.pi/agent/extensions/ctxguard.ts does not exist)"]
@@ -41,7 +39,7 @@ fn no_extension_is_said_and_fails_only_under_client_pi() {
     assert!(extension(&none).is_empty());
     none.pi = Some(Setup {
         exists: false,
-        ..with_pi(Existing::None, &[], None).pi.unwrap()
+        ..with_pi(Existing::None, unset(), None).pi.unwrap()
     });
     assert_eq!(
         slashes(&present(&none)),
@@ -51,7 +49,11 @@ fn no_extension_is_said_and_fails_only_under_client_pi() {
 
 #[test]
 fn a_file_of_the_users_and_a_copy_running_a_missing_binary_fail() {
-    let c = with_pi(Existing::Theirs("a file ctxguard did not write"), &[], None);
+    let c = with_pi(
+        Existing::Theirs("a file ctxguard did not write"),
+        unset(),
+        None,
+    );
     let f = extension(&c);
     assert_eq!(f[0].status, Status::Fail);
     assert!(
@@ -59,7 +61,7 @@ fn a_file_of_the_users_and_a_copy_running_a_missing_binary_fail() {
         "{f:?}"
     );
     let copy = ext::render("/nowhere/ctxguard", &[]).unwrap();
-    let c = with_pi(Existing::Ours(copy, Vec::new()), &[], None);
+    let c = with_pi(Existing::Ours(copy, Vec::new()), unset(), None);
     assert_eq!(
         slashes(&extension(&c)),
         ["fail: /h/.pi/agent/extensions/ctxguard.ts runs /nowhere/ctxguard, which is not an executable file: every hook call does nothing"]
@@ -71,13 +73,13 @@ fn a_copy_running_a_ctxguard_binary_is_ok_and_another_program_fails() {
     // The test binary holds ctxguard's signature, as every ctxguard binary does.
     let exe = std::env::current_exe().unwrap();
     let copy = ext::render(exe.to_str().unwrap(), &[]).unwrap();
-    let c = with_pi(Existing::Ours(copy, Vec::new()), &[], None);
+    let c = with_pi(Existing::Ours(copy, Vec::new()), unset(), None);
     let f = extension(&c);
     assert_eq!(f[0].status, Status::Ok, "{f:?}");
     #[cfg(unix)]
     {
         let copy = ext::render("/bin/sh", &[]).unwrap();
-        let c = with_pi(Existing::Ours(copy, Vec::new()), &[], None);
+        let c = with_pi(Existing::Ours(copy, Vec::new()), unset(), None);
         let f = extension(&c);
         assert_eq!(f[0].status, Status::Fail, "{f:?}");
         assert!(f[0].message.contains("not a ctxguard binary"), "{f:?}");
@@ -85,13 +87,14 @@ fn a_copy_running_a_ctxguard_binary_is_ok_and_another_program_fails() {
 }
 
 #[test]
-fn the_compaction_point_is_the_window_less_the_reserve_the_project_winning() {
+fn the_compaction_point_is_the_window_less_the_reserve_and_off_is_said() {
     let c = with_pi(
         Existing::None,
-        &[
-            r#"{"compaction": {"reserveTokens": 4000, "enabled": true}}"#,
-            r#"{"compaction": {"reserveTokens": 8000}}"#,
-        ],
+        Settings {
+            enabled: Some((true, "/settings-0.json".into())),
+            reserve: Some((8000, "/settings-1.json".into())),
+            ..unset()
+        },
         Some(("mock/mock-model", Some(40_000))),
     );
     assert_eq!(
@@ -100,7 +103,10 @@ fn the_compaction_point_is_the_window_less_the_reserve_the_project_winning() {
     );
     let off = with_pi(
         Existing::None,
-        &[r#"{"compaction": {"enabled": false}}"#],
+        Settings {
+            enabled: Some((false, "/settings-0.json".into())),
+            ..unset()
+        },
         None,
     );
     let f = slashes(&compaction(&off));
@@ -115,7 +121,7 @@ fn the_compaction_point_is_the_window_less_the_reserve_the_project_winning() {
 #[test]
 fn loading_is_proved_by_pis_own_list_and_a_missing_entry_fails() {
     let copy = ext::render("/bin/ctxguard", &[]).unwrap();
-    let mut c = with_pi(Existing::Ours(copy, Vec::new()), &[], None);
+    let mut c = with_pi(Existing::Ours(copy, Vec::new()), unset(), None);
     let found = |loaded| Probe::Found {
         path: PathBuf::from("/usr/bin/pi"),
         version: Ok("0.73.1".into()),
