@@ -369,6 +369,36 @@ fn overflow(pi: &Pi) {
     assert_compaction(&requests, 3, pi);
 }
 
+/// 1.x compacts inside a run too, between tool batches: a tool call past the trigger (33k) gets
+/// the nudge, the next one past pi's point (38k) runs, and pi compacts before the model answers
+/// it; the recovery is steered into the run's very next request (not held for the next prompt).
+fn between_tool_batches(pi: &Pi) {
+    let rig = Rig::new(pi);
+    rig.drive(&[
+        prompt("RUN_TOOL first prompt TOKENS=1200,1200"),
+        prompt("RUN_TOOLx3 second prompt TOKENS=33000,38000,1200,1200"),
+        prompt("third prompt"),
+    ]);
+    let requests = rig.requests();
+    let at = first(&requests, "compaction");
+    assert_eq!(
+        kinds(&requests)[..=at],
+        ["tool", "answer", "tool", "tool", "compaction"],
+        "pi {}",
+        pi.version
+    );
+    assert_compaction(&requests, 3, pi);
+    let next = requests[at..]
+        .iter()
+        .find(|(k, _)| k != "compaction")
+        .unwrap();
+    assert!(
+        !next.1.contains("third prompt"),
+        "the run goes on: {}",
+        next.1
+    );
+}
+
 #[test]
 fn pi_0_73_1_threshold_nudge_facts_and_recovery_once() {
     if let Some(pi) = pi_073() {
@@ -387,6 +417,13 @@ fn pi_0_73_1_overflow_nudge_facts_and_recovery_in_the_retry_once() {
 fn pi_1_6_0_threshold_nudge_facts_and_recovery_once() {
     if let Some(pi) = pi_160() {
         threshold(pi);
+    }
+}
+
+#[test]
+fn pi_1_6_0_between_tool_batches_nudge_facts_and_recovery_in_the_run_once() {
+    if let Some(pi) = pi_160() {
+        between_tool_batches(pi);
     }
 }
 
