@@ -11,9 +11,10 @@ pub use crate::commands::install::{ClientArg, SettingsTarget};
 #[command(
     name = "ctxguard",
     version = crate::version::LONG,
-    about = "Makes Claude Code and the Codex CLI save what matters before context compaction",
+    about = "Makes Claude Code, the Codex CLI and pi save what matters before context compaction",
     long_about = "ctxguard is registered as hook commands of Claude Code (`ctxguard install`, or \
-its plugin) and of OpenAI's Codex CLI (`ctxguard install --client codex`). The status line (or, \
+its plugin), of OpenAI's Codex CLI (`ctxguard install --client codex`), and through a small \
+extension of pi, the coding agent (`ctxguard install --client pi`). The status line (or, \
 without one, and always on Codex, the transcript) tells how near the context is to auto-compaction; past a trigger the \
 next tool call or prompt nudges the agent to store durable memories, once per compaction cycle and \
 once more, critically, just before it. When compaction starts, a mechanical checkpoint is written; \
@@ -107,16 +108,19 @@ shown as a failed attempt, not as a second compaction of the same number."
         #[arg(long)]
         all: bool,
     },
-    /// Register ctxguard's hooks and status line in Claude Code's settings (or Codex CLI's hooks.json)
+    /// Register ctxguard's hooks and status line in Claude Code's settings (or Codex CLI's hooks.json, or pi's extension)
     #[command(
-        after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n  ctxguard install --client codex\n  ctxguard install --client codex --trust\n\n\
+        after_help = "Examples:\n  ctxguard install --dry-run\n  ctxguard install\n  ctxguard install --project --statusline skip\n  ctxguard install --client codex\n  ctxguard install --client codex --trust\n  ctxguard install --client pi\n\n\
 Idempotent; keeps every other key and hook in its order; backs the file up first. An existing \
 status line is wrapped by default: `ctxguard statusline --then '<yours>'`. Registers what the \
 Claude Code on PATH accepts: before 2.1.330, shell lines and no PostCompact hook (an older \
 client ignores a settings file naming an event it does not know).\n\n\
 With --client codex: the hooks go to $CODEX_HOME/hooks.json (default ~/.codex). Codex runs \
 them only once you trust them (in its TUI, /hooks); install says which it would skip, and \
-trusts them itself only with --trust."
+trusts them itself only with --trust.\n\n\
+With --client pi: pi has no hooks; ctxguard's extension goes to \
+$PI_CODING_AGENT_DIR/extensions/ctxguard.ts (default ~/.pi/agent), with this binary's path in \
+it. A file of that name ctxguard did not write is never overwritten."
     )]
     Install {
         #[command(flatten)]
@@ -145,9 +149,11 @@ trusts them itself only with --trust."
     },
     /// Remove exactly what install added (restoring a wrapped status line)
     #[command(
-        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n  ctxguard uninstall --client codex\n\n\
+        after_help = "Examples:\n  ctxguard uninstall --dry-run\n  ctxguard uninstall --project\n  ctxguard uninstall --purge --dry-run\n  ctxguard uninstall --client codex\n  ctxguard uninstall --client pi\n\n\
 With --client codex: ctxguard's hooks leave $CODEX_HOME/hooks.json, and their trust (if any) \
 config.toml; a file install created goes when nothing else is in it.\n\n\
+With --client pi: the extension install wrote leaves pi's extensions folder (a file it did not \
+write stays), and a folder install created goes when nothing else is in it.\n\n\
 The settings' backups stay beside them (at most two: the settings before ctxguard first changed \
 them, and the newest). --purge also removes ctxguard's state directory ($CTXGUARD_HOME, default \
 ~/.claude-memory/ctxguard) after saying what it holds: only ctxguard's own entries, never a \
@@ -165,7 +171,7 @@ memory file."
     },
     /// Check the installation and explain the auto-compaction settings
     #[command(
-        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n  ctxguard doctor --client codex\n\n\
+        after_help = "Examples:\n  ctxguard doctor\n  ctxguard doctor --json\n  ctxguard doctor --client codex\n  ctxguard doctor --client pi\n\n\
 Exits 1 when something is broken; every finding says how to fix it."
     )]
     Doctor {
@@ -176,7 +182,8 @@ Exits 1 when something is broken; every finding says how to fix it."
             long,
             value_enum,
             help = "Check only this client's setup (default: Claude Code's, and Codex CLI's when \
-                    $CODEX_HOME or ~/.codex exists)"
+                    $CODEX_HOME or ~/.codex exists, and whether pi has ctxguard's extension); \
+                    --client pi starts pi headless to see it load the extension"
         )]
         client: Option<ClientArg>,
         /// The Claude Code version to check for, instead of asking the `claude` on PATH

@@ -123,19 +123,22 @@ fn replay_refuses_a_file_that_is_not_a_transcript_saying_what_it_is() {
 }
 
 #[test]
-fn help_names_both_clients() {
+fn help_names_the_three_clients() {
     let env = TestEnv::new();
     for flag in ["-h", "--help"] {
         let run = env.run(&[flag], "");
         assert_eq!(run.code, 0, "{run:?}");
         assert!(
-            run.stdout.contains("Claude Code") && run.stdout.contains("Codex"),
+            run.stdout.contains("Claude Code")
+                && run.stdout.contains("Codex")
+                && run.stdout.contains("and pi save"),
             "{flag}: {}",
             run.stdout
         );
     }
     let long = env.run(&["--help"], "").stdout;
     assert!(long.contains("ctxguard install --client codex"), "{long}");
+    assert!(long.contains("ctxguard install --client pi"), "{long}");
 }
 
 /// A Codex rollout says nothing of what a compaction wrote to the cache: its refill is unknown,
