@@ -131,7 +131,8 @@ fn help_names_the_three_clients() {
         assert!(
             run.stdout.contains("Claude Code")
                 && run.stdout.contains("Codex")
-                && run.stdout.contains("and pi save"),
+                && (run.stdout.contains("and pi save")
+                    || run.stdout.contains("of pi, the coding agent")),
             "{flag}: {}",
             run.stdout
         );
