@@ -122,15 +122,31 @@ pub fn present(ctx: &Context) -> Vec<Finding> {
     }
 }
 
-/// [`extension`] for `doctor --client pi`, where no extension at all is a failure.
+/// [`extension`] for `doctor --client pi`, where no extension at all is a failure, unless pi
+/// loads ctxguard's from elsewhere (the npm package, `pi install npm:ctxguard`).
 pub fn extension_required(ctx: &Context) -> Vec<Finding> {
     let mut out = extension(ctx);
+    let elsewhere = !loaded_from(ctx).is_empty();
     for f in &mut out {
-        if f.status == Status::Info {
+        if f.status == Status::Info && !elsewhere {
             f.status = Status::Fail;
         }
     }
     out
+}
+
+/// The files pi said it loaded `/ctxguard` from, when it was asked and answered.
+fn loaded_from(ctx: &Context) -> Vec<&str> {
+    match &ctx.pi_probe {
+        Probe::Found {
+            loaded: Ok(listed), ..
+        } => listed
+            .iter()
+            .filter(|c| c.name == "ctxguard")
+            .map(|c| c.path.as_str())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The extension is ctxguard's, and the binary it runs is there.
@@ -231,55 +247,76 @@ fn packaged_too(setup: &Setup) -> Option<Finding> {
     })
 }
 
-/// pi itself loads the extension: its headless `get_commands` lists `/ctxguard` from the file.
+/// pi itself loads the extension: its headless `get_commands` lists `/ctxguard` from the file
+/// (or, with no copy in pi's folder, from the npm package), and from nowhere else.
 pub fn loading(ctx: &Context) -> Vec<Finding> {
-    let Some(setup) = ctx.pi.as_ref().filter(|s| s.registered()) else {
+    let Some(setup) = ctx.pi.as_ref().filter(|s| s.exists) else {
         return Vec::new();
     };
     let Probe::Found { path, loaded, .. } = &ctx.pi_probe else {
         return Vec::new();
     };
-    let file = ext::extension_path(&setup.agent);
-    let listed = match loaded {
-        Err(why) => {
-            return vec![finding(
-                CHECK,
-                Status::Warn,
-                format!(
-                    "could not ask pi whether it loads the extension ({} --mode rpc: {why}); \
-                     checked: the file and the binary it runs",
-                    path.display()
-                ),
-                None,
-            )]
-        }
-        Ok(listed) => listed,
-    };
-    let same = |p: &str| {
-        let p = Path::new(p);
-        p == file || crate::files::canonicalize(p).ok() == crate::files::canonicalize(&file).ok()
-    };
-    if listed.iter().any(|c| c.name == "ctxguard" && same(&c.path)) {
+    if let Err(why) = loaded {
         return vec![finding(
             CHECK,
-            Status::Ok,
+            Status::Warn,
             format!(
-                "pi loads it: headless, it lists /ctxguard from {}",
-                file.display()
+                "could not ask pi whether it loads the extension ({} --mode rpc: {why}); \
+                 checked: the file and the binary it runs",
+                path.display()
             ),
             None,
         )];
     }
-    vec![finding(
-        CHECK,
-        Status::Fail,
-        format!(
-            "pi ({}) does not load {}: its headless get_commands lists no /ctxguard from it",
-            path.display(),
-            file.display()
-        ),
-        Some("check that PI_CODING_AGENT_DIR is the directory this pi uses, that `pi config` has not turned the extension off, and run `pi` to see its extension errors"),
-    )]
+    let file = ext::extension_path(&setup.agent);
+    let same = |p: &str| {
+        let p = Path::new(p);
+        p == file
+            || matches!(
+                (crate::files::canonicalize(p), crate::files::canonicalize(&file)),
+                (Ok(a), Ok(b)) if a == b
+            )
+    };
+    let from = loaded_from(ctx);
+    let (ours, others): (Vec<&str>, Vec<&str>) = from.iter().partition(|p| same(p));
+    let mut out = Vec::new();
+    match (setup.registered(), ours.is_empty(), others.first()) {
+        (true, false, _) => out.push(finding(
+            CHECK,
+            Status::Ok,
+            format!("pi loads it: headless, it lists /ctxguard from {}", file.display()),
+            None,
+        )),
+        (true, true, _) => out.push(finding(
+            CHECK,
+            Status::Fail,
+            format!(
+                "pi ({}) does not load {}: its headless get_commands lists no /ctxguard from it",
+                path.display(),
+                file.display()
+            ),
+            Some("check that PI_CODING_AGENT_DIR is the directory this pi uses, that `pi config` has not turned the extension off, and run `pi` to see its extension errors"),
+        )),
+        (false, _, Some(other)) => out.push(finding(
+            CHECK,
+            Status::Ok,
+            format!("pi loads ctxguard's extension from {other} (a package: `pi install npm:ctxguard`)"),
+            None,
+        )),
+        (false, _, None) => {}
+    }
+    if setup.registered() && !others.is_empty() {
+        out.push(finding(
+            CHECK,
+            Status::Warn,
+            format!(
+                "pi also loads ctxguard's extension from {}: every hook runs twice",
+                others.join(", ")
+            ),
+            Some("keep one: `pi remove npm:ctxguard`, or `ctxguard uninstall --client pi`"),
+        ));
+    }
+    out
 }
 
 /// Where pi compacts, as its settings and `models.json` say.

@@ -149,3 +149,33 @@ fn loading_is_proved_by_pis_own_list_and_a_missing_entry_fails() {
     assert_eq!(version(&c)[1].status, Status::Warn);
     assert!(loading(&c).is_empty());
 }
+
+#[test]
+fn the_npm_package_loaded_instead_is_ok_and_beside_the_copy_is_said_twice() {
+    let package = |path: &str| Probe::Found {
+        path: PathBuf::from("/usr/bin/pi"),
+        version: Ok("1.6.0".into()),
+        loaded: Ok(vec![probe::Loaded {
+            name: "ctxguard".into(),
+            path: path.into(),
+        }]),
+    };
+    let mut c = with_pi(Existing::None, unset(), None);
+    c.pi_probe = package("/h/.pi/agent/npm/node_modules/ctxguard/pi/ctxguard.ts");
+    assert!(extension_required(&c)
+        .iter()
+        .all(|f| f.status != Status::Fail));
+    let f = slashes(&loading(&c));
+    assert_eq!(
+        f,
+        ["ok: pi loads ctxguard's extension from /h/.pi/agent/npm/node_modules/ctxguard/pi/ctxguard.ts (a package: `pi install npm:ctxguard`)"]
+    );
+    let copy = ext::render("/bin/ctxguard", &[]).unwrap();
+    let mut both = with_pi(Existing::Ours(copy, Vec::new()), unset(), None);
+    both.pi_probe = package("/p/ctxguard.ts");
+    let f = loading(&both);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(f[0].status, Status::Fail);
+    assert_eq!(f[1].status, Status::Warn);
+    assert!(f[1].message.contains("every hook runs twice"), "{f:?}");
+}
