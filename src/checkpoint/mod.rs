@@ -68,16 +68,25 @@ pub fn read_opened_until(opened: &mut Opened, end: u64) -> Result<Reading> {
 
 /// A Claude Code transcript opened once for a hook call: what reads it whole (the checkpoint,
 /// the rewind tree of the part after its newest boundary, that boundary) shares the one open
-/// file, and the tree is built at most once.
+/// file and its one forward read: the tree is built at most once, and a reading taken ahead for
+/// the boundary ([`Opened::newest_boundary_time`]) is the checkpoint's.
 pub struct Opened {
     path: std::path::PathBuf,
     file: std::fs::File,
     len: u64,
     /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
     tree: Option<(u64, chain::Tree)>,
-    /// Where that part starts, for the file as if it ended at `.0`.
-    start: Option<(u64, u64)>,
+    /// The newest boundary, for the file as if it ended at `.0` (`None`: it holds none).
+    newest: Option<(u64, Option<crate::transcript::NewestBoundary>)>,
+    /// The checkpoint's reading of the file as if it ended at `.0`, taken ahead.
+    reading: Option<(u64, Reading)>,
 }
+
+/// How much of a transcript's end is searched back for its newest boundary before the part
+/// after it is read, at least: most compactions are recent. Past that, the file is read forward
+/// from its start once, and what was read is dropped at each boundary met
+/// ([`build::read_claude_until`]): a transcript with no boundary is not read twice.
+const TAIL_MIN: u64 = 8 * 1024 * 1024;
 
 impl Opened {
     pub fn open(path: &Path) -> Result<Opened> {
@@ -87,33 +96,73 @@ impl Opened {
             file,
             len,
             tree: None,
-            start: None,
+            newest: None,
+            reading: None,
         })
     }
 
-    /// When the newest boundary was written, if the file holds one (found once, with where the
-    /// part after it starts).
+    /// When the newest boundary was written, if the file holds one: found by the checkpoint's
+    /// read of the whole file, taken here once and kept for it.
     pub fn newest_boundary_time(&mut self) -> Option<DateTime<Utc>> {
-        // The whole file, back to its start if need be, as `start` reads it.
-        let found = crate::transcript::newest_boundary_in(&mut self.file, self.len, u64::MAX);
-        let found = found.ok()?;
-        self.start = Some((self.len, found.map_or(0, |b| b.after.min(self.len))));
-        found.and_then(|b| b.at)
+        if self.newest_at(self.len).is_none() {
+            let reading = build::read_claude_until(self, u64::MAX).ok()?;
+            self.reading = Some((self.len, reading));
+        }
+        self.newest_at(self.len).flatten().and_then(|b| b.at)
+    }
+
+    /// The newest boundary of the file as if it ended at `end` (`end` within it), when it was
+    /// found already.
+    fn newest_at(&self, end: u64) -> Option<Option<crate::transcript::NewestBoundary>> {
+        self.newest.filter(|(at, _)| *at == end).map(|(_, b)| b)
+    }
+
+    /// Records the newest boundary of the file as if it ended at `end`, found by a read.
+    pub(crate) fn found(&mut self, end: u64, newest: Option<crate::transcript::NewestBoundary>) {
+        self.newest = Some((self.len.min(end), newest));
+    }
+
+    /// The reading taken ahead of the file as if it ended at `end`, once.
+    pub(crate) fn take_reading(&mut self, end: u64) -> Option<Reading> {
+        let end = self.len.min(end);
+        match self.reading.take() {
+            Some((at, reading)) if at == end => Some(reading),
+            other => {
+                self.reading = other;
+                None
+            }
+        }
+    }
+
+    /// Where the part after the newest boundary starts, the file taken as ending at `end`, when
+    /// it is known or the file's end holds that boundary (searched back at most a sixteenth of
+    /// the file, [`TAIL_MIN`] at least); `None`: the file is to be read from its start.
+    pub(crate) fn known_start(&mut self, end: u64) -> Result<Option<u64>> {
+        let end = self.len.min(end);
+        if let Some(newest) = self.newest_at(end) {
+            return Ok(Some(newest.map_or(0, |b| b.after.min(end))));
+        }
+        let tail = (end / 16).max(TAIL_MIN);
+        let found = crate::transcript::newest_boundary_in(&mut self.file, end, tail)
+            .with_context(|| format!("reading transcript {}", self.path.display()))?;
+        if found.is_none() && tail < end {
+            return Ok(None);
+        }
+        self.newest = Some((end, found));
+        Ok(Some(found.map_or(0, |b| b.after.min(end))))
     }
 
     /// Where the part after the newest boundary starts, the file taken as ending at `end`
     /// (found once).
     pub(crate) fn start(&mut self, end: u64) -> Result<u64> {
         let end = self.len.min(end);
-        if let Some((at, start)) = self.start {
-            if at == end {
-                return Ok(start);
-            }
+        if let Some(newest) = self.newest_at(end) {
+            return Ok(newest.map_or(0, |b| b.after.min(end)));
         }
-        let start = crate::transcript::since_newest_boundary(&mut self.file, end)
+        let found = crate::transcript::newest_boundary_in(&mut self.file, end, u64::MAX)
             .with_context(|| format!("reading transcript {}", self.path.display()))?;
-        self.start = Some((end, start));
-        Ok(start)
+        self.newest = Some((end, found));
+        Ok(found.map_or(0, |b| b.after.min(end)))
     }
 
     /// The tree of that part, when it was built already.

@@ -383,28 +383,34 @@ fn newest_boundary_from<R: Read + Seek>(
         max_read,
         MAX_LINE,
         |line, start| {
-            // A scan back to the newest boundary passes every line of a transcript that has none:
-            // the bytes are searched before anything is decoded or parsed.
-            if memchr::memmem::find(line, b"compact_boundary").is_none() {
-                return false;
-            }
-            let Verdict::Boundary {
-                at,
-                auto_pre_tokens,
-            } = classify(line)
-            else {
-                return false;
-            };
-            found = Some(NewestBoundary {
-                start,
-                after: start + line.len() as u64 + 1,
-                at,
-                auto: auto_pre_tokens.is_some(),
-            });
-            true
+            found = boundary_line(line, start, start + line.len() as u64 + 1);
+            found.is_some()
         },
     )?;
     Ok(found)
+}
+
+/// The boundary `line` is, if it is one: its line starts at `start`, the part after it at
+/// `after`.
+pub fn boundary_line(line: &[u8], start: u64, after: u64) -> Option<NewestBoundary> {
+    // A scan for the newest boundary passes every line of a transcript that has none: the bytes
+    // are searched before anything is decoded or parsed.
+    static NEEDLE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"compact_boundary"));
+    NEEDLE.find(line)?;
+    let Verdict::Boundary {
+        at,
+        auto_pre_tokens,
+    } = classify(line)
+    else {
+        return None;
+    };
+    Some(NewestBoundary {
+        start,
+        after,
+        at,
+        auto: auto_pre_tokens.is_some(),
+    })
 }
 
 /// [`newest_boundary_time`] with a reader of lines of its own (another client's).
@@ -518,11 +524,16 @@ fn since_newest_boundary_from<R: Read + Seek>(
 }
 
 /// Reads lines forward with a bounded buffer: a line longer than `max_line` is skipped (reported
-/// as `Line::TooLong`), so one huge line cannot make memory grow with it.
+/// as `Line::TooLong`), so one huge line cannot make memory grow with it. A line that lies whole
+/// in the read buffer is handed out from it, without a copy.
 pub struct LineReader<R> {
     reader: io::BufReader<R>,
     buf: Vec<u8>,
     max_line: usize,
+    /// The bytes of the line handed out from the read buffer, consumed at the next call.
+    lent: usize,
+    /// The bytes read so far, lines and their newlines (the next line's offset).
+    offset: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -537,11 +548,40 @@ impl<R: Read> LineReader<R> {
             reader: io::BufReader::with_capacity(64 * 1024, reader),
             buf: Vec::new(),
             max_line,
+            lent: 0,
+            offset: 0,
         }
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        Ok(self.next_line_and_end()?.map(|(line, _)| line))
+    }
+
+    /// [`LineReader::next_line`], with where the line after it starts.
+    pub fn next_line_and_end(&mut self) -> io::Result<Option<(Line<'_>, u64)>> {
+        let Some(read) = self.read_line()? else {
+            return Ok(None);
+        };
+        let line = match read {
+            Got::Lent(i) => &self.reader.buffer()[..i],
+            Got::Copied => &self.buf[..],
+            Got::TooLong => return Ok(Some((Line::TooLong, self.offset))),
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        Ok(Some((Line::Text(line), self.offset)))
+    }
+
+    /// Reads the next line: lent from the read buffer when it lies whole in it, else copied.
+    fn read_line(&mut self) -> io::Result<Option<Got>> {
         use std::io::BufRead;
+        self.reader.consume(std::mem::take(&mut self.lent));
+        // Most lines lie whole in the buffer.
+        let available = self.reader.fill_buf()?;
+        if let Some(i) = memchr::memchr(b'\n', available).filter(|&i| i <= self.max_line) {
+            self.lent = i + 1;
+            self.offset += i as u64 + 1;
+            return Ok(Some(Got::Lent(i)));
+        }
         self.buf.clear();
         let mut too_long = false;
         let mut saw_any = false;
@@ -565,19 +605,26 @@ impl<R: Read> LineReader<R> {
             }
             let used = done.unwrap_or(available.len());
             self.reader.consume(used);
+            self.offset += used as u64;
             if done.is_some() {
                 break;
             }
         }
-        if !saw_any {
-            return Ok(None);
-        }
-        if too_long {
-            return Ok(Some(Line::TooLong));
-        }
-        let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
-        Ok(Some(Line::Text(line)))
+        Ok(match (saw_any, too_long) {
+            (false, _) => None,
+            (true, true) => Some(Got::TooLong),
+            (true, false) => Some(Got::Copied),
+        })
     }
+}
+
+/// Where [`LineReader::read_line`] left the line it read.
+enum Got {
+    /// The first bytes of the read buffer, this many.
+    Lent(usize),
+    /// In the line buffer.
+    Copied,
+    TooLong,
 }
 
 #[cfg(test)]
