@@ -350,15 +350,54 @@ pub struct NewestBoundary {
     pub auto: bool,
 }
 
-/// [`NewestBoundary`] of the transcript at `path`, found in its tail (as
-/// [`newest_boundary_time`] finds it); `None` when the tail holds none.
-pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
-    let (mut file, len) = crate::files::open_regular(path, "transcript")?;
-    newest_boundary_in(&mut file, len, MAX_SCAN)
-        .with_context(|| format!("reading transcript {}", path.display()))
+/// A transcript's [`NewestBoundary`], searched for in its tail (at most [`MAX_SCAN`] back, as
+/// [`newest_boundary_time`] searches) at most once however many readers of one hook call ask
+/// (`SessionStart`: the catch-up, the hand-over, a summary prepared ahead), in a file opened
+/// once for them.
+pub struct Newest<'a> {
+    path: &'a Path,
+    file: std::cell::OnceCell<Option<(std::fs::File, u64)>>,
+    found: std::cell::OnceCell<Option<NewestBoundary>>,
 }
 
-/// [`newest_boundary`] in a transcript of `len` bytes already open, reading back at most
+impl<'a> Newest<'a> {
+    pub fn of(path: &'a Path) -> Newest<'a> {
+        Newest {
+            path,
+            file: std::cell::OnceCell::new(),
+            found: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The transcript, opened once (`None`: it cannot be).
+    fn file(&self) -> Option<&(std::fs::File, u64)> {
+        self.file
+            .get_or_init(|| crate::files::open_regular(self.path, "transcript").ok())
+            .as_ref()
+    }
+
+    /// The newest boundary in the tail (`None`: none there, or the transcript cannot be read).
+    pub fn get(&self) -> Option<NewestBoundary> {
+        *self.found.get_or_init(|| {
+            let (file, len) = self.file()?;
+            let mut file = file;
+            newest_boundary_in(&mut file, *len, MAX_SCAN).ok().flatten()
+        })
+    }
+
+    /// The transcript's bytes from `back` before byte `end` up to it (`None`: unreadable).
+    pub fn read_before(&self, end: u64, back: u64) -> Option<Vec<u8>> {
+        let (file, _) = self.file()?;
+        let mut file = file;
+        let from = end.saturating_sub(back);
+        file.seek(SeekFrom::Start(from)).ok()?;
+        let mut region = Vec::new();
+        file.take(end - from).read_to_end(&mut region).ok()?;
+        Some(region)
+    }
+}
+
+/// The [`NewestBoundary`] of a transcript of `len` bytes already open, reading back at most
 /// `max_read` bytes.
 pub fn newest_boundary_in<R: Read + Seek>(
     reader: &mut R,
@@ -461,27 +500,13 @@ pub fn any_since_newest_boundary<R: Read + Seek>(
 
 /// Is this line a `compact_boundary`?
 fn is_boundary(line: &[u8]) -> bool {
-    // The bytes searched first, as in `newest_boundary_from`.
+    // The bytes searched first, as in `boundary_line`.
     memchr::memmem::find(line, b"compact_boundary").is_some()
         && matches!(classify(line), Verdict::Boundary { .. })
 }
 
-/// Where the newest `compact_boundary` line starts, if the transcript has one.
-pub fn newest_boundary_start<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<Option<u64>> {
-    newest_boundary_start_within(reader, len, u64::MAX)
-}
-
-/// [`newest_boundary_start`], reading backwards at most `max_read` bytes (`None` when no
-/// boundary lies that close to the end).
-fn newest_boundary_start_within<R: Read + Seek>(
-    reader: &mut R,
-    len: u64,
-    max_read: u64,
-) -> io::Result<Option<u64>> {
-    newest_boundary_start_within_with(reader, len, max_read, classify)
-}
-
-/// [`newest_boundary_start_within`] with a reader of lines of its own (another client's).
+/// Where the newest `compact_boundary` line starts (as `classify` tells one), reading backwards
+/// at most `max_read` bytes (`None` when no boundary lies that close to the end).
 pub fn newest_boundary_start_within_with<R: Read + Seek>(
     reader: &mut R,
     len: u64,
