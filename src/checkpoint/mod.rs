@@ -76,8 +76,9 @@ pub struct Opened {
     len: u64,
     /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
     tree: Option<(u64, chain::Tree)>,
-    /// The newest boundary, for the file as if it ended at `.0` (`None`: it holds none).
-    newest: Option<(u64, Option<crate::transcript::NewestBoundary>)>,
+    /// For the file as if it ended at `.0`: where the part after its newest boundary starts
+    /// (`0`: it holds none), and when that boundary was written.
+    newest: Option<(u64, Segment)>,
     /// The checkpoint's reading of the file as if it ended at `.0`, taken ahead.
     reading: Option<(u64, Reading)>,
 }
@@ -87,6 +88,23 @@ pub struct Opened {
 /// from its start once, and what was read is dropped at each boundary met
 /// ([`build::read_claude_until`]): a transcript with no boundary is not read twice.
 const TAIL_MIN: u64 = 8 * 1024 * 1024;
+
+/// Where the part after a transcript's newest boundary starts (`0`: it holds none), and when
+/// that boundary was written.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start: u64,
+    boundary_at: Option<DateTime<Utc>>,
+}
+
+impl Segment {
+    fn of(newest: Option<crate::transcript::NewestBoundary>, end: u64) -> Segment {
+        Segment {
+            start: newest.map_or(0, |b| b.after.min(end)),
+            boundary_at: newest.and_then(|b| b.at),
+        }
+    }
+}
 
 impl Opened {
     pub fn open(path: &Path) -> Result<Opened> {
@@ -108,18 +126,19 @@ impl Opened {
             let reading = build::read_claude_until(self, u64::MAX).ok()?;
             self.reading = Some((self.len, reading));
         }
-        self.newest_at(self.len).flatten().and_then(|b| b.at)
+        self.newest_at(self.len).and_then(|s| s.boundary_at)
     }
 
-    /// The newest boundary of the file as if it ended at `end` (`end` within it), when it was
-    /// found already.
-    fn newest_at(&self, end: u64) -> Option<Option<crate::transcript::NewestBoundary>> {
-        self.newest.filter(|(at, _)| *at == end).map(|(_, b)| b)
+    /// The part after the newest boundary of the file as if it ended at `end` (`end` within
+    /// it), when it was found already.
+    fn newest_at(&self, end: u64) -> Option<Segment> {
+        self.newest.filter(|(at, _)| *at == end).map(|(_, s)| s)
     }
 
     /// Records the newest boundary of the file as if it ended at `end`, found by a read.
     pub(crate) fn found(&mut self, end: u64, newest: Option<crate::transcript::NewestBoundary>) {
-        self.newest = Some((self.len.min(end), newest));
+        let end = self.len.min(end);
+        self.newest = Some((end, Segment::of(newest, end)));
     }
 
     /// The reading taken ahead of the file as if it ended at `end`, once.
@@ -139,8 +158,8 @@ impl Opened {
     /// the file, [`TAIL_MIN`] at least); `None`: the file is to be read from its start.
     pub(crate) fn known_start(&mut self, end: u64) -> Result<Option<u64>> {
         let end = self.len.min(end);
-        if let Some(newest) = self.newest_at(end) {
-            return Ok(Some(newest.map_or(0, |b| b.after.min(end))));
+        if let Some(segment) = self.newest_at(end) {
+            return Ok(Some(segment.start));
         }
         let tail = (end / 16).max(TAIL_MIN);
         let found = crate::transcript::newest_boundary_in(&mut self.file, end, tail)
@@ -148,21 +167,23 @@ impl Opened {
         if found.is_none() && tail < end {
             return Ok(None);
         }
-        self.newest = Some((end, found));
-        Ok(Some(found.map_or(0, |b| b.after.min(end))))
+        let segment = Segment::of(found, end);
+        self.newest = Some((end, segment));
+        Ok(Some(segment.start))
     }
 
     /// Where the part after the newest boundary starts, the file taken as ending at `end`
     /// (found once).
     pub(crate) fn start(&mut self, end: u64) -> Result<u64> {
         let end = self.len.min(end);
-        if let Some(newest) = self.newest_at(end) {
-            return Ok(newest.map_or(0, |b| b.after.min(end)));
+        if let Some(segment) = self.newest_at(end) {
+            return Ok(segment.start);
         }
         let found = crate::transcript::newest_boundary_in(&mut self.file, end, u64::MAX)
             .with_context(|| format!("reading transcript {}", self.path.display()))?;
-        self.newest = Some((end, found));
-        Ok(found.map_or(0, |b| b.after.min(end)))
+        let segment = Segment::of(found, end);
+        self.newest = Some((end, segment));
+        Ok(segment.start)
     }
 
     /// The tree of that part, when it was built already.

@@ -165,7 +165,7 @@ impl Call<'_> {
                     // Another start took the recovery meanwhile.
                     Ok(_) => return Ok(None),
                     Err(e) => {
-                        diag.note(format!("refreshing the checkpoint at the boundary: {e:#}"))
+                        diag.note(format!("refreshing the checkpoint at the boundary: {e:#}"));
                     }
                 }
             }

@@ -87,39 +87,40 @@ pub(in crate::checkpoint) fn read_claude_until(
     // an abandoned branch is the part read again without it. A tree built already (a drop's
     // judge) is used as it is.
     let mut builder = Builder::default();
-    let (start, gone) = match opened.known_start(len)? {
-        Some(start) => match opened.built(len).map(super::super::chain::Tree::abandoned) {
-            Some(gone) => (start, Some(gone)),
-            None => {
-                let mut tree = super::super::chain::Tree::default();
-                each_line(opened, start, len, |text, _, _| {
-                    tree.feed(text);
-                    builder.feed(text);
-                })?;
-                let gone = tree.abandoned();
-                opened.keep(len, tree);
-                (start, (!gone.is_empty()).then_some(gone))
-            }
-        },
-        None => {
+    let known = opened.known_start(len)?;
+    let (start, gone) = if let Some(start) = known {
+        if let Some(gone) = opened.built(len).map(super::super::chain::Tree::abandoned) {
+            (start, Some(gone))
+        } else {
             let mut tree = super::super::chain::Tree::default();
-            let mut newest = None;
-            each_line(opened, 0, len, |text, at, after| {
-                if let Some(boundary) = transcript::boundary_line(text, at, after) {
-                    newest = Some(boundary);
-                    tree = super::super::chain::Tree::default();
-                    builder = Builder::default();
-                } else {
-                    tree.feed(text);
-                    builder.feed(text);
-                }
+            each_line(opened, start, len, |text, _, _| {
+                tree.feed(text);
+                builder.feed(text);
             })?;
-            opened.found(len, newest);
             let gone = tree.abandoned();
             opened.keep(len, tree);
-            let start = newest.map_or(0, |b| b.after.min(len));
             (start, (!gone.is_empty()).then_some(gone))
         }
+    } else {
+        // No boundary in the file's end: read from its start, every boundary met starting the
+        // builder and the tree again.
+        let mut tree = super::super::chain::Tree::default();
+        let mut newest = None;
+        each_line(opened, 0, len, |text, at, after| {
+            if let Some(boundary) = transcript::boundary_line(text, at, after) {
+                newest = Some(boundary);
+                tree = super::super::chain::Tree::default();
+                builder = Builder::default();
+            } else {
+                tree.feed(text);
+                builder.feed(text);
+            }
+        })?;
+        opened.found(len, newest);
+        let gone = tree.abandoned();
+        opened.keep(len, tree);
+        let start = newest.map_or(0, |b| b.after.min(len));
+        (start, (!gone.is_empty()).then_some(gone))
     };
     // Fed already, and nothing abandoned.
     let Some(gone) = gone else {
