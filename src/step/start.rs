@@ -270,6 +270,59 @@ fn lost_in<R: std::io::Read + std::io::Seek>(reader: &mut R, len: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{DateTime, TimeZone, Utc};
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    /// A pending recovery is handed over with the boundary it follows and the model named, in
+    /// one decision; decided again on what it recorded, nothing is left to give.
+    #[test]
+    fn a_start_hands_the_pending_recovery_over_once_and_names_the_model() {
+        let stale = Duration::from_secs(3600);
+        let hand = HandOver {
+            at: t(100),
+            client_pid: Some(7),
+            boundary: Some(t(90)),
+            model: Some("claude-opus-4-6".into()),
+        };
+        let pending = Marker {
+            compactions: 1,
+            compacted_at: Some(t(0)),
+            recovery_pending: true,
+            last_checkpoint: Some("cp_001".into()),
+            ..Marker::new("s")
+        };
+        let (m, given) = decide(&pending, &hand, None, stale);
+        assert_eq!(given.as_deref(), Some("cp_001"));
+        assert!(!m.recovery_pending);
+        let receipt = m.receipt_pending.clone().expect("a receipt waits");
+        assert_eq!(
+            (receipt.checkpoint.as_str(), receipt.client_pid),
+            ("cp_001", Some(7))
+        );
+        assert_eq!(m.boundary_counted, Some(t(90)));
+        assert_eq!(m.session_model.as_deref(), Some("claude-opus-4-6"));
+        let (again, given) = decide(&m, &hand, None, stale);
+        assert_eq!(given, None);
+        assert!(!marker::worth_saving(&m, &again, REFRESH));
+        // Nothing pending: the model alone; a recovery a resume lost: handed over again.
+        let (named, given) = decide(&Marker::new("s"), &hand, None, stale);
+        assert_eq!(
+            (named.session_model.as_deref(), given),
+            (Some("claude-opus-4-6"), None)
+        );
+        let lost = receipt::Pending {
+            compaction: 1,
+            checkpoint: "cp_001".into(),
+            handed_at: t(100),
+            client_pid: None,
+        };
+        let (m, given) = decide(&again, &hand, Some(&lost), stale);
+        assert_eq!(given.as_deref(), Some("cp_001"));
+        assert_eq!(m.receipt_pending, Some(lost));
+    }
 
     #[test]
     fn a_recovery_is_lost_when_nothing_after_the_boundary_carries_it() {
