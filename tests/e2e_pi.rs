@@ -195,6 +195,11 @@ impl Rig {
 
     /// `pi --mode rpc` in the project, given `steps` (RPC commands) one at a time.
     fn drive(&self, steps: &[Value]) {
+        self.drive_with(steps, &[]);
+    }
+
+    /// [`Rig::drive`] with more variables for pi.
+    fn drive_with(&self, steps: &[Value], vars: &[(&str, &str)]) {
         let steps_file = self.path("steps.json");
         fs::write(&steps_file, Value::Array(steps.to_vec()).to_string()).unwrap();
         let events = self.path("rpc.jsonl");
@@ -210,6 +215,9 @@ impl Rig {
             .arg(&self.pi.node)
             .arg(&self.pi.cli)
             .args(["--mode", "rpc"]);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
         let out = cmd.output().unwrap();
         let stderr = fs::read_to_string(format!("{}.stderr", events.display())).unwrap_or_default();
         assert!(
@@ -397,6 +405,46 @@ fn between_tool_batches(pi: &Pi) {
         "the run goes on: {}",
         next.1
     );
+}
+
+/// The binary gone (`CTXGUARD_BIN` naming nothing): the extension does nothing, says nothing,
+/// and pi compacts as it would without it.
+fn without_the_binary(pi: &Pi) {
+    let rig = Rig::new(pi);
+    let gone = rig.path("gone/ctxguard");
+    rig.drive_with(
+        &[
+            prompt("RUN_TOOL first prompt TOKENS=1200,1200"),
+            prompt("RUN_TOOL second prompt TOKENS=33000,38000"),
+            prompt("third prompt after the compaction"),
+        ],
+        &[("CTXGUARD_BIN", gone.to_str().unwrap())],
+    );
+    let requests = rig.requests();
+    let at = first(&requests, "compaction");
+    assert!(at >= 4, "pi {}: {:?}", pi.version, kinds(&requests));
+    for (kind, body) in &requests {
+        assert!(
+            !body.contains("ctxguard"),
+            "pi {}: a {kind} request: {body}",
+            pi.version
+        );
+    }
+    assert!(!requests[at].1.contains("Additional focus"));
+}
+
+#[test]
+fn pi_0_73_1_without_the_binary_the_extension_does_nothing() {
+    if let Some(pi) = pi_073() {
+        without_the_binary(pi);
+    }
+}
+
+#[test]
+fn pi_1_6_0_without_the_binary_the_extension_does_nothing() {
+    if let Some(pi) = pi_160() {
+        without_the_binary(pi);
+    }
 }
 
 #[test]
