@@ -519,10 +519,14 @@ pub fn install(
     trust: bool,
 ) -> Result<Exit> {
     if what == Register::StatusLineOnly {
-        if client != ClientArg::ClaudeCode {
-            bail!(
-                "--statusline-only is Claude Code's: Codex and pi have no status line to register"
-            );
+        match client {
+            ClientArg::Codex => {
+                bail!("--statusline-only is Claude Code's: Codex has no status line to register")
+            }
+            ClientArg::Pi => {
+                bail!("--statusline-only is Claude Code's: pi has no status line to register")
+            }
+            ClientArg::ClaudeCode => {}
         }
         if mode == StatusLineMode::Skip {
             bail!(
