@@ -153,7 +153,8 @@ const START_SOURCE: Record<string, string> = {
 	fork: "resume",
 };
 
-/** A handler that never throws (pi reports a throw as an extension error; never needed). */
+/** A handler that never throws: pi would report it as an extension error (and a throw in
+ * `tool_call`, which is not registered, would block the tool). */
 function guarded(run: (event: any, ctx: any) => unknown) {
 	return async (event: any, ctx: any) => {
 		try {
