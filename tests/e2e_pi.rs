@@ -447,6 +447,58 @@ fn pi_1_6_0_without_the_binary_the_extension_does_nothing() {
     }
 }
 
+/// A manual compaction with instructions (`/compact keep the test results`, RPC `compact`): the
+/// summarizer's focus is the user's words, then ctxguard's facts; the checkpoint says `manual`
+/// (on 0.73, whose event has no reason, known by the instructions); the next prompt's first
+/// request carries the recovery once.
+fn manual(pi: &Pi) {
+    let rig = Rig::new(pi);
+    rig.drive(&[
+        prompt("RUN_TOOL first prompt TOKENS=1200,1200"),
+        prompt("second prompt TOKENS=1200"),
+        json!({"type": "compact", "customInstructions": "keep the test results"}),
+        prompt("third prompt after the compaction"),
+    ]);
+    let requests = rig.requests();
+    let v = pi.version;
+    let at = first(&requests, "compaction");
+    let summarizer = &requests[at].1;
+    let focus = format!("Additional focus: keep the test results\\n\\n{FACTS}");
+    assert!(summarizer.contains(&focus), "pi {v}: {summarizer}");
+    let next = requests[at..]
+        .iter()
+        .find(|(k, _)| k != "compaction")
+        .unwrap();
+    assert!(next.1.contains("third prompt after the compaction"));
+    assert_eq!(count(&next.1, RECOVERY), 1, "pi {v}: {}", next.1);
+    let triggers: Vec<String> = fs::read_dir(rig.path("state/checkpoints"))
+        .unwrap()
+        .flatten()
+        .flat_map(|session| fs::read_dir(session.path()).unwrap().flatten())
+        .filter(|cp| cp.file_name().to_string_lossy().starts_with("cp_"))
+        .filter_map(|cp| {
+            let v: Value = serde_json::from_str(&fs::read_to_string(cp.path()).ok()?).ok()?;
+            Some(v["meta"]["trigger"].as_str()?.to_string())
+        })
+        .filter(|t| !t.starts_with("end"))
+        .collect();
+    assert_eq!(triggers, ["manual"], "pi {v}");
+}
+
+#[test]
+fn pi_0_73_1_manual_compaction_the_users_words_then_the_facts() {
+    if let Some(pi) = pi_073() {
+        manual(pi);
+    }
+}
+
+#[test]
+fn pi_1_6_0_manual_compaction_the_users_words_then_the_facts() {
+    if let Some(pi) = pi_160() {
+        manual(pi);
+    }
+}
+
 #[test]
 fn pi_0_73_1_threshold_nudge_facts_and_recovery_once() {
     if let Some(pi) = pi_073() {
