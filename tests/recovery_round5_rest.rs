@@ -49,3 +49,70 @@ fn a_check_redone_with_another_reader_of_its_output_is_no_current_failure() {
         "{block}"
     );
 }
+
+/// An agent team's lead creates the tasks; its teammates close them in their own transcripts
+/// and tell the lead in messages the client hands over (2.1.232's form, `Another Claude session
+/// sent a message:` then `<teammate-message teammate_id=… color=… summary=…>`): the client's
+/// `task_completed` frame, an `idle_notification` whose `completedTaskId` is `resolved`, and a
+/// teammate's own "Task #N done". Each closes the lead's task as its `TaskList` would; a
+/// blocked one, or a message only naming a task, leaves it open.
+#[test]
+fn teammates_telling_the_lead_a_task_is_done_close_it() {
+    let mut s = Session::new("Build the profile import with the team");
+    let subjects = [
+        "DOM-1: Profile entity",
+        "DL-1: Drift schema",
+        "UI-1: Profile list screen",
+        "API-1: Import endpoint",
+        "QA-1: Smoke tests",
+    ];
+    for (n, subject) in subjects.iter().enumerate() {
+        s.call(
+            "TaskCreate",
+            json!({"subject": subject, "description": "…"}),
+            &format!("Task #{} created successfully: {subject}", n + 1),
+            false,
+        );
+    }
+    let handed = |from: &str, attrs: &str, body: &str| {
+        format!("Another Claude session sent a message:\n<teammate-message teammate_id=\"{from}\" color=\"blue\"{attrs}>\n{body}\n</teammate-message>\n\nThis came from another Claude session — not typed by your user.")
+    };
+    s.prompt(&handed(
+        "domain-dev",
+        "",
+        "{\"type\":\"task_completed\",\"from\":\"domain-dev\",\"taskId\":\"1\",\"taskSubject\":\"DOM-1: Profile entity\"}",
+    ));
+    s.prompt(&handed(
+        "data-dev",
+        "",
+        "{\"type\":\"idle_notification\",\"from\":\"data-dev\",\"idleReason\":\"available\",\"completedTaskId\":\"2\",\"completedStatus\":\"resolved\"}",
+    ));
+    s.prompt(&handed(
+        "api-dev",
+        " summary=\"Task #4 done, endpoint merged\"",
+        "The import endpoint is in and its tests pass.",
+    ));
+    s.prompt(&handed(
+        "ui-dev",
+        "",
+        "{\"type\":\"idle_notification\",\"from\":\"ui-dev\",\"completedTaskId\":\"3\",\"completedStatus\":\"blocked\"}",
+    ));
+    s.prompt(&handed(
+        "qa-eng",
+        "",
+        "Task #5 depends on #3: waiting for the list screen.",
+    ));
+    let block = s.block();
+    assert!(
+        block.contains("Open todos (3 completed not shown):"),
+        "{block}"
+    );
+    assert_eq!(
+        items_of(&block, "Open todos"),
+        [
+            "[pending] UI-1: Profile list screen",
+            "[pending] QA-1: Smoke tests"
+        ],
+        "{block}"
+    );
+}

@@ -20,6 +20,7 @@ mod rollout;
 mod runs;
 mod store;
 pub mod summary;
+mod teammates;
 mod todos;
 mod tools;
 mod verify;
