@@ -6,7 +6,8 @@
 use serde_json::json;
 
 use crate::recovery_classes::Session;
-use crate::recovery_round5::items_of;
+use crate::recovery_round5::{ask_user, items_of};
+use crate::util::*;
 
 /// A pipeline is the check its first stage runs. Its reader failing (an interpreter given its
 /// program inline, as `… | python3 -c "…"` whose interpreter is not installed, exit 126) is
@@ -113,6 +114,96 @@ fn teammates_telling_the_lead_a_task_is_done_close_it() {
             "[pending] UI-1: Profile list screen",
             "[pending] QA-1: Smoke tests"
         ],
+        "{block}"
+    );
+}
+
+/// `s` compacted twice in one state directory: at its `boundary`-th line (before the boundary's
+/// time), then at its end. The second block.
+fn second_block(s: &Session, boundary: usize) -> String {
+    let env = TestEnv::new();
+    let run = |lines: &[String], secs: i64| {
+        let path = env.write("t.jsonl", &(lines.join("\n") + "\n"));
+        let mut payload = precompact_payload(SESSION, &path, "auto", json!(""));
+        payload["cwd"] = json!("/work/app");
+        assert_eq!(
+            env.run_at(secs, &["precompact"], payload.to_string()).code,
+            0
+        );
+        let start = sessionstart_payload(SESSION, "compact", "/work/app").to_string();
+        decode_block(&env.run_at(secs, &["sessionstart"], start).stdout)
+    };
+    run(&s.lines[..boundary], -3590);
+    let block = run(&s.lines, 0);
+    assert!(block.contains("compaction #2"), "{block}");
+    block
+}
+
+fn boundary(s: &mut Session) -> usize {
+    let at = s.at();
+    s.lines.push(
+        json!({"type": "system", "subtype": "compact_boundary", "timestamp": at,
+               "compactMetadata": {"trigger": "auto", "preTokens": 160_000}})
+        .to_string(),
+    );
+    s.lines.len() - 1
+}
+
+/// A decision made before an earlier compaction still holds at the next one: the resuming agent
+/// must not ask again. It stays, older than the decisions made since, unless the user answered
+/// the same question again (the newer answer only) or a new plan replaced the one approved.
+#[test]
+fn decisions_made_before_an_earlier_compaction_are_carried_while_they_apply() {
+    let mut s = Session::new("Move the exporter to the new storage layer");
+    ask_user(
+        &mut s,
+        &[
+            ("Which storage backend?", &["SQLite", "Postgres"]),
+            ("Keep the v1 endpoint?", &["Yes", "No"]),
+        ],
+        &[
+            ("Which storage backend?", "Postgres"),
+            ("Keep the v1 endpoint?", "Yes"),
+        ],
+        &[],
+    );
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Exporter on Postgres\n\n## 1. Schema\n## 2. Writer"}),
+        "User has approved your plan. You can now start coding.",
+        false,
+    );
+    let at = boundary(&mut s);
+    s.prompt("Go on with the writer");
+    ask_user(
+        &mut s,
+        &[("Keep the v1 endpoint?", &["Yes", "No"])],
+        &[("Keep the v1 endpoint?", "No, drop it in this release")],
+        &[],
+    );
+    let block = second_block(&s, at);
+    assert_eq!(
+        items_of(&block, "The user's decisions"),
+        [
+            "Keep the v1 endpoint? → No, drop it in this release",
+            "The plan written in plan mode → approved",
+            "Which storage backend? → Postgres",
+        ],
+        "{block}"
+    );
+
+    // A plan of its own since: the approval was of the plan before it.
+    s.call(
+        "ExitPlanMode",
+        json!({"plan": "# Drop v1\n\n## 1. Remove the routes\n## 2. Changelog"}),
+        "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        true,
+    );
+    let block = second_block(&s, at);
+    assert!(
+        !items_of(&block, "The user's decisions")
+            .iter()
+            .any(|d| d.contains("plan mode")),
         "{block}"
     );
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::asks;
+use super::{asks, MAX_DECISIONS};
 use crate::text::{cut, sanitize};
 
 /// A decision's question, at most (the answer is what must survive).
@@ -108,6 +108,25 @@ fn decision(question: &str, answer: &str, notes: Option<&str>) -> Option<String>
     })
 }
 
+/// The decisions a checkpoint keeps at a later compaction, oldest first: the ones the previous
+/// checkpoint kept that still apply, then those of the part read since. A decision still
+/// applies unless the user has since answered the same question again (the newer answer wins)
+/// or, for a plan's approval, a plan of the part read replaced the approved one (`plan_carried`:
+/// the previous plan is still the plan). The newest [`MAX_DECISIONS`] stay.
+pub fn carried_decisions(previous: &[String], read: &[String], plan_carried: bool) -> Vec<String> {
+    let question = |d: &str| d.split_once(" → ").map_or(d, |(q, _)| q).to_string();
+    let answered: Vec<String> = read.iter().map(|d| question(d)).collect();
+    let mut out: Vec<String> = previous
+        .iter()
+        .filter(|d| !answered.contains(&question(d)))
+        .filter(|d| plan_carried || *d != PLAN_DECISION)
+        .cloned()
+        .collect();
+    out.extend(read.iter().cloned());
+    let skip = out.len().saturating_sub(MAX_DECISIONS);
+    out.into_iter().skip(skip).collect()
+}
+
 /// Whether an `ExitPlanMode` result's text says the user approved the plan.
 pub(super) fn plan_approved(text: &str) -> bool {
     text.trim_start().starts_with(PLAN_APPROVED)
@@ -131,5 +150,31 @@ mod tests {
         let refused =
             r#"{"type":"user","toolUseResult":"Error: The user doesn't want to proceed"}"#;
         assert!(in_line(refused).is_empty());
+    }
+
+    #[test]
+    fn a_decision_from_before_an_earlier_compaction_stays_until_it_is_made_again() {
+        let d = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let previous = d(&["Which database? → Postgres", PLAN_DECISION, "Squash? → yes"]);
+        // Kept, older than the part read's; the same question answered again, only anew.
+        assert_eq!(
+            carried_decisions(&previous, &d(&["Squash? → no, keep the commits"]), true),
+            [
+                "Which database? → Postgres",
+                PLAN_DECISION,
+                "Squash? → no, keep the commits"
+            ]
+        );
+        // A plan of its own in the part read: the earlier approval was of another plan.
+        assert_eq!(
+            carried_decisions(&previous, &[], false),
+            ["Which database? → Postgres", "Squash? → yes"]
+        );
+        // The newest four.
+        let read = d(&["A? → 1", "B? → 2", "C? → 3"]);
+        assert_eq!(
+            carried_decisions(&previous, &read, true),
+            ["Squash? → yes", "A? → 1", "B? → 2", "C? → 3"]
+        );
     }
 }

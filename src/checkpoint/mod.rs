@@ -35,6 +35,7 @@ use crate::files;
 
 pub use asks::is_acknowledgement;
 pub use build::{clean_prompt, same_ask, Reading};
+pub use decisions::carried_decisions;
 pub(crate) use prs::acted_on as pr_acted_on;
 pub(crate) use prs::remember as remember_pr;
 pub use rollout::is_codex_text;
