@@ -1,7 +1,7 @@
 //! What issue 43's held-back sessions still lost after its first fixes, each through the binary
 //! on invented text of the real records' form: a failure redone by the same check with another
-//! reader of its output, teammates' completion messages, and decisions from before an earlier
-//! compaction.
+//! reader of its output, teammates' completion messages, decisions from before an earlier
+//! compaction, and a forked Codex session's branch.
 
 use serde_json::json;
 
@@ -206,4 +206,37 @@ fn decisions_made_before_an_earlier_compaction_are_carried_while_they_apply() {
             .any(|d| d.contains("plan mode")),
         "{block}"
     );
+}
+
+/// A forked Codex session (a subagent's, 0.118's form: its own `session_meta` first, with
+/// `forked_from_id`, then its parent's history copied, the parent's `session_meta` too): the
+/// branch is the session's own, not the parent's written after it.
+#[test]
+fn a_forked_codex_session_works_on_its_own_branch() {
+    let own = "019d7e2f-0000-7000-8000-000000000043";
+    let parent = "019d7d08-0000-7000-8000-000000000042";
+    let meta = |id: &str, branch: &str, at: &str| {
+        json!({"timestamp": at, "type": "session_meta",
+               "payload": {"id": id, "timestamp": at, "cwd": "/work/app", "originator": "codex-tui",
+                           "cli_version": "0.118.0",
+                           "git": {"commit_hash": "4b63c50a", "branch": branch}}})
+    };
+    let mut first = meta(own, "feat/rewrite", "2026-04-11T20:15:02.723Z");
+    first["payload"]["forked_from_id"] = json!(parent);
+    let lines = [
+        first,
+        meta(parent, "trunk-copy", "2026-04-11T14:53:07.660Z"),
+        json!({"timestamp": "2026-04-11T20:15:03.000Z", "type": "response_item",
+               "payload": {"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "Review the sync planner for races"}]}}),
+    ]
+    .map(|l| l.to_string());
+    let env = TestEnv::new();
+    let path = env.write(
+        &format!("rollout-2026-04-11T20-15-02-{own}.jsonl"),
+        &(lines.join("\n") + "\n"),
+    );
+    let block = crate::codex_code_mode::recovery_block(&path, "/work/app");
+    assert!(block.contains("branch feat/rewrite"), "{block}");
+    assert!(!block.contains("trunk-copy"), "{block}");
 }
