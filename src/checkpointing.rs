@@ -473,7 +473,7 @@ const CARRIED_FILES: usize = 30;
 
 /// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
 /// was read from the part of the transcript after it: the session's goal, the asks (the previous
-/// ones become earlier asks), the user's decisions that still apply, the open tasks when this
+/// ones become earlier asks), the user's decisions that still stand, the open tasks when this
 /// part changed none, the last verification when this part ran none, the pull requests and the
 /// modified files. `store` is the client's own task store, when it keeps one: then it decides
 /// which tasks are open.
@@ -486,7 +486,8 @@ fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Opti
             cp.verification.clone_from(&prev.verification);
         }
         let plan_carried = cp.plan.is_none() && cp.plan_file.is_none();
-        cp.decisions = checkpoint::carried_decisions(&prev.decisions, &cp.decisions, plan_carried);
+        let before = [prev.earlier_decisions.as_slice(), &prev.decisions].concat();
+        cp.earlier_decisions = checkpoint::carried_decisions(&before, &cp.decisions, plan_carried);
         if plan_carried {
             cp.plan.clone_from(&prev.plan);
             cp.plan_file.clone_from(&prev.plan_file);

@@ -108,21 +108,24 @@ fn decision(question: &str, answer: &str, notes: Option<&str>) -> Option<String>
     })
 }
 
-/// The decisions a checkpoint keeps at a later compaction, oldest first: the ones the previous
-/// checkpoint kept that still apply, then those of the part read since. A decision still
-/// applies unless the user has since answered the same question again (the newer answer wins)
-/// or, for a plan's approval, a plan of the part read replaced the approved one (`plan_carried`:
-/// the previous plan is still the plan). The newest [`MAX_DECISIONS`] stay.
+/// The decisions made before the part read that still stand, oldest first (`previous`: the
+/// previous checkpoint's earlier decisions, then its own). A decision still stands unless the
+/// user answered the same question again since (the newer answer wins: in `read`, or later in
+/// `previous`) or, for a plan's approval, a plan of the part read replaced the approved one
+/// (`plan_carried`: the previous plan is still the plan). The newest [`MAX_DECISIONS`] stay.
 pub fn carried_decisions(previous: &[String], read: &[String], plan_carried: bool) -> Vec<String> {
     let question = |d: &str| d.split_once(" → ").map_or(d, |(q, _)| q).to_string();
-    let answered: Vec<String> = read.iter().map(|d| question(d)).collect();
-    let mut out: Vec<String> = previous
-        .iter()
-        .filter(|d| !answered.contains(&question(d)))
-        .filter(|d| plan_carried || *d != PLAN_DECISION)
-        .cloned()
-        .collect();
-    out.extend(read.iter().cloned());
+    let mut out: Vec<String> = Vec::new();
+    for (n, d) in previous.iter().enumerate() {
+        let asked = question(d);
+        let again = read
+            .iter()
+            .chain(&previous[n + 1..])
+            .any(|l| question(l) == asked);
+        if !again && (plan_carried || d != PLAN_DECISION) {
+            out.push(d.clone());
+        }
+    }
     let skip = out.len().saturating_sub(MAX_DECISIONS);
     out.into_iter().skip(skip).collect()
 }
@@ -153,28 +156,24 @@ mod tests {
     }
 
     #[test]
-    fn a_decision_from_before_an_earlier_compaction_stays_until_it_is_made_again() {
+    fn a_decision_from_before_an_earlier_compaction_stands_until_it_is_made_again() {
         let d = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let previous = d(&["Which database? → Postgres", PLAN_DECISION, "Squash? → yes"]);
-        // Kept, older than the part read's; the same question answered again, only anew.
+        // The same question answered again since: only the newer answer, not carried.
         assert_eq!(
             carried_decisions(&previous, &d(&["Squash? → no, keep the commits"]), true),
-            [
-                "Which database? → Postgres",
-                PLAN_DECISION,
-                "Squash? → no, keep the commits"
-            ]
+            ["Which database? → Postgres", PLAN_DECISION]
         );
         // A plan of its own in the part read: the earlier approval was of another plan.
         assert_eq!(
             carried_decisions(&previous, &[], false),
             ["Which database? → Postgres", "Squash? → yes"]
         );
-        // The newest four.
-        let read = d(&["A? → 1", "B? → 2", "C? → 3"]);
+        // Answered twice before: the newer. At most four, the newest.
+        let previous = d(&["A? → 1", "B? → 2", "A? → 3", "C? → 4", "D? → 5", "E? → 6"]);
         assert_eq!(
-            carried_decisions(&previous, &read, true),
-            ["Squash? → yes", "A? → 1", "B? → 2", "C? → 3"]
+            carried_decisions(&previous, &[], true),
+            ["A? → 3", "C? → 4", "D? → 5", "E? → 6"]
         );
     }
 }
