@@ -214,7 +214,8 @@ fn decisions_made_before_an_earlier_compaction_are_carried_while_they_apply() {
 
 /// A forked Codex session (a subagent's, 0.118's form: its own `session_meta` first, with
 /// `forked_from_id`, then its parent's history copied, the parent's `session_meta` too): the
-/// branch is the session's own, not the parent's written after it.
+/// branch is the session's own, not the parent's written after it, which counts only when the
+/// session's own names none.
 #[test]
 fn a_forked_codex_session_works_on_its_own_branch() {
     let own = "019d7e2f-0000-7000-8000-000000000043";
@@ -243,4 +244,19 @@ fn a_forked_codex_session_works_on_its_own_branch() {
     let block = crate::codex_code_mode::recovery_block(&path, "/work/app");
     assert!(block.contains("branch feat/rewrite"), "{block}");
     assert!(!block.contains("trunk-copy"), "{block}");
+
+    // Forked in the IDE, its own `session_meta` with no branch: the parent's is where it was made.
+    let mut lines = lines;
+    let mut own_meta: serde_json::Value = serde_json::from_str(&lines[0]).expect("json");
+    own_meta["payload"]
+        .as_object_mut()
+        .expect("payload")
+        .remove("git");
+    lines[0] = own_meta.to_string();
+    let path = env.write(
+        &format!("rollout-2026-04-11T20-15-02-{own}.jsonl"),
+        &(lines.join("\n") + "\n"),
+    );
+    let block = crate::codex_code_mode::recovery_block(&path, "/work/app");
+    assert!(block.contains("branch trunk-copy"), "{block}");
 }

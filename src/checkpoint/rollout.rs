@@ -82,8 +82,9 @@ struct Feeder {
     /// A user message wholly in a tag, waiting for the `user_message` event that would show the
     /// user sent it.
     tagged: Option<String>,
-    /// The session's id, from its first `session_meta`: a forked session's rollout (a subagent's)
-    /// copies its parent's history after its own, the parent's `session_meta` (its branch) too.
+    /// The session's id, from its first `session_meta`: a forked session's rollout (a subagent's,
+    /// a conversation forked in the IDE) copies its parent's history after its own, the parent's
+    /// `session_meta` (its branch then) too.
     session: Option<String>,
 }
 
@@ -241,8 +242,13 @@ impl Feeder {
                 id, cwd, branch, ..
             } => {
                 match (&self.session, id) {
-                    // Another session's, copied into this rollout: not where this one runs.
-                    (Some(own), Some(id)) if *own != id => {}
+                    // The parent's, copied into a fork's rollout: where the fork was made, so
+                    // its branch only while the session's own named none.
+                    (Some(own), Some(id)) if *own != id => {
+                        if self.builder.branch().is_none() {
+                            self.builder.place(None, branch.as_deref());
+                        }
+                    }
                     (own, id) => {
                         if own.is_none() {
                             self.session = id;
@@ -402,7 +408,8 @@ fn feed_lines<R: Read>(
 
 /// The head of a rollout: every line until the session's first ask, then only its
 /// `session_meta` lines (Codex writes one again at each resume, with the branch then): the
-/// newest of the session's own (not a parent's a fork copied) gives its branch and directory.
+/// newest of the session's own gives its branch and directory (a parent's, copied into a fork,
+/// only a branch the session's own did not name).
 fn head_lines<R: Read>(feeder: &mut Feeder, reader: R, limit: u64) -> io::Result<()> {
     let mut lines = LineReader::new(reader.take(limit), MAX_LINE);
     while let Some(line) = lines.next_line()? {
