@@ -41,6 +41,10 @@ pub struct Env {
     pub client_config_dir: Option<PathBuf>,
     /// `CODEX_HOME`: where Codex keeps its state instead of `~/.codex`.
     pub codex_home_var: Option<PathBuf>,
+    /// `PI_CODING_AGENT_DIR`: where pi keeps its state instead of `~/.pi/agent`.
+    pub pi_agent_dir_var: Option<PathBuf>,
+    /// `PI_CODING_AGENT_SESSION_DIR`: where pi keeps its sessions instead.
+    pub pi_session_dir_var: Option<PathBuf>,
     /// `CLAUDE_PID`: the running client, whose command line may hold `--autocompact N`.
     pub client_pid: Option<u32>,
     /// Nobody is at the keyboard: `-p` or the SDK (`CLAUDE_CODE_SESSION_ATTENDED=0`, or an
@@ -77,6 +81,8 @@ impl Env {
                 || var("CLAUDE_CODE_ENTRYPOINT").is_some_and(|v| v.trim().starts_with("sdk")),
             client_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             codex_home_var: var("CODEX_HOME").map(PathBuf::from),
+            pi_agent_dir_var: var("PI_CODING_AGENT_DIR").map(PathBuf::from),
+            pi_session_dir_var: var("PI_CODING_AGENT_SESSION_DIR").map(PathBuf::from),
             now: var("CTXGUARD_NOW")
                 .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
                 .map(|t| t.with_timezone(&Utc)),

@@ -100,6 +100,17 @@ where
     Ok(serde_json::Value::deserialize(d)?.as_f64())
 }
 
+/// A positive whole number of tokens; anything else (0, negative, fractional, a string, null,
+/// missing) is `None`, never an error.
+fn positive_tokens<'de, D>(d: D) -> std::result::Result<Option<u64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(serde_json::Value::deserialize(d)?
+        .as_u64()
+        .filter(|t| *t > 0))
+}
+
 /// A model id: a string, or an object's `id`; anything else is empty.
 fn model_id<'de, D>(d: D) -> std::result::Result<String, D::Error>
 where
@@ -127,22 +138,54 @@ where
     Ok(object_or_null(d)?.unwrap_or_default())
 }
 
-/// The coding agent a hook runs for. One binary serves both: a payload tells them apart by its
-/// transcript, which Codex names `rollout-<time>-<id>.jsonl` (Claude Code names it after the
-/// session id), so nothing in the registration has to say it.
+/// The name of ctxguard's copy of a pi session in Claude Code's transcript form
+/// (`crate::pi::shadow`).
+pub const PI_COPY_NAME: &str = "pi-transcript.jsonl";
+
+/// Is `name` a pi session file's name: `<ISO time with : and . as ->_<id>.jsonl`
+/// (`2026-12-01T21-55-55-409Z_01a2339b-7390-72d2-9bf7-8ed8a20a51ce.jsonl`)?
+pub fn is_pi_session_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".jsonl") else {
+        return false;
+    };
+    let Some((time, id)) = stem.split_once('_') else {
+        return false;
+    };
+    let b = time.as_bytes();
+    b.len() == 24
+        && b[10] == b'T'
+        && b[23] == b'Z'
+        && b[..23].iter().enumerate().all(|(i, c)| match i {
+            4 | 7 | 13 | 16 | 19 => *c == b'-',
+            10 => true,
+            _ => c.is_ascii_digit(),
+        })
+        && !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
+}
+
+/// The coding agent a hook runs for. One binary serves all three: a payload tells them apart by
+/// its transcript, which Codex names `rollout-<time>-<id>.jsonl`, pi `<time>_<id>.jsonl` (and
+/// ctxguard's copy of a pi session in Claude Code's form is `pi-transcript.jsonl`; Claude Code
+/// names it after the session id), so nothing in the registration has to say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Client {
     #[default]
     ClaudeCode,
     Codex,
+    Pi,
 }
 
 impl Client {
-    /// The client whose transcript is at `path`: Codex for a rollout file.
+    /// The client whose transcript is at `path`: Codex for a rollout file, pi for its session
+    /// file or ctxguard's copy of one.
     pub fn of_transcript(path: &str) -> Client {
         let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
         if name.starts_with("rollout-") && name.ends_with(".jsonl") {
             Client::Codex
+        } else if name == PI_COPY_NAME || is_pi_session_name(name) {
+            Client::Pi
         } else {
             Client::ClaudeCode
         }
@@ -185,6 +228,10 @@ pub struct HookInput {
     /// to the transcript yet.
     #[serde(deserialize_with = "lenient_text")]
     pub last_assistant_message: String,
+    /// pi (its extension's payload): the model's context window, which only pi knows for a
+    /// model it ships.
+    #[serde(deserialize_with = "positive_tokens")]
+    pub context_window: Option<u64>,
     /// `Stop`: the turn already goes on because a Stop hook blocked it once.
     #[serde(deserialize_with = "null_default")]
     pub stop_hook_active: bool,

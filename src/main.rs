@@ -51,6 +51,7 @@ mod marker;
 mod memory;
 mod nudge;
 mod paths;
+mod pi;
 mod precomputed;
 mod process;
 mod program;

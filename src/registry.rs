@@ -331,6 +331,7 @@ mod tests {
             "the state and its texts",
             &["daily_log", "marker", "recovery", "settings", "tasks"],
         ),
+        ("the third client's files", &["pi"]),
         ("what the state tells", &["facts", "index", "summary_facts"]),
         ("the state kept", &["memory", "retention"]),
         (

@@ -498,8 +498,7 @@ pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Resu
         .then(|| receipt::since_handover(&peeked, &input.transcript_path))
         .flatten()
         .filter(|seen| receipt::is_of(seen, &peeked));
-    let mut ctx = Context::new(config, env, paths, &input.cwd);
-    ctx.client = input.client();
+    let mut ctx = Context::for_hook(config, env, paths, input);
     let version = reading.as_ref().and_then(|r| r.client_version.clone());
     ctx.client_version = version.as_deref();
     let seen = Seen {

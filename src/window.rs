@@ -45,6 +45,10 @@ pub enum WindowSource {
     CodexConfig,
     /// The window of Codex's own models (272k), before the rollout reports one.
     CodexDefault,
+    /// The model's `contextWindow`, as pi's extension reported it.
+    PiReported,
+    /// The model's `contextWindow` in pi's `models.json` (128k for a custom model without one).
+    PiModels,
     Learned,
     Model,
     Usage,
@@ -64,6 +68,10 @@ impl WindowSource {
             }
             WindowSource::CodexDefault => {
                 "the window of Codex's own models (272k), until its rollout reports one"
+            }
+            WindowSource::PiReported => "the model's contextWindow, reported by pi",
+            WindowSource::PiModels => {
+                "the model's contextWindow in pi's models.json (128k when a custom model sets none)"
             }
             WindowSource::Learned => "learned from an earlier status line for this model",
             WindowSource::Model => "known for this model",
@@ -98,6 +106,8 @@ pub enum CompactSource {
     Reactive(String),
     /// Codex's own default: 90% of the model's window.
     CodexDefault,
+    /// pi's: the window less `compaction.reserveTokens` (where it was set, or pi's default).
+    Pi(String),
 }
 
 impl CompactSource {
@@ -117,6 +127,7 @@ impl CompactSource {
                  smallest reply: Claude Code compacts {model} only then, not at a threshold"
             ),
             CompactSource::CodexDefault => "90% of the model's window (Codex's default)".into(),
+            CompactSource::Pi(reserve) => format!("the window less pi's reserveTokens ({reserve})"),
         }
     }
 
@@ -323,115 +334,13 @@ pub fn limits(window: u64, policy: &Policy, facts: &CompactFacts) -> (Limits, Co
     (limits, source)
 }
 
-/// What is known about a Codex session's compaction: the window Codex reported in its rollout
-/// (`model_context_window`, the share of the model's window it lets a conversation use) and its
-/// `config.toml`'s `model_context_window` and `model_auto_compact_token_limit`, each with where
-/// it was set.
-#[derive(Debug, Clone, Default)]
-pub struct CodexFacts {
-    pub reported: Option<u64>,
-    pub window: Option<(u64, String)>,
-    pub limit: Option<(u64, String)>,
-}
+mod clients;
 
-/// The share of the model's window Codex reports as `model_context_window` (its default
-/// `effective_context_window_percent`).
-pub const CODEX_EFFECTIVE_PCT: u64 = 95;
-
-/// The window of the models Codex 0.169.0 bundles (all but two of its twelve): what a session's
-/// first tool call is judged against, before any response has reported a window.
-const CODEX_DEFAULT_WINDOW: u64 = 272_000;
-
-/// Where Codex compacts, as it decides (0.169.0 to 0.171.0, read in its source and measured):
-/// the model's window is `model_context_window` from `config.toml` when set (Codex puts it in
-/// place of every model's own window), else the model's; Codex counts the context against 95%
-/// of it (`effective_context_window_percent`, what its rollout reports as
-/// `model_context_window`), and compacts at its auto-compact limit: 90% of the model's window
-/// unless `model_auto_compact_token_limit` sets a lower one (a higher one is capped at 90%).
-///
-/// One rule, so every command gives one figure: the window shown is always that effective
-/// window. With a configured window it is 95% of it, whatever an older rollout line reported
-/// (written before the file changed: Codex reads it again at each start and resume); without
-/// one, the window the rollout reported; before any report, that of Codex's own models
-/// ([`CODEX_DEFAULT_WINDOW`]).
-pub fn codex_limits(facts: &CodexFacts, policy: &Policy) -> Option<(Limits, CompactSource)> {
-    let configured = facts.window.as_ref().map(|(w, _)| *w).filter(|w| *w > 0);
-    let model_window = configured
-        .or_else(|| {
-            facts
-                .reported
-                .map(|r| (r * 100).div_ceil(CODEX_EFFECTIVE_PCT))
-        })
-        .unwrap_or(CODEX_DEFAULT_WINDOW);
-    if model_window == 0 {
-        return None;
-    }
-    let effective = model_window * CODEX_EFFECTIVE_PCT / 100;
-    let shown = match configured {
-        Some(_) => effective,
-        None => facts.reported.unwrap_or(effective),
-    };
-    let default = model_window * 9 / 10;
-    let (compact_at, source) = match &facts.limit {
-        Some((limit, origin)) if *limit > 0 && *limit < default => {
-            (*limit, CompactSource::Setting(origin.clone()))
-        }
-        _ => (default, CompactSource::CodexDefault),
-    };
-    let limits = Limits::compute(shown, policy).compacting_at(compact_at, policy);
-    Some((limits, source))
-}
+pub use clients::*;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn codex_compacts_at_its_limit_or_at_90_percent_of_the_model_window() {
-        let policy = Policy::default();
-        // The recorded run: a 100k window reported as 95k, a limit of 20k.
-        let facts = CodexFacts {
-            reported: Some(95_000),
-            window: None,
-            limit: Some((
-                20_000,
-                "model_auto_compact_token_limit in config.toml".into(),
-            )),
-        };
-        let (limits, source) = codex_limits(&facts, &policy).unwrap();
-        assert_eq!((limits.window, limits.compact_at), (95_000, 20_000));
-        assert!(matches!(source, CompactSource::Setting(_)));
-        // No limit: 90% of the model's window (272k reported as 258.4k).
-        let facts = CodexFacts {
-            reported: Some(258_400),
-            ..CodexFacts::default()
-        };
-        let (limits, source) = codex_limits(&facts, &policy).unwrap();
-        assert_eq!(limits.compact_at, 244_800);
-        assert_eq!(limits.trigger_at, 244_800 - policy.headroom_tokens);
-        assert_eq!(source, CompactSource::CodexDefault);
-        // A limit above 90% is capped there; a configured window wins over the reported one.
-        let facts = CodexFacts {
-            reported: Some(258_400),
-            window: Some((200_000, "model_context_window in config.toml".into())),
-            limit: Some((250_000, "x".into())),
-        };
-        let (limits, source) = codex_limits(&facts, &policy).unwrap();
-        assert_eq!((limits.window, limits.compact_at), (190_000, 180_000));
-        assert_eq!(source, CompactSource::CodexDefault);
-        // A configured window wins over a smaller one an older rollout line reported: the
-        // window shown is 95% of it, never the report next to the configured point.
-        let facts = CodexFacts {
-            reported: Some(95_000),
-            window: Some((200_000, "model_context_window in config.toml".into())),
-            limit: None,
-        };
-        let (limits, _) = codex_limits(&facts, &policy).unwrap();
-        assert_eq!((limits.window, limits.compact_at), (190_000, 180_000));
-        // Nothing known yet (a session's first tool call): Codex's own models' window.
-        let (limits, _) = codex_limits(&CodexFacts::default(), &policy).unwrap();
-        assert_eq!((limits.window, limits.compact_at), (258_400, 244_800));
-    }
 
     #[test]
     fn a_1m_hint_for_the_same_model_wins_over_the_transcripts_id() {

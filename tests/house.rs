@@ -263,7 +263,11 @@ fn no_fixture_names_a_public_repository_as_its_source() {
         })
     };
     let mut repos = std::collections::BTreeSet::new();
-    for manifest in ["bench/sessions/MANIFEST.tsv", "bench/codex_rollouts.tsv"] {
+    for manifest in [
+        "bench/sessions/MANIFEST.tsv",
+        "bench/codex_rollouts.tsv",
+        "bench/pi_sessions.tsv",
+    ] {
         let text = fs::read_to_string(root.join(manifest)).unwrap();
         // The column headed `repo` (a header row, or a comment row of column names).
         let column = text

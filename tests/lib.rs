@@ -29,6 +29,8 @@ mod install_codex;
 mod lifecycle;
 mod manual;
 mod outside_files;
+mod pi;
+mod pi_real;
 mod plugin;
 #[cfg(unix)]
 mod plugin_cli;

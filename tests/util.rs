@@ -110,6 +110,7 @@ impl TestEnv {
             if key.starts_with("CTXGUARD_")
                 || key.starts_with("CLAUDE_")
                 || key.starts_with("CODEX_")
+                || key.starts_with("PI_")
                 || key == "NO_COLOR"
             {
                 cmd.env_remove(key);
@@ -126,6 +127,9 @@ impl TestEnv {
                 "codex",
                 "codex.exe",
                 "codex.cmd",
+                "pi",
+                "pi.exe",
+                "pi.cmd",
             ]
             .iter()
             .any(|name| dir.join(name).is_file())

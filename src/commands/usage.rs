@@ -51,6 +51,12 @@ pub fn run(
 ) -> Result<Exit> {
     let (env, paths, config) = crate::commands::setup()?;
     let codex = crate::rollout::is_rollout(path);
+    // A pi session is read through its copy in a transcript's form, as the hooks read it.
+    let pi = crate::pi::shadow::is_pi_source(&path.to_string_lossy())
+        .then(|| crate::pi::shadow::temporary(path))
+        .transpose()?;
+    let shown = path;
+    let path = pi.as_ref().map_or(path, |c| c.path.as_path());
     let scan = if codex {
         crate::rollout::tail_usage(path)?
     } else {
@@ -60,7 +66,7 @@ pub fn run(
         eprintln!(
             "warning: no usage found in the last {} MiB of {}; giving up",
             transcript::MAX_SCAN >> 20,
-            path.display()
+            shown.display()
         );
     }
     // Claude Code names a transcript after its session: what the hooks know of this session
@@ -70,12 +76,10 @@ pub fn run(
     let marker = path
         .file_stem()
         .and_then(|s| s.to_str())
-        .map(|stem| {
-            if codex {
-                crate::rollout::session_id_of(stem)
-            } else {
-                stem
-            }
+        .map(|stem| match &pi {
+            Some(copy) => copy.session_id.as_str(),
+            None if codex => crate::rollout::session_id_of(stem),
+            None => stem,
         })
         .and_then(|id| Store::new(&paths, id).peek().ok().flatten())
         .unwrap_or_default();
@@ -84,7 +88,11 @@ pub fn run(
         ..config
     };
     // The client's settings for the directory `usage` runs in, as the hooks read them.
-    let here = std::env::current_dir().ok();
+    // pi's: the session's own directory, whose `.pi/settings.json` pi reads.
+    let here = match &pi {
+        Some(copy) if !copy.cwd.is_empty() => Some(std::path::PathBuf::from(&copy.cwd)),
+        _ => std::env::current_dir().ok(),
+    };
     let ctx = Context {
         config: &config,
         env: &env,
@@ -94,9 +102,12 @@ pub fn run(
         client_version: scan.version.as_deref(),
         client: if codex {
             Client::Codex
+        } else if pi.is_some() {
+            Client::Pi
         } else {
             Client::ClaudeCode
         },
+        pi_window: None,
     };
     let resolved = facts::resolve(
         &ctx,
@@ -108,7 +119,7 @@ pub fn run(
     let limits = resolved.limits;
     let window = limits.window;
     let report = UsageReport {
-        transcript: path.display().to_string(),
+        transcript: shown.display().to_string(),
         tokens: scan.tokens,
         window,
         percent: scan.tokens.map(|t| percent(t, window)),

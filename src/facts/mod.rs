@@ -35,6 +35,11 @@ fn learned_path(paths: &Paths) -> PathBuf {
     paths.root().join("models.json")
 }
 
+/// The key a pi model's window is learned under (`pi:provider/id`): never a Claude Code model's.
+pub fn learned_key(pi_model: &str) -> String {
+    format!("pi:{pi_model}")
+}
+
 /// Windows status lines reported, by model id.
 pub fn learned(paths: &Paths) -> BTreeMap<String, u64> {
     files::read_state_file_in(paths.root(), &learned_path(paths), "learned windows")
@@ -109,6 +114,8 @@ pub struct Context<'a> {
     pub client_version: Option<&'a str>,
     /// The coding agent the session runs in: Codex's compaction follows its own rules.
     pub client: Client,
+    /// The window pi's extension reported with the hook (the model's `contextWindow`).
+    pub pi_window: Option<u64>,
 }
 
 impl<'a> Context<'a> {
@@ -122,7 +129,21 @@ impl<'a> Context<'a> {
             flag: None,
             client_version: None,
             client: Client::ClaudeCode,
+            pi_window: None,
         }
+    }
+
+    /// The context of the hook `input` runs for: its session's directory and client.
+    pub fn for_hook(
+        config: &'a Config,
+        env: &'a Env,
+        paths: &'a Paths,
+        input: &'a crate::input::HookInput,
+    ) -> Context<'a> {
+        let mut ctx = Context::new(config, env, paths, &input.cwd);
+        ctx.client = input.client();
+        ctx.pi_window = input.context_window;
+        ctx
     }
 }
 
@@ -246,6 +267,15 @@ pub fn resolve(
     tokens: Option<u64>,
 ) -> Resolved {
     let model = model.or(marker.model.as_deref());
+    if ctx.client == Client::Pi {
+        let facts = pi_facts(
+            ctx.env,
+            ctx.project,
+            model,
+            ctx.pi_window.or(marker.reported_window),
+        );
+        return resolve_pi(ctx.config, &facts);
+    }
     if ctx.client == Client::Codex {
         let facts = codex_facts(ctx.env, reported.or(marker.reported_window));
         if let Some(resolved) = resolve_codex(ctx.config, &facts) {
@@ -254,6 +284,61 @@ pub fn resolve(
     }
     let gathered = gather(ctx, model);
     resolve_with(ctx.config, marker, model, reported, tokens, &gathered)
+}
+
+/// What pi's files tell about a session on `model` (`provider/id`) in `project`: the window
+/// the extension reported, else the model's in `models.json`, else the one pi's extension
+/// reported for the model in an earlier session ([`learned`]), else the default (a model pi
+/// ships has its window in pi's registry only: Claude Code's table of windows is not pi's,
+/// which gives `claude-opus-4-6` 1M); and its compaction settings.
+pub fn pi_facts(
+    env: &Env,
+    project: Option<&Path>,
+    model: Option<&str>,
+    reported: Option<u64>,
+) -> window::PiFacts {
+    let agent_dir = crate::pi::config::agent_dir_of(env);
+    let window = reported
+        .filter(|w| *w > 0)
+        .map(|w| (w, WindowSource::PiReported))
+        .or_else(|| {
+            let found = crate::pi::config::model_window(agent_dir.as_deref()?, model?)?;
+            Some((found, WindowSource::PiModels))
+        })
+        .or_else(|| {
+            let paths = env.paths().ok()?;
+            let w = learned(&paths).get(&learned_key(model?)).copied()?;
+            Some((w, WindowSource::Learned))
+        })
+        .unwrap_or((crate::usage::DEFAULT_WINDOW, WindowSource::Default));
+    let settings = crate::pi::config::settings(agent_dir.as_deref(), project);
+    window::PiFacts {
+        window,
+        reserve: (
+            settings.reserve_tokens(),
+            settings.reserve.as_ref().map(|(_, file)| file.clone()),
+        ),
+        off: (!settings.compaction_enabled())
+            .then(|| settings.enabled.as_ref().map(|(_, file)| file.clone()))
+            .flatten(),
+    }
+}
+
+/// A pi session's limits from what its files tell (no I/O). A window set in ctxguard's config
+/// is the user's word.
+pub fn resolve_pi(config: &Config, facts: &window::PiFacts) -> Resolved {
+    let mut facts = facts.clone();
+    if let Some(forced) = config.window_tokens {
+        facts.window = (forced, WindowSource::Config);
+    }
+    let (limits, compact_source) = window::pi_limits(&facts, &config.policy());
+    Resolved {
+        limits,
+        window_source: facts.window.1,
+        compact_source,
+        // pi does not compact an idle session.
+        idle_compaction: None,
+    }
 }
 
 /// What Codex's `config.toml` and its rollout's reported window tell about its compaction.

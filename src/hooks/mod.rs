@@ -23,6 +23,7 @@ use std::panic::{self, AssertUnwindSafe};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::config::Env;
 pub use crate::diag::{one_line, to_stderr, Diag};
 use crate::exit::Exit;
 use crate::input::{self, HookInput};
@@ -55,11 +56,27 @@ fn additional_context(event: &'static str, text: String) -> String {
 }
 
 /// Parses an event's JSON. Every hook acts on one session, so an event without a session id is
-/// refused.
-fn parse_event(bytes: &[u8], event: &str) -> Result<HookInput> {
-    let input: HookInput = input::parse(bytes, event)?;
+/// refused. A pi session's file is brought into its copy in Claude Code's form first, which is
+/// then the transcript every reader of the hook reads ([`crate::pi::shadow`]).
+fn parse_event(bytes: &[u8], event: &str, env: &Env) -> Result<HookInput> {
+    let mut input: HookInput = input::parse(bytes, event)?;
     if input.session_id.is_empty() {
         bail!("no session_id in the {event} input; nothing to do");
+    }
+    if crate::pi::shadow::is_pi_source(&input.transcript_path) {
+        let copy = crate::pi::shadow::up_to_date(
+            &env.paths()?,
+            &input.session_id,
+            std::path::Path::new(&input.transcript_path),
+        )?;
+        input.transcript_path = copy.to_string_lossy().into_owned();
+        // The model's window as pi knows it, for the commands that read this model's sessions
+        // later without pi (`usage`, `replay`). A cache: one not written is only a default
+        // window there, and the hook goes on.
+        if let (Some(window), false) = (input.context_window, input.model.is_empty()) {
+            let key = crate::facts::learned_key(&input.model);
+            let _ = crate::facts::learn(&env.paths()?, &key, window);
+        }
     }
     Ok(input)
 }

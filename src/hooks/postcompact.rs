@@ -20,7 +20,7 @@ use crate::marker::Store;
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::POST_COMPACT)?;
+    let input = super::parse_event(bytes, event::POST_COMPACT, env)?;
     if input.compact_summary.trim().is_empty() {
         return Ok(Outcome::Quiet);
     }

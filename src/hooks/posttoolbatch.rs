@@ -82,7 +82,7 @@ fn settle(transcript: &str, bytes: &[u8]) {
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::POST_TOOL_BATCH)?;
+    let input = super::parse_event(bytes, event::POST_TOOL_BATCH, env)?;
     if !input.agent_id.is_empty() {
         return Ok(Outcome::Quiet);
     }

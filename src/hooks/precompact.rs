@@ -111,15 +111,16 @@ fn is_repeat(marker: &Marker, boundary: Option<DateTime<Utc>>, now: DateTime<Utc
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::PRE_COMPACT)?;
+    let input = super::parse_event(bytes, event::PRE_COMPACT, env)?;
     let paths = env.paths()?;
     let config = Config::for_hook(&paths, env, diag);
     let store = Store::new(&paths, &input.session_id);
     let now = env.now();
     let codex = input.client() == Client::Codex;
-    // The gate holds a compaction by Claude Code's exit code 2; Codex's is not known to, so a
-    // Codex compaction is never held.
-    if config.gate_auto_compaction && input.trigger == "auto" && !codex {
+    let pi = input.client() == Client::Pi;
+    // The gate holds a compaction by Claude Code's exit code 2; Codex's and pi's extension are
+    // not known to, so their compactions are never held.
+    if config.gate_auto_compaction && input.trigger == "auto" && !codex && !pi {
         match try_gate(&input, &store, &config, now, diag) {
             Ok(true) => return Ok(Outcome::Block(GATE_REASON.to_string())),
             Ok(false) => {}
@@ -155,8 +156,17 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
     };
     // Codex does not use PreCompact's output: its summary cannot be steered (the recovery
     // brings the facts back instead).
-    let facts =
-        |cp: &Checkpoint, version: Option<&str>| facts(cp, version, &config).filter(|_| !codex);
+    // pi's extension runs pi's own compaction with them after the user's instructions, manual
+    // or not (pi shows them to nobody: they reach only the summarizer's prompt).
+    let facts = |cp: &Checkpoint, version: Option<&str>| {
+        if pi {
+            return config
+                .summary_facts
+                .then(|| summary_facts::render(cp))
+                .flatten();
+        }
+        facts(cp, version, &config).filter(|_| !codex)
+    };
     let occasion = checkpointing::Occasion::Compaction {
         repeat: &repeat,
         facts: &facts,

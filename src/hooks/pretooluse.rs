@@ -23,7 +23,7 @@ use crate::hooks::{additional_context, Diag, Outcome};
 /// recovery given again when a compaction's never arrived, the recovery of a drop of context,
 /// the nudge.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::PRE_TOOL_USE)?;
+    let input = super::parse_event(bytes, event::PRE_TOOL_USE, env)?;
     let text = crate::step::take(&input, env, crate::step::Route::PreToolUse, diag)?;
     Ok(text
         .map(|text| additional_context(event::PRE_TOOL_USE, text))

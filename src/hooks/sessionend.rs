@@ -14,7 +14,7 @@ use crate::input::HookInput;
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let mut input: HookInput = super::parse_event(bytes, event::SESSION_END)?;
+    let mut input: HookInput = super::parse_event(bytes, event::SESSION_END, env)?;
     if !input.agent_id.is_empty() {
         return Ok(Outcome::Quiet);
     }

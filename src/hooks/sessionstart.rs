@@ -377,7 +377,7 @@ fn previous(
 
 /// The hook, given its input and environment.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::SESSION_START)?;
+    let input = super::parse_event(bytes, event::SESSION_START, env)?;
     let paths = env.paths()?;
     let config = Config::for_hook(&paths, env, diag);
     let stale = config.stale();

@@ -191,6 +191,7 @@ mod tests {
             flag: None,
             client_version: None,
             client: crate::input::Client::ClaudeCode,
+            pi_window: None,
         };
         observe(input, &Marker::new("s"), &ctx, transcript, Utc::now())
     }

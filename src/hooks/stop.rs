@@ -27,7 +27,7 @@ use crate::nudge::decide_idle as decide;
 /// ([`crate::step::take`]), which reads the transcript as the other hooks do (a reading older
 /// than the status line's is no news) and decides the idle nudge.
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::STOP)?;
+    let input = super::parse_event(bytes, event::STOP, env)?;
     // Codex never compacts an idle session, and fails a Stop hook that answers with context.
     let codex = input.client() == crate::input::Client::Codex;
     if !input.agent_id.is_empty() || input.stop_hook_active || env.unattended || codex {

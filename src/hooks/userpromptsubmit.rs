@@ -13,7 +13,7 @@ use crate::hooks::{additional_context, Diag, Outcome};
 /// The hook, given its input and environment: the same session step as `PreToolUse`
 /// ([`crate::step::take`]).
 pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
-    let input = super::parse_event(bytes, event::USER_PROMPT_SUBMIT)?;
+    let input = super::parse_event(bytes, event::USER_PROMPT_SUBMIT, env)?;
     let text = crate::step::take(&input, env, crate::step::Route::UserPromptSubmit, diag)?;
     Ok(text
         .map(|text| additional_context(event::USER_PROMPT_SUBMIT, text))

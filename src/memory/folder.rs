@@ -16,9 +16,9 @@ pub(super) fn client_memory_dir(
     transcript_path: &str,
     cwd: &str,
 ) -> Option<PathBuf> {
-    // Claude Code's auto memory is Claude Code's: a Codex session has none.
+    // Claude Code's auto memory is Claude Code's: a Codex or pi session has none.
     if settings.auto_memory_off().is_some()
-        || crate::input::Client::of_transcript(transcript_path) == crate::input::Client::Codex
+        || crate::input::Client::of_transcript(transcript_path) != crate::input::Client::ClaudeCode
     {
         return None;
     }

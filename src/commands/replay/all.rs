@@ -90,10 +90,10 @@ fn shown_under(path: &Path, under: Option<&Path>) -> String {
 
 /// How a session's line begins: a Codex session's names its client.
 fn label(client: &str) -> &'static str {
-    if client == "codex" {
-        "Codex: "
-    } else {
-        ""
+    match client {
+        "codex" => "Codex: ",
+        "pi" => "pi: ",
+        _ => "",
     }
 }
 
@@ -217,7 +217,12 @@ fn render(summary: &Summary) -> String {
 
 /// The sessions `--all` replays, newest first: Claude Code's under `projects`, Codex's under
 /// `sessions`. None at all is an error naming where they were looked for.
-fn listed(projects: Option<&Path>, sessions: Option<&Path>, filter: &Filter) -> Result<Vec<Found>> {
+fn listed(
+    projects: Option<&Path>,
+    sessions: Option<&Path>,
+    pi: Option<&Path>,
+    filter: &Filter,
+) -> Result<Vec<Found>> {
     let now = SystemTime::now();
     let mut files = match projects {
         Some(projects) => transcripts(projects, filter, now)?,
@@ -243,9 +248,28 @@ fn listed(projects: Option<&Path>, sessions: Option<&Path>, filter: &Filter) -> 
             ),
         }
     }
+    // pi's beside them, the same way.
+    if let Some(pi) = pi {
+        match super::sessions::pi_sessions(pi, filter, now) {
+            Ok((found, more)) => {
+                if more {
+                    eprintln!(
+                        "ctxguard: only the newest {MAX_ROLLOUTS} pi sessions under {} are \
+                         replayed (narrow with --since or --project)",
+                        super::shown_name(&pi.display().to_string())
+                    );
+                }
+                files.extend(found);
+            }
+            Err(e) => eprintln!(
+                "skipped pi's sessions: {}",
+                super::shown_name(&format!("{e:#}"))
+            ),
+        }
+    }
     let files = newest_first(files);
     if files.is_empty() {
-        let folders: Vec<String> = [projects, sessions]
+        let folders: Vec<String> = [projects, sessions, pi]
             .into_iter()
             .flatten()
             .map(|f| f.display().to_string())
@@ -275,10 +299,16 @@ pub fn run(
     let (env, _, config) = crate::commands::setup()?;
     let projects = env.client_dir().map(|c| c.join("projects"));
     let sessions = env.codex_home().map(|c| c.join("sessions"));
+    let pi_sessions = crate::pi::config::sessions_dir_of(&env);
     if projects.is_none() && sessions.is_none() {
         bail!("cannot find Claude Code's folder: set HOME or CLAUDE_CONFIG_DIR");
     }
-    let files = listed(projects.as_deref(), sessions.as_deref(), filter)?;
+    let files = listed(
+        projects.as_deref(),
+        sessions.as_deref(),
+        pi_sessions.as_deref(),
+        filter,
+    )?;
     let mut summary = Summary {
         sessions: Vec::new(),
         skipped: Vec::new(),
@@ -295,6 +325,7 @@ pub fn run(
         let (shown, client) = match found.client {
             Client::ClaudeCode => (shown_under(path, projects.as_deref()), "claude_code"),
             Client::Codex => (shown_under(path, sessions.as_deref()), "codex"),
+            Client::Pi => (shown_under(path, pi_sessions.as_deref()), "pi"),
         };
         let named = format!("{}{shown}", label(client));
         if terminal {
@@ -310,13 +341,26 @@ pub fn run(
                 window,
                 gathered: Gathered::for_command(&env, cwd, autocompact),
                 codex: codex.clone().filter(|_| client == Client::Codex),
+                pi: None,
             }
         };
-        match super::replay_file_with(path, &config, options) {
+        let replayed = if found.client == Client::Pi {
+            super::replay_pi(path, &env, &config, statusline, window, autocompact)
+                .inspect(|(_, cwd)| directory.clone_from(cwd))
+                .map(|(report, _)| report)
+        } else {
+            super::replay_file_with(path, &config, options)
+        };
+        match replayed {
             Ok(report) => {
                 let mut s = session(shown, &report);
                 s.recoveries_missing = report.recoveries_missing;
-                if report.client == Client::Codex {
+                if report.client == Client::Pi {
+                    s.client = "pi";
+                    s.project = directory
+                        .map(|d| folder_name(&d.to_string_lossy()))
+                        .unwrap_or_default();
+                } else if report.client == Client::Codex {
                     s.client = "codex";
                     s.project = directory
                         .map(|d| folder_name(&d.to_string_lossy()))

@@ -47,6 +47,15 @@ pub fn run(
 ) -> Result<()> {
     let (env, _, config) = crate::commands::setup()?;
     refuse_other_files(path)?;
+    if crate::pi::shadow::is_pi_source(&path.to_string_lossy()) {
+        let (report, _) = replay_pi(path, &env, &config, statusline, window, autocompact)?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", render::render(&report));
+        }
+        return Ok(());
+    }
     // The same client settings as the hooks would read, for the directory replay runs in.
     let here = std::env::current_dir().ok();
     let gathered = Gathered::for_command(&env, here.as_deref(), autocompact);
@@ -55,6 +64,7 @@ pub fn run(
         window,
         gathered,
         codex: codex_facts(&env, client),
+        pi: None,
     })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -84,6 +94,31 @@ pub fn run_either(
 /// call, `replay` once.
 fn codex_facts(env: &Env, client: Client) -> Option<crate::window::CodexFacts> {
     (client == Client::Codex).then(|| crate::facts::codex_facts(env, None))
+}
+
+/// A pi session replayed through its copy in a transcript's form, on pi's window and
+/// compaction settings for the directory its header names (returned beside the report).
+fn replay_pi(
+    path: &Path,
+    env: &Env,
+    config: &Config,
+    statusline: bool,
+    window: Option<u64>,
+    autocompact: Option<u64>,
+) -> Result<(report::Report, Option<PathBuf>)> {
+    let copy = crate::pi::shadow::temporary(path)?;
+    let cwd = (!copy.cwd.is_empty()).then(|| PathBuf::from(&copy.cwd));
+    let pi = crate::facts::pi_facts(env, cwd.as_deref(), copy.model.as_deref(), None);
+    let gathered = Gathered::for_command(env, cwd.as_deref(), autocompact);
+    let mut report = replay_file_with(&copy.path, config, |_, _| Options {
+        statusline,
+        window,
+        gathered,
+        codex: None,
+        pi: Some(pi),
+    })?;
+    report.transcript = shown_name(&path.display().to_string());
+    Ok((report, cwd))
 }
 
 /// How far into a transcript its working directory is looked for.
@@ -219,7 +254,7 @@ fn cwd_of(line: &[u8], client: Client) -> Option<PathBuf> {
             Item::Cwd(cwd) => cwd,
             _ => return None,
         },
-        Client::ClaudeCode => {
+        Client::ClaudeCode | Client::Pi => {
             let v: serde_json::Value = serde_json::from_slice(line).ok()?;
             v.get("cwd")?.as_str()?.to_string()
         }

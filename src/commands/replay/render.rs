@@ -44,10 +44,13 @@ pub fn render(report: &Report) -> String {
     let client = match report.client {
         Client::ClaudeCode => "Claude Code",
         Client::Codex => "Codex",
+        Client::Pi => "pi",
     };
     out.push(format!("client       {client}"));
     out.push(if report.client == Client::Codex {
         "mode         no status line (Codex has none): the hooks read the rollout".into()
+    } else if report.client == Client::Pi {
+        "mode         no status line (pi has none): the hooks read the session file".into()
     } else if report.statusline {
         let window = report
             .window

@@ -48,6 +48,7 @@ fn client_id<S: Serializer>(client: &Client, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(match client {
         Client::ClaudeCode => "claude_code",
         Client::Codex => "codex",
+        Client::Pi => "pi",
     })
 }
 

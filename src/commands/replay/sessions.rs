@@ -205,6 +205,74 @@ pub fn rollouts(sessions: &Path, filter: &Filter, now: SystemTime) -> Result<(Ve
     Ok((newest_first(found), false))
 }
 
+/// The directory a pi session file's header names (its first line).
+fn pi_cwd(path: &Path) -> Option<String> {
+    let (file, _) = crate::files::open_regular(path, "pi's session file").ok()?;
+    let mut lines = LineReader::new(file.take(META_BYTES), META_BYTES as usize);
+    match lines.next_line() {
+        Ok(Some(Line::Text(first))) => {
+            let v: serde_json::Value = serde_json::from_slice(first).ok()?;
+            (v.get("type")?.as_str()? == "session")
+                .then(|| v.get("cwd")?.as_str().map(str::to_string))?
+        }
+        _ => None,
+    }
+}
+
+/// pi's sessions under `sessions` (`--<cwd>--/<time>_<id>.jsonl`, or `<time>_<id>.jsonl` in a
+/// folder of the user's `sessionDir`: real folders, regular files, no link followed out of
+/// it), newest first, that pass `filter` (`--project` on the folder name
+/// Claude Code would give the directory the session's header names), at most [`MAX_ROLLOUTS`];
+/// and whether there were more.
+pub fn pi_sessions(
+    sessions: &Path,
+    filter: &Filter,
+    now: SystemTime,
+) -> Result<(Vec<Found>, bool)> {
+    let entries = match fs::read_dir(sessions) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", sessions.display())),
+    };
+    let wanted = wanted_project(filter);
+    let oldest = oldest(filter, now);
+    let mut found = Vec::new();
+    let folders = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path());
+    for folder in std::iter::once(sessions.to_path_buf()).chain(folders) {
+        let Ok(files) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            let is_file = file.file_type().is_ok_and(|t| t.is_file());
+            if !is_file || !crate::pi::shadow::is_pi_source(&path.to_string_lossy()) {
+                continue;
+            }
+            let Some(modified) = kept_since(&file, oldest) else {
+                continue;
+            };
+            if let Some(w) = &wanted {
+                let cwd = pi_cwd(&path).unwrap_or_default();
+                if cwd.is_empty() || !folder_name(&cwd).contains(w.as_str()) {
+                    continue;
+                }
+            }
+            if found.len() == MAX_ROLLOUTS {
+                return Ok((newest_first(found), true));
+            }
+            found.push(Found {
+                modified,
+                path,
+                client: Client::Pi,
+            });
+        }
+    }
+    Ok((newest_first(found), false))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

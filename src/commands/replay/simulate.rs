@@ -31,7 +31,6 @@ use crate::config::Config;
 use crate::event;
 use crate::facts::{self, Gathered, LimitsFor, Resolved};
 use crate::gauge;
-use crate::input::Client;
 use crate::marker::{self, Marker, Nudge, Observation, Source, State};
 use crate::nudge;
 use crate::reading::Reading;
@@ -55,6 +54,9 @@ pub struct Options {
     /// ([`facts::codex_facts`]; the window each reading reports is added to it). `None` for a
     /// Claude Code transcript.
     pub codex: Option<CodexFacts>,
+    /// What pi's files tell about its compaction, for a pi session (read through its copy in
+    /// a transcript's form); `None` for the other clients.
+    pub pi: Option<crate::window::PiFacts>,
 }
 
 impl Options {
@@ -62,6 +64,8 @@ impl Options {
     pub fn client(&self) -> crate::input::Client {
         if self.codex.is_some() {
             crate::input::Client::Codex
+        } else if self.pi.is_some() {
+            crate::input::Client::Pi
         } else {
             crate::input::Client::ClaudeCode
         }
@@ -97,6 +101,9 @@ fn resolve(
     reported: Option<u64>,
     tokens: Option<u64>,
 ) -> Resolved {
+    if let Some(pi) = &options.pi {
+        return facts::resolve_pi(config, pi);
+    }
     if let Some(codex) = &options.codex {
         let facts = CodexFacts {
             reported: reported.or(marker.reported_window),
@@ -197,8 +204,8 @@ impl Simulation {
             window_tokens: options.window.or(config.window_tokens),
             ..config.clone()
         };
-        // Codex has no status line.
-        options.statusline &= options.codex.is_none();
+        // Codex and pi have no status line.
+        options.statusline &= options.codex.is_none() && options.pi.is_none();
         Simulation {
             stale: config.stale(),
             config,
@@ -359,11 +366,7 @@ impl Simulation {
         // prompt there, and so does the replay.
         let modern = self.reading.client_reads_pretooluse_context();
         let can_deliver = hook != Hook::PreToolUse || modern;
-        let client = if self.options.codex.is_some() {
-            Client::Codex
-        } else {
-            Client::ClaudeCode
-        };
+        let client = self.options.client();
         let event = match hook {
             Hook::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
             _ => event::PRE_TOOL_USE,

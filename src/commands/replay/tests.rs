@@ -428,6 +428,7 @@ fn observations_match_the_hooks() {
         flag: None,
         client_version: None,
         client: crate::input::Client::ClaudeCode,
+        pi_window: None,
     };
     let now = t(0);
     let reading = Reading {
