@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_decision_from_before_an_earlier_compaction_stands_until_it_is_made_again() {
-        let d = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let d = |s: &[&str]| s.iter().map(ToString::to_string).collect::<Vec<_>>();
         let previous = d(&["Which database? → Postgres", PLAN_DECISION, "Squash? → yes"]);
         // The same question answered again since: only the newer answer, not carried.
         assert_eq!(
