@@ -112,7 +112,8 @@ fn decision(question: &str, answer: &str, notes: Option<&str>) -> Option<String>
 /// previous checkpoint's earlier decisions, then its own). A decision still stands unless the
 /// user answered the same question again since (the newer answer wins: in `read`, or later in
 /// `previous`) or, for a plan's approval, a plan of the part read replaced the approved one
-/// (`plan_carried`: the previous plan is still the plan). The newest [`MAX_DECISIONS`] stay.
+/// (`plan_carried`: the previous plan is still the plan). With the part's own, a checkpoint keeps
+/// [`MAX_DECISIONS`]: the newest carried ones fill what the part's own leave.
 pub fn carried_decisions(previous: &[String], read: &[String], plan_carried: bool) -> Vec<String> {
     let question = |d: &str| d.split_once(" → ").map_or(d, |(q, _)| q).to_string();
     let mut out: Vec<String> = Vec::new();
@@ -126,7 +127,8 @@ pub fn carried_decisions(previous: &[String], read: &[String], plan_carried: boo
             out.push(d.clone());
         }
     }
-    let skip = out.len().saturating_sub(MAX_DECISIONS);
+    let room = MAX_DECISIONS.saturating_sub(read.len());
+    let skip = out.len().saturating_sub(room);
     out.into_iter().skip(skip).collect()
 }
 
@@ -169,11 +171,15 @@ mod tests {
             carried_decisions(&previous, &[], false),
             ["Which database? → Postgres", "Squash? → yes"]
         );
-        // Answered twice before: the newer. At most four, the newest.
+        // Answered twice before: the newer. Four in all with the part's own, the newest.
         let previous = d(&["A? → 1", "B? → 2", "A? → 3", "C? → 4", "D? → 5", "E? → 6"]);
         assert_eq!(
             carried_decisions(&previous, &[], true),
             ["A? → 3", "C? → 4", "D? → 5", "E? → 6"]
+        );
+        assert_eq!(
+            carried_decisions(&previous, &d(&["F? → 7"]), true),
+            ["C? → 4", "D? → 5", "E? → 6"]
         );
     }
 }

@@ -198,7 +198,8 @@ pub struct Checkpoint {
     /// The user's answers to the agent's questions (`question → answer`) and a plan approved in
     /// plan mode, in the part read, oldest first.
     pub decisions: Vec<String>,
-    /// Decisions made before the previous compaction that still stand, oldest first.
+    /// Decisions made before the previous compaction that still stand, oldest first: as many as
+    /// `decisions` leaves of [`MAX_DECISIONS`].
     pub earlier_decisions: Vec<String>,
     /// Which of `asks` were typed while the agent was working.
     pub queued: Vec<String>,
@@ -400,8 +401,8 @@ mod tests {
             queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
             // A question, ` → ` and an answer (`decisions.rs`).
             decisions: vec![text(260); MAX_DECISIONS],
-            // Carried forward by PreCompact, capped there.
-            earlier_decisions: vec![text(260); MAX_DECISIONS],
+            // Carried forward by PreCompact into the room the part's own leave (none here).
+            earlier_decisions: Vec::new(),
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![
