@@ -165,10 +165,10 @@ pub fn take(
     }
     let client_version = reading.as_ref().ok().and_then(|r| r.client_version.clone());
     let checkpoints = CheckpointStore::new(paths, &input.session_id);
-    // Claude Code's own task store (Codex keeps its plan in the rollout).
+    // Claude Code's own task store (Codex keeps its plan in the rollout; pi has none).
     let task_store = env
         .client_dir()
-        .filter(|_| input.client() != Client::Codex)
+        .filter(|_| input.client() == Client::ClaudeCode)
         .and_then(|d| crate::tasks::dir(&d, &input.session_id))
         .and_then(|d| crate::tasks::read(&d));
     let memory_dir = memory::client_dir_for(env, &input.cwd, &input.transcript_path);

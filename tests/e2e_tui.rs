@@ -1042,8 +1042,14 @@ fn tui_the_soft_restart_after_the_nudge_on_2_1_332() {
         s.contains("asked to save").then(|| s.to_string())
     });
     assert!(screen.contains("limit in 27k"), "{screen}");
-    let nudged = conversation(&rig.api);
-    let text = nudged.last().unwrap().to_string();
+    // The gauge shows the nudge's trace once the hook ran; the request that carries its
+    // context may reach the stand-in a moment later (on a loaded machine, after the screen).
+    let text = rig.tui.wait_for("the request with the nudge", |_| {
+        conversation(&rig.api)
+            .into_iter()
+            .map(|r| r.to_string())
+            .find(|r| r.contains("hook additional context: ctxguard"))
+    });
     assert!(
         text.contains("before Claude Code stops accepting requests, at 177k tokens"),
         "{text}"

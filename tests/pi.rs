@@ -466,3 +466,33 @@ fn a_compaction_no_precompact_saw_is_caught_up_once() {
     let s: Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!(s["sessions"][0]["compactions"], 1, "{s}");
 }
+
+#[test]
+fn a_long_session_met_midway_is_caught_up_over_several_calls() {
+    let mut pi = Pi::new();
+    pi.prompt("u1", "e0", "read the logs");
+    // ctxguard installed on a session already 36 MB long: one hook reads at most 32 MB of it.
+    let mut parent = "u1".to_string();
+    for i in 0..9 {
+        let id = format!("r{i}");
+        pi.reply(
+            &format!("a{i}"),
+            &parent,
+            8_000,
+            Some(("read", json!({"path": "log.txt"}))),
+        );
+        pi.result(&id, &format!("a{i}"), &"x".repeat(4 * 1024 * 1024), false);
+        parent = id;
+    }
+    pi.reply(
+        "last",
+        &parent,
+        30_000,
+        Some(("bash", json!({"command": "make test"}))),
+    );
+    // The first call reads the first 32 MB: the newest reply is not in its share.
+    assert_eq!(context_of(&pi.tool()), None);
+    // The next reads on, and sees usage past the trigger: the nudge.
+    assert!(context_of(&pi.tool()).is_some(), "the nudge once caught up");
+    assert_eq!(context_of(&pi.tool()), None, "once");
+}

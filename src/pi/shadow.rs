@@ -33,6 +33,11 @@ const LOCK_NAME: &str = "pi-transcript.lock";
 /// How long a hook waits for another one bringing the same copy up to date.
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
+/// At most this much of pi's file is read into the copy by one hook: a long session met for
+/// the first time (ctxguard installed midway) is caught up over several calls, each well
+/// within the extension's time bound, instead of one that bound would cut off every time.
+const MAX_PER_CALL: u64 = 32 * 1024 * 1024;
+
 /// Bytes hashed before the offset read up to, to recognise the same file content.
 const SEAL_BYTES: u64 = 64;
 
@@ -50,6 +55,8 @@ struct Progress {
     /// The copy's length when this was written (a copy changed behind ctxguard's back is made
     /// afresh).
     copy_len: u64,
+    /// `offset` lies inside a line too long to keep, skipped on to its end.
+    skipping: bool,
     /// What the reader carries from line to line.
     state: State,
 }
@@ -87,9 +94,10 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
             && p.copy_len == copy_len
             && seal(&mut file, p.offset).is_ok_and(|s| s == p.seal)
     });
-    let read = |file: &mut File, from: u64, state: &mut State, out: &mut dyn Write| {
+    let read = |file: &mut File, from: u64, skipping, state: &mut State, out: &mut dyn Write| {
         file.seek(SeekFrom::Start(from))?;
-        convert(&mut BufReader::new(file.take(len - from)), state, out)
+        let share = (len - from).min(MAX_PER_CALL);
+        convert(&mut BufReader::new(file.take(share)), state, out, skipping)
     };
     let cwd = match &continues {
         Some(p) => Some(p.state.cwd.clone()),
@@ -99,7 +107,7 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         branch: branch_of(cwd.as_deref().filter(|c| !c.is_empty()).map(Path::new)),
         ..State::default()
     };
-    let (offset, copy_len) = match &continues {
+    let (offset, copy_len, skipping) = match &continues {
         Some(p) if p.offset == len => return Ok(copy),
         Some(p) => {
             state = State {
@@ -108,24 +116,24 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
             };
             let mut out = files::open_append(&copy)?;
             let mut buf = Vec::new();
-            let used = read(&mut file, p.offset, &mut state, &mut buf)?;
+            let (used, skipping) = read(&mut file, p.offset, p.skipping, &mut state, &mut buf)?;
             out.write_all(&buf)
                 .with_context(|| format!("writing {}", copy.display()))?;
-            (p.offset + used, copy_len + buf.len() as u64)
+            (p.offset + used, copy_len + buf.len() as u64, skipping)
         }
         None => {
             let mut temp = tempfile::NamedTempFile::new_in(&dir)
                 .with_context(|| format!("creating a file in {}", dir.display()))?;
-            let used = {
+            let (used, skipping) = {
                 let mut out = std::io::BufWriter::new(temp.as_file_mut());
-                let used = read(&mut file, 0, &mut state, &mut out)?;
+                let read = read(&mut file, 0, false, &mut state, &mut out)?;
                 out.flush()?;
-                used
+                read
             };
             let written = temp.as_file().metadata()?.len();
             temp.persist(&copy)
                 .with_context(|| format!("replacing {}", copy.display()))?;
-            (used, written)
+            (used, written, skipping)
         }
     };
     let progress = Progress {
@@ -135,6 +143,7 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         offset,
         seal: seal(&mut file, offset)?,
         copy_len,
+        skipping,
         state,
     };
     let bytes = serde_json::to_vec(&progress).context("encoding pi's reading")?;
@@ -168,8 +177,13 @@ pub fn temporary(source: &Path) -> Result<Copy> {
         File::create(&path).with_context(|| format!("creating {}", path.display()))?,
     );
     file.seek(SeekFrom::Start(0))?;
-    convert(&mut BufReader::new(file.take(len)), &mut state, &mut out)
-        .with_context(|| format!("reading {}", source.display()))?;
+    convert(
+        &mut BufReader::new(file.take(len)),
+        &mut state,
+        &mut out,
+        false,
+    )
+    .with_context(|| format!("reading {}", source.display()))?;
     out.flush()?;
     Ok(Copy {
         _dir: dir,
@@ -182,15 +196,26 @@ pub fn temporary(source: &Path) -> Result<Copy> {
 
 /// Converts the complete lines `input` holds into records on `out`; the bytes used (up to the
 /// end of the last complete line). A line longer than [`MAX_LINE`] is skipped, never held.
-fn convert(input: &mut dyn BufRead, state: &mut State, out: &mut dyn Write) -> Result<u64> {
+/// `skipping`: the input starts inside a line being skipped (it goes on to its end); the same
+/// is returned of where the input ended (the bytes used then include that line's so far).
+fn convert(
+    input: &mut dyn BufRead,
+    state: &mut State,
+    out: &mut dyn Write,
+    mut skipping: bool,
+) -> Result<(u64, bool)> {
     let (mut consumed, mut used) = (0u64, 0u64);
     let mut line = Vec::new();
-    let mut skipping = false;
     loop {
         let chunk = input.fill_buf()?;
         if chunk.is_empty() {
-            // A last line without its newline is still being written: read it next time.
-            return Ok(used);
+            // A line being skipped is skipped on from here next time; a last line without its
+            // newline is still being written (or cut by this call's share): read it next time.
+            return Ok(if skipping {
+                (consumed, true)
+            } else {
+                (used, false)
+            });
         }
         let (take, ends) = match memchr::memchr(b'\n', chunk) {
             Some(i) => (i + 1, true),
@@ -299,7 +324,8 @@ mod tests {
         input.extend_from_slice(br#"{"type":"label","id":"l3""#);
         let mut out = Vec::new();
         let mut state = State::default();
-        let used = convert(&mut &input[..], &mut state, &mut out).unwrap();
+        let (used, skipping) = convert(&mut &input[..], &mut state, &mut out, false).unwrap();
+        assert!(!skipping);
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(text.contains("\"l2\""));
@@ -309,5 +335,26 @@ mod tests {
             used as usize,
             input.len() - br#"{"type":"label","id":"l3""#.len()
         );
+    }
+
+    #[test]
+    fn a_line_too_long_cut_by_a_calls_share_is_skipped_on_the_next() {
+        let mut first = br#"{"type":"session","id":"s","cwd":"/p"}"#.to_vec();
+        first.push(b'\n');
+        let long_start = first.len();
+        first.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
+        let mut state = State::default();
+        let mut out = Vec::new();
+        // The share ends inside the long line: all of it counts as read, and skipping goes on.
+        let (used, skipping) = convert(&mut &first[..], &mut state, &mut out, false).unwrap();
+        assert_eq!((used as usize, skipping), (first.len(), true));
+        assert!(used as usize > long_start);
+        let rest =
+            b"xxxx\n{\"type\":\"label\",\"id\":\"l1\",\"parentId\":null,\"timestamp\":\"t\"}\n";
+        let (used, skipping) = convert(&mut &rest[..], &mut state, &mut out, true).unwrap();
+        assert_eq!((used as usize, skipping), (rest.len(), false));
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("\"l1\""));
     }
 }
