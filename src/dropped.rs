@@ -105,14 +105,15 @@ struct Target {
 /// accounts for ([`unseen`]); on Codex a `compacted` line beyond the compactions the marker
 /// counted (its rollout's own count). `before`: the reading before the boundary a drop was
 /// measured from, if any; `given`: the hook gives the recovery itself (else it is left pending
-/// for `SessionStart`). `None` when there is none to catch up.
+/// for `SessionStart`); `newest`: the transcript's newest boundary, searched for once in the
+/// hook's call. `None` when there is none to catch up.
 pub fn catch_up(
     env: &Env,
     config: &Config,
     input: &HookInput,
     peeked: &Marker,
-    before: Option<DateTime<Utc>>,
-    given: bool,
+    (before, given): (Option<DateTime<Utc>>, bool),
+    newest: &transcript::Newest,
     diag: &mut Diag,
 ) -> Result<Option<Taken>> {
     let path = Path::new(&input.transcript_path);
@@ -141,7 +142,7 @@ pub fn catch_up(
             repeat: Box::new(move |m| counted(m) >= written),
         }
     } else {
-        let Some(b) = transcript::newest_boundary(path).ok().flatten() else {
+        let Some(b) = newest.get() else {
             return Ok(None);
         };
         let Some(at) = b.at.filter(|at| unseen(peeked, *at, before)) else {

@@ -16,7 +16,6 @@
 //! between the previous boundary and this one (carrying forward from the same previous
 //! checkpoint), saved as the session's newest, and the recovery shows it.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::Result;
@@ -28,7 +27,6 @@ use crate::checkpointing;
 use crate::config::{Config, Env};
 use crate::daily_log;
 use crate::diag::Diag;
-use crate::files;
 use crate::input::HookInput;
 use crate::transcript;
 
@@ -65,18 +63,11 @@ fn turns_after(region: &[u8], after: DateTime<Utc>) -> usize {
         .count()
 }
 
-/// Where the newest boundary starts, and how many turns the transcript at `path` holds between
-/// `after` and it; `None` when it has no boundary or cannot be read.
-pub fn grown(path: &Path, after: DateTime<Utc>) -> Option<(u64, usize)> {
-    let (mut file, len) = files::open_regular(path, "transcript").ok()?;
-    let start = transcript::newest_boundary_start(&mut file, len).ok()??;
-    let from = start.saturating_sub(LOOK_BACK);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut region = Vec::new();
-    (&mut file)
-        .take(start - from)
-        .read_to_end(&mut region)
-        .ok()?;
+/// Where the newest boundary (in `newest`, the one found there) starts, and how many turns the
+/// transcript holds between `after` and it; `None` when it has none or cannot be read.
+fn grown(newest: &transcript::Newest, after: DateTime<Utc>) -> Option<(u64, usize)> {
+    let start = newest.get()?.start;
+    let region = newest.read_before(start, LOOK_BACK)?;
     Some((start, turns_after(&region, after)))
 }
 
@@ -88,15 +79,17 @@ pub struct Due {
     turns: usize,
 }
 
-/// Is a rebuild of `cp` due: did the session go on after it and before the boundary?
-pub fn due(input: &HookInput, cp: &Checkpoint) -> Option<Due> {
+/// Is a rebuild of `cp` due: did the session go on after it and before the boundary? `newest`:
+/// the newest boundary of the input's transcript, as the hook's call found it (the checkpoint's
+/// own transcript is searched when the input names none).
+pub fn due(input: &HookInput, cp: &Checkpoint, newest: &transcript::Newest) -> Option<Due> {
     let created = cp.meta.created_at?;
-    let transcript = if input.transcript_path.is_empty() {
-        cp.meta.transcript_path.clone()
+    let (transcript, (boundary, turns)) = if input.transcript_path.is_empty() {
+        let own = transcript::Newest::of(Path::new(&cp.meta.transcript_path));
+        (cp.meta.transcript_path.clone(), grown(&own, created)?)
     } else {
-        input.transcript_path.clone()
+        (input.transcript_path.clone(), grown(newest, created)?)
     };
-    let (boundary, turns) = grown(Path::new(&transcript), created)?;
     (turns > 0).then_some(Due {
         transcript,
         boundary,

@@ -1,5 +1,6 @@
-//! One session step: what the hooks that read the session in a turn (`PreToolUse`,
-//! `UserPromptSubmit`, `PostToolBatch`, `Stop`: a [`Route`]) do with it, in one pass.
+//! One session step: what the hooks that read the session (`PreToolUse`, `UserPromptSubmit`,
+//! `PostToolBatch`, `Stop`, and `SessionStart` for its own recovery: a [`Route`]) do with it, in
+//! one pass.
 //!
 //! 1. [`peek`] the marker once, without the lock;
 //! 2. [`read`] what the transcript added since the last call once (and, only while the marker
@@ -17,6 +18,13 @@
 //! trigger's, and it leaves a drop or a compaction nobody counted to the next hook that can give
 //! its recovery (its context reaches the user too, not as a recovery should). A compaction no
 //! `PreCompact` counted that this reading shows is caught up first ([`dropped::catch_up`]).
+//!
+//! `SessionStart` takes the step on its route too ([`start`]): after the peek, the transcript's
+//! newest boundary read once for all its parts, a compaction nobody counted caught up or a
+//! summary prepared ahead rebuilt, one decision on the marker (the recovery handed over, the
+//! model named), one locked update, then the block.
+
+mod start;
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +48,8 @@ use crate::reading::Reading;
 use crate::receipt::{self, AfterBoundary, Arrival};
 use crate::recovery::Kind;
 
+pub use start::model_of;
+
 /// The hook a step is taken for: what arrives, turned into one typed value once (each hook's
 /// `handle` names its route), then matched on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +64,9 @@ pub enum Route {
     PostToolBatch,
     /// At the end of a turn: the idle nudge only.
     Stop,
+    /// At the start after a compaction (`Kind::Compact`) or on resume (`Kind::Resume`): this
+    /// session's own recovery, handed over once.
+    SessionStart(Kind),
 }
 
 impl Route {
@@ -64,6 +77,7 @@ impl Route {
             Route::UserPromptSubmit => event::USER_PROMPT_SUBMIT,
             Route::PostToolBatch => event::POST_TOOL_BATCH,
             Route::Stop => event::STOP,
+            Route::SessionStart(_) => event::SESSION_START,
         }
     }
 
@@ -74,7 +88,10 @@ impl Route {
 
     /// Can this route give a recovery (a drop's, a compaction nobody counted)?
     fn gives_recoveries(self) -> bool {
-        self != Route::Stop
+        matches!(
+            self,
+            Route::PreToolUse | Route::UserPromptSubmit | Route::PostToolBatch
+        )
     }
 }
 
@@ -300,7 +317,11 @@ impl Call<'_> {
         diag: &mut Diag,
     ) -> Result<Option<Given>> {
         let (env, config, input) = (self.env, &self.config, self.input);
-        let Some(taken) = dropped::catch_up(env, config, input, marker, before, true, diag)? else {
+        let newest = crate::transcript::Newest::of(Path::new(&input.transcript_path));
+        let by_this_hook = (before, true);
+        let Some(taken) =
+            dropped::catch_up(env, config, input, marker, by_this_hook, &newest, diag)?
+        else {
             return Ok(None);
         };
         self.given_here(&taken, None, diag);
@@ -460,6 +481,9 @@ type Given = (checkpoint::Checkpoint, PathBuf);
 
 /// One step of `route` for the session of `input`: the context to give, if any.
 pub fn take(input: &HookInput, env: &Env, route: Route, diag: &mut Diag) -> Result<Option<String>> {
+    if let Route::SessionStart(kind) = route {
+        return start::take(input, env, kind, diag);
+    }
     if !input.agent_id.is_empty() {
         // A subagent's call: its context is not the main thread's, and its transcript is not
         // the main thread's usage.

@@ -5,6 +5,12 @@
 
 use std::cmp::Ordering;
 
+/// Does `needle` occur in `haystack`? `str::contains`, searched as bytes with SIMD: a
+/// transcript line or a tool result is tens of KB, and most searches find nothing.
+pub fn holds(haystack: &str, needle: &str) -> bool {
+    memchr::memmem::find(haystack.as_bytes(), needle.as_bytes()).is_some()
+}
+
 /// Removes ANSI escape sequences, control characters and [invisible](is_invisible) characters,
 /// and [defuses](neutralize_markup) the client's wrapper tags. Newlines survive unless
 /// `one_line`, in which case every run of whitespace becomes one space.
@@ -13,6 +19,21 @@ use std::cmp::Ordering;
 /// visible pieces (`👨‍👩‍👧` becomes `👨👩👧`, `❤️` becomes `❤`): the joiner is invisible too, and
 /// a readable family is not worth a hiding place.
 pub fn sanitize(s: &str, one_line: bool) -> String {
+    // Most text is printable ASCII with no `<`: nothing to remove or defuse, and only runs of
+    // spaces to join on one line (a checkpoint cleans every reply and ask it reads).
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'<') {
+        let spaced = s.starts_with(' ') || s.ends_with(' ') || holds(s, "  ");
+        return if one_line && spaced {
+            s.split_whitespace().collect::<Vec<_>>().join(" ")
+        } else {
+            s.to_string()
+        };
+    }
+    sanitize_chars(s, one_line)
+}
+
+/// [`sanitize`], one character at a time.
+fn sanitize_chars(s: &str, one_line: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -128,6 +149,9 @@ fn neutralize_markup(s: &str) -> String {
 /// after the `<` and around the `/`) replaced by `‹`. Run on text already
 /// [sanitised](sanitize), so no removed character can join a `<` to a tag name.
 pub fn defuse_tags(s: &str, tags: &[&str]) -> String {
+    if memchr::memchr(b'<', s.as_bytes()).is_none() {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     for (i, c) in s.char_indices() {
         if c == '<' && names_tag(&s[i + 1..], tags) {
@@ -253,6 +277,41 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Printable ASCII takes a shortcut through `sanitize`: the same text as one character at a
+    /// time, on every mix of words, spaces, tabs, newlines, `<` and tags.
+    #[test]
+    fn the_ascii_shortcut_cleans_as_the_long_way_does() {
+        let parts = [
+            "a",
+            "word",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "<",
+            "<system-reminder>",
+            "</summary",
+            "~",
+            "x!y",
+        ];
+        let mut seed = 7u64;
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            for _ in 0..(seed >> 40) % 9 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                s.push_str(parts[(seed >> 33) as usize % parts.len()]);
+            }
+            for one_line in [true, false] {
+                assert_eq!(
+                    sanitize(&s, one_line),
+                    sanitize_chars(&s, one_line),
+                    "{s:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn escapes_and_controls_are_removed() {

@@ -229,7 +229,8 @@ fn the_pretooluse_walk_through_names_what_the_code_calls_in_its_order() {
 }
 
 /// The walk-throughs of `PreCompact` and `SessionStart(compact)` name functions that exist,
-/// and each hook's `handle` leads to the capability they say it takes.
+/// and each hook's `handle` leads to the capability they say it takes: `SessionStart`'s, the
+/// session step on its route, which calls what the walk-through names in its order.
 #[test]
 fn the_precompact_and_sessionstart_walk_throughs_name_what_exists() {
     let pre = walk_through("## One PreCompact call, followed through");
@@ -243,6 +244,7 @@ fn the_precompact_and_sessionstart_walk_throughs_name_what_exists() {
         ("dropped.rs", "catch_up"),
         ("precomputed.rs", "rebuild"),
         ("checkpointing.rs", "hand_over"),
+        ("step/start.rs", "decide"),
     ] {
         assert!(
             start.iter().any(|(f, n)| f == file && n == function),
@@ -253,9 +255,27 @@ fn the_precompact_and_sessionstart_walk_throughs_name_what_exists() {
     let precompact = fs::read_to_string(src.join("hooks/precompact.rs")).unwrap();
     assert!(body_of(&precompact, "handle").contains("checkpointing::take("));
     let sessionstart = fs::read_to_string(src.join("hooks/sessionstart.rs")).unwrap();
-    let own = body_of(&sessionstart, "own");
-    for call in ["dropped::catch_up(", "precomputed::rebuild(", "hand_over("] {
-        assert!(own.contains(call), "sessionstart::own makes no {call}");
+    assert!(body_of(&sessionstart, "handle").contains("Route::SessionStart("));
+    let route = fs::read_to_string(src.join("step/start.rs")).unwrap();
+    let bodies = ["take", "start", "decide", "block"].map(|name| (name, body_of(&route, name)));
+    let mut last = [0usize; 4];
+    let from = start.iter().position(|(_, f)| f == "start").unwrap();
+    for (file, function) in &start[from + 1..] {
+        let call = format!("{function}(");
+        let found = bodies.iter().enumerate().find_map(|(i, (name, body))| {
+            let body = body.split_once('{').map_or(*body, |(_, b)| b);
+            body.find(&call)
+                .filter(|_| *name != function)
+                .map(|at| (i, *name, at))
+        });
+        let Some((i, name, at)) = found else {
+            panic!("step/start.rs makes no {function} call (named in {file})");
+        };
+        assert!(
+            at >= last[i],
+            "{file} {function} is called earlier in step::start::{name}"
+        );
+        last[i] = at;
     }
 }
 

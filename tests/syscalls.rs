@@ -1,7 +1,9 @@
 //! How often a hook opens what it reads, counted by `strace` (Linux): a `PreToolUse` that acts
 //! on a drop of context opens the transcript at most twice (the reading of what was appended,
 //! then one open the judge, the rewind tree and the checkpoint share), and `SessionStart(compact)`
-//! takes the session's lock once, a summary prepared ahead included. Without `strace` on the
+//! takes the session's lock once, a summary prepared ahead included, and searches the
+//! transcript for its newest boundary once (one open for the catch-up, the hand-over and the
+//! summary prepared ahead, one for the rebuilt checkpoint's read). Without `strace` on the
 //! machine these say so and pass without checking (`.ci/run` installs it).
 
 use std::path::Path;
@@ -155,6 +157,9 @@ fn session_start_after_a_summary_prepared_ahead_takes_the_lock_once() {
     );
     let lock = env.state().join("sessions").join(SESSION).join("lock");
     assert_eq!(count(&opened, &lock), 1, "{opened:#?}");
+    // The boundary found once (the hand-over and the summary prepared ahead share it), then
+    // the part before it read for the rebuilt checkpoint.
+    assert_eq!(count(&opened, &path), 2, "{opened:#?}");
     // The model it named, the rebuilt checkpoint and the handing over, in that one update.
     let m = env.marker(SESSION);
     assert_eq!(m["session_model"], json!("claude-opus-4-6"), "{m}");

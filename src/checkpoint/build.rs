@@ -29,7 +29,7 @@ use super::{
     Checkpoint, ASK_CHARS, BRANCH_CHARS, CWD_CHARS, GIST_CHARS, GOAL_CHARS, MAX_ASKS,
     MAX_DECISIONS, MAX_QUEUED, QUEUED_CHARS,
 };
-use crate::text::{cut, sanitize};
+use crate::text::{cut, holds, sanitize};
 use crate::transcript::{Entry, EntryMessage};
 
 /// Wrappers Claude Code puts around things that are not typed by the user.
@@ -264,13 +264,15 @@ pub(super) struct Builder {
 /// Is this line ctxguard's Stop nudge, as the client records it: an attachment of a Stop
 /// hook's additional context (2.1.330), or an older `decision: block`'s "Stop hook feedback"?
 fn is_own_stop_nudge(line: &str, kind: Option<&str>) -> bool {
-    let ours = line.contains("ctxguard: ");
+    // The kind first: most lines are of neither, and a line is searched whole.
+    let ours = || holds(line, "ctxguard: ");
     match kind {
         Some("attachment") => {
-            ours && line.contains("\"hook_additional_context\"")
-                && line.contains("\"hookEvent\":\"Stop\"")
+            ours()
+                && holds(line, "\"hook_additional_context\"")
+                && holds(line, "\"hookEvent\":\"Stop\"")
         }
-        Some("user") => ours && line.contains("Stop hook feedback:\\nctxguard: "),
+        Some("user") => ours() && holds(line, "Stop hook feedback:\\nctxguard: "),
         _ => false,
     }
 }
@@ -301,7 +303,7 @@ impl Builder {
             Some("last-prompt") => return self.last_prompt(line),
             Some("queue-operation") => return self.enqueued(line),
             Some("pr-link") => return self.pr_link(line),
-            Some("attachment") if line.contains(NOTIFICATION) => return self.queued(line),
+            Some("attachment") if holds(line, NOTIFICATION) => return self.queued(line),
             _ => {}
         }
         let is_reply = entry.is_main_reply();

@@ -65,6 +65,30 @@ fn id_of(uuid: &str) -> u64 {
     h.finish().max(1)
 }
 
+/// The tree's ids are hashes already (a uuid's, [`id_of`]): a map keyed by them hashes them no
+/// further (a long session's progress records each pass through the map twice).
+#[derive(Default)]
+struct Unhashed(u64);
+
+impl std::hash::Hasher for Unhashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
+}
+
+/// A map keyed by ids.
+type ById<V> = HashMap<u64, V, std::hash::BuildHasherDefault<Unhashed>>;
+
 /// One record of the tree: a user or assistant message, an attachment, a boundary (a progress
 /// record is no node: [`Tree::alias`]).
 #[derive(Debug, Clone)]
@@ -91,9 +115,9 @@ struct Node {
 #[derive(Debug, Default)]
 pub struct Tree {
     nodes: Vec<Node>,
-    index: HashMap<u64, u32>,
+    index: ById<u32>,
     /// A progress record's id → the id of the nearest record above it that is a node.
-    alias: HashMap<u64, u64>,
+    alias: ById<u64>,
     /// The progress records in `alias`, oldest first (the oldest are forgotten first).
     aliased: std::collections::VecDeque<u64>,
     texts: Vec<String>,
@@ -222,7 +246,7 @@ impl Tree {
     fn abandoned_from(&self, leaf: usize) -> HashSet<usize> {
         let live: Vec<usize> = self.path_up(leaf);
         let live_set: HashSet<usize> = live.iter().copied().collect();
-        let mut children: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut children: ById<Vec<u32>> = ById::default();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Ok(i) = u32::try_from(i) {
                 children.entry(n.parent).or_default().push(i);

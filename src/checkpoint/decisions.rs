@@ -48,7 +48,7 @@ struct Question {
 
 /// Could this transcript line hold answers? A cheap test before any parsing.
 pub(super) fn may_answer(line: &str) -> bool {
-    line.contains("\"toolUseResult\"") && line.contains("\"answers\"")
+    crate::text::holds(line, "\"toolUseResult\"") && crate::text::holds(line, "\"answers\"")
 }
 
 /// The decisions a user line's `toolUseResult` records, in the order the questions were asked.

@@ -63,7 +63,7 @@ pub(super) const BACKGROUND: &str = "Bash (background)";
 
 /// Did the user refuse this call (it never ran)?
 pub(super) fn rejected(raw: &str) -> bool {
-    raw.contains(REJECTED)
+    crate::text::holds(raw, REJECTED)
 }
 
 /// Sentences the client adds to a refused, stopped or skipped call. They say nothing about what

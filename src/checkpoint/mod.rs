@@ -70,15 +70,42 @@ pub fn read_opened_until(opened: &mut Opened, end: u64) -> Result<Reading> {
 
 /// A Claude Code transcript opened once for a hook call: what reads it whole (the checkpoint,
 /// the rewind tree of the part after its newest boundary, that boundary) shares the one open
-/// file, and the tree is built at most once.
+/// file and its one forward read: the tree is built at most once, and a reading taken ahead for
+/// the boundary ([`Opened::newest_boundary_time`]) is the checkpoint's.
 pub struct Opened {
     path: std::path::PathBuf,
     file: std::fs::File,
     len: u64,
     /// The tree of the part after the newest boundary, for the file as if it ended at `.0`.
     tree: Option<(u64, chain::Tree)>,
-    /// Where that part starts, for the file as if it ended at `.0`.
-    start: Option<(u64, u64)>,
+    /// For the file as if it ended at `.0`: where the part after its newest boundary starts
+    /// (`0`: it holds none), and when that boundary was written.
+    newest: Option<(u64, Segment)>,
+    /// The checkpoint's reading of the file as if it ended at `.0`, taken ahead.
+    reading: Option<(u64, Reading)>,
+}
+
+/// How much of a transcript's end is searched back for its newest boundary before the part
+/// after it is read, at least: most compactions are recent. Past that, the file is read forward
+/// from its start once, and what was read is dropped at each boundary met
+/// ([`build::read_claude_until`]): a transcript with no boundary is not read twice.
+const TAIL_MIN: u64 = 8 * 1024 * 1024;
+
+/// Where the part after a transcript's newest boundary starts (`0`: it holds none), and when
+/// that boundary was written.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start: u64,
+    boundary_at: Option<DateTime<Utc>>,
+}
+
+impl Segment {
+    fn of(newest: Option<crate::transcript::NewestBoundary>, end: u64) -> Segment {
+        Segment {
+            start: newest.map_or(0, |b| b.after.min(end)),
+            boundary_at: newest.and_then(|b| b.at),
+        }
+    }
 }
 
 impl Opened {
@@ -89,33 +116,76 @@ impl Opened {
             file,
             len,
             tree: None,
-            start: None,
+            newest: None,
+            reading: None,
         })
     }
 
-    /// When the newest boundary was written, if the file holds one (found once, with where the
-    /// part after it starts).
+    /// When the newest boundary was written, if the file holds one: found by the checkpoint's
+    /// read of the whole file, taken here once and kept for it.
     pub fn newest_boundary_time(&mut self) -> Option<DateTime<Utc>> {
-        // The whole file, back to its start if need be, as `start` reads it.
-        let found = crate::transcript::newest_boundary_in(&mut self.file, self.len, u64::MAX);
-        let found = found.ok()?;
-        self.start = Some((self.len, found.map_or(0, |b| b.after.min(self.len))));
-        found.and_then(|b| b.at)
+        if self.newest_at(self.len).is_none() {
+            let reading = build::read_claude_until(self, u64::MAX).ok()?;
+            self.reading = Some((self.len, reading));
+        }
+        self.newest_at(self.len).and_then(|s| s.boundary_at)
+    }
+
+    /// The part after the newest boundary of the file as if it ended at `end` (`end` within
+    /// it), when it was found already.
+    fn newest_at(&self, end: u64) -> Option<Segment> {
+        self.newest.filter(|(at, _)| *at == end).map(|(_, s)| s)
+    }
+
+    /// Records the newest boundary of the file as if it ended at `end`, found by a read.
+    pub(crate) fn found(&mut self, end: u64, newest: Option<crate::transcript::NewestBoundary>) {
+        let end = self.len.min(end);
+        self.newest = Some((end, Segment::of(newest, end)));
+    }
+
+    /// The reading taken ahead of the file as if it ended at `end`, once.
+    pub(crate) fn take_reading(&mut self, end: u64) -> Option<Reading> {
+        let end = self.len.min(end);
+        match self.reading.take() {
+            Some((at, reading)) if at == end => Some(reading),
+            other => {
+                self.reading = other;
+                None
+            }
+        }
+    }
+
+    /// Where the part after the newest boundary starts, the file taken as ending at `end`, when
+    /// it is known or the file's end holds that boundary (searched back at most a sixteenth of
+    /// the file, [`TAIL_MIN`] at least); `None`: the file is to be read from its start.
+    pub(crate) fn known_start(&mut self, end: u64) -> Result<Option<u64>> {
+        let end = self.len.min(end);
+        if let Some(segment) = self.newest_at(end) {
+            return Ok(Some(segment.start));
+        }
+        let tail = (end / 16).max(TAIL_MIN);
+        let found = crate::transcript::newest_boundary_in(&mut self.file, end, tail)
+            .with_context(|| format!("reading transcript {}", self.path.display()))?;
+        if found.is_none() && tail < end {
+            return Ok(None);
+        }
+        let segment = Segment::of(found, end);
+        self.newest = Some((end, segment));
+        Ok(Some(segment.start))
     }
 
     /// Where the part after the newest boundary starts, the file taken as ending at `end`
     /// (found once).
     pub(crate) fn start(&mut self, end: u64) -> Result<u64> {
         let end = self.len.min(end);
-        if let Some((at, start)) = self.start {
-            if at == end {
-                return Ok(start);
-            }
+        if let Some(segment) = self.newest_at(end) {
+            return Ok(segment.start);
         }
-        let start = crate::transcript::since_newest_boundary(&mut self.file, end)
+        let found = crate::transcript::newest_boundary_in(&mut self.file, end, u64::MAX)
             .with_context(|| format!("reading transcript {}", self.path.display()))?;
-        self.start = Some((end, start));
-        Ok(start)
+        let segment = Segment::of(found, end);
+        self.newest = Some((end, segment));
+        Ok(segment.start)
     }
 
     /// The tree of that part, when it was built already.

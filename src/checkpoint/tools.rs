@@ -25,7 +25,7 @@ use super::{
     Checkpoint, ToolCount, Verification, MAX_FILES, MAX_PRS, MAX_TOOLS, NAME_CHARS, PATH_CHARS,
     PLAN_CHARS,
 };
-use crate::text::{cut, sanitize};
+use crate::text::{cut, holds, sanitize};
 
 /// Background commands remembered by task id, so a later failure can name its command.
 const MAX_BACKGROUND: usize = 32;
@@ -205,7 +205,7 @@ impl ToolLog {
         };
         // `git log`'s merges, whatever the command (its shown start may not name git).
         let api = command.contains("gh api") && command.contains("/pulls/");
-        if !command.contains("gh pr") && !api && !raw.contains("Merge pull request #") {
+        if !command.contains("gh pr") && !api && !holds(raw, "Merge pull request #") {
             return;
         }
         for pr in prs::in_command(command, &text(), failed) {
@@ -226,7 +226,7 @@ impl ToolLog {
     ) -> bool {
         // A background run's output, as `TaskOutput` wraps it.
         let read_later = tool != "Bash";
-        if raw.contains(BACKGROUND_STARTED) || (read_later && still_running(raw)) {
+        if holds(raw, BACKGROUND_STARTED) || (read_later && still_running(raw)) {
             return !failed;
         }
         let text = if tool == "Read" {
@@ -466,7 +466,7 @@ impl ToolLog {
         }
         self.cleared_by(&call, passed);
         match call.tool.as_str() {
-            "Bash" if raw.contains(BACKGROUND_STARTED) => {
+            "Bash" if holds(raw, BACKGROUND_STARTED) => {
                 let text = text();
                 let task: String = text
                     .split_once(BACKGROUND_STARTED)
@@ -496,13 +496,13 @@ impl ToolLog {
                     );
                 }
             }
-            "TaskOutput" | "BashOutput" if raw.contains("failed") => {
+            "TaskOutput" | "BashOutput" if holds(raw, "failed") => {
                 if let Some(line) = failures::background_output(&text()) {
                     self.failures.push(BACKGROUND, subject, &line);
                 }
             }
             "TaskGet" | "TaskList" => self.todos.learn_names(&text()),
-            "ExitPlanMode" if raw.contains(PLAN_SAVED) => {
+            "ExitPlanMode" if holds(raw, PLAN_SAVED) => {
                 let text = text();
                 let file = text
                     .split_once(PLAN_SAVED)
@@ -620,7 +620,7 @@ impl ToolLog {
 
 /// A `TaskOutput` result of a task not finished yet: it says nothing of how the run went.
 fn still_running(raw: &str) -> bool {
-    raw.contains("<status>running</status>")
+    holds(raw, "<status>running</status>")
 }
 
 /// A `Read` result without the number the client puts before each line (`    12→…`, or a tab).

@@ -1,5 +1,6 @@
 //! `ctxguard sessionstart`: after a compaction (and on resume), injects this session's pending
-//! recovery block once: the checkpoint `PreCompact` wrote, then the memory files. On startup,
+//! recovery block once: the checkpoint `PreCompact` wrote, then the memory files (the session
+//! step on its route, `step::Route::SessionStart`). On startup,
 //! a short digest of the previous session in the same directory, once; after `/clear`, one line
 //! pointing to that session's checkpoint instead (the user cleared the context to leave it), or
 //! its whole block when ctxguard had asked it to save with auto-compaction off
@@ -16,10 +17,9 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
-use crate::checkpoint::{self, Checkpoint, CheckpointStore};
-use crate::checkpointing::{hand_over, name_model, HandOver};
+use crate::checkpoint::{self, Checkpoint};
+use crate::checkpointing::{name_model, HandOver};
 use crate::config::{Config, Env};
-use crate::dropped;
 use crate::event;
 use crate::hooks::{additional_context, Diag, Outcome};
 use crate::index;
@@ -27,15 +27,9 @@ use crate::input::{Client, HookInput};
 use crate::marker::{self, Event, Marker, Store};
 use crate::paths::Paths;
 use crate::recovery::{self, Kind};
-use crate::text::sanitize;
-use crate::transcript;
 
 /// A new session only hears about a previous one this recent.
 const PREVIOUS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
-
-/// A Codex `SessionStart(resume)` this soon after a compaction is followed by that
-/// compaction's `SessionStart(compact)`.
-const CODEX_COMPACT_FOLLOWS: Duration = Duration::from_secs(120);
 
 /// A pending recovery this young may still be claimed by the session that compacted.
 const OWNER_GRACE: Duration = Duration::from_secs(10 * 60);
@@ -118,133 +112,6 @@ fn pick_previous(
         .map(|(i, _)| i)
 }
 
-fn load_checkpoint(root: &Path, path: &str, diag: &mut Diag) -> Option<(Checkpoint, PathBuf)> {
-    let path = PathBuf::from(path);
-    match checkpoint::load(root, &path) {
-        Ok(Some(cp)) => Some((cp, path)),
-        Ok(None) => {
-            diag.note(format!("checkpoint {} is missing", path.display()));
-            None
-        }
-        Err(e) => {
-            diag.note(format!("{e:#}"));
-            None
-        }
-    }
-}
-
-/// This session's pending recovery, consumed under its lock (after taking the checkpoint of a
-/// compaction no `PreCompact` counted: [`dropped::catch_up`]).
-fn own(
-    paths: &Paths,
-    env: &Env,
-    config: &Config,
-    input: &HookInput,
-    peeked: Option<Marker>,
-    diag: &mut Diag,
-) -> Result<Option<(Checkpoint, PathBuf)>> {
-    let (stale, now, client_pid) = (config.stale(), env.now(), env.client_pid);
-    let mut peeked = peeked;
-    let mut hand = HandOver {
-        at: now,
-        client_pid,
-        boundary: None,
-        model: model_of(input),
-    };
-    let store = Store::new(paths, &input.session_id);
-    let codex = input.client() == Client::Codex;
-    // The boundary this start follows (Claude Code's; Codex counts its `compacted` lines).
-    hand.boundary = (input.source == "compact" && !codex)
-        .then(|| transcript::newest_boundary(Path::new(&input.transcript_path)).ok())
-        .flatten()
-        .flatten()
-        .and_then(|b| b.at);
-    if input.source == "compact" {
-        let m = peeked
-            .clone()
-            .unwrap_or_else(|| Marker::new(&input.session_id));
-        if dropped::catch_up(env, config, input, &m, None, false, diag)?.is_some() {
-            peeked = store.peek().ok().flatten();
-        }
-    }
-    // Codex resuming a session compacts before the turn, then starts it twice: `resume`, then
-    // `compact`. The compaction's own start gives its recovery.
-    if codex
-        && input.source == "resume"
-        && peeked.as_ref().is_some_and(|m| {
-            m.recovery_pending
-                && m.compacted_at
-                    .is_some_and(|c| marker::within(c, now, CODEX_COMPACT_FOLLOWS))
-        })
-    {
-        return Ok(None);
-    }
-    if !peeked.as_ref().is_some_and(|m| m.recovery_pending) {
-        let compacted = peeked.is_some_and(|m| m.compactions > 0);
-        // A recovery kept in memory only, lost to a resume, is Claude Code 2.1.14's (Codex
-        // writes SessionStart's context into its rollout).
-        if input.source == "resume" && compacted && !codex && recovery_lost(&input.transcript_path)
-        {
-            // Handed over, but it never reached the conversation: again, for this start.
-            let found = CheckpointStore::new(paths, &input.session_id)
-                .latest_compaction()
-                .unwrap_or_else(|e| {
-                    diag.note(format!("{e:#}"));
-                    None
-                });
-            if let Some((cp, path)) = &found {
-                let pending = crate::receipt::Pending {
-                    compaction: cp.meta.compaction,
-                    checkpoint: path.display().to_string(),
-                    handed_at: now,
-                    client_pid,
-                };
-                store.update(&input.session_id, diag, |m, _| {
-                    let handed = Event::Handed(Some(pending));
-                    Ok((marker::transition(m, &handed, now, stale), ()))
-                })?;
-            }
-            return Ok(found);
-        }
-        return Ok(None);
-    }
-    // A summary prepared ahead (applied at a compaction, or on resume from a saved summary):
-    // the checkpoint is rebuilt to cover the turns between it and the boundary, and handed over
-    // in the same locked update. (Claude Code's; Codex prepares no summary ahead.)
-    let pending = peeked.as_ref().and_then(|m| m.last_checkpoint.clone());
-    let loaded = pending
-        .filter(|_| !codex && matches!(input.source.as_str(), "compact" | "resume"))
-        .and_then(|p| load_checkpoint(paths.root(), &p, &mut Diag::default()));
-    if let Some((cp, _)) = &loaded {
-        if let Some(due) = crate::precomputed::due(input, cp) {
-            match crate::precomputed::rebuild(env, config, input, cp, &due, Some(&hand), diag) {
-                Ok(taken) if taken.handed => return Ok(Some((taken.cp, taken.path))),
-                // Another start took the recovery meanwhile.
-                Ok(_) => return Ok(None),
-                Err(e) => diag.note(format!("refreshing the checkpoint at the boundary: {e:#}")),
-            }
-        }
-    }
-    // One locked update: the recovery handed over (consumed even if unreadable), the boundary
-    // it follows counted, the model named.
-    let path = store.update(&input.session_id, diag, |m, _| {
-        let path = m.last_checkpoint.clone().filter(|_| m.recovery_pending);
-        Ok((hand_over(m, &hand, path.clone(), stale), path))
-    })?;
-    // The checkpoint read above, unless another compaction came meanwhile.
-    match (path, loaded) {
-        (Some(p), Some((cp, at))) if at == Path::new(&p) => Ok(Some((cp, at))),
-        (path, _) => Ok(path.and_then(|p| load_checkpoint(paths.root(), &p, diag))),
-    }
-}
-
-/// The model a `SessionStart` names, when it is one to record.
-fn model_of(input: &HookInput) -> Option<String> {
-    let model = sanitize(input.model.trim(), true);
-    (!model.is_empty() && model.chars().count() <= 200 && !input.session_id.is_empty())
-        .then_some(model)
-}
-
 /// Keeps the model `SessionStart` names (the client sends it after a compaction and on resume),
 /// when it is new: the window is judged by it where the transcript's replies drop its `[1m]`.
 /// (A start that hands over a recovery names it in that update.)
@@ -256,7 +123,7 @@ fn record_model(
     now: DateTime<Utc>,
     diag: &mut Diag,
 ) -> Result<()> {
-    let Some(model) = model_of(input) else {
+    let Some(model) = crate::step::model_of(input) else {
         return Ok(());
     };
     if peeked.is_some_and(|m| m.session_model.as_deref() == Some(model.as_str())) {
@@ -272,40 +139,6 @@ fn record_model(
     store.update(&input.session_id, diag, |m, _| {
         Ok((name_model(m, &hand, stale), ()))
     })
-}
-
-/// How much of the transcript's end [`recovery_lost`] reads: right after a compaction the part
-/// after its boundary is the summary and a few records.
-const LOST_TAIL: u64 = 256 * 1024;
-
-/// Did the recovery handed over at the session's last compaction never reach the conversation?
-/// Some clients (2.1.14) keep `SessionStart`'s context in memory only: `claude -p "/compact"`
-/// ends with it, and the next `--resume` starts without it. A client that keeps it (2.1.330)
-/// writes it into the transcript. So: after the newest `compact_boundary`, no reply yet and no
-/// line carrying the block. Unreadable, or no boundary in the tail: not lost.
-fn recovery_lost(transcript: &str) -> bool {
-    if transcript.is_empty() {
-        return false;
-    }
-    let Ok((mut file, len)) = crate::files::open_regular(Path::new(transcript), "transcript")
-    else {
-        return false;
-    };
-    lost_in(&mut file, len)
-}
-
-/// [`recovery_lost`] on a transcript of `len` bytes.
-fn lost_in<R: std::io::Read + std::io::Seek>(reader: &mut R, len: u64) -> bool {
-    let carried = |line: &[u8]| {
-        matches!(
-            transcript::classify(line),
-            transcript::Verdict::Usage { .. }
-        ) || memchr::memmem::find(line, b"ctxguard recovery: compaction #").is_some()
-    };
-    matches!(
-        transcript::any_since_newest_boundary(reader, len, LOST_TAIL, carried),
-        Ok(Some(false))
-    )
 }
 
 /// Is the newest checkpoint of this session the one `SessionEnd` wrote?
@@ -387,19 +220,23 @@ pub fn handle(bytes: &[u8], env: &Env, diag: &mut Diag) -> Result<Outcome> {
         || (input.client() == Client::Codex
             && crate::rollout::is_exec(Path::new(&input.transcript_path)));
     let plan = plan(&input.source, &config, unattended)?;
-    // The model this start names, recorded in the update that hands a recovery over when there
-    // is one (`own`), else on its own, when it is new.
-    // The marker, read once without the lock (most starts have nothing pending).
-    let peeked = Store::new(&paths, &input.session_id).peek().ok().flatten();
-    let pending = peeked.as_ref().is_some_and(|m| m.recovery_pending);
-    if !(matches!(plan, Plan::Own(_)) && pending) {
+    // This session's own recovery is the session step's route, which records the model this
+    // start names in its one update; any other start records it on its own, when it is new.
+    if !matches!(plan, Plan::Own(_)) {
+        let peeked = Store::new(&paths, &input.session_id).peek().ok().flatten();
         if let Err(e) = record_model(&paths, &input, peeked.as_ref(), stale, now, diag) {
             diag.note(format!("{e:#}"));
         }
     }
     let (found, kind) = match plan {
         Plan::Quiet => return Ok(Outcome::Quiet),
-        Plan::Own(kind) => (own(&paths, env, &config, &input, peeked, diag)?, kind),
+        Plan::Own(kind) => {
+            let route = crate::step::Route::SessionStart(kind);
+            let block = crate::step::take(&input, env, route, diag)?;
+            return Ok(block.map_or(Outcome::Quiet, |block| {
+                Outcome::Print(additional_context(event::SESSION_START, block))
+            }));
+        }
         Plan::Previous => (previous(&paths, &input, stale, now, diag)?, Kind::Previous),
         Plan::Pointer => {
             let Some((cp, path)) = previous(&paths, &input, stale, now, diag)? else {
@@ -446,29 +283,6 @@ mod tests {
             ended: false,
             substantial: true,
         }
-    }
-
-    #[test]
-    fn a_recovery_is_lost_when_nothing_after_the_boundary_carries_it() {
-        let boundary = r#"{"type":"system","subtype":"compact_boundary"}"#;
-        let summary = r#"{"type":"user","isCompactSummary":true,"message":{"content":"..."}}"#;
-        let reply = r#"{"type":"assistant","message":{"content":[],"usage":{"input_tokens":20000,"output_tokens":5}}}"#;
-        let kept = r###"{"type":"attachment","attachment":{"type":"hook_additional_context","content":["## ctxguard recovery: compaction #1 of this session"]}}"###;
-        let lost_in = |bytes: Vec<u8>| {
-            let len = bytes.len() as u64;
-            lost_in(&mut std::io::Cursor::new(bytes), len)
-        };
-        let text = |lines: &[&str]| (lines.join("\n") + "\n").into_bytes();
-        // 2.1.14 after `-p "/compact"`: the summary, nothing else.
-        assert!(lost_in(text(&[reply, boundary, summary])));
-        // 2.1.330 writes the block into the transcript; or the conversation went on.
-        assert!(!lost_in(text(&[reply, boundary, summary, kept])));
-        assert!(!lost_in(text(&[boundary, summary, reply])));
-        // Only the newest boundary counts; none in the tail: not lost.
-        assert!(lost_in(text(&[boundary, kept, reply, boundary, summary])));
-        assert!(!lost_in(text(&[reply, summary])));
-        assert!(!recovery_lost(""));
-        assert!(!recovery_lost("/nonexistent/t.jsonl"));
     }
 
     #[test]

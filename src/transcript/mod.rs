@@ -350,15 +350,54 @@ pub struct NewestBoundary {
     pub auto: bool,
 }
 
-/// [`NewestBoundary`] of the transcript at `path`, found in its tail (as
-/// [`newest_boundary_time`] finds it); `None` when the tail holds none.
-pub fn newest_boundary(path: &Path) -> Result<Option<NewestBoundary>> {
-    let (mut file, len) = crate::files::open_regular(path, "transcript")?;
-    newest_boundary_in(&mut file, len, MAX_SCAN)
-        .with_context(|| format!("reading transcript {}", path.display()))
+/// A transcript's [`NewestBoundary`], searched for in its tail (at most [`MAX_SCAN`] back, as
+/// [`newest_boundary_time`] searches) at most once however many readers of one hook call ask
+/// (`SessionStart`: the catch-up, the hand-over, a summary prepared ahead), in a file opened
+/// once for them.
+pub struct Newest<'a> {
+    path: &'a Path,
+    file: std::cell::OnceCell<Option<(std::fs::File, u64)>>,
+    found: std::cell::OnceCell<Option<NewestBoundary>>,
 }
 
-/// [`newest_boundary`] in a transcript of `len` bytes already open, reading back at most
+impl<'a> Newest<'a> {
+    pub fn of(path: &'a Path) -> Newest<'a> {
+        Newest {
+            path,
+            file: std::cell::OnceCell::new(),
+            found: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The transcript, opened once (`None`: it cannot be).
+    fn file(&self) -> Option<&(std::fs::File, u64)> {
+        self.file
+            .get_or_init(|| crate::files::open_regular(self.path, "transcript").ok())
+            .as_ref()
+    }
+
+    /// The newest boundary in the tail (`None`: none there, or the transcript cannot be read).
+    pub fn get(&self) -> Option<NewestBoundary> {
+        *self.found.get_or_init(|| {
+            let (file, len) = self.file()?;
+            let mut file = file;
+            newest_boundary_in(&mut file, *len, MAX_SCAN).ok().flatten()
+        })
+    }
+
+    /// The transcript's bytes from `back` before byte `end` up to it (`None`: unreadable).
+    pub fn read_before(&self, end: u64, back: u64) -> Option<Vec<u8>> {
+        let (file, _) = self.file()?;
+        let mut file = file;
+        let from = end.saturating_sub(back);
+        file.seek(SeekFrom::Start(from)).ok()?;
+        let mut region = Vec::new();
+        file.take(end - from).read_to_end(&mut region).ok()?;
+        Some(region)
+    }
+}
+
+/// The [`NewestBoundary`] of a transcript of `len` bytes already open, reading back at most
 /// `max_read` bytes.
 pub fn newest_boundary_in<R: Read + Seek>(
     reader: &mut R,
@@ -383,28 +422,34 @@ fn newest_boundary_from<R: Read + Seek>(
         max_read,
         MAX_LINE,
         |line, start| {
-            // A scan back to the newest boundary passes every line of a transcript that has none:
-            // the bytes are searched before anything is decoded or parsed.
-            if memchr::memmem::find(line, b"compact_boundary").is_none() {
-                return false;
-            }
-            let Verdict::Boundary {
-                at,
-                auto_pre_tokens,
-            } = classify(line)
-            else {
-                return false;
-            };
-            found = Some(NewestBoundary {
-                start,
-                after: start + line.len() as u64 + 1,
-                at,
-                auto: auto_pre_tokens.is_some(),
-            });
-            true
+            found = boundary_line(line, start, start + line.len() as u64 + 1);
+            found.is_some()
         },
     )?;
     Ok(found)
+}
+
+/// The boundary `line` is, if it is one: its line starts at `start`, the part after it at
+/// `after`.
+pub fn boundary_line(line: &[u8], start: u64, after: u64) -> Option<NewestBoundary> {
+    // A scan for the newest boundary passes every line of a transcript that has none: the bytes
+    // are searched before anything is decoded or parsed.
+    static NEEDLE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"compact_boundary"));
+    NEEDLE.find(line)?;
+    let Verdict::Boundary {
+        at,
+        auto_pre_tokens,
+    } = classify(line)
+    else {
+        return None;
+    };
+    Some(NewestBoundary {
+        start,
+        after,
+        at,
+        auto: auto_pre_tokens.is_some(),
+    })
 }
 
 /// [`newest_boundary_time`] with a reader of lines of its own (another client's).
@@ -455,27 +500,13 @@ pub fn any_since_newest_boundary<R: Read + Seek>(
 
 /// Is this line a `compact_boundary`?
 fn is_boundary(line: &[u8]) -> bool {
-    // The bytes searched first, as in `newest_boundary_from`.
+    // The bytes searched first, as in `boundary_line`.
     memchr::memmem::find(line, b"compact_boundary").is_some()
         && matches!(classify(line), Verdict::Boundary { .. })
 }
 
-/// Where the newest `compact_boundary` line starts, if the transcript has one.
-pub fn newest_boundary_start<R: Read + Seek>(reader: &mut R, len: u64) -> io::Result<Option<u64>> {
-    newest_boundary_start_within(reader, len, u64::MAX)
-}
-
-/// [`newest_boundary_start`], reading backwards at most `max_read` bytes (`None` when no
-/// boundary lies that close to the end).
-fn newest_boundary_start_within<R: Read + Seek>(
-    reader: &mut R,
-    len: u64,
-    max_read: u64,
-) -> io::Result<Option<u64>> {
-    newest_boundary_start_within_with(reader, len, max_read, classify)
-}
-
-/// [`newest_boundary_start_within`] with a reader of lines of its own (another client's).
+/// Where the newest `compact_boundary` line starts (as `classify` tells one), reading backwards
+/// at most `max_read` bytes (`None` when no boundary lies that close to the end).
 pub fn newest_boundary_start_within_with<R: Read + Seek>(
     reader: &mut R,
     len: u64,
@@ -518,11 +549,16 @@ fn since_newest_boundary_from<R: Read + Seek>(
 }
 
 /// Reads lines forward with a bounded buffer: a line longer than `max_line` is skipped (reported
-/// as `Line::TooLong`), so one huge line cannot make memory grow with it.
+/// as `Line::TooLong`), so one huge line cannot make memory grow with it. A line that lies whole
+/// in the read buffer is handed out from it, without a copy.
 pub struct LineReader<R> {
     reader: io::BufReader<R>,
     buf: Vec<u8>,
     max_line: usize,
+    /// The bytes of the line handed out from the read buffer, consumed at the next call.
+    lent: usize,
+    /// The bytes read so far, lines and their newlines (the next line's offset).
+    offset: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -537,11 +573,40 @@ impl<R: Read> LineReader<R> {
             reader: io::BufReader::with_capacity(64 * 1024, reader),
             buf: Vec::new(),
             max_line,
+            lent: 0,
+            offset: 0,
         }
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        Ok(self.next_line_and_end()?.map(|(line, _)| line))
+    }
+
+    /// [`LineReader::next_line`], with where the line after it starts.
+    pub fn next_line_and_end(&mut self) -> io::Result<Option<(Line<'_>, u64)>> {
+        let Some(read) = self.read_line()? else {
+            return Ok(None);
+        };
+        let line = match read {
+            Got::Lent(i) => &self.reader.buffer()[..i],
+            Got::Copied => &self.buf[..],
+            Got::TooLong => return Ok(Some((Line::TooLong, self.offset))),
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        Ok(Some((Line::Text(line), self.offset)))
+    }
+
+    /// Reads the next line: lent from the read buffer when it lies whole in it, else copied.
+    fn read_line(&mut self) -> io::Result<Option<Got>> {
         use std::io::BufRead;
+        self.reader.consume(std::mem::take(&mut self.lent));
+        // Most lines lie whole in the buffer.
+        let available = self.reader.fill_buf()?;
+        if let Some(i) = memchr::memchr(b'\n', available).filter(|&i| i <= self.max_line) {
+            self.lent = i + 1;
+            self.offset += i as u64 + 1;
+            return Ok(Some(Got::Lent(i)));
+        }
         self.buf.clear();
         let mut too_long = false;
         let mut saw_any = false;
@@ -565,19 +630,26 @@ impl<R: Read> LineReader<R> {
             }
             let used = done.unwrap_or(available.len());
             self.reader.consume(used);
+            self.offset += used as u64;
             if done.is_some() {
                 break;
             }
         }
-        if !saw_any {
-            return Ok(None);
-        }
-        if too_long {
-            return Ok(Some(Line::TooLong));
-        }
-        let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
-        Ok(Some(Line::Text(line)))
+        Ok(match (saw_any, too_long) {
+            (false, _) => None,
+            (true, true) => Some(Got::TooLong),
+            (true, false) => Some(Got::Copied),
+        })
     }
+}
+
+/// Where [`LineReader::read_line`] left the line it read.
+enum Got {
+    /// The first bytes of the read buffer, this many.
+    Lent(usize),
+    /// In the line buffer.
+    Copied,
+    TooLong,
 }
 
 #[cfg(test)]

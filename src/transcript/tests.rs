@@ -195,3 +195,28 @@ fn the_real_transcript() {
     assert_eq!(u.tokens, None);
     assert_eq!(u.boundary_at, parse_time("2026-11-21T19:21:48.917Z"));
 }
+
+/// Lent from the read buffer or copied across its end, every line comes out whole, with where
+/// the next starts (past a `\r\n` too).
+#[test]
+fn lines_and_their_ends_across_the_read_buffer() {
+    let mut text = String::new();
+    let mut expected = Vec::new();
+    for i in 0..3000 {
+        let line = format!("{i}:{}", "y".repeat(i % 97));
+        text.push_str(&line);
+        text.push_str(if i % 3 == 0 { "\r\n" } else { "\n" });
+        expected.push((line, text.len() as u64));
+    }
+    text.push_str("last");
+    expected.push(("last".to_string(), text.len() as u64));
+    let mut lines = LineReader::new(text.as_bytes(), 1 << 20);
+    let mut seen = Vec::new();
+    while let Some((line, end)) = lines.next_line_and_end().unwrap() {
+        let Line::Text(t) = line else {
+            panic!("too long")
+        };
+        seen.push((String::from_utf8(t.to_vec()).unwrap(), end));
+    }
+    assert_eq!(seen, expected);
+}

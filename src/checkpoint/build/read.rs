@@ -69,36 +69,66 @@ fn goal_in_head<R: io::Read>(
 /// memory as if the file ended at byte `end`; and when that part is not the whole transcript, its
 /// head for the session's goal. (Which reader a file takes is [`super::read_transcript_until`]'s
 /// choice: this module never imports the other client's reader, which builds on it.)
+///
+/// Where that part starts is known already, or found in the file's end
+/// ([`super::super::Opened::known_start`]); else the file is read from its start once, and the
+/// builder and the tree start again at each boundary met, so that what they hold at the end is
+/// the part after the newest one.
 pub(in crate::checkpoint) fn read_claude_until(
     opened: &mut super::super::Opened,
     end: u64,
 ) -> Result<Reading> {
     let len = opened.len.min(end);
-    let start = opened.start(len)?;
+    if let Some(reading) = opened.take_reading(len) {
+        return Ok(reading);
+    }
     // The branches the user rewound away from are never fed (`chain`). Most transcripts hold
     // none: one pass feeds the builder and the tree together, and only when the tree then shows
     // an abandoned branch is the part read again without it. A tree built already (a drop's
     // judge) is used as it is.
-    let built = opened.built(len).map(super::super::chain::Tree::abandoned);
     let mut builder = Builder::default();
-    let gone = if let Some(gone) = built {
-        gone
+    let known = opened.known_start(len)?;
+    let (start, gone) = if let Some(start) = known {
+        if let Some(gone) = opened.built(len).map(super::super::chain::Tree::abandoned) {
+            (start, Some(gone))
+        } else {
+            let mut tree = super::super::chain::Tree::default();
+            each_line(opened, start, len, |text, _, _| {
+                tree.feed(text);
+                builder.feed(text);
+            })?;
+            let gone = tree.abandoned();
+            opened.keep(len, tree);
+            (start, (!gone.is_empty()).then_some(gone))
+        }
     } else {
+        // No boundary in the file's end: read from its start, every boundary met starting the
+        // builder and the tree again.
         let mut tree = super::super::chain::Tree::default();
-        each_line(opened, start, len, |text| {
-            tree.feed(text);
-            builder.feed(text);
+        let mut newest = None;
+        each_line(opened, 0, len, |text, at, after| {
+            if let Some(boundary) = transcript::boundary_line(text, at, after) {
+                newest = Some(boundary);
+                tree = super::super::chain::Tree::default();
+                builder = Builder::default();
+            } else {
+                tree.feed(text);
+                builder.feed(text);
+            }
         })?;
+        opened.found(len, newest);
         let gone = tree.abandoned();
         opened.keep(len, tree);
-        if gone.is_empty() {
-            return finish(opened, builder, start);
-        }
-        builder = Builder::default();
-        gone
+        let start = newest.map_or(0, |b| b.after.min(len));
+        (start, (!gone.is_empty()).then_some(gone))
     };
+    // Fed already, and nothing abandoned.
+    let Some(gone) = gone else {
+        return finish(opened, builder, start);
+    };
+    let mut builder = Builder::default();
     let mut on_gone = OnGone::default();
-    each_line(opened, start, len, |text| {
+    each_line(opened, start, len, |text, _, _| {
         if !on_gone.skips(&gone, text) {
             builder.feed(text);
         }
@@ -107,12 +137,13 @@ pub(in crate::checkpoint) fn read_claude_until(
 }
 
 /// Each line of the transcript between bytes `start` and `len`, read forward in bounded memory
-/// (a line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy).
+/// (a line over `MAX_LINE` is skipped: the checkpoint is a summary, not a copy), with where it
+/// starts and where the line after it does.
 fn each_line(
     opened: &mut super::super::Opened,
     start: u64,
     len: u64,
-    mut each: impl FnMut(&[u8]),
+    mut each: impl FnMut(&[u8], u64, u64),
 ) -> Result<()> {
     let path = &opened.path;
     let context = || format!("reading transcript {}", path.display());
@@ -122,10 +153,12 @@ fn each_line(
         io::Read::take(&mut *file, len - start),
         transcript::MAX_LINE,
     );
-    while let Some(line) = lines.next_line().with_context(context)? {
+    let mut at = start;
+    while let Some((line, next)) = lines.next_line_and_end().with_context(context)? {
         if let Line::Text(text) = line {
-            each(text);
+            each(text, at, start + next);
         }
+        at = start + next;
     }
     Ok(())
 }
