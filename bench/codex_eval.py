@@ -56,7 +56,8 @@ DEFAULT_DIRS = [ROOT.parent / "codex-rollouts" / "held"]
 RUNNER = re.compile(
     r"(?<![\w/.-])("
     r"cargo (?:\+\S+ )?(?:test|nextest|build|check|clippy)|cargo fmt(?=.* --check)|"
-    r"(?:pnpm|npm|yarn|bun)(?: run)? (?:test|build|typecheck|lint|check|vitest|tsc)\S*|"
+    r"(?:pnpm|npm|yarn|bun)(?: (?:--filter|-F|--cwd|-C|--prefix|--workspace|-w)[= ]\S+)*(?: run)? "
+    r"(?:test|build|typecheck|lint|check|vitest|tsc)\S*|"
     r"bun test|npx (?:vitest|jest|tsc|eslint)|vitest|jest|tsc(?: |$)|eslint|"
     r"pytest|python3? -m (?:pytest|unittest)|go (?:test|build|vet)|"
     r"mise (?:run )?(?:test|build|lint|check)(?::[\w-]+)*|make(?: (?:test|build|check|lint)\S*)?$|"
@@ -69,7 +70,7 @@ RUNNER = re.compile(
 VERDICT = re.compile(
     r"(test result: .*|.*\b\d+ (?:passed|failed|passing|failing)\b.*|"
     r"Tests?(?: Files| Suites)?:?\s+\d+.*|Tests?: .*\d+.*|ERROR:? .*\bfailed\b.*|"
-    r".*Finished .*(?:profile|target).*|error(?:\[E\d+\])?: .*|FAIL(?:ED)?\b.*|ok\s+\S+\s+[\d.]+s.*|"
+    r".*Finished .*(?:profile|target).*|error(?:\[E\d+\])?: .*|FAIL(?:ED)?\b.*|ok\s+\S+\s+(?:[\d.]+s|\(cached\)).*|"
     r".*[Bb]uilt in .*|.*\bFound \d+ errors?.*|.*No issues found.*|All checks passed.*)"
 )
 
@@ -428,6 +429,11 @@ def self_test():
     assert not VERDICT.findall("Test environment can be examined in /tmp/test_env.Xy12ab")
     assert VERDICT.findall("Tests:       49 passed, 49 total") == ["Tests:       49 passed, 49 total"]
     assert VERDICT.findall("ERROR: E2E test cli/test_parse failed: exited with status code 1")
+    # a workspace package's script (the package manager's --filter before it)
+    assert runner("bun --filter @o/web build") == 0
+    assert runner("pnpm -F api test") == 0
+    # go test's pass line for a package whose result it reused: the same verdict as a timed one.
+    assert VERDICT.findall("ok  \tgithub.com/o/r/internal/x\t(cached)")
     block = "Files modified (newest first):\n```text\ntarlet/src/lib.rs\n```\n"
     assert named_file("/Users/j/src/tarlet/src/lib.rs", block_files(block))
     assert not named_file("/Users/j/src/other/src/lib.rs", block_files(block))

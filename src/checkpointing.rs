@@ -473,9 +473,10 @@ const CARRIED_FILES: usize = 30;
 
 /// Carries what must survive a second compaction from the previous checkpoint into `cp`, which
 /// was read from the part of the transcript after it: the session's goal, the asks (the previous
-/// ones become earlier asks), the open tasks when this part changed none, the last verification
-/// when this part ran none, the pull requests and the modified files. `store` is the client's
-/// own task store, when it keeps one: then it decides which tasks are open.
+/// ones become earlier asks), the user's decisions that still stand, the open tasks when this
+/// part changed none, the last verification when this part ran none, the pull requests and the
+/// modified files. `store` is the client's own task store, when it keeps one: then it decides
+/// which tasks are open.
 fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Option<Vec<Todo>>) {
     if let Some(prev) = previous {
         if prev.goal.is_some() {
@@ -484,7 +485,10 @@ fn carry_forward(cp: &mut Checkpoint, previous: Option<&Checkpoint>, store: Opti
         if cp.verification.is_none() {
             cp.verification.clone_from(&prev.verification);
         }
-        if cp.plan.is_none() && cp.plan_file.is_none() {
+        let plan_carried = cp.plan.is_none() && cp.plan_file.is_none();
+        let before = [prev.earlier_decisions.as_slice(), &prev.decisions].concat();
+        cp.earlier_decisions = checkpoint::carried_decisions(&before, &cp.decisions, plan_carried);
+        if plan_carried {
             cp.plan.clone_from(&prev.plan);
             cp.plan_file.clone_from(&prev.plan_file);
         }

@@ -33,7 +33,10 @@ pub const CLEAR_HEADER: &str = "## ctxguard recovery: the work before /clear";
 const MANY_COMPACTIONS: u64 = 3;
 
 mod focus;
+mod named;
 mod section;
+
+pub use named::leave_out_named;
 use section::{left_out, Section, NOTHING};
 
 fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
@@ -419,10 +422,11 @@ fn render_checkpoint(
     };
     // Over budget, the lowest rank loses items first (each list loses its oldest first), in
     // this order of what a resuming engineer needs: the newest ask and the queued messages,
-    // the goal, where the work lives (the branch, the pull requests the session acted on), the
-    // plan and the open tasks, the last verification, what was saved, the files and the pull
-    // requests only looked at, the other failures; then the gist, the compaction's
-    // instructions and the earlier requests.
+    // the goal and the user's decisions, where the work lives (the branch, the pull requests
+    // the session acted on), the plan and the open tasks, the last verification, what was
+    // saved, the files and the pull requests only looked at, the other failures; then the gist,
+    // the compaction's instructions, the decisions from before a previous compaction (an
+    // earlier block showed them) and the earlier requests.
     // What the focus sets aside is left out, and named in one line (`recovery/focus.rs`).
     let reading = match &m.custom_instructions {
         Some(c) if focus => {
@@ -464,6 +468,13 @@ fn render_checkpoint(
             "decisions",
             10,
             cp.decisions.iter().rev().cloned().collect(),
+        ),
+        // Still standing, shown by the block before; over budget they go before the gist.
+        Section::new(
+            "Their decisions before a previous compaction, still standing (newest first):",
+            "earlier decisions",
+            1,
+            cp.earlier_decisions.iter().rev().cloned().collect(),
         ),
         Section::new("The plan (written in plan mode):", "plan", 8, plan),
         Section::new(earlier_title, "earlier requests", 0, earlier),
@@ -571,41 +582,6 @@ fn render_checkpoint(
             None => return cut(&text, budget),
         }
     }
-}
-
-/// Leaves out of `cp` what `summary` (the compaction's own summary) already states word for
-/// word, and counts it: the goal, the asks, the open todos and the modified files. The block then
-/// says so in one line and spends its room on what the summary lacks. Texts are compared with
-/// whitespace runs made one space and case ignored; short texts (under 8 characters) are never
-/// taken as stated, nor is an ask kept cut (`head … tail`), which no summary states whole.
-pub fn leave_out_named(cp: &mut Checkpoint, summary: &str) {
-    let summary = normalise(summary);
-    let named = |text: &str| text.chars().count() >= 8 && summary.contains(&normalise(text));
-    let count = |cp: &Checkpoint| {
-        cp.todos.len()
-            + cp.files_modified.len()
-            + cp.asks.len()
-            + cp.earlier_asks.len()
-            + usize::from(cp.goal.is_some())
-    };
-    let before = count(cp);
-    cp.todos.retain(|t| !(t.is_open() && named(&t.content)));
-    cp.files_modified.retain(|f| !named(f));
-    cp.asks.retain(|a| !named(a));
-    cp.earlier_asks.retain(|a| !named(a));
-    if cp.goal.as_deref().is_some_and(named) {
-        cp.goal = None;
-    }
-    cp.named_in_summary = before - count(cp);
-}
-
-/// `text` with every run of whitespace one space, in lower case: how a summary's wording is
-/// matched against a checkpoint's.
-fn normalise(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
 }
 
 /// The heading of a group of memory files, by who wrote them.

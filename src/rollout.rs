@@ -340,8 +340,9 @@ pub fn is_exec(path: &Path) -> bool {
 /// What a rollout line says about the work, in the terms the checkpoint builder reads.
 #[derive(Debug, PartialEq)]
 pub enum Item {
-    /// `session_meta`: the session's directory, branch and the Codex version.
+    /// `session_meta`: the session's id, directory, branch and the Codex version.
     Meta {
+        id: Option<String>,
         cwd: Option<String>,
         branch: Option<String>,
         version: Option<String>,
@@ -380,6 +381,8 @@ pub enum Item {
 
 #[derive(Deserialize)]
 struct Meta {
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     cwd: Option<String>,
     #[serde(default)]
@@ -561,6 +564,7 @@ pub fn item(line: &[u8]) -> Item {
     match parsed.kind.as_deref() {
         Some("session_meta") => match serde_json::from_str::<Meta>(payload.get()) {
             Ok(meta) => Item::Meta {
+                id: meta.id,
                 cwd: meta.cwd,
                 branch: meta.git.and_then(|g| g.branch),
                 version: meta.cli_version,

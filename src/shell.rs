@@ -60,8 +60,12 @@ fn heredoc_end(line: &str) -> Option<String> {
 /// `command` with the text inside its quotes (`'…'`, `"…"`, across lines too) blanked byte for
 /// byte, so offsets stay the same: what a quoted string says (a commit message naming `cargo
 /// test`, `echo "a; b"`) is no command, and its `;` or `|` splits nothing. The string after
-/// `-c` (`sh -c "npm test"`) is a command and is kept. An unbalanced quote blanks the rest. A
+/// a shell's `-c` (`sh -c "npm test"`) is a command and is kept; another program's (`python3 -c
+/// "…"`) is that program's code, blanked. An unbalanced quote blanks the rest. A
 /// here-document's body is blanked whole, quotes or not, up to its terminator.
+/// Programs whose `-c` string is a shell command line.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish", "su"];
+
 fn blank_quotes(command: &str) -> String {
     let bytes = command.as_bytes();
     let mut out = bytes.to_vec();
@@ -97,7 +101,11 @@ fn blank_quotes(command: &str) -> String {
             i += 1;
             continue;
         }
-        let after_c = command[..i].trim_end().ends_with(" -c");
+        let after_c = command[..i]
+            .trim_end()
+            .strip_suffix(" -c")
+            .and_then(|before| before.split_whitespace().last())
+            .is_some_and(|program| SHELLS.contains(&program.rsplit('/').next().unwrap_or("")));
         let mut j = i + 1;
         while j < bytes.len() && bytes[j] != q {
             j += usize::from(q == b'"' && bytes[j] == b'\\');
@@ -422,6 +430,19 @@ mod tests {
         // Blanked byte for byte: offsets stay those of the command.
         assert_eq!(blank_quotes(command).len(), command.len());
         assert!(blank_quotes("echo \"<<EOF\"\nnpm test").ends_with("npm test"));
+    }
+
+    #[test]
+    fn a_shells_c_string_is_commands_another_programs_is_its_code() {
+        assert_eq!(blank_quotes("sh -c 'npm test'"), "sh -c 'npm test'");
+        assert_eq!(
+            blank_quotes("/bin/bash -c \"a; b\""),
+            "/bin/bash -c \"a; b\""
+        );
+        assert_eq!(
+            blank_quotes("lint | python3 -c \"\nimport x; x\n\""),
+            "lint | python3 -c \"\n           \n\""
+        );
     }
 
     /// The words the real `/bin/sh` passes for `line`, or `None` if it fails to run it.

@@ -141,10 +141,12 @@ pub fn render(cp: &Checkpoint) -> Option<String> {
         .map(|g| (g.clone(), 85))
         .collect();
     // The user's answers to the agent's questions, newest first: the newest two with the goal.
+    // Those made before the previous compaction that still stand come after them.
     let decisions = cp
         .decisions
         .iter()
         .rev()
+        .chain(cp.earlier_decisions.iter().rev())
         .enumerate()
         .map(|(n, d)| (d.clone(), if n < 2 { 86 } else { 60 }))
         .collect();

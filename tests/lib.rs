@@ -43,6 +43,7 @@ mod recovery;
 mod recovery_build;
 mod recovery_classes;
 mod recovery_round5;
+mod recovery_round5_rest;
 mod replay;
 mod replay_codex;
 mod replay_cost;

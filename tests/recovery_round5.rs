@@ -14,7 +14,7 @@ use crate::util::*;
 /// (`answers`: question → answer, `notes`: question → notes), as 2.1.232 records it
 /// (entirecontext-d29c2adb.jsonl, lines 82–84: the tool result's text and its `toolUseResult`
 /// with `questions`, `answers` and `annotations`). An empty `answers` is the client's timeout.
-fn ask_user(
+pub(crate) fn ask_user(
     s: &mut Session,
     questions: &[(&str, &[&str])],
     answers: &[(&str, &str)],
@@ -73,7 +73,7 @@ fn facts(s: &Session) -> String {
 }
 
 /// The fenced items under `title`, or none.
-fn items_of(block: &str, title: &str) -> Vec<String> {
+pub(crate) fn items_of(block: &str, title: &str) -> Vec<String> {
     let Some(at) = block.find(title) else {
         return Vec::new();
     };

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::asks;
+use super::{asks, MAX_DECISIONS};
 use crate::text::{cut, sanitize};
 
 /// A decision's question, at most (the answer is what must survive).
@@ -108,6 +108,30 @@ fn decision(question: &str, answer: &str, notes: Option<&str>) -> Option<String>
     })
 }
 
+/// The decisions made before the part read that still stand, oldest first (`previous`: the
+/// previous checkpoint's earlier decisions, then its own). A decision still stands unless the
+/// user answered the same question again since (the newer answer wins: in `read`, or later in
+/// `previous`) or, for a plan's approval, a plan of the part read replaced the approved one
+/// (`plan_carried`: the previous plan is still the plan). With the part's own, a checkpoint keeps
+/// [`MAX_DECISIONS`]: the newest carried ones fill what the part's own leave.
+pub fn carried_decisions(previous: &[String], read: &[String], plan_carried: bool) -> Vec<String> {
+    let question = |d: &str| d.split_once(" → ").map_or(d, |(q, _)| q).to_string();
+    let mut out: Vec<String> = Vec::new();
+    for (n, d) in previous.iter().enumerate() {
+        let asked = question(d);
+        let again = read
+            .iter()
+            .chain(&previous[n + 1..])
+            .any(|l| question(l) == asked);
+        if !again && (plan_carried || d != PLAN_DECISION) {
+            out.push(d.clone());
+        }
+    }
+    let room = MAX_DECISIONS.saturating_sub(read.len());
+    let skip = out.len().saturating_sub(room);
+    out.into_iter().skip(skip).collect()
+}
+
 /// Whether an `ExitPlanMode` result's text says the user approved the plan.
 pub(super) fn plan_approved(text: &str) -> bool {
     text.trim_start().starts_with(PLAN_APPROVED)
@@ -131,5 +155,31 @@ mod tests {
         let refused =
             r#"{"type":"user","toolUseResult":"Error: The user doesn't want to proceed"}"#;
         assert!(in_line(refused).is_empty());
+    }
+
+    #[test]
+    fn a_decision_from_before_an_earlier_compaction_stands_until_it_is_made_again() {
+        let d = |s: &[&str]| s.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let previous = d(&["Which database? → Postgres", PLAN_DECISION, "Squash? → yes"]);
+        // The same question answered again since: only the newer answer, not carried.
+        assert_eq!(
+            carried_decisions(&previous, &d(&["Squash? → no, keep the commits"]), true),
+            ["Which database? → Postgres", PLAN_DECISION]
+        );
+        // A plan of its own in the part read: the earlier approval was of another plan.
+        assert_eq!(
+            carried_decisions(&previous, &[], false),
+            ["Which database? → Postgres", "Squash? → yes"]
+        );
+        // Answered twice before: the newer. Four in all with the part's own, the newest.
+        let previous = d(&["A? → 1", "B? → 2", "A? → 3", "C? → 4", "D? → 5", "E? → 6"]);
+        assert_eq!(
+            carried_decisions(&previous, &[], true),
+            ["A? → 3", "C? → 4", "D? → 5", "E? → 6"]
+        );
+        assert_eq!(
+            carried_decisions(&previous, &d(&["F? → 7"]), true),
+            ["C? → 4", "D? → 5", "E? → 6"]
+        );
     }
 }

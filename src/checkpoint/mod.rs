@@ -20,6 +20,7 @@ mod rollout;
 mod runs;
 mod store;
 pub mod summary;
+mod teammates;
 mod todos;
 mod tools;
 mod verify;
@@ -34,6 +35,7 @@ use crate::files;
 
 pub use asks::is_acknowledgement;
 pub use build::{clean_prompt, same_ask, Reading};
+pub use decisions::carried_decisions;
 pub(crate) use prs::acted_on as pr_acted_on;
 pub(crate) use prs::remember as remember_pr;
 pub use rollout::is_codex_text;
@@ -266,6 +268,9 @@ pub struct Checkpoint {
     /// The user's answers to the agent's questions (`question → answer`) and a plan approved in
     /// plan mode, in the part read, oldest first.
     pub decisions: Vec<String>,
+    /// Decisions made before the previous compaction that still stand, oldest first: as many as
+    /// `decisions` leaves of [`MAX_DECISIONS`].
+    pub earlier_decisions: Vec<String>,
     /// Which of `asks` were typed while the agent was working.
     pub queued: Vec<String>,
     /// Asks carried forward from before the previous compaction, oldest first.
@@ -466,6 +471,8 @@ mod tests {
             queued: vec![text(QUEUED_CHARS); MAX_QUEUED],
             // A question, ` → ` and an answer (`decisions.rs`).
             decisions: vec![text(260); MAX_DECISIONS],
+            // Carried forward by PreCompact into the room the part's own leave (none here).
+            earlier_decisions: Vec::new(),
             // Carried forward by PreCompact, capped there.
             earlier_asks: vec![text(ASK_CHARS); MAX_ASKS],
             todos: vec![

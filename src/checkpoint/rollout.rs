@@ -82,6 +82,10 @@ struct Feeder {
     /// A user message wholly in a tag, waiting for the `user_message` event that would show the
     /// user sent it.
     tagged: Option<String>,
+    /// The session's id, from its first `session_meta`: a forked session's rollout (a subagent's,
+    /// a conversation forked in the IDE) copies its parent's history after its own, the parent's
+    /// `session_meta` (its branch then) too.
+    session: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -234,8 +238,24 @@ fn running_session(text: &str) -> Option<&str> {
 impl Feeder {
     fn feed(&mut self, item: Item) {
         match item {
-            Item::Meta { cwd, branch, .. } => {
-                self.builder.place(cwd.as_deref(), branch.as_deref());
+            Item::Meta {
+                id, cwd, branch, ..
+            } => {
+                match (&self.session, id) {
+                    // The parent's, copied into a fork's rollout: where the fork was made, so
+                    // its branch only while the session's own named none.
+                    (Some(own), Some(id)) if *own != id => {
+                        if self.builder.branch().is_none() {
+                            self.builder.place(None, branch.as_deref());
+                        }
+                    }
+                    (own, id) => {
+                        if own.is_none() {
+                            self.session = id;
+                        }
+                        self.builder.place(cwd.as_deref(), branch.as_deref());
+                    }
+                }
             }
             Item::Cwd(cwd) => self.builder.place(Some(&cwd), None),
             Item::User(text) => {
@@ -388,7 +408,8 @@ fn feed_lines<R: Read>(
 
 /// The head of a rollout: every line until the session's first ask, then only its
 /// `session_meta` lines (Codex writes one again at each resume, with the branch then): the
-/// newest one's branch and directory are the session's.
+/// newest of the session's own gives its branch and directory (a parent's, copied into a fork,
+/// only a branch the session's own did not name).
 fn head_lines<R: Read>(feeder: &mut Feeder, reader: R, limit: u64) -> io::Result<()> {
     let mut lines = LineReader::new(reader.take(limit), MAX_LINE);
     while let Some(line) = lines.next_line()? {
@@ -422,6 +443,7 @@ pub(super) fn read_rollout_until(path: &Path, end: u64) -> Result<Reading> {
         let mut first = Feeder::default();
         head_lines(&mut first, head, start.min(HEAD_SCAN_BYTES)).with_context(context)?;
         goal = first.builder.goal().map(str::to_string);
+        feeder.session.clone_from(&first.session);
         feeder
             .builder
             .place(first.builder.cwd(), first.builder.branch());

@@ -77,17 +77,46 @@ struct Part {
     piped: bool,
 }
 
-/// The parts of `command` that run something.
+/// Interpreters that, given their program inline (`python3 -c '…'`, `node -e`, `perl -ne`),
+/// shape the output piped into them as `awk` and `sed` do.
+const INTERPRETERS: &[&str] = &[
+    "python", "python2", "python3", "node", "ruby", "perl", "php",
+];
+
+/// The parts of `command` that run something. A pipeline is the check its first running stage
+/// makes: a later stage that reads it through a program written inline in the command line
+/// (`… | python3 -c '…'`) only shapes what that check printed, as `grep` or `awk` would.
 fn parts(command: &str) -> Vec<Part> {
     let mut out = Vec::new();
     for (_, plain) in crate::shell::command_lines(command) {
+        // Whether the piece reads a pipe, and whether a stage before it in that pipe ran.
+        let (mut reads, mut fed_by_run) = (false, false);
         for (text, piped) in split(&plain) {
-            if let Some(part) = part(text, piped) {
+            let part = part(text, piped).filter(|_| !(reads && fed_by_run && inline(text)));
+            fed_by_run = piped && (part.is_some() || (reads && fed_by_run));
+            reads = piped;
+            if let Some(part) = part {
                 out.push(part);
             }
         }
     }
     out
+}
+
+/// Does this stage run an interpreter on a program written in the command line?
+fn inline(text: &str) -> bool {
+    let mut words = text.split_whitespace().skip_while(|w| !is_interpreter(w));
+    words.next().is_some()
+        && words.next().is_some_and(|flag| {
+            matches!(flag, "-c" | "-e" | "--eval" | "-r")
+                || (flag.len() <= 4 && flag.starts_with('-') && flag.ends_with('e'))
+        })
+}
+
+fn is_interpreter(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    INTERPRETERS.contains(&name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
+        || INTERPRETERS.contains(&name)
 }
 
 /// A line split at `&&`, `||`, `;`, `|` and a background `&` (never the `&` of a redirection such
@@ -140,7 +169,9 @@ fn part(text: &str, piped: bool) -> Option<Part> {
         .filter(|w| !w.contains(['>', '<']) && !w.starts_with('-'))
         .collect();
     let program = words.first()?.rsplit('/').next()?;
-    if HELPERS.contains(&program) || program.is_empty() {
+    // A word that names no program: the quote closing a string opened lines above.
+    let named = program.starts_with(|c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '$'));
+    if HELPERS.contains(&program) || !named {
         return None;
     }
     let n = if VERB_RUNNERS.contains(&program) && matches!(words.get(1), Some(&("run" | "exec"))) {
@@ -190,7 +221,11 @@ pub(super) fn covers_failure(success: &str, failed: &str, error: &str, verified:
     !wanted.is_empty()
         && wanted.iter().all(|f| {
             done.iter().any(|s| {
-                s.key == f.key && (s.args.is_empty() || s.args == f.args) && (!s.piped || verified)
+                // Piped, a run's exit status is its reader's: a piped success says as much as
+                // a piped failure did, and more only when its output read as passing.
+                s.key == f.key
+                    && (s.args.is_empty() || s.args == f.args)
+                    && (!s.piped || verified || f.piped)
             })
         })
 }
@@ -275,6 +310,33 @@ mod tests {
             "cargo test",
             false
         ));
+        // A stage reading the pipe through an inline program shapes its output: the same
+        // check again with another reader redoes it (its reader's failure was the one seen).
+        let count = "lint run --out-format=json ./... 2>/dev/null | python3 -c \"\nimport json\n\"";
+        assert!(covers(
+            "lint run ./... 2>&1 | grep -E x | sort",
+            count,
+            false
+        ));
+        assert!(covers(
+            "gh pr view 7 --json checks --jq '.a' | head",
+            "sleep 30; gh pr view 7 --json checks --jq '.a' | head",
+            false
+        ));
+        // A piped success alone says nothing of a run that failed unpiped...
+        assert!(!covers("gh pr view 7 | head", "gh pr view 7", false));
+        // ...an interpreter running a script, or fed by a helper, is a run of its own.
+        assert!(!covers(
+            "lint run | sort",
+            "lint run | python3 sum.py",
+            false
+        ));
+        assert!(!covers(
+            "true",
+            "cat x.json | python3 -c 'import json'",
+            false
+        ));
+        assert_eq!(parts("cat x | node -e 'x'").len(), 1);
         // A redirection's `&` splits nothing; a here-document's body is text.
         assert_eq!(parts("make test 2>&1").len(), 1);
         assert!(parts("cat <<EOF\ncargo test\nEOF").is_empty());

@@ -313,6 +313,14 @@ impl Todos {
         }
     }
 
+    /// A teammate said task `id` is done ([`super::teammates`]): this session's task of that id
+    /// is completed, as a `TaskList` result listing it so would make it.
+    pub(super) fn done(&mut self, id: &str) {
+        if let Some(task) = self.tasks.iter_mut().find(|t| t.id.as_deref() == Some(id)) {
+            task.todo.status = status("completed");
+        }
+    }
+
     /// The list: in progress first, then pending, then completed, in list order within each.
     /// Changes still waiting for their results count as done, the newest last. A task known
     /// only by its id gets its subject when one was learnt.

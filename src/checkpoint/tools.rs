@@ -546,6 +546,11 @@ impl ToolLog {
         }
     }
 
+    /// A task a teammate's message says is done.
+    pub(super) fn task_done(&mut self, id: &str) {
+        self.todos.done(id);
+    }
+
     /// A task's subject, from a message assigning it (the lead's `task_assignment`).
     pub(super) fn task_named(&mut self, id: &str, subject: &str) {
         self.todos.name(id, subject);

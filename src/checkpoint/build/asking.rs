@@ -5,6 +5,7 @@ use super::{
     ask_text, asks, prompt_body, short_reply, Ask, Builder, ASK_CHARS, GOAL_CHARS, MAX_ASKS,
     MAX_QUEUED, NOTIFICATION, QUEUED_CHARS,
 };
+use crate::checkpoint::teammates;
 
 impl Builder {
     /// A user message's text: notifications of background tasks (whoever the client says sent
@@ -16,6 +17,9 @@ impl Builder {
             self.forced_turn = false;
             if let Some((id, subject)) = asks::assignment(text) {
                 self.tools.task_named(&id, &subject);
+            }
+            for id in teammates::completed(text) {
+                self.tools.task_done(&id);
             }
             if let Some(body) = prompt_body(text) {
                 self.ask(&body, false);
