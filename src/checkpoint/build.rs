@@ -325,6 +325,25 @@ impl Builder {
         }
     }
 
+    /// A progress record, by the fields [`Builder::feed`] reads from one (for a caller that
+    /// parsed the line already, [`progress`]): where the session runs and the client's version,
+    /// unless it is a subagent's.
+    fn progress(
+        &mut self,
+        sidechain: Option<bool>,
+        cwd: Option<&str>,
+        branch: Option<&str>,
+        version: Option<&str>,
+    ) {
+        if sidechain == Some(true) {
+            return;
+        }
+        self.place(cwd, branch);
+        if let Some(version) = version.filter(|v| !v.is_empty()) {
+            self.client_version = Some(cut(version, 40));
+        }
+    }
+
     fn user(&mut self, message: EntryMessage, is_prompt: bool) {
         let Some(content) = message.content else {
             return;
@@ -587,6 +606,7 @@ fn gist(text: &str) -> Option<String> {
 }
 
 mod asking;
+mod progress;
 mod read;
 #[cfg(test)]
 mod tests;

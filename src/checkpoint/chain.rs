@@ -151,6 +151,10 @@ impl Tree {
         let Ok(ids) = serde_json::from_slice::<Ids>(line) else {
             return;
         };
+        let kind = ids.kind.as_deref().unwrap_or_default();
+        if kind == "progress" {
+            return self.progress(ids.uuid.as_deref(), ids.parent.as_deref());
+        }
         let uuid = ids.uuid.as_deref().map_or(0, id_of);
         if uuid == 0 {
             return;
@@ -158,17 +162,6 @@ impl Tree {
         let parent = ids.parent.as_deref().map_or(0, id_of);
         // Through the progress records between: the node they hang from.
         let parent = self.alias.get(&parent).copied().unwrap_or(parent);
-        let kind = ids.kind.as_deref().unwrap_or_default();
-        if kind == "progress" {
-            if self.aliased.len() >= MAX_ALIASES {
-                if let Some(old) = self.aliased.pop_front() {
-                    self.alias.remove(&old);
-                }
-            }
-            self.alias.insert(uuid, parent);
-            self.aliased.push_back(uuid);
-            return;
-        }
         if self.nodes.len() >= MAX_NODES {
             self.overflowed = true;
             return;
@@ -208,6 +201,24 @@ impl Tree {
         };
         self.index.insert(uuid, at);
         self.nodes.push(node);
+    }
+
+    /// Adds a progress record, by its ids: no node, an alias of the node it hangs from (what
+    /// [`Tree::feed`] does with one, for a caller that parsed the line already).
+    pub fn progress(&mut self, uuid: Option<&str>, parent: Option<&str>) {
+        let uuid = uuid.map_or(0, id_of);
+        if uuid == 0 {
+            return;
+        }
+        let parent = parent.map_or(0, id_of);
+        let parent = self.alias.get(&parent).copied().unwrap_or(parent);
+        if self.aliased.len() >= MAX_ALIASES {
+            if let Some(old) = self.aliased.pop_front() {
+                self.alias.remove(&old);
+            }
+        }
+        self.alias.insert(uuid, parent);
+        self.aliased.push_back(uuid);
     }
 
     fn text(&self, i: usize) -> Option<&String> {

@@ -94,8 +94,7 @@ pub(in crate::checkpoint) fn read_claude_until(
         } else {
             let mut tree = super::super::chain::Tree::default();
             each_line(opened, start, len, |text, _, _| {
-                tree.feed(text);
-                builder.feed(text);
+                super::progress::feed_both(&mut tree, &mut builder, text);
             })?;
             let gone = tree.abandoned();
             opened.keep(len, tree);
@@ -112,8 +111,7 @@ pub(in crate::checkpoint) fn read_claude_until(
                 tree = super::super::chain::Tree::default();
                 builder = Builder::default();
             } else {
-                tree.feed(text);
-                builder.feed(text);
+                super::progress::feed_both(&mut tree, &mut builder, text);
             }
         })?;
         opened.found(len, newest);
