@@ -192,10 +192,14 @@ fn usage_gives_pis_window_and_the_point_where_pi_compacts() {
     .unwrap();
     let u = usage(&pi);
     assert_eq!(u["compact_at"], 34_000);
-    assert!(u["compact_source"]["pi"]
-        .as_str()
-        .unwrap()
-        .contains(".pi/settings.json"));
+    let project_file = Path::new(".pi").join("settings.json");
+    assert!(
+        u["compact_source"]["pi"]
+            .as_str()
+            .unwrap()
+            .contains(project_file.to_str().unwrap()),
+        "{u}"
+    );
     // Compaction off: pi never compacts, and fails at the window's end.
     fs::write(
         pi.project.join(".pi/settings.json"),
