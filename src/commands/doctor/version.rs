@@ -240,6 +240,48 @@ fn ask_version_within(path: &Path, limit: Duration) -> Client {
     }
 }
 
+/// A client's JSON-lines server (`codex app-server`, `pi --mode rpc`) asked one question: the
+/// `requests` written to its stdin, one per line, then the first line of its stdout (at most
+/// 4 MiB read) that `is_answer`, within `limit`. Its stdin stays open until then: such a server
+/// stops reading at its end. `who` names it in the errors, `what` the answer waited for.
+pub(super) fn ask_json_lines(
+    child: &mut std::process::Child,
+    requests: &[serde_json::Value],
+    limit: Duration,
+    who: &str,
+    what: &str,
+    is_answer: impl Fn(&serde_json::Value) -> bool + Send + 'static,
+) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
+    const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(format!("no pipes to {who}"));
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The reader ends when the server is killed (its pipe closes) or at the cap.
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stdout.take(MAX_OUTPUT));
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                if is_answer(&v) {
+                    let _ = tx.send(v);
+                    return;
+                }
+            }
+            line.clear();
+        }
+    });
+    for request in requests {
+        writeln!(stdin, "{request}").map_err(|e| format!("writing to {who}: {e}"))?;
+    }
+    let answer = rx
+        .recv_timeout(limit)
+        .map_err(|_| format!("no answer to {what} within {limit:?}"));
+    drop(stdin);
+    answer
+}
+
 /// Runs `path args` (at most `limit`, its first 4 KiB of output read), in a group of its own:
 /// a hung program is killed with everything it started. What it printed, or why nothing.
 pub(super) fn run_within(path: &Path, args: &[&str], limit: Duration) -> Result<String, String> {

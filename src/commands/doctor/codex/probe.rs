@@ -5,15 +5,13 @@
 //! the hooks stopped running. Both are bounded: a deadline, then the program and everything it
 //! started killed as one ([`crate::process`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::super::version::{find_on_path, run_within};
+use super::super::version::{ask_json_lines, find_on_path, run_within};
 use crate::process;
 
 /// `codex --version` starts node, then the native binary.
@@ -21,9 +19,6 @@ const VERSION_LIMIT: Duration = Duration::from_secs(10);
 
 /// The app-server answers `hooks/list` in well under a second; a few seconds is plenty.
 const LIST_LIMIT: Duration = Duration::from_secs(5);
-
-/// No more of the app-server's output is read (its answers are a few kilobytes).
-const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
 
 /// What asking Codex gave.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,39 +89,20 @@ fn hooks_list(codex: &Path, limit: Duration) -> Result<Vec<Listed>, String> {
 
 /// Sends the three requests and waits for `hooks/list`'s answer (id 2).
 fn ask_list(child: &mut std::process::Child, limit: Duration) -> Result<Value, String> {
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("no pipes to the app-server".into());
-    };
-    let (tx, rx) = mpsc::channel();
-    // The reader ends when the app-server is killed (its pipe closes) or at the cap.
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout.take(MAX_OUTPUT));
-        let mut line = String::new();
-        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if v["id"] == 2 {
-                    let _ = tx.send(v);
-                    return;
-                }
-            }
-            line.clear();
-        }
-    });
     let requests = [
         json!({"id": 1, "method": "initialize",
                "params": {"clientInfo": {"name": "ctxguard-doctor", "version": crate::version::LONG}}}),
         json!({"method": "initialized"}),
         json!({"id": 2, "method": "hooks/list", "params": {}}),
     ];
-    for request in requests {
-        writeln!(stdin, "{request}").map_err(|e| format!("writing to the app-server: {e}"))?;
-    }
-    // stdin stays open until the answer: the app-server stops reading at its end.
-    let answer = rx
-        .recv_timeout(limit)
-        .map_err(|_| format!("no answer to hooks/list within {limit:?}"));
-    drop(stdin);
-    answer
+    ask_json_lines(
+        child,
+        &requests,
+        limit,
+        "the app-server",
+        "hooks/list",
+        |v| v["id"] == 2,
+    )
 }
 
 /// The hooks in a `hooks/list` answer (every directory it lists), or the error it gave.

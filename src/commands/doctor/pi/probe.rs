@@ -5,15 +5,14 @@
 //! ran it. Both are bounded: a deadline, then pi and everything it started killed as one
 //! ([`crate::process`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::super::version::find_on_path;
+use super::super::version::{ask_json_lines, find_on_path};
 use crate::process;
 
 /// `pi --version` starts node and loads pi's modules: a few seconds on a cold disk.
@@ -21,9 +20,6 @@ const VERSION_LIMIT: Duration = Duration::from_secs(15);
 
 /// pi in RPC mode answers `get_commands` once its extensions are loaded (1–4 s measured).
 const LOAD_LIMIT: Duration = Duration::from_secs(20);
-
-/// No more of pi's output is read.
-const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
 
 /// What asking pi gave.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,33 +122,10 @@ fn commands(pi: &Path, cwd: Option<&Path>, limit: Duration) -> Result<Vec<Loaded
 }
 
 fn ask_commands(child: &mut std::process::Child, limit: Duration) -> Result<Value, String> {
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("no pipes to pi".into());
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout.take(MAX_OUTPUT));
-        let mut line = String::new();
-        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if v["type"] == "response" && v["command"] == "get_commands" {
-                    let _ = tx.send(v);
-                    return;
-                }
-            }
-            line.clear();
-        }
-    });
-    writeln!(
-        stdin,
-        "{{\"id\":\"ctxguard-doctor\",\"type\":\"get_commands\"}}"
-    )
-    .map_err(|e| format!("writing to pi: {e}"))?;
-    let answer = rx
-        .recv_timeout(limit)
-        .map_err(|_| format!("no answer to get_commands within {limit:?}"));
-    drop(stdin);
-    answer
+    let request = serde_json::json!({"id": "ctxguard-doctor", "type": "get_commands"});
+    ask_json_lines(child, &[request], limit, "pi", "get_commands", |v| {
+        v["type"] == "response" && v["command"] == "get_commands"
+    })
 }
 
 /// The extension commands in a `get_commands` answer (0.73 and 1.x put the file in
