@@ -150,8 +150,9 @@ pub fn read(path: &Path, cached: Option<Reading>) -> Result<Reading> {
 /// Bytes hashed before the offset to recognise the same file content.
 const SEAL_BYTES: u64 = 64;
 
-/// FNV-1a of the [`SEAL_BYTES`] before `offset`.
-fn seal(file: &mut File, offset: u64) -> std::io::Result<u64> {
+/// FNV-1a of the [`SEAL_BYTES`] before `offset`: what tells a file only appended to since it
+/// was read up to `offset` from one rewritten in place (pi's session copy keeps it too).
+pub fn seal(file: &mut File, offset: u64) -> std::io::Result<u64> {
     let start = offset.saturating_sub(SEAL_BYTES);
     file.seek(SeekFrom::Start(start))?;
     let mut bytes = Vec::with_capacity(SEAL_BYTES as usize);

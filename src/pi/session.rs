@@ -95,12 +95,6 @@ pub fn records(line: &[u8], state: &mut State) -> Vec<String> {
         base.insert("gitBranch".into(), branch.clone().into());
     }
     base.insert("isSidechain".into(), false.into());
-    let with = |mut base: Map<String, Value>, fields: Value| {
-        if let Value::Object(fields) = fields {
-            base.extend(fields);
-        }
-        Value::Object(base).to_string()
-    };
     match kind {
         "message" => {
             let Some(message) = entry.get("message") else {
@@ -149,12 +143,6 @@ fn compaction(
     id: &str,
     parent: Option<&str>,
 ) -> Vec<String> {
-    let with = |mut base: Map<String, Value>, fields: Value| {
-        if let Value::Object(fields) = fields {
-            base.extend(fields);
-        }
-        Value::Object(base).to_string()
-    };
     let pre = entry.get("tokensBefore").and_then(Value::as_u64);
     let summary_text = entry
         .get("summary")
@@ -201,12 +189,20 @@ fn named_model(provider: &str, model: &str) -> String {
     }
 }
 
+/// The record of `base` (its place in the tree, its time) with `fields` (an object) added.
+fn with(mut base: Map<String, Value>, fields: Value) -> String {
+    if let Value::Object(fields) = fields {
+        base.extend(fields);
+    }
+    Value::Object(base).to_string()
+}
+
 /// A record that keeps an entry's place in the tree and says nothing else.
 fn placeholder(base: Map<String, Value>, kind: &str) -> String {
-    let mut base = base;
-    base.insert("type".into(), "attachment".into());
-    base.insert("attachment".into(), json!({"type": format!("pi_{kind}")}));
-    Value::Object(base).to_string()
+    with(
+        base,
+        json!({"type": "attachment", "attachment": {"type": format!("pi_{kind}")}}),
+    )
 }
 
 /// The text of a pi `content`: a string, or the `text` of its text parts.

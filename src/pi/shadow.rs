@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::session::{self, State};
 use crate::files;
 use crate::paths::Paths;
+use crate::reading::seal;
 use crate::transcript::MAX_LINE;
 
 use crate::input::is_pi_session_name as is_session_name;
@@ -37,9 +38,6 @@ const LOCK_WAIT: Duration = Duration::from_secs(2);
 /// the first time (ctxguard installed midway) is caught up over several calls, each well
 /// within the extension's time bound, instead of one that bound would cut off every time.
 const MAX_PER_CALL: u64 = 32 * 1024 * 1024;
-
-/// Bytes hashed before the offset read up to, to recognise the same file content.
-const SEAL_BYTES: u64 = 64;
 
 /// What was read of pi's file, and into what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -99,6 +97,11 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         let share = (len - from).min(MAX_PER_CALL);
         convert(&mut BufReader::new(file.take(share)), state, out, skipping)
     };
+    if continues.as_ref().is_some_and(|p| p.offset == len) {
+        // Nothing appended (most calls): nothing more is read, not even the branch.
+        return Ok(copy);
+    }
+    // The branch of the session's directory, given to the records read now.
     let cwd = match &continues {
         Some(p) => Some(p.state.cwd.clone()),
         None => header_cwd(&mut file),
@@ -107,34 +110,30 @@ pub fn up_to_date(paths: &Paths, session_id: &str, source: &Path) -> Result<Path
         branch: branch_of(cwd.as_deref().filter(|c| !c.is_empty()).map(Path::new)),
         ..State::default()
     };
-    let (offset, copy_len, skipping) = match &continues {
-        Some(p) if p.offset == len => return Ok(copy),
-        Some(p) => {
-            state = State {
-                branch: state.branch,
-                ..p.state.clone()
-            };
-            let mut out = files::open_append(&copy)?;
-            let mut buf = Vec::new();
-            let (used, skipping) = read(&mut file, p.offset, p.skipping, &mut state, &mut buf)?;
-            out.write_all(&buf)
-                .with_context(|| format!("writing {}", copy.display()))?;
-            (p.offset + used, copy_len + buf.len() as u64, skipping)
-        }
-        None => {
-            let mut temp = tempfile::NamedTempFile::new_in(&dir)
-                .with_context(|| format!("creating a file in {}", dir.display()))?;
-            let (used, skipping) = {
-                let mut out = std::io::BufWriter::new(temp.as_file_mut());
-                let read = read(&mut file, 0, false, &mut state, &mut out)?;
-                out.flush()?;
-                read
-            };
-            let written = temp.as_file().metadata()?.len();
-            temp.persist(&copy)
-                .with_context(|| format!("replacing {}", copy.display()))?;
-            (used, written, skipping)
-        }
+    let (offset, copy_len, skipping) = if let Some(p) = &continues {
+        state = State {
+            branch: state.branch,
+            ..p.state.clone()
+        };
+        let mut out = files::open_append(&copy)?;
+        let mut buf = Vec::new();
+        let (used, skipping) = read(&mut file, p.offset, p.skipping, &mut state, &mut buf)?;
+        out.write_all(&buf)
+            .with_context(|| format!("writing {}", copy.display()))?;
+        (p.offset + used, copy_len + buf.len() as u64, skipping)
+    } else {
+        let mut temp = tempfile::NamedTempFile::new_in(&dir)
+            .with_context(|| format!("creating a file in {}", dir.display()))?;
+        let (used, skipping) = {
+            let mut out = std::io::BufWriter::new(temp.as_file_mut());
+            let read = read(&mut file, 0, false, &mut state, &mut out)?;
+            out.flush()?;
+            read
+        };
+        let written = temp.as_file().metadata()?.len();
+        temp.persist(&copy)
+            .with_context(|| format!("replacing {}", copy.display()))?;
+        (used, written, skipping)
     };
     let progress = Progress {
         source: source_name,
@@ -247,6 +246,12 @@ fn convert(
     }
 }
 
+/// The directory the header of the pi session file at `path` names.
+pub fn session_cwd(path: &Path) -> Option<String> {
+    let (mut file, _) = files::open_regular(path, "pi's session file").ok()?;
+    header_cwd(&mut file)
+}
+
 /// The directory a session file's header names (its first line, read bounded).
 fn header_cwd(file: &mut File) -> Option<String> {
     file.seek(SeekFrom::Start(0)).ok()?;
@@ -255,17 +260,6 @@ fn header_cwd(file: &mut File) -> Option<String> {
     let first = head.split(|b| *b == b'\n').next()?;
     let v: serde_json::Value = serde_json::from_slice(first).ok()?;
     (v.get("type")?.as_str()? == "session").then(|| v.get("cwd")?.as_str().map(str::to_string))?
-}
-
-/// FNV-1a of the [`SEAL_BYTES`] before `offset`.
-fn seal(file: &mut File, offset: u64) -> std::io::Result<u64> {
-    let start = offset.saturating_sub(SEAL_BYTES);
-    file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::with_capacity(SEAL_BYTES as usize);
-    file.take(offset - start).read_to_end(&mut bytes)?;
-    Ok(bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    }))
 }
 
 /// The branch checked out in `dir` (its `.git/HEAD`, or a worktree's `gitdir:`): the name after

@@ -228,44 +228,20 @@ fn listed(
         Some(projects) => transcripts(projects, filter, now)?,
         None => Vec::new(),
     };
-    // Codex's sessions come beside Claude Code's: a folder that cannot be listed is said, and
-    // the rest replayed.
+    // Codex's and pi's sessions come beside Claude Code's: a folder that cannot be listed is
+    // said, and the rest replayed.
     if let Some(sessions) = sessions {
-        match rollouts(sessions, filter, now) {
-            Ok((rollouts, more)) => {
-                if more {
-                    eprintln!(
-                        "ctxguard: only the newest {MAX_ROLLOUTS} Codex rollouts under {} are \
-                         replayed (narrow with --since or --project)",
-                        super::shown_name(&sessions.display().to_string())
-                    );
-                }
-                files.extend(rollouts);
-            }
-            Err(e) => eprintln!(
-                "skipped Codex's sessions: {}",
-                super::shown_name(&format!("{e:#}"))
-            ),
-        }
+        beside(
+            &mut files,
+            rollouts(sessions, filter, now),
+            sessions,
+            "Codex",
+            "rollouts",
+        );
     }
-    // pi's beside them, the same way.
     if let Some(pi) = pi {
-        match super::sessions::pi_sessions(pi, filter, now) {
-            Ok((found, more)) => {
-                if more {
-                    eprintln!(
-                        "ctxguard: only the newest {MAX_ROLLOUTS} pi sessions under {} are \
-                         replayed (narrow with --since or --project)",
-                        super::shown_name(&pi.display().to_string())
-                    );
-                }
-                files.extend(found);
-            }
-            Err(e) => eprintln!(
-                "skipped pi's sessions: {}",
-                super::shown_name(&format!("{e:#}"))
-            ),
-        }
+        let found = super::sessions::pi_sessions(pi, filter, now);
+        beside(&mut files, found, pi, "pi", "sessions");
     }
     let files = newest_first(files);
     if files.is_empty() {
@@ -276,7 +252,7 @@ fn listed(
             .collect();
         bail!(
             "no session transcript under {}{}: nothing to replay (check --project and --since, \
-             or CLAUDE_CONFIG_DIR and CODEX_HOME)",
+             or CLAUDE_CONFIG_DIR, CODEX_HOME and PI_CODING_AGENT_DIR)",
             folders.join(" or "),
             filter
                 .project
@@ -286,6 +262,33 @@ fn listed(
         );
     }
     Ok(files)
+}
+
+/// The sessions another client's folder `dir` holds (`found`), added to `files`; when there
+/// were more than are replayed, or the folder could not be listed, said on stderr.
+fn beside(
+    files: &mut Vec<Found>,
+    found: Result<(Vec<Found>, bool)>,
+    dir: &Path,
+    client: &str,
+    kind: &str,
+) {
+    match found {
+        Ok((found, more)) => {
+            if more {
+                eprintln!(
+                    "ctxguard: only the newest {MAX_ROLLOUTS} {client} {kind} under {} are \
+                     replayed (narrow with --since or --project)",
+                    super::shown_name(&dir.display().to_string())
+                );
+            }
+            files.extend(found);
+        }
+        Err(e) => eprintln!(
+            "skipped {client}'s sessions: {}",
+            super::shown_name(&format!("{e:#}"))
+        ),
+    }
 }
 
 /// `replay --all`.

@@ -166,57 +166,66 @@ pub fn rollouts(sessions: &Path, filter: &Filter, now: SystemTime) -> Result<(Ve
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(e) => return Err(e).with_context(|| format!("listing {}", sessions.display())),
     }
-    let wanted = wanted_project(filter);
-    let oldest = oldest(filter, now);
-    let mut found = Vec::new();
-    for day in dated_folders(sessions)
+    let days = dated_folders(sessions)
         .iter()
         .flat_map(|year| dated_folders(year))
         .flat_map(|month| dated_folders(&month))
-    {
-        let Ok(files) = fs::read_dir(&day) else {
+        .collect::<Vec<_>>();
+    let is_rollout = |path: &Path| crate::rollout::is_rollout(path);
+    Ok(sessions_in(
+        days,
+        is_rollout,
+        rollout_cwd,
+        Client::Codex,
+        filter,
+        now,
+    ))
+}
+
+/// The sessions of `client` in `folders` (their regular files that `is_session`), newest first,
+/// that pass `filter` (`--project` on the folder name Claude Code would give the directory
+/// `cwd_of` reads in each), at most [`MAX_ROLLOUTS`]; and whether there were more.
+fn sessions_in(
+    folders: impl IntoIterator<Item = PathBuf>,
+    is_session: impl Fn(&Path) -> bool,
+    cwd_of: impl Fn(&Path) -> Option<String>,
+    client: Client,
+    filter: &Filter,
+    now: SystemTime,
+) -> (Vec<Found>, bool) {
+    let wanted = wanted_project(filter);
+    let oldest = oldest(filter, now);
+    let mut found = Vec::new();
+    for folder in folders {
+        let Ok(files) = fs::read_dir(&folder) else {
             continue;
         };
         for file in files.flatten() {
             let path = file.path();
             let is_file = file.file_type().is_ok_and(|t| t.is_file());
-            if !is_file || !crate::rollout::is_rollout(&path) {
+            if !is_file || !is_session(&path) {
                 continue;
             }
             let Some(modified) = kept_since(&file, oldest) else {
                 continue;
             };
             if let Some(w) = &wanted {
-                let cwd = rollout_cwd(&path).unwrap_or_default();
+                let cwd = cwd_of(&path).unwrap_or_default();
                 if cwd.is_empty() || !folder_name(&cwd).contains(w.as_str()) {
                     continue;
                 }
             }
             if found.len() == MAX_ROLLOUTS {
-                return Ok((newest_first(found), true));
+                return (newest_first(found), true);
             }
             found.push(Found {
                 modified,
                 path,
-                client: Client::Codex,
+                client,
             });
         }
     }
-    Ok((newest_first(found), false))
-}
-
-/// The directory a pi session file's header names (its first line).
-fn pi_cwd(path: &Path) -> Option<String> {
-    let (file, _) = crate::files::open_regular(path, "pi's session file").ok()?;
-    let mut lines = LineReader::new(file.take(META_BYTES), META_BYTES as usize);
-    match lines.next_line() {
-        Ok(Some(Line::Text(first))) => {
-            let v: serde_json::Value = serde_json::from_slice(first).ok()?;
-            (v.get("type")?.as_str()? == "session")
-                .then(|| v.get("cwd")?.as_str().map(str::to_string))?
-        }
-        _ => None,
-    }
+    (newest_first(found), false)
 }
 
 /// pi's sessions under `sessions` (`--<cwd>--/<time>_<id>.jsonl`, or `<time>_<id>.jsonl` in a
@@ -234,43 +243,14 @@ pub fn pi_sessions(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(e) => return Err(e).with_context(|| format!("listing {}", sessions.display())),
     };
-    let wanted = wanted_project(filter);
-    let oldest = oldest(filter, now);
-    let mut found = Vec::new();
     let folders = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path());
-    for folder in std::iter::once(sessions.to_path_buf()).chain(folders) {
-        let Ok(files) = fs::read_dir(&folder) else {
-            continue;
-        };
-        for file in files.flatten() {
-            let path = file.path();
-            let is_file = file.file_type().is_ok_and(|t| t.is_file());
-            if !is_file || !crate::pi::shadow::is_pi_source(&path.to_string_lossy()) {
-                continue;
-            }
-            let Some(modified) = kept_since(&file, oldest) else {
-                continue;
-            };
-            if let Some(w) = &wanted {
-                let cwd = pi_cwd(&path).unwrap_or_default();
-                if cwd.is_empty() || !folder_name(&cwd).contains(w.as_str()) {
-                    continue;
-                }
-            }
-            if found.len() == MAX_ROLLOUTS {
-                return Ok((newest_first(found), true));
-            }
-            found.push(Found {
-                modified,
-                path,
-                client: Client::Pi,
-            });
-        }
-    }
-    Ok((newest_first(found), false))
+    let folders = std::iter::once(sessions.to_path_buf()).chain(folders);
+    let is_pi = |path: &Path| crate::pi::shadow::is_pi_source(&path.to_string_lossy());
+    let cwd_of = crate::pi::shadow::session_cwd;
+    Ok(sessions_in(folders, is_pi, cwd_of, Client::Pi, filter, now))
 }
 
 #[cfg(test)]
