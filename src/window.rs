@@ -49,6 +49,8 @@ pub enum WindowSource {
     PiReported,
     /// The model's `contextWindow` in pi's `models.json` (128k for a custom model without one).
     PiModels,
+    /// The window pi's extension reported for this model in an earlier call.
+    PiLearned,
     Learned,
     Model,
     Usage,
@@ -70,6 +72,7 @@ impl WindowSource {
                 "the window of Codex's own models (272k), until its rollout reports one"
             }
             WindowSource::PiReported => "the model's contextWindow, reported by pi",
+            WindowSource::PiLearned => "reported by pi for this model earlier",
             WindowSource::PiModels => {
                 "the model's contextWindow in pi's models.json (128k when a custom model sets none)"
             }

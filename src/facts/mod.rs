@@ -268,6 +268,13 @@ pub fn resolve(
 ) -> Resolved {
     let model = model.or(marker.model.as_deref());
     if ctx.client == Client::Pi {
+        // The model's window as pi knows it, remembered for the commands that read this
+        // model's sessions later without pi (`usage`, `replay`): here, where the limits are
+        // resolved (at most once a minute), not on every hook. A cache: one not written is only
+        // a default window there.
+        if let (Some(window), Some(model)) = (ctx.pi_window, model) {
+            let _ = learn(ctx.paths, &learned_key(model), window);
+        }
         let facts = pi_facts(
             ctx.env,
             ctx.project,
@@ -308,7 +315,7 @@ pub fn pi_facts(
         .or_else(|| {
             let paths = env.paths().ok()?;
             let w = learned(&paths).get(&learned_key(model?)).copied()?;
-            Some((w, WindowSource::Learned))
+            Some((w, WindowSource::PiLearned))
         })
         .unwrap_or((crate::usage::DEFAULT_WINDOW, WindowSource::Default));
     let settings = crate::pi::config::settings(agent_dir.as_deref(), project);

@@ -70,13 +70,6 @@ fn parse_event(bytes: &[u8], event: &str, env: &Env) -> Result<HookInput> {
             std::path::Path::new(&input.transcript_path),
         )?;
         input.transcript_path = copy.to_string_lossy().into_owned();
-        // The model's window as pi knows it, for the commands that read this model's sessions
-        // later without pi (`usage`, `replay`). A cache: one not written is only a default
-        // window there, and the hook goes on.
-        if let (Some(window), false) = (input.context_window, input.model.is_empty()) {
-            let key = crate::facts::learned_key(&input.model);
-            let _ = crate::facts::learn(&env.paths()?, &key, window);
-        }
     }
     Ok(input)
 }
